@@ -1,0 +1,123 @@
+package embedetcd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+func attrMap(r slog.Record) map[string]any {
+	m := map[string]any{}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.Any()
+		return true
+	})
+	return m
+}
+
+func TestZapToSlog(t *testing.T) {
+	rec := newRecorder()
+	closing := new(atomic.Bool)
+	lg := newZapLogger(rec, closing).With(zap.String("local-member-id", "abc"))
+
+	lg.Info("hello", zap.Int("n", 3), zap.Duration("took", time.Second), zap.Strings("urls", []string{"a", "b"}))
+	shutdown := func() {
+		lg.Error("setting up serving from embedded etcd failed.", zap.Error(errors.New("http: Server closed")))
+	}
+	shutdown() // not closing: a real error
+	closing.Store(true)
+	shutdown() // closing: demoted
+	lg.Error("setting up serving from embedded etcd failed.", zap.Error(errors.New("disk on fire")))
+	lg.Warn("simple token is not cryptographically signed")
+
+	rs := rec.all()
+	if len(rs) != 5 {
+		t.Fatalf("got %d records, want 5", len(rs))
+	}
+	a := attrMap(rs[0])
+	if rs[0].Level != slog.LevelInfo || rs[0].Message != "hello" || a["local_member_id"] != "abc" ||
+		a["n"] != int64(3) || a["took"] != time.Second {
+		t.Errorf("info record: %v %q %v", rs[0].Level, rs[0].Message, a)
+	}
+	if urls, ok := a["urls"].([]any); !ok || len(urls) != 2 || urls[1] != "b" {
+		t.Errorf("urls = %#v", a["urls"])
+	}
+	want := []slog.Level{slog.LevelError, slog.LevelDebug, slog.LevelError, slog.LevelDebug}
+	for i, w := range want {
+		if got := rs[i+1].Level; got != w {
+			t.Errorf("record %d %q %v: level %v, want %v", i+1, rs[i+1].Message, attrMap(rs[i+1]), got, w)
+		}
+	}
+	if e := attrMap(rs[1])["error"]; e != "http: Server closed" {
+		t.Errorf("error attr = %#v", e)
+	}
+}
+
+func TestZapToSlogLevels(t *testing.T) {
+	var n atomic.Int32
+	h := countingHandler{level: slog.LevelInfo, n: &n}
+	closing := new(atomic.Bool)
+	closing.Store(true)
+	lg := newZapLogger(h, closing)
+	lg.Debug("dropped")
+	lg.Warn("simple token is not cryptographically signed") // demoted below Info: dropped
+	lg.Info("kept")
+	if n.Load() != 1 {
+		t.Fatalf("handled %d records, want 1", n.Load())
+	}
+}
+
+type countingHandler struct {
+	level slog.Level
+	n     *atomic.Int32
+}
+
+func (h countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+func (h countingHandler) Handle(context.Context, slog.Record) error    { h.n.Add(1); return nil }
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h countingHandler) WithGroup(string) slog.Handler                { return h }
+
+func TestAddresses(t *testing.T) {
+	host, _ := os.Hostname()
+	for _, c := range []struct{ listen, advertise, dial string }{
+		{"127.0.0.1:9093", "127.0.0.1:9093", "127.0.0.1:9093"},
+		{"0.0.0.0:9093", net.JoinHostPort(host, "9093"), "127.0.0.1:9093"},
+		{"[::]:9093", net.JoinHostPort(host, "9093"), "[::1]:9093"},
+		{"10.1.2.3:9094", "10.1.2.3:9094", "10.1.2.3:9094"},
+	} {
+		if got := advertiseAddr(c.listen); got != c.advertise {
+			t.Errorf("advertiseAddr(%s) = %s, want %s", c.listen, got, c.advertise)
+		}
+		if got := dialAddr(c.listen); got != c.dial {
+			t.Errorf("dialAddr(%s) = %s, want %s", c.listen, got, c.dial)
+		}
+	}
+	if got, err := bindAddr(":9093"); err != nil || got != "0.0.0.0:9093" {
+		t.Errorf("bindAddr(:9093) = %s, %v", got, err)
+	}
+	got, err := bindAddr("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, port, _ := net.SplitHostPort(got); port == "0" || port == "" {
+		t.Errorf("bindAddr(127.0.0.1:0) = %s", got)
+	}
+	cfg, err := Config{Dir: "x"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClientAddr != "0.0.0.0:9093" || cfg.PeerAddr != "0.0.0.0:9094" || cfg.Name == "" ||
+		cfg.HeartbeatInterval != DefaultHeartbeatInterval || cfg.ElectionTimeout != DefaultElectionTimeout {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if _, err := (Config{}).withDefaults(); !errors.Is(err, ErrNoDir) {
+		t.Errorf("no dir: %v", err)
+	}
+}
