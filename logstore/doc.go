@@ -1,0 +1,45 @@
+// Package logstore keeps one partition replica's log: segment files of raw Kafka
+// RecordBatch v2 bytes, appended whole and served back as file ranges for sendfile.
+//
+// The on-disk format, what is fsynced when, how recovery works and how retention
+// moves the log start offset are described in docs/format/segment.md (in the
+// repository root); keep that page and this package in step.
+//
+// # Files
+//
+// A Log owns one directory (<data>/topics/<topic>-<p>/). Each segment is a file
+// named "%020d.log" after the base offset of its first batch and holds whole
+// batches back to back, exactly as produced apart from baseOffset and
+// partitionLeaderEpoch, which the log assigns. The last segment is the active
+// one; only it is ever written. Other files in the directory (for example the
+// replication layer's leader-epochs checkpoint) are left alone.
+//
+// # Index
+//
+// Segments are the truth. Everything else (segment metadata, a sparse offset
+// index, a time index, the recovery point and the log start offset) is derived
+// data kept behind the Index interface, which the node implements on Pebble
+// (package offsets). Open rebuilds whatever of it it cannot verify.
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use. Writers (Append, AppendReplica, Truncate,
+// ApplyRetention, Sync, Close, Delete) are serialised by appendMu; readers (Read,
+// OffsetForTimestamp, ScanHeaders) run concurrently with each other and with the
+// writer. Lock order:
+//
+//  1. Log.appendMu (writers only; held across file writes and index writes)
+//  2. Log.mu (RWMutex over the segment list and the published sizes; never held
+//     across file I/O or index calls, only while publishing or snapshotting)
+//
+// Readers take mu in read mode to snapshot the segments they need, take a
+// reference on each segment file, release mu and then do their I/O, so a slow
+// disk read never blocks an append. Truncate bumps a generation counter under mu;
+// a reader that sees the generation change during its I/O starts over. A segment
+// file is closed only when its last reference is dropped, so a Slice stays valid
+// until Slice.Release even if retention, Truncate, Close or Delete removed the
+// segment meanwhile (the file descriptor is never closed and reused under a
+// pending sendfile).
+//
+// LogStartOffset, LogEndOffset and Size read atomics and never block.
+package logstore

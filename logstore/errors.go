@@ -1,0 +1,31 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrOffsetOutOfRange: the offset is below the log start offset or above the
+	// log end offset (Kafka's OFFSET_OUT_OF_RANGE).
+	ErrOffsetOutOfRange = errors.New("logstore: offset out of range")
+	// ErrClosed: the log was closed or deleted.
+	ErrClosed = errors.New("logstore: log closed")
+	// ErrNotContiguous: AppendReplica got batches whose base offset is not the log
+	// end offset (or the next offset of the batch before it).
+	ErrNotContiguous = errors.New("logstore: batch offsets not contiguous with the log")
+)
+
+// CorruptionError reports invalid bytes found in a segment file while reading.
+// (Recovery does not return it: it truncates the damage and logs it.)
+type CorruptionError struct {
+	File string // segment file path
+	Pos  int64  // byte position of the bad batch
+	Err  error  // what is wrong (often one of the batch package errors)
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("logstore: corrupt segment %s at position %d: %v", e.File, e.Pos, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }

@@ -1,0 +1,237 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// Truncate removes the batch that contains offset and every batch after it, so
+// that the log end offset becomes that batch's base offset: pass a batch boundary
+// (as replication does, with leader-epoch start offsets) to truncate exactly at
+// offset. An offset at or above the log end changes nothing. An offset below the
+// first segment empties the log and starts it again at offset (the log start
+// offset moves down to it), like Kafka's truncateFullyAndStartAt.
+//
+// Later segments are deleted, the segment holding offset is cut and becomes the
+// active segment, and the index entries past the cut are removed. If the cut is
+// below the recovery point, the lower recovery point is made durable first. The
+// caller must make sure no unreleased Slice covers the removed bytes (a follower
+// truncates only above its high watermark, which readers never pass).
+func (l *Log) Truncate(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	segs := l.mu.segs
+	if offset >= l.active().next {
+		return nil
+	}
+	if offset < segs[0].base {
+		return l.truncateFullyLocked(offset)
+	}
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	s := segs[i]
+
+	// Find the batch containing offset, and the segment's largest timestamp before it.
+	hint, ok, err := l.idx.LookupOffset(s.base, offset)
+	if err != nil {
+		return fmt.Errorf("logstore: truncate: read index: %w", err)
+	}
+	pos, cut, maxTs := int64(0), s.base, int64(-1)
+	if ok && hint.Pos > 0 && hint.Pos < s.size {
+		if h, err := readHeaderAt(s.file.f, hint.Pos, s.size); err == nil && h.BaseOffset == hint.Offset {
+			pos, cut, maxTs = hint.Pos, hint.Offset, hint.MaxTimestampBefore
+		}
+	}
+	hr := newHeaderReader(s.file, s.size)
+	for {
+		h, err := hr.header(pos)
+		if err != nil {
+			hr.release()
+			return fmt.Errorf("logstore: truncate: %w", err)
+		}
+		if h.NextOffset() > offset {
+			break
+		}
+		pos += h.Size()
+		cut = h.NextOffset()
+		maxTs = max(maxTs, h.MaxTimestamp)
+	}
+	hr.release()
+
+	if cut < l.recoveryPoint {
+		if err := l.setRecoveryPointLocked(cut, true); err != nil {
+			return fmt.Errorf("logstore: truncate: %w", err)
+		}
+	}
+	l.log.Info("truncating log", "offset", offset, "new_log_end_offset", cut, "file", s.file.path, "position", pos)
+
+	later := segs[i+1:]
+	l.mu.Lock()
+	l.gen.Add(1)
+	l.mu.segs = segs[:i+1]
+	l.mu.ring = l.mu.ring[:0]
+	l.mu.Unlock()
+
+	var errs []error
+	for _, t := range later {
+		errs = append(errs, l.removeSegment(t.base), t.file.unref())
+	}
+	errs = append(errs, l.idx.TruncateEntries(s.base, cut))
+	if err := s.file.f.Truncate(pos); err != nil {
+		return l.latchLocked(fmt.Errorf("logstore: truncate %s: %w", s.file.path, err))
+	}
+	if err := fdatasync(s.file.f); err != nil {
+		return l.latchLocked(fmt.Errorf("logstore: sync %s: %w", s.file.path, err))
+	}
+	firstTs := s.firstTs
+	if pos == 0 {
+		firstTs = -1
+	}
+	l.mu.Lock()
+	s.size, s.next, s.maxTs, s.firstTs, s.closed = pos, cut, maxTs, firstTs, false
+	l.logStart.Store(min(l.logStart.Load(), cut))
+	l.publishLocked()
+	l.mu.Unlock()
+
+	l.bytesSinceIndex = pos
+	if e, ok, err := l.idx.LookupOffset(s.base, cut); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		l.bytesSinceIndex = pos - e.Pos
+	}
+	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()))
+	if len(later) > 0 {
+		errs = append(errs, syncDir(l.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("logstore: truncate: %w", err)
+	}
+	return nil
+}
+
+// truncateFullyLocked removes every segment and starts an empty log at offset.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	if err := l.setRecoveryPointLocked(offset, true); err != nil {
+		return fmt.Errorf("logstore: truncate: %w", err)
+	}
+	l.log.Info("truncating log fully", "new_log_start_offset", offset)
+	l.mu.Lock()
+	l.gen.Add(1)
+	old := l.mu.segs
+	l.mu.Unlock()
+	var errs []error
+	for _, t := range old {
+		errs = append(errs, l.removeSegment(t.base))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return l.latchLocked(fmt.Errorf("logstore: truncate: %w", err))
+	}
+	s, err := l.createSegment(offset)
+	if err != nil {
+		return l.latchLocked(fmt.Errorf("logstore: truncate: %w", err))
+	}
+	l.mu.Lock()
+	l.mu.segs = []*segment{s}
+	l.mu.ring = l.mu.ring[:0]
+	l.logStart.Store(offset)
+	l.publishLocked()
+	l.mu.Unlock()
+	for _, t := range old {
+		_ = t.file.unref()
+	}
+	l.bytesSinceIndex = 0
+	if err := l.idx.SetLogStartOffset(offset); err != nil {
+		return fmt.Errorf("logstore: truncate: %w", err)
+	}
+	return nil
+}
+
+// ApplyRetention deletes whole segments from the oldest on while each one is
+// either expired (its largest batch maxTimestamp is older than
+// now-Config.RetentionMs) or not needed to keep Config.RetentionBytes (the log
+// without it would still hold at least RetentionBytes: Kafka's rule), and moves
+// the log start offset to the first remaining segment. If the active segment
+// qualifies too (all data expired), the log first rolls to a new empty segment at
+// the log end and then deletes the old one, so the log start offset reaches the
+// log end, as Kafka does. An empty active segment is never deleted.
+//
+// Each segment is removed from the index, with the new log start offset
+// recorded, before its file is removed. Readers holding a Slice keep the file
+// until they release it. It returns how many segments were deleted.
+func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	segs := l.mu.segs
+	total := l.size.Load()
+	cutoff := now.UnixMilli() - l.cfg.RetentionMs
+	n := 0
+	for _, s := range segs {
+		if s.size == 0 {
+			break
+		}
+		ts := s.maxTs
+		if ts < 0 { // no batch timestamps: use the file's modification time
+			if fi, err := s.file.f.Stat(); err == nil {
+				ts = fi.ModTime().UnixMilli()
+			}
+		}
+		expired := l.cfg.RetentionMs >= 0 && ts < cutoff
+		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= s.size
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n == len(segs) {
+		if err := l.rollLocked(l.active().next); err != nil {
+			return 0, err
+		}
+	}
+	for _, s := range segs[:n] {
+		if err := l.deleteOldestLocked(s); err != nil {
+			return deletedSegments, err
+		}
+		deletedSegments++
+	}
+	if err := syncDir(l.dir); err != nil {
+		return deletedSegments, fmt.Errorf("logstore: retention: sync dir: %w", err)
+	}
+	return deletedSegments, nil
+}
+
+// deleteOldestLocked deletes s, the oldest segment: index first, then the file.
+func (l *Log) deleteOldestLocked(s *segment) error {
+	newStart := max(l.logStart.Load(), s.next)
+	if err := l.idx.SetLogStartOffset(newStart); err != nil {
+		return fmt.Errorf("logstore: retention: %w", err)
+	}
+	if err := l.idx.DeleteSegment(s.base); err != nil {
+		return fmt.Errorf("logstore: retention: %w", err)
+	}
+	l.mu.Lock()
+	l.mu.segs = l.mu.segs[1:]
+	l.logStart.Store(newStart)
+	l.publishLocked()
+	l.mu.Unlock()
+	l.log.Info("deleted segment by retention", "file", s.file.path, "log_start_offset", newStart)
+	err := os.Remove(s.file.path)
+	if uerr := s.file.unref(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("logstore: retention: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package offsets
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+)
+
+// Keyspace tags: the first byte of every key. Values are part of the on-disk
+// format (docs/format/meta-index.md) and must not change meaning.
+const (
+	tagFormat   = 0x01 // the format version key
+	tagLogIndex = 0x02 // per-partition log index
+	// Reserved for later keyspaces: 0x03 committed group offsets, 0x04 group
+	// metadata, 0x05 producer state.
+)
+
+// Sub-keyspaces of a partition's log index (the byte after the partition key).
+const (
+	subState   = 0x01 // partition state fields
+	subSegment = 0x02 // segment metadata
+	subOffset  = 0x03 // sparse offset index
+	subTime    = 0x04 // time index
+)
+
+// Partition state fields (the byte after subState).
+const (
+	fieldLogStart      = 0x01
+	fieldRecoveryPoint = 0x02
+)
+
+var formatKey = []byte{tagFormat}
+
+// ErrPartitionKey: a partition key is empty or contains a zero byte.
+var ErrPartitionKey = errors.New("offsets: invalid partition key")
+
+// partitionPrefix returns tag | key | 0x00. The zero terminator keeps prefixes of
+// different partitions disjoint ("t-1" and "t-10").
+func partitionPrefix(tag byte, key string) ([]byte, error) {
+	if key == "" || strings.IndexByte(key, 0) >= 0 {
+		return nil, ErrPartitionKey
+	}
+	p := make([]byte, 0, len(key)+2+17)
+	p = append(p, tag)
+	p = append(p, key...)
+	return append(p, 0), nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // all 0xff: no upper bound
+}
+
+func appendU64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+// orderedTs maps a signed timestamp to an unsigned one with the same order.
+func orderedTs(ts int64) uint64 { return uint64(ts) ^ 1<<63 }
+
+func key(prefix []byte, parts ...uint64) []byte {
+	k := make([]byte, len(prefix), len(prefix)+8*len(parts))
+	copy(k, prefix)
+	for _, p := range parts {
+		k = appendU64(k, p)
+	}
+	return k
+}
+
+func i64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
