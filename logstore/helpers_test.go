@@ -243,10 +243,20 @@ func (e *pebbleEnv) Wipe(tb testing.TB) {
 	e.open(tb)
 }
 
+// indexKinds makes a fresh environment of each Index implementation.
+var indexKinds = []struct {
+	name string
+	mk   func(t *testing.T) indexEnv
+}{
+	{"mem", func(*testing.T) indexEnv { return &memEnv{m: logstore.NewMemIndex()} }},
+	{"pebble", func(t *testing.T) indexEnv { return newPebbleEnv(t) }},
+}
+
 // forEachIndex runs fn with each Index implementation.
 func forEachIndex(t *testing.T, fn func(t *testing.T, env indexEnv)) {
-	t.Run("mem", func(t *testing.T) { fn(t, &memEnv{m: logstore.NewMemIndex()}) })
-	t.Run("pebble", func(t *testing.T) { fn(t, newPebbleEnv(t)) })
+	for _, k := range indexKinds {
+		t.Run(k.name, func(t *testing.T) { fn(t, k.mk(t)) })
+	}
 }
 
 func openLog(tb testing.TB, dir string, cfg logstore.Config, idx logstore.Index) *logstore.Log {
