@@ -81,11 +81,15 @@ func (s *segment) meta() SegmentMeta {
 
 func segmentPath(dir string, base int64) string { return filepath.Join(dir, segmentName(base)) }
 
-// headerBufSize is the read size used when walking batch headers: small batches
-// share one read, large batches cost one read of this size each.
-const headerBufSize = 4096
+// Header reads start at headerReadMin bytes and double with every refill up to
+// headerReadMax: locating one batch costs one small read, and walking many small
+// batches (a large Fetch) costs few syscalls. Large batches cost one read each.
+const (
+	headerReadMin = 4 << 10
+	headerReadMax = 64 << 10
+)
 
-var headerBufPool = sync.Pool{New: func() any { b := make([]byte, headerBufSize); return &b }}
+var headerBufPool = sync.Pool{New: func() any { b := make([]byte, headerReadMax); return &b }}
 
 // headerReader walks batch headers of one segment file without reading record
 // bytes it does not need. It never reads at or past limit (the published size).
@@ -95,10 +99,11 @@ type headerReader struct {
 	bufp  *[]byte
 	off   int64 // file position of buf[0]
 	n     int   // valid bytes in buf
+	read  int64 // size of the next read
 }
 
 func newHeaderReader(sf *segFile, limit int64) *headerReader {
-	return &headerReader{sf: sf, limit: limit, bufp: headerBufPool.Get().(*[]byte)}
+	return &headerReader{sf: sf, limit: limit, bufp: headerBufPool.Get().(*[]byte), read: headerReadMin}
 }
 
 func (r *headerReader) release() {
@@ -116,7 +121,8 @@ func (r *headerReader) header(pos int64) (batch.Header, error) {
 	}
 	buf := *r.bufp
 	if pos < r.off || pos+batch.HeaderSize > r.off+int64(r.n) {
-		n := int64(len(buf))
+		n := r.read
+		r.read = min(2*r.read, headerReadMax)
 		if rem := r.limit - pos; rem < n {
 			n = rem
 		}
