@@ -70,11 +70,20 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.log.Info("truncating log", "offset", offset, "new_log_end_offset", cut, "file", s.file.path, "position", pos)
 
+	// Publish the cut before touching the file: a reader that snapshots after this
+	// never reads past pos, and one that snapshotted before sees gen change.
+	firstTs := s.firstTs
+	if pos == 0 {
+		firstTs = -1
+	}
 	later := segs[i+1:]
 	l.mu.Lock()
 	l.gen.Add(1)
 	l.mu.segs = segs[:i+1]
 	l.mu.ring = l.mu.ring[:0]
+	s.size, s.next, s.maxTs, s.firstTs, s.closed = pos, cut, maxTs, firstTs, false
+	l.logStart.Store(min(l.logStart.Load(), cut))
+	l.publishLocked()
 	l.mu.Unlock()
 
 	var errs []error
@@ -88,16 +97,6 @@ func (l *Log) Truncate(offset int64) error {
 	if err := fdatasync(s.file.f); err != nil {
 		return l.latchLocked(fmt.Errorf("logstore: sync %s: %w", s.file.path, err))
 	}
-	firstTs := s.firstTs
-	if pos == 0 {
-		firstTs = -1
-	}
-	l.mu.Lock()
-	s.size, s.next, s.maxTs, s.firstTs, s.closed = pos, cut, maxTs, firstTs, false
-	l.logStart.Store(min(l.logStart.Load(), cut))
-	l.publishLocked()
-	l.mu.Unlock()
-
 	l.bytesSinceIndex = pos
 	if e, ok, err := l.idx.LookupOffset(s.base, cut); err != nil {
 		errs = append(errs, err)
@@ -136,6 +135,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return l.latchLocked(fmt.Errorf("logstore: truncate: %w", err))
 	}
 	l.mu.Lock()
+	l.gen.Add(1) // readers that snapshotted the old segments in between start over
 	l.mu.segs = []*segment{s}
 	l.mu.ring = l.mu.ring[:0]
 	l.logStart.Store(offset)
