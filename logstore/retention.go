@@ -1,0 +1,92 @@
+package logstore
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// ApplyRetention deletes whole segments from the oldest on while each one is
+// either expired (its largest batch maxTimestamp is older than
+// now-Config.RetentionMs) or not needed to keep Config.RetentionBytes (the log
+// without it would still hold at least RetentionBytes: Kafka's rule), and moves
+// the log start offset to the first remaining segment. If the active segment
+// qualifies too (all data expired), the log first rolls to a new empty segment at
+// the log end and then deletes the old one, so the log start offset reaches the
+// log end, as Kafka does. An empty active segment is never deleted.
+//
+// Each segment is removed from the index, with the new log start offset
+// recorded, before its file is removed. Readers holding a Slice keep the file
+// until they release it. It returns how many segments were deleted.
+func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	segs := l.mu.segs
+	total := l.size.Load()
+	cutoff := now.UnixMilli() - l.cfg.RetentionMs
+	n := 0
+	for _, s := range segs {
+		if s.size == 0 {
+			break
+		}
+		ts := s.maxTs
+		if ts < 0 { // no batch timestamps: use the file's modification time
+			if fi, err := s.file.f.Stat(); err == nil {
+				ts = fi.ModTime().UnixMilli()
+			}
+		}
+		expired := l.cfg.RetentionMs >= 0 && ts < cutoff
+		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= s.size
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n == len(segs) {
+		if err := l.rollLocked(l.active().next); err != nil {
+			return 0, err
+		}
+	}
+	for _, s := range segs[:n] {
+		if err := l.deleteOldestLocked(s); err != nil {
+			return deletedSegments, err
+		}
+		deletedSegments++
+	}
+	if err := syncDir(l.dir); err != nil {
+		return deletedSegments, fmt.Errorf("logstore: retention: sync dir: %w", err)
+	}
+	return deletedSegments, nil
+}
+
+// deleteOldestLocked deletes s, the oldest segment: index first, then the file.
+func (l *Log) deleteOldestLocked(s *segment) error {
+	newStart := max(l.logStart.Load(), s.next)
+	if err := l.idx.SetLogStartOffset(newStart); err != nil {
+		return fmt.Errorf("logstore: retention: %w", err)
+	}
+	if err := l.idx.DeleteSegment(s.base); err != nil {
+		return fmt.Errorf("logstore: retention: %w", err)
+	}
+	l.mu.Lock()
+	l.mu.segs = l.mu.segs[1:]
+	l.logStart.Store(newStart)
+	l.publishLocked()
+	l.mu.Unlock()
+	l.log.Info("deleted segment by retention", "file", s.file.path, "log_start_offset", newStart)
+	err := os.Remove(s.file.path)
+	if uerr := s.file.unref(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("logstore: retention: %w", err)
+	}
+	return nil
+}
