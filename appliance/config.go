@@ -1,0 +1,149 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Config is everything a node needs; cmd/skiff builds it from flags, the YAML file
+// and SKIFF_* variables. Zero values take the documented defaults.
+type Config struct {
+	// DataDir holds the node's data: etcd/, meta/ (Pebble), topics/, node.json.
+	// Default ./skiff-data.
+	DataDir string
+	// Listen is the Kafka API listen address (default ":9092").
+	Listen string
+	// Advertise is the Kafka address clients are told to dial. Default: Listen, with a
+	// wildcard host replaced by this machine's host name.
+	Advertise string
+	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses
+	// (defaults ":9093" and ":9094").
+	EtcdClient, EtcdPeer string
+	// HTTP is the listen address of /metrics, /healthz and /readyz (default ":9644").
+	HTTP string
+	// NodeName names the etcd member (default: the host name).
+	NodeName string
+
+	// AutoCreateTopics is auto.create.topics.enable.
+	AutoCreateTopics bool
+	// DefaultPartitions is num.partitions (default 1).
+	DefaultPartitions int32
+	// DefaultReplicationFactor is default.replication.factor (default 1).
+	DefaultReplicationFactor int16
+	// MaxRequestBytes is socket.request.max.bytes (default 100 MiB).
+	MaxRequestBytes int32
+	// IdleTimeout is connections.max.idle.ms (default 10 minutes).
+	IdleTimeout time.Duration
+	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
+	RetentionCheckInterval time.Duration
+	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
+	// lease (default 6 s).
+	SessionTimeout time.Duration
+	// ShutdownTimeout bounds how long Close waits for in-flight requests (default 30 s).
+	ShutdownTimeout time.Duration
+	// MetaCacheBytes is Pebble's block cache (default: the offsets package's).
+	MetaCacheBytes int64
+
+	// Version is reported in logs and metrics.
+	Version string
+	// Logger receives the node's logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.DataDir, "./skiff-data")
+	def(&c.Listen, ":9092")
+	def(&c.EtcdClient, ":9093")
+	def(&c.EtcdPeer, ":9094")
+	def(&c.HTTP, ":9644")
+	def(&c.Version, "dev")
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 100 << 20
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 6 * time.Second
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports settings that cannot work, naming the setting.
+func (c Config) Validate() error {
+	var errs []error
+	for _, a := range []struct{ name, addr string }{
+		{"listen", c.Listen}, {"advertise", c.Advertise}, {"etcd-client", c.EtcdClient},
+		{"etcd-peer", c.EtcdPeer}, {"http", c.HTTP},
+	} {
+		if a.addr == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want HOST:PORT (%v)", a.name, a.addr, err))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("%s %q: port must be a number from 0 to 65535", a.name, a.addr))
+		}
+	}
+	if c.Advertise != "" {
+		host, port, _ := net.SplitHostPort(c.Advertise)
+		if host == "" || port == "0" {
+			errs = append(errs, fmt.Errorf("advertise %q: needs a host and a port clients can dial", c.Advertise))
+		}
+	}
+	if c.DefaultPartitions < 0 {
+		errs = append(errs, fmt.Errorf("num-partitions %d: must be at least 1", c.DefaultPartitions))
+	}
+	if c.DefaultReplicationFactor < 0 {
+		errs = append(errs, fmt.Errorf("default-replication-factor %d: must be at least 1", c.DefaultReplicationFactor))
+	}
+	if c.MaxRequestBytes < 0 {
+		errs = append(errs, fmt.Errorf("socket-request-max-bytes %d: must be positive", c.MaxRequestBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// advertisedAddr is the Kafka address to register: Advertise, or the bound listener
+// address with a wildcard host replaced by the host name.
+func advertisedAddr(advertise string, bound net.Addr) (host string, port int32, err error) {
+	if advertise != "" {
+		h, p, err := net.SplitHostPort(advertise)
+		if err != nil {
+			return "", 0, err
+		}
+		n, err := strconv.Atoi(p)
+		return h, int32(n), err
+	}
+	ta := bound.(*net.TCPAddr)
+	host = ta.IP.String()
+	if ta.IP.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil || host == "" {
+			host = "localhost"
+		}
+	}
+	return host, int32(ta.Port), nil
+}

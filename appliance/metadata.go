@@ -1,0 +1,76 @@
+package appliance
+
+import (
+	"strconv"
+
+	"skiff/cluster"
+	"skiff/kafkaapi"
+	"skiff/logstore"
+	"skiff/replication"
+)
+
+// applyLoop applies every new metadata snapshot to the local partitions until Close.
+func (n *Node) applyLoop(snap *cluster.Snapshot) {
+	defer close(n.applyEnd)
+	for {
+		select {
+		case <-snap.Changed():
+		case <-n.stop:
+			return
+		}
+		snap = n.cache.Snapshot()
+		if err := n.applyMetadata(snap); err != nil {
+			n.logger.Error("applying cluster metadata to local partitions", "revision", snap.Revision(), "err", err)
+		}
+	}
+}
+
+// applyMetadata opens, reconfigures and deletes local partitions so that they match
+// the replicas snap assigns to this node.
+func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
+	var specs []replication.TopicSpec
+	for _, t := range snap.Topics() {
+		specs = append(specs, replication.TopicSpec{
+			Name:       t.Name,
+			ID:         t.ID,
+			Partitions: t.Partitions,
+			Config:     n.partitionConfig(t),
+		})
+	}
+	return n.parts.Apply(snap.Revision(), specs)
+}
+
+// partitionConfig resolves a topic's effective configs into partition settings.
+func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
+	get := func(name string) int64 {
+		v, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, nil, name), 10, 64)
+		return v
+	}
+	return replication.PartitionConfig{
+		Log: logstore.Config{
+			SegmentBytes:       get(cluster.ConfigSegmentBytes),
+			SegmentMs:          get(cluster.ConfigSegmentMs),
+			RetentionMs:        get(cluster.ConfigRetentionMs),
+			RetentionBytes:     get(cluster.ConfigRetentionBytes),
+			IndexIntervalBytes: get(cluster.ConfigIndexIntervalBytes),
+			Logger:             n.logger.With("topic", t.Name),
+		},
+		MaxMessageBytes: int(get(cluster.ConfigMaxMessageBytes)),
+		LogAppendTime:   cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+	}
+}
+
+// brokerConfigs are the settings DescribeConfigs reports for this broker.
+func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
+	c := n.cfg
+	return []kafkaapi.BrokerConfig{
+		{Name: "broker.id", Value: strconv.Itoa(int(n.id)), Type: cluster.ConfigTypeInt},
+		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(c.AutoCreateTopics), Type: cluster.ConfigTypeBoolean, IsDefault: c.AutoCreateTopics},
+		{Name: "num.partitions", Value: strconv.Itoa(int(c.DefaultPartitions)), Type: cluster.ConfigTypeInt, IsDefault: c.DefaultPartitions == 1},
+		{Name: "default.replication.factor", Value: strconv.Itoa(int(c.DefaultReplicationFactor)), Type: cluster.ConfigTypeShort, IsDefault: c.DefaultReplicationFactor == 1},
+		{Name: "socket.request.max.bytes", Value: strconv.Itoa(int(c.MaxRequestBytes)), Type: cluster.ConfigTypeInt, IsDefault: c.MaxRequestBytes == 100<<20},
+		{Name: "connections.max.idle.ms", Value: strconv.FormatInt(c.IdleTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
+		{Name: "log.retention.check.interval.ms", Value: strconv.FormatInt(c.RetentionCheckInterval.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
+		{Name: "broker.session.timeout.ms", Value: strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeInt},
+	}
+}

@@ -1,0 +1,313 @@
+// Package appliance assembles one Skiff node from its parts and owns its lifecycle:
+// data-directory layout, start order, readiness, failure reporting and the shutdown
+// order. It knows flags and files only through Config.
+//
+// Start order:
+//  1. lock <data> (one process per data directory) and read node.json;
+//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listener
+//     (so a taken port fails at once);
+//  3. start the embedded etcd member and wait until it is ready;
+//  4. create or check the cluster identity; write node.json on first start;
+//  5. open Pebble (<data>/meta) and the partition manager (<data>/topics);
+//  6. start the metadata cache and apply its topics to the local partitions;
+//  7. register the broker under its session lease;
+//  8. serve Kafka; Ready is closed.
+//
+// Shutdown order (Close), each step after the previous one ends:
+//  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
+//     answer at once), close connections (bounded by ShutdownTimeout);
+//  2. end the broker session (the lease is revoked: the cluster sees the broker go);
+//  3. stop applying metadata and close the cache;
+//  4. close the partitions (each log syncs and records its recovery point);
+//  5. close Pebble;
+//  6. stop the HTTP server;
+//  7. close the etcd member;
+//  8. release the data-directory lock.
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"skiff/cluster"
+	"skiff/embedetcd"
+	"skiff/kafkaapi"
+	"skiff/logstore"
+	"skiff/offsets"
+	"skiff/replication"
+)
+
+// Node is one running Skiff node.
+type Node struct {
+	cfg    Config
+	logger *slog.Logger
+	id     int32
+
+	lock    *os.File
+	member  *embedetcd.Member
+	store   *cluster.Store
+	cache   *cluster.Cache
+	session *cluster.Session
+	db      *offsets.DB
+	parts   *replication.Manager
+	kafka   *kafkaapi.Server
+
+	kafkaLn  net.Listener
+	httpLn   net.Listener
+	httpSrv  *http.Server
+	applyEnd     chan struct{} // closed when the metadata apply loop has ended
+	applyStarted bool
+	stop     chan struct{} // closed by Close
+
+	ready     chan struct{}
+	errc      chan error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start brings a node up in the start order of the package doc and returns once it
+// serves (Ready is then closed). Cancelling ctx aborts a start in progress. On error
+// everything already started is closed again.
+func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:      cfg,
+		logger:   cfg.Logger,
+		ready:    make(chan struct{}),
+		errc:     make(chan error, 4),
+		stop:     make(chan struct{}),
+		applyEnd: make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if n.lock, err = lockDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	nf, known, err := readNodeFile(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+
+	reg := newRegistry()
+	if n.httpLn, err = net.Listen("tcp", cfg.HTTP); err != nil {
+		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTP, err)
+	}
+	n.httpSrv = &http.Server{Handler: n.httpHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.fail(fmt.Errorf("HTTP server: %w", err))
+		}
+	}()
+	if n.kafkaLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("listen for Kafka clients on %s: %w", cfg.Listen, err)
+	}
+
+	n.logger.Info("starting embedded etcd member", "client", cfg.EtcdClient, "peer", cfg.EtcdPeer)
+	memberName := cfg.NodeName
+	if known && nf.MemberName != "" {
+		memberName = nf.MemberName
+	}
+	n.member, err = embedetcd.Start(ctx, embedetcd.Config{
+		Name:       memberName,
+		Dir:        filepath.Join(cfg.DataDir, "etcd"),
+		ClientAddr: cfg.EtcdClient,
+		PeerAddr:   cfg.EtcdPeer,
+		Logger:     n.logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd: %w", err)
+	}
+	go func() {
+		if err, ok := <-n.member.Err(); ok && err != nil {
+			n.fail(fmt.Errorf("embedded etcd failed: %w", err))
+		}
+	}()
+
+	n.store = cluster.New(n.member.Client(), n.logger)
+	clusterID, err := n.store.EnsureCluster(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster identity: %w", err)
+	}
+	if known && nf.ClusterID != clusterID {
+		return nil, fmt.Errorf("data directory %s belongs to cluster %s, but the etcd member reports cluster %s; refusing to mix them", cfg.DataDir, nf.ClusterID, clusterID)
+	}
+	if !known {
+		// The node id is fixed the first time the data directory is used. A single
+		// node is broker 1; the cluster issue allocates ids in etcd for joiners.
+		nf = nodeFile{NodeID: 1, ClusterID: clusterID, MemberName: memberName}
+		if nf.MemberName == "" {
+			nf.MemberName, _ = os.Hostname()
+		}
+		if err := writeNodeFile(cfg.DataDir, nf); err != nil {
+			return nil, fmt.Errorf("write node.json: %w", err)
+		}
+	}
+	n.id = nf.NodeID
+	n.logger = n.logger.With("broker_id", n.id)
+
+	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: n.logger, CacheBytes: cfg.MetaCacheBytes}); err != nil {
+		return nil, fmt.Errorf("open metadata store: %w", err)
+	}
+	n.parts, err = replication.NewManager(replication.Config{
+		Dir:                    filepath.Join(cfg.DataDir, "topics"),
+		Index:                  func(key string) logstore.Index { return n.db.LogIndex(key) },
+		Logger:                 n.logger,
+		RetentionCheckInterval: cfg.RetentionCheckInterval,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
+		return nil, fmt.Errorf("load cluster metadata: %w", err)
+	}
+	first := n.cache.Snapshot()
+	if err := n.applyMetadata(first); err != nil {
+		return nil, err
+	}
+	n.applyStarted = true
+	go n.applyLoop(first)
+
+	host, port, err := advertisedAddr(cfg.Advertise, n.kafkaLn.Addr())
+	if err != nil {
+		return nil, fmt.Errorf("advertised address: %w", err)
+	}
+	n.session, err = n.store.RegisterBroker(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}, cfg.SessionTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
+	}
+	go func() {
+		select {
+		case <-n.session.Done():
+			n.fail(errors.New("broker session lost: etcd lease expired"))
+		case <-n.stop:
+		}
+	}()
+
+	n.kafka = kafkaapi.New(kafkaapi.Config{
+		NodeID:                   n.id,
+		MaxRequestBytes:          cfg.MaxRequestBytes,
+		IdleTimeout:              cfg.IdleTimeout,
+		DisableAutoCreateTopics:  !cfg.AutoCreateTopics,
+		DefaultPartitions:        cfg.DefaultPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		BrokerConfigs:            n.brokerConfigs(),
+		Logger:                   n.logger,
+		Metrics:                  kafkaapi.NewMetrics(reg),
+	}, n.store, n.cache, n.parts)
+	go func() {
+		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+			n.fail(err)
+		}
+	}()
+	close(n.ready)
+	return n, nil
+}
+
+// ID is this node's broker id.
+func (n *Node) ID() int32 { return n.id }
+
+// KafkaAddr is the bound Kafka listener address.
+func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
+
+// HTTPAddr is the bound HTTP listener address.
+func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
+
+// Ready is closed once the node serves.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// Err delivers a failure that stops the node from serving (the etcd member died, the
+// broker session was lost, a listener failed). The owner should then Close.
+func (n *Node) Err() <-chan error { return n.errc }
+
+func (n *Node) fail(err error) {
+	select {
+	case n.errc <- err:
+	default:
+	}
+}
+
+// checkReady is /readyz: the Kafka listener serves, etcd answers with quorum, and
+// storage is open.
+func (n *Node) checkReady(ctx context.Context) error {
+	select {
+	case <-n.ready:
+	default:
+		return errors.New("starting")
+	}
+	select {
+	case <-n.stop:
+		return errors.New("stopping")
+	default:
+	}
+	if err := n.member.Healthy(ctx); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	return nil
+}
+
+// Close stops the node in the shutdown order of the package doc. It is idempotent
+// and returns every step's error joined.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		var errs []error
+		add := func(step string, err error) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", step, err))
+			}
+		}
+		if n.kafka != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+			add("stop Kafka server", n.kafka.Shutdown(ctx))
+			cancel()
+		} else if n.kafkaLn != nil {
+			n.kafkaLn.Close()
+		}
+		if n.session != nil {
+			add("end broker session", n.session.Close())
+		}
+		if n.applyStarted {
+			<-n.applyEnd
+		}
+		if n.cache != nil {
+			add("close metadata cache", n.cache.Close())
+		}
+		if n.parts != nil {
+			add("close partitions", n.parts.Close())
+		}
+		if n.db != nil {
+			add("close metadata store", n.db.Close())
+		}
+		if n.httpSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			add("stop HTTP server", n.httpSrv.Shutdown(ctx))
+			cancel()
+		}
+		if n.member != nil {
+			add("close etcd member", n.member.Close())
+		}
+		if n.lock != nil {
+			add("unlock data directory", n.lock.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}

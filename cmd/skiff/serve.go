@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"skiff/appliance"
+)
+
+func serveCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "read settings from this YAML `FILE` (keys are the flag names)", EnvVars: []string{"SKIFF_CONFIG"}},
+	}
+	for _, s := range serveSettings {
+		usage := fmt.Sprintf("%s (env %s)", s.usage, envName(s.name))
+		// Defaults are shown in the usage text but not set on the flag, so that
+		// IsSet tells a flag given on the command line from one left alone.
+		if s.def != "" {
+			usage += fmt.Sprintf(" (default: %s)", s.def)
+		}
+		flags = append(flags, &cli.StringFlag{Name: s.name, Usage: usage})
+	}
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run a Skiff node (with no settings: a single-node cluster in ./skiff-data on :9092)",
+		Description: "Settings come from --config FILE, then flags, then SKIFF_* environment variables,\n" +
+			"each overriding the one before.",
+		Flags:  flags,
+		Action: runServe,
+	}
+}
+
+func runServe(c *cli.Context) error {
+	var file settingValues
+	if path := c.String("config"); path != "" {
+		var err error
+		if file, err = readConfigFile(path); err != nil {
+			return err
+		}
+	}
+	vals, err := resolveSettings(file, func(name string) (string, bool) {
+		return c.String(name), c.IsSet(name)
+	})
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(vals.str("log-level"), vals.str("log-format"))
+	if err != nil {
+		return err
+	}
+	cfg := appliance.Config{
+		DataDir:                  vals.str("data-dir"),
+		Listen:                   vals.str("listen"),
+		Advertise:                vals.str("advertise"),
+		EtcdClient:               vals.str("etcd-client"),
+		EtcdPeer:                 vals.str("etcd-peer"),
+		HTTP:                     vals.str("http"),
+		NodeName:                 vals.str("node-name"),
+		AutoCreateTopics:         vals.bool("auto-create-topics"),
+		DefaultPartitions:        int32(vals.int("num-partitions")),
+		DefaultReplicationFactor: int16(vals.int("default-replication-factor")),
+		MaxRequestBytes:          int32(vals.int("socket-request-max-bytes")),
+		IdleTimeout:              vals.duration("connections-max-idle"),
+		RetentionCheckInterval:   vals.duration("log-retention-check-interval"),
+		ShutdownTimeout:          vals.duration("shutdown-timeout"),
+		Version:                  version,
+		Logger:                   logger,
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	node, err := appliance.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	go func() {
+		// A first signal stops the start or drains; a second exits at once.
+		<-sigs
+		logger.Info("stopping: draining in-flight requests (a second signal exits at once)")
+		cancel()
+		<-sigs
+		logger.Warn("second signal: exiting at once")
+		os.Exit(1)
+	}()
+	select {
+	case <-node.Ready():
+		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID())
+		select {
+		case <-ctx.Done():
+		case err = <-node.Err():
+			logger.Error("node failed", "err", err)
+		}
+	case <-ctx.Done():
+	case err = <-node.Err():
+	}
+	if cerr := node.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// newLogger builds the node's structured logger: JSON when stderr is not a terminal
+// or runs under journald (JOURNAL_STREAM set), human text on a terminal.
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "auto":
+		if os.Getenv("JOURNAL_STREAM") == "" && isTerminal(os.Stderr) {
+			return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("log-format %q: use auto, json or text", format)
+}

@@ -1,0 +1,68 @@
+package kafkaapi
+
+// ListOffsets, key 2, versions 0..5.
+//
+// Behaviour: timestamp -1 is the high watermark (the last stable offset under
+// read_committed, which is the same while there are no transactions), -2 the log
+// start offset, any other timestamp the base offset of the first batch whose max
+// timestamp is at or after it (offset -1 and timestamp -1 when there is none). v0 answers
+// with old_style_offsets holding that one offset. current_leader_epoch (v4+) is checked
+// as in Fetch. The leader epoch returned (v4+) is the current leader epoch.
+//
+// Not implemented: v0's list of segment start offsets (only the one offset is
+// returned, which every client uses); -3 (max timestamp) needs v7.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := &resp.Topics[i]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
+		for j, rp := range t.Partitions {
+			pr := &rt.Partitions[j]
+			*pr = kmsg.NewListOffsetsResponseTopicPartition()
+			pr.Partition = rp.Partition
+			pr.Timestamp, pr.Offset, pr.LeaderEpoch = -1, -1, -1
+			p, code := s.localPartition(t.Topic, rp.Partition)
+			if code == 0 {
+				code = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch())
+			}
+			if code != 0 {
+				pr.ErrorCode = code
+				continue
+			}
+			pr.LeaderEpoch = p.LeaderEpoch()
+			switch rp.Timestamp {
+			case -1:
+				pr.Offset = p.HighWatermark()
+			case -2:
+				pr.Offset = p.LogStartOffset()
+			default:
+				if rp.Timestamp < 0 {
+					pr.ErrorCode = kerr.InvalidRequest.Code
+					continue
+				}
+				off, ts, ok, err := p.OffsetForTimestamp(rp.Timestamp)
+				if err != nil {
+					pr.ErrorCode = errorCode(err)
+					continue
+				}
+				if ok {
+					pr.Offset, pr.Timestamp = off, ts
+				}
+			}
+			if req.Version == 0 {
+				if rp.MaxNumOffsets > 0 && pr.Offset >= 0 {
+					pr.OldStyleOffsets = []int64{pr.Offset}
+				}
+			}
+		}
+	}
+	return resp
+}

@@ -1,0 +1,139 @@
+package kafkaapi
+
+// Metadata, key 3, versions 0..8.
+//
+// Behaviour: every live broker with its advertised address; the controller id (this
+// node on a single node); the requested topics, or all of them when the list is null
+// (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
+// when the leader has no live session), leader epoch (v7+), replicas, ISR and
+// offline replicas (v5+). Unknown topics are created with the broker defaults when
+// auto.create.topics.enable is on and the request allows it (v0..v3 always do; v4+
+// carry allow_auto_topic_creation); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid
+// names get INVALID_TOPIC_EXCEPTION.
+//
+// Not implemented: authorized operations (v8 asks for them; the answer is Kafka's
+// "not requested" value, since there are no ACLs).
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/cluster"
+)
+
+// authorizedOperationsOmitted is Kafka's value for "authorized operations were not
+// requested or are not known" (INT32_MIN).
+const authorizedOperationsOmitted = -2147483648
+
+func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	live := make(map[int32]bool)
+	for _, b := range s.cache.Brokers() {
+		live[b.ID] = true
+		var rack *string
+		if b.Rack != "" {
+			r := b.Rack
+			rack = &r
+		}
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rack})
+	}
+	clusterID := s.cache.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = s.cfg.NodeID
+	resp.AuthorizedOperations = authorizedOperationsOmitted
+
+	var names []string
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, t := range s.cache.Topics() {
+			names = append(names, t.Name)
+		}
+		sort.Strings(names)
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				names = append(names, *t.Topic)
+			}
+		}
+	}
+	allowCreate := !s.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, name := range names {
+		t, ok := s.cache.Topic(name)
+		if !ok && !all {
+			var code int16
+			t, code = s.autoCreate(c, name, allowCreate)
+			if code != 0 {
+				n := name
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
+					ErrorCode: code, Topic: &n, AuthorizedOperations: authorizedOperationsOmitted,
+				})
+				continue
+			}
+		}
+		resp.Topics = append(resp.Topics, s.describeTopic(t, live))
+	}
+	return resp
+}
+
+func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTopic {
+	name := t.Name
+	rt := kmsg.MetadataResponseTopic{
+		Topic:                &name,
+		TopicID:              t.ID,
+		IsInternal:           cluster.IsInternalTopic(t.Name),
+		AuthorizedOperations: authorizedOperationsOmitted,
+		Partitions:           make([]kmsg.MetadataResponseTopicPartition, t.Partitions),
+	}
+	for i := int32(0); i < t.Partitions; i++ {
+		rp := &rt.Partitions[i]
+		*rp = kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition = i
+		rp.Replicas = t.Assignment[i]
+		rp.OfflineReplicas = []int32{}
+		for _, r := range t.Assignment[i] {
+			if !live[r] {
+				rp.OfflineReplicas = append(rp.OfflineReplicas, r)
+			}
+		}
+		st, ok := s.cache.Partition(t.Name, i)
+		if !ok || st.Leader == cluster.NoLeader || !live[st.Leader] {
+			rp.ErrorCode = kerr.LeaderNotAvailable.Code
+			rp.Leader, rp.LeaderEpoch = -1, -1
+			rp.ISR = []int32{}
+			if ok {
+				rp.ISR, rp.LeaderEpoch = st.ISR, st.LeaderEpoch
+			}
+			continue
+		}
+		rp.Leader, rp.LeaderEpoch, rp.ISR = st.Leader, st.LeaderEpoch, st.ISR
+	}
+	return rt
+}
+
+// autoCreate creates an unknown topic with the broker defaults when allowed, and
+// waits briefly until this node serves it, so the client's next request finds it.
+func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, int16) {
+	if err := cluster.ValidTopicName(name); err != nil {
+		return cluster.Topic{}, kerr.InvalidTopicException.Code
+	}
+	if !allowed || cluster.IsInternalTopic(name) {
+		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	_, err := s.createTopic(ctx, topicRequest{name: name, partitions: -1, replicationFactor: -1})
+	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+		c.logger.Warn("auto-create topic failed", "topic", name, "err", err)
+		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
+	}
+	t, ok := s.cache.Topic(name)
+	if !ok {
+		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
+	}
+	return t, 0
+}

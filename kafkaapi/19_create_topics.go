@@ -1,0 +1,77 @@
+package kafkaapi
+
+// CreateTopics, key 19, versions 0..4.
+//
+// Behaviour: each topic is validated (name: INVALID_TOPIC_EXCEPTION; partition count:
+// INVALID_PARTITIONS; replication factor against live brokers:
+// INVALID_REPLICATION_FACTOR; manual assignment: INVALID_REPLICA_ASSIGNMENT; configs:
+// INVALID_CONFIG; existing: TOPIC_ALREADY_EXISTS; a name twice in one request:
+// INVALID_REQUEST), placed, written to etcd in one transaction, and answered once
+// this node serves it or timeout_ms passes (REQUEST_TIMED_OUT). validate_only (v1+)
+// checks without creating. -1 partitions or replication factor (v4+, accepted at
+// every version) take num.partitions and default.replication.factor.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/cluster"
+)
+
+func (s *Server) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	count := make(map[string]int)
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		var err error
+		if count[t.Topic] > 1 {
+			err = newKafkaError(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
+		} else {
+			r := topicRequest{name: t.Topic, partitions: t.NumPartitions, replicationFactor: t.ReplicationFactor, validateOnly: req.ValidateOnly}
+			for _, a := range t.ReplicaAssignment {
+				for int(a.Partition) >= len(r.assignment) {
+					r.assignment = append(r.assignment, nil)
+				}
+				r.assignment[a.Partition] = a.Replicas
+			}
+			if len(t.Configs) > 0 {
+				r.configs = make(map[string]string, len(t.Configs))
+				for _, kv := range t.Configs {
+					if kv.Value == nil {
+						continue // null: use the default
+					}
+					r.configs[kv.Name] = *kv.Value
+				}
+			}
+			var tp cluster.Topic
+			if tp, err = s.createTopic(ctx, r); err == nil {
+				rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
+			}
+		}
+		if err != nil {
+			rt.ErrorCode = errorCode(err)
+			var ke *kafkaError
+			if errors.As(err, &ke) {
+				msg := ke.msg
+				rt.ErrorMessage = &msg
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,29 @@
+package kafkaapi
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// dispatch runs the handler of one decoded request (every advertised key but Fetch,
+// which writes its own zero-copy response) and returns the answer, or nil when the
+// request gets none (acks=0 produce).
+func (s *Server) dispatch(c *conn, hdr *requestHeader, req kmsg.Request) kmsg.Response {
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		return s.handleProduce(c, r)
+	case *kmsg.ListOffsetsRequest:
+		return s.handleListOffsets(r)
+	case *kmsg.MetadataRequest:
+		return s.handleMetadata(c, r)
+	case *kmsg.ApiVersionsRequest:
+		return s.handleApiVersions(r)
+	case *kmsg.CreateTopicsRequest:
+		return s.handleCreateTopics(c, r)
+	case *kmsg.DeleteTopicsRequest:
+		return s.handleDeleteTopics(c, r)
+	case *kmsg.InitProducerIDRequest:
+		return s.handleInitProducerID(c, r)
+	case *kmsg.DescribeConfigsRequest:
+		return s.handleDescribeConfigs(r)
+	}
+	// Unreachable: supported() admits only the keys above.
+	panic("kafkaapi: no handler for " + kmsg.NameForKey(hdr.key))
+}

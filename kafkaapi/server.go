@@ -1,0 +1,195 @@
+// Package kafkaapi serves the Kafka wire protocol: the listener, one loop per
+// connection (framing, headers, in-order responses), one file per API key named after
+// it (00_produce.go, 01_fetch.go, ...), and the zero-copy Fetch response writer.
+//
+// Requests on one connection are handled one at a time, in order, as Kafka brokers do;
+// concurrency comes from connections. kmsg (franz-go) decodes requests and encodes
+// responses; only headers and the Fetch response are written by hand.
+//
+// Lock order: Server.mu only; no lock is held while a request is handled.
+package kafkaapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"skiff/cluster"
+	"skiff/replication"
+)
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// NodeID is this broker's id, as listed in Metadata.
+	NodeID int32
+	// MaxRequestBytes is socket.request.max.bytes: a larger frame closes the
+	// connection (default 100 MiB).
+	MaxRequestBytes int32
+	// IdleTimeout is connections.max.idle.ms: a connection silent this long is closed
+	// (default 10 minutes). It also bounds the time to send one whole request frame.
+	IdleTimeout time.Duration
+	// DisableAutoCreateTopics turns auto.create.topics.enable off: Metadata then never
+	// creates unknown topics (default: it does, when the request allows it).
+	DisableAutoCreateTopics bool
+	// DefaultPartitions is num.partitions for topics created without a count (default 1).
+	DefaultPartitions int32
+	// DefaultReplicationFactor is default.replication.factor (default 1).
+	DefaultReplicationFactor int16
+	// TopicDefaults are the broker-level defaults of topic configs, keyed by topic
+	// config name (log.retention.ms is given as retention.ms).
+	TopicDefaults map[string]string
+	// BrokerConfigs are reported by DescribeConfigs for this broker.
+	BrokerConfigs []BrokerConfig
+	// Logger receives connection-level log lines.
+	Logger *slog.Logger
+	// Metrics, when set, counts requests and fetched bytes.
+	Metrics *Metrics
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 100 << 20
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+}
+
+// Server is a Kafka protocol server for one broker.
+type Server struct {
+	cfg     Config
+	logger  *slog.Logger
+	meta    *cluster.Store
+	cache   *cluster.Cache
+	parts   *replication.Manager
+	metrics *Metrics
+
+	ctx    context.Context // canceled by Shutdown: parked requests answer at once
+	cancel context.CancelFunc
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+		closing   bool
+	}
+	wg sync.WaitGroup // connection loops
+}
+
+// New returns a server answering from the cluster metadata and the local partitions.
+func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replication.Manager) *Server {
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, logger: cfg.Logger, meta: meta, cache: cache, parts: parts, metrics: cfg.Metrics}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*conn]struct{})
+	return s
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("kafkaapi: server closed")
+
+// Serve accepts connections on ln until Shutdown; it always returns a non-nil error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	var tempDelay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.mu.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
+				time.Sleep(tempDelay) // back off accept errors (EMFILE), as net/http does
+				continue
+			}
+			return fmt.Errorf("kafkaapi: accept: %w", err)
+		}
+		tempDelay = 0
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.mu.closing {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.mu.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.mu.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Shutdown stops accepting, lets every request being handled finish and answer
+// (parked fetches answer at once with what they have), then closes the connections.
+// When ctx ends first, the remaining connections are closed at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.mu.closing = true
+	var errs []error
+	for ln := range s.mu.listeners {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	s.mu.listeners = nil
+	for c := range s.mu.conns {
+		c.stopReading()
+	}
+	s.mu.Unlock()
+	s.cancel()
+
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.mu.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closing
+}

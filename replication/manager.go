@@ -1,0 +1,282 @@
+// Package replication owns the local replicas of topic partitions: the append path
+// (validation, idempotent producers, offsets), reads below the high watermark, and
+// parked fetches. On a single node every replica leads; ISR replication extends this.
+//
+// Lock order: Manager.mu, then Partition.appendMu, then Partition.waitMu.
+package replication
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"skiff/internal/fileutil"
+	"skiff/logstore"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Dir holds one folder per partition replica (<data>/topics).
+	Dir string
+	// Index returns the persistent log index of a partition, by its folder name.
+	Index func(partitionKey string) logstore.Index
+	// Logger receives the manager's log lines.
+	Logger *slog.Logger
+	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
+	RetentionCheckInterval time.Duration
+}
+
+// TopicSpec is one topic as the cluster metadata describes it.
+type TopicSpec struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+	Config     PartitionConfig
+}
+
+type topicPartition struct {
+	topic string
+	id    int32
+}
+
+// Manager opens, serves and deletes the partition replicas of this node.
+type Manager struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu struct {
+		sync.RWMutex
+		parts   map[topicPartition]*Partition
+		topics  map[string][16]byte
+		applied int64
+		changed chan struct{} // closed and replaced when applied moves
+		closed  bool
+	}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewManager creates the topics folder and starts the retention loop.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = 5 * time.Minute
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("replication: create %s: %w", cfg.Dir, err)
+	}
+	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}), done: make(chan struct{})}
+	m.mu.parts = make(map[topicPartition]*Partition)
+	m.mu.topics = make(map[string][16]byte)
+	m.mu.changed = make(chan struct{})
+	go m.retentionLoop()
+	return m, nil
+}
+
+// PartitionKey is the folder name of a partition replica: "<topic>-<partition>".
+func PartitionKey(topic string, id int32) string { return topic + "-" + strconv.Itoa(int(id)) }
+
+// Partition returns the local replica of topic/id, or nil when there is none.
+func (m *Manager) Partition(topic string, id int32) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mu.parts[topicPartition{topic, id}]
+}
+
+// Partitions returns every local replica.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.mu.parts))
+	for _, p := range m.mu.parts {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Apply makes the local replicas match topics, the whole set of topics at metadata
+// revision rev: it opens missing partitions, updates configs, and deletes the data of
+// partitions whose topic is gone or was recreated with another id. Folders that
+// belong to no topic are deleted too, since the metadata is complete.
+func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return errors.New("replication: manager closed")
+	}
+	var errs []error
+	want := make(map[topicPartition]TopicSpec)
+	for _, t := range topics {
+		for i := int32(0); i < t.Partitions; i++ {
+			want[topicPartition{t.Name, i}] = t
+		}
+	}
+	for tp, p := range m.mu.parts {
+		t, ok := want[tp]
+		if ok && t.ID == p.TopicID {
+			p.SetConfig(t.Config)
+			continue
+		}
+		delete(m.mu.parts, tp)
+		if err := p.delete(); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", PartitionKey(tp.topic, tp.id), err))
+		}
+		m.logger.Info("deleted partition", "topic", tp.topic, "partition", tp.id)
+	}
+	for tp, t := range want {
+		if _, ok := m.mu.parts[tp]; ok {
+			continue
+		}
+		p, err := m.openLocked(tp, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.mu.parts[tp] = p
+	}
+	if err := m.removeStrayLocked(want); err != nil {
+		errs = append(errs, err)
+	}
+	if rev > m.mu.applied {
+		m.mu.applied = rev
+		close(m.mu.changed)
+		m.mu.changed = make(chan struct{})
+	}
+	return errors.Join(errs...)
+}
+
+// WaitApplied blocks until Apply has run for metadata revision rev or later, or ctx ends.
+func (m *Manager) WaitApplied(ctx context.Context, rev int64) error {
+	for {
+		m.mu.RLock()
+		applied, ch := m.mu.applied, m.mu.changed
+		m.mu.RUnlock()
+		if applied >= rev {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+const metadataFile = "partition.metadata"
+
+// openLocked opens a partition folder, first deleting one left by an older topic of
+// the same name (its partition.metadata names another topic id).
+func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error) {
+	key := PartitionKey(tp.topic, tp.id)
+	dir := filepath.Join(m.cfg.Dir, key)
+	id := hex.EncodeToString(t.ID[:])
+	meta := filepath.Join(dir, metadataFile)
+	if b, err := os.ReadFile(meta); err == nil && strings.TrimSpace(string(b)) != "topic_id: "+id {
+		m.logger.Info("deleting partition of an older topic with the same name", "dir", dir)
+		if p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Index(key), m.logger); err == nil {
+			if err := p.delete(); err != nil {
+				return nil, fmt.Errorf("delete old %s: %w", key, err)
+			}
+		} else if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("delete old %s: %w", key, err)
+		}
+	}
+	p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Index(key), m.logger)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", key, err)
+	}
+	if _, err := os.Stat(meta); errors.Is(err, os.ErrNotExist) {
+		if err := fileutil.WriteFileAtomic(meta, []byte("topic_id: "+id+"\n"), 0o640); err != nil {
+			p.close()
+			return nil, fmt.Errorf("write %s: %w", meta, err)
+		}
+	}
+	return p, nil
+}
+
+func (m *Manager) removeStrayLocked(want map[topicPartition]TopicSpec) error {
+	entries, err := os.ReadDir(m.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", m.cfg.Dir, err)
+	}
+	keys := make(map[string]bool, len(want))
+	for tp := range want {
+		keys[PartitionKey(tp.topic, tp.id)] = true
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || keys[e.Name()] {
+			continue
+		}
+		dir := filepath.Join(m.cfg.Dir, e.Name())
+		m.logger.Info("deleting folder of a partition that no topic has", "dir", dir)
+		idx := m.cfg.Index(e.Name())
+		l, err := logstore.Open(dir, logstore.Config{Logger: m.logger}, idx)
+		if err == nil {
+			err = l.Delete()
+		} else {
+			err = os.RemoveAll(dir)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete stray %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) retentionLoop() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case now := <-t.C:
+			m.ApplyRetention(now)
+		}
+	}
+}
+
+// ApplyRetention runs time and size retention on every partition now.
+func (m *Manager) ApplyRetention(now time.Time) {
+	parts := m.Partitions()
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Topic < parts[j].Topic })
+	for _, p := range parts {
+		if err := p.applyRetention(now); err != nil {
+			m.logger.Error("retention failed", "topic", p.Topic, "partition", p.ID, "err", err)
+		}
+	}
+}
+
+// Close stops the retention loop and closes every partition (each syncs its log).
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	close(m.stop)
+	var errs []error
+	for tp, p := range m.mu.parts {
+		if err := p.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", PartitionKey(tp.topic, tp.id), err))
+		}
+	}
+	m.mu.parts = nil
+	m.mu.Unlock()
+	<-m.done
+	return errors.Join(errs...)
+}
