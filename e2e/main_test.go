@@ -1,0 +1,34 @@
+// Package e2e runs real `skiff serve` processes and drives them with real Kafka
+// clients (franz-go, kcat), as users do.
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// newClient returns a franz-go client with its defaults (idempotent producer) plus opts.
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
+	}
+}

@@ -1,0 +1,225 @@
+// Package testnode runs real `skiff serve` processes for tests: the binary is built
+// once per test process from this module, every node gets its own data directory
+// and loopback ports chosen by the kernel (port 0), and the addresses are read from
+// the node's "skiff is ready" log line, so there is no port race.
+package testnode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the path of a skiff binary built from this module
+// (CGO_ENABLED=0, as the product is always built), building it on first use.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "skiff-testbin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "skiff")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/skiff")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/skiff: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Node is one running `skiff serve` process.
+type Node struct {
+	// DataDir is the node's data directory; it survives Kill and Stop.
+	DataDir string
+	// Addr is the Kafka address, HTTPAddr the HTTP address, of the current run.
+	Addr, HTTPAddr string
+	// Args are extra serve arguments, kept across restarts.
+	Args []string
+
+	t    testing.TB
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{} // closed when the process has exited
+	err  error         // exit error, valid after done
+}
+
+// Start runs a node with a fresh data directory and waits until it is ready. Extra
+// args are passed to `skiff serve`. The node is stopped when the test ends.
+func Start(t testing.TB, args ...string) *Node {
+	t.Helper()
+	n := &Node{DataDir: filepath.Join(t.TempDir(), "data"), Args: args, t: t}
+	n.Restart()
+	t.Cleanup(func() {
+		if n.Running() {
+			n.Stop()
+		}
+		if t.Failed() {
+			t.Logf("logs of node %s:\n%s", n.DataDir, n.Logs())
+		}
+	})
+	return n
+}
+
+// Restart starts the node again on its data directory (after Kill or Stop) and
+// waits until it is ready. Ports are new.
+func (n *Node) Restart() {
+	n.t.Helper()
+	args := append([]string{"serve",
+		"--data-dir", n.DataDir,
+		"--listen", "127.0.0.1:0",
+		"--etcd-client", "127.0.0.1:0",
+		"--etcd-peer", "127.0.0.1:0",
+		"--http", "127.0.0.1:0",
+		"--log-format", "json",
+	}, n.Args...)
+	n.cmd = exec.Command(Binary(n.t), args...)
+	n.cmd.Env = cleanEnv()
+	if n.logs == nil {
+		n.logs = &syncBuffer{}
+	}
+	pr, pw := io.Pipe()
+	n.cmd.Stderr = pw
+	n.cmd.Stdout = n.logs
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatalf("start skiff serve: %v", err)
+	}
+	n.done = make(chan struct{})
+	go func() {
+		n.err = n.cmd.Wait()
+		pw.Close()
+		close(n.done)
+	}()
+	ready := make(chan struct{ kafka, http string }, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			n.logs.Write(append(line, '\n'))
+			var rec struct{ Msg, Kafka, HTTP string }
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == "skiff is ready" {
+				select {
+				case ready <- struct{ kafka, http string }{rec.Kafka, rec.HTTP}:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case r := <-ready:
+		n.Addr, n.HTTPAddr = r.kafka, r.http
+	case <-n.done:
+		n.t.Fatalf("skiff serve exited before it was ready (%v); logs:\n%s", n.err, n.Logs())
+	case <-time.After(60 * time.Second):
+		n.Kill()
+		n.t.Fatalf("skiff serve not ready within 60 s; logs:\n%s", n.Logs())
+	}
+}
+
+// cleanEnv drops SKIFF_* variables of the calling environment, which would
+// override the test's flags.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SKIFF_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Running reports whether the process has not exited.
+func (n *Node) Running() bool {
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill ends the process with SIGKILL (a crash: nothing is flushed or closed) and
+// waits for it to exit.
+func (n *Node) Kill() {
+	n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.done
+}
+
+// Stop sends SIGTERM and waits for a clean exit, failing the test if the process
+// does not exit within 30 s or exits with an error.
+func (n *Node) Stop() {
+	n.t.Helper()
+	if err := n.Signal(syscall.SIGTERM); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Wait(ctx); err != nil {
+		n.t.Errorf("skiff serve did not stop cleanly: %v", err)
+	}
+}
+
+// Signal sends sig to the process.
+func (n *Node) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
+
+// Wait waits for the process to exit and returns its exit error.
+func (n *Node) Wait(ctx context.Context) error {
+	select {
+	case <-n.done:
+		return n.err
+	case <-ctx.Done():
+		n.Kill()
+		return fmt.Errorf("process still running: %w", ctx.Err())
+	}
+}
+
+// PID is the process id of the current run.
+func (n *Node) PID() int { return n.cmd.Process.Pid }
+
+// Logs returns everything the node logged so far (all runs).
+func (n *Node) Logs() string { return n.logs.String() }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
