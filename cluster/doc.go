@@ -1,0 +1,29 @@
+// Package cluster keeps Skiff's cluster metadata (the cluster id, live
+// brokers, topics, partition state, producer-id blocks) in etcd under
+// /skiff/, and serves it from a watch-fed in-memory cache.
+//
+// The key layout, value encodings and invariants are specified in
+// docs/format/etcd-keys.md; keys.go is its code. Every write is one etcd
+// transaction guarded by a compare, so no write can half-apply or overwrite
+// a change it did not see:
+//
+//   - Store writes: EnsureCluster, RegisterBroker (a Session: an etcd lease
+//     kept alive), CreateTopic, DeleteTopic, SetTopicConfigs, AlterPartition,
+//     AllocateProducerID. Writes return the etcd revision at which they took
+//     effect, so a caller can wait until its cache has seen them
+//     (Cache.WaitRevision: read-your-writes).
+//   - Cache reads: an immutable Snapshot behind an atomic pointer, replaced on
+//     every change; reads take no lock. Subscriptions turn snapshots into
+//     created/deleted/changed events without ever blocking the cache.
+//   - Topic configs: the table of known topic configs, their types, defaults
+//     and validation (configs.go).
+//
+// Today one node is the whole cluster: CreateTopic makes the first replica
+// of each partition's assignment its leader. The multi-node issue adds the
+// controller (an election under /skiff/controller/) that places replicas and
+// moves leadership with AlterPartition; the layout already has room for it.
+//
+// Lock order: Store.pid.mu is the only Store lock and is never held while
+// taking another. Cache has no lock on its read path; its watch goroutine
+// is the only writer of the snapshot pointer.
+package cluster

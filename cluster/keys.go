@@ -1,0 +1,229 @@
+package cluster
+
+// Key layout and value encodings under /skiff/. This file is the code of
+// docs/format/etcd-keys.md; the two change together. Key names and the JSON
+// field names below must not change: a field is only ever added, and a value
+// a Skiff version cannot read carries a higher "version".
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// Prefix holds every Skiff key.
+	Prefix = "/skiff/"
+
+	keyCluster       = Prefix + "cluster"
+	keyProducerIDs   = Prefix + "producer-ids"
+	prefixBrokers    = Prefix + "brokers/"
+	prefixTopics     = Prefix + "topics/"
+	prefixPartitions = Prefix + "partitions/"
+	// prefixController is reserved for the controller election
+	// (concurrency.Election) of the multi-node issue; nothing writes it yet.
+	prefixController = Prefix + "controller/"
+
+	// FormatVersion is the version of the key layout, stored in
+	// /skiff/cluster. A node refuses a cluster with a higher one.
+	FormatVersion = 1
+	// valueVersion is the version every value is written with and the
+	// highest one this code reads.
+	valueVersion = 1
+)
+
+func brokerKey(id int32) string { return prefixBrokers + strconv.FormatInt(int64(id), 10) }
+func topicKey(name string) string {
+	return prefixTopics + name
+}
+func partitionPrefix(topic string) string { return prefixPartitions + topic + "/" }
+func partitionKey(topic string, p int32) string {
+	return partitionPrefix(topic) + strconv.FormatInt(int64(p), 10)
+}
+
+// clusterValue is /skiff/cluster.
+type clusterValue struct {
+	Version       int       `json:"version"`
+	FormatVersion int       `json:"format_version"`
+	ClusterID     string    `json:"cluster_id"`
+	Created       time.Time `json:"created"`
+}
+
+// brokerValue is /skiff/brokers/<id>.
+type brokerValue struct {
+	Version int    `json:"version"`
+	ID      int32  `json:"id"`
+	Host    string `json:"host"`
+	Port    int32  `json:"port"`
+	Rack    string `json:"rack,omitempty"`
+}
+
+// topicValue is /skiff/topics/<name>.
+type topicValue struct {
+	Version           int               `json:"version"`
+	ID                string            `json:"id"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	Assignment        [][]int32         `json:"assignment"`
+}
+
+// partitionValue is /skiff/partitions/<topic>/<p>.
+type partitionValue struct {
+	Version        int     `json:"version"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+}
+
+// producerIDsValue is /skiff/producer-ids.
+type producerIDsValue struct {
+	Version int   `json:"version"`
+	Next    int64 `json:"next"`
+}
+
+func encode(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("cluster: encode %T: %v", v, err)) // only plain structs are encoded
+	}
+	return string(b)
+}
+
+// decode parses a value and checks its version.
+func decode(key string, data []byte, v any, version func() int) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	switch n := version(); {
+	case n > valueVersion:
+		return fmt.Errorf("%w: %s has value version %d, this node reads up to %d", ErrUnsupportedFormat, key, n, valueVersion)
+	case n < 1:
+		return fmt.Errorf("%w: %s has no version", ErrCorrupt, key)
+	}
+	return nil
+}
+
+func encodeTopic(t Topic) string {
+	return encode(topicValue{
+		Version:           valueVersion,
+		ID:                FormatUUID(t.ID),
+		Partitions:        t.Partitions,
+		ReplicationFactor: t.ReplicationFactor,
+		Configs:           t.Configs,
+		Assignment:        t.Assignment,
+	})
+}
+
+func decodeTopic(key string, data []byte) (Topic, error) {
+	var v topicValue
+	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
+		return Topic{}, err
+	}
+	id, err := ParseUUID(v.ID)
+	if err != nil {
+		return Topic{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	t := Topic{
+		Name:              strings.TrimPrefix(key, prefixTopics),
+		ID:                id,
+		Partitions:        v.Partitions,
+		ReplicationFactor: v.ReplicationFactor,
+		Configs:           v.Configs,
+		Assignment:        v.Assignment,
+	}
+	if int32(len(t.Assignment)) != t.Partitions {
+		return Topic{}, fmt.Errorf("%w: %s: %d partitions, %d replica lists", ErrCorrupt, key, t.Partitions, len(t.Assignment))
+	}
+	return t, nil
+}
+
+func encodePartition(s PartitionState) string {
+	isr := s.ISR
+	if isr == nil {
+		isr = []int32{}
+	}
+	return encode(partitionValue{
+		Version:        valueVersion,
+		Leader:         s.Leader,
+		LeaderEpoch:    s.LeaderEpoch,
+		ISR:            isr,
+		PartitionEpoch: s.PartitionEpoch,
+	})
+}
+
+func decodePartition(key string, data []byte) (PartitionState, error) {
+	var v partitionValue
+	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
+		return PartitionState{}, err
+	}
+	return PartitionState{Leader: v.Leader, LeaderEpoch: v.LeaderEpoch, ISR: v.ISR, PartitionEpoch: v.PartitionEpoch}, nil
+}
+
+func encodeBroker(b Broker) string {
+	return encode(brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+}
+
+func decodeBroker(key string, data []byte) (Broker, error) {
+	var v brokerValue
+	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
+		return Broker{}, err
+	}
+	if brokerKey(v.ID) != key {
+		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
+	}
+	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack}, nil
+}
+
+func decodeCluster(data []byte) (clusterValue, error) {
+	var v clusterValue
+	if err := decode(keyCluster, data, &v, func() int { return v.Version }); err != nil {
+		return v, err
+	}
+	if v.FormatVersion > FormatVersion {
+		return v, fmt.Errorf("%w: cluster format version %d, this node supports up to %d", ErrUnsupportedFormat, v.FormatVersion, FormatVersion)
+	}
+	return v, nil
+}
+
+// parseKey classifies a key under Prefix. For partition keys it returns the
+// topic and partition; for topic keys the name; for broker keys the id.
+type keyKind int
+
+const (
+	keyOther keyKind = iota
+	keyIsCluster
+	keyIsBroker
+	keyIsTopic
+	keyIsPartition
+)
+
+func parseKey(key string) (kind keyKind, topic string, part int32) {
+	switch {
+	case key == keyCluster:
+		return keyIsCluster, "", 0
+	case strings.HasPrefix(key, prefixBrokers):
+		id, err := strconv.ParseInt(key[len(prefixBrokers):], 10, 32)
+		if err != nil {
+			return keyOther, "", 0
+		}
+		return keyIsBroker, "", int32(id)
+	case strings.HasPrefix(key, prefixTopics):
+		return keyIsTopic, key[len(prefixTopics):], 0
+	case strings.HasPrefix(key, prefixPartitions):
+		rest := key[len(prefixPartitions):]
+		i := strings.LastIndexByte(rest, '/')
+		if i < 0 {
+			return keyOther, "", 0
+		}
+		p, err := strconv.ParseInt(rest[i+1:], 10, 32)
+		if err != nil || p < 0 {
+			return keyOther, "", 0
+		}
+		return keyIsPartition, rest[:i], int32(p)
+	}
+	return keyOther, "", 0
+}

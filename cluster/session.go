@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Session is a broker's registration: /skiff/brokers/<id> written under an
+// etcd lease that the session keeps alive. If keep-alives stop reaching etcd
+// for the lease's TTL, etcd deletes the key and the cluster considers the
+// broker gone; Done reports that.
+type Session struct {
+	s      *concurrency.Session
+	broker Broker
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// RegisterBroker registers b under a new lease of the given TTL (rounded up
+// to whole seconds; etcd raises TTLs below its minimum, 1 s with Skiff's
+// default election timeout) and keeps the lease alive until Session.Close.
+//
+// If the key is held by another lease (the previous run of this broker,
+// whose lease has not expired yet, or another broker configured with the
+// same id), RegisterBroker waits for that key to go away until ctx is done,
+// then fails with ErrBrokerIDInUse. Cancelling ctx never ends a session
+// that was returned.
+func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration) (*Session, error) {
+	if b.ID < 0 || b.Host == "" || b.Port <= 0 || b.Port > math.MaxUint16 {
+		return nil, fmt.Errorf("%w: id %d at %s:%d", ErrInvalidBroker, b.ID, b.Host, b.Port)
+	}
+	secs := int64(math.Ceil(ttl.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	lease, err := s.client.Grant(ctx, secs)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: grant lease for broker %d: %w", b.ID, err)
+	}
+	// The session's own context is the client's: keep-alives outlive ctx.
+	cs, err := concurrency.NewSession(s.client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(secs)))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("cluster: keep lease of broker %d alive: %w", b.ID, err), s.revoke(lease.ID))
+	}
+	sess := &Session{s: cs, broker: b}
+	if err := s.putBroker(ctx, b, lease.ID); err != nil {
+		return nil, errors.Join(err, sess.Close())
+	}
+	s.logger.Info("registered broker", "broker_id", b.ID, "host", b.Host, "port", b.Port,
+		"rack", b.Rack, "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl_s", secs)
+	return sess, nil
+}
+
+func (s *Store) revoke(id clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(s.client.Ctx(), 5*time.Second)
+	defer cancel()
+	if _, err := s.client.Revoke(ctx, id); err != nil {
+		return fmt.Errorf("cluster: revoke lease %x: %w", int64(id), err)
+	}
+	return nil
+}
+
+// putBroker creates the broker key under lease, waiting while another lease
+// holds it.
+func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID) error {
+	key := brokerKey(b.ID)
+	for {
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, encodeBroker(b), clientv3.WithLease(lease))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("cluster: register broker %d: %w", b.ID, err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		held := resp.Responses[0].GetResponseRange().Kvs
+		if len(held) == 0 {
+			continue
+		}
+		holder := held[0].Lease
+		s.logger.Warn("broker id held by another session; waiting for it to expire",
+			"broker_id", b.ID, "lease", fmt.Sprintf("%x", holder))
+		if err := s.waitDeleted(ctx, key, resp.Header.Revision); err != nil {
+			return fmt.Errorf("%w: broker %d, lease %x: %w", ErrBrokerIDInUse, b.ID, holder, err)
+		}
+	}
+}
+
+// waitDeleted waits until key is deleted after revision rev, or ctx ends.
+func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
+		if wr.CompactRevision != 0 {
+			return nil // history gone: let the caller look again
+		}
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		if len(wr.Events) > 0 {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("watch ended")
+}
+
+// Broker returns the registered broker.
+func (s *Session) Broker() Broker { return s.broker }
+
+// Lease returns the session's lease, for keys that must vanish with the
+// broker (such as a controller election candidacy).
+func (s *Session) Lease() clientv3.LeaseID { return s.s.Lease() }
+
+// Done is closed when the session ends: its lease expired or could no
+// longer be kept alive (the broker is then unregistered, or soon will be),
+// or Close was called.
+func (s *Session) Done() <-chan struct{} { return s.s.Done() }
+
+// Close revokes the lease, which deletes the broker key at once. It is
+// idempotent.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		if err := s.s.Close(); err != nil {
+			s.closeErr = fmt.Errorf("cluster: close session of broker %d: %w", s.broker.ID, err)
+		}
+	})
+	return s.closeErr
+}

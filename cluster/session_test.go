@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		<-tick.C
+	}
+	return time.Since(start)
+}
+
+func TestBrokerSessionCloseUnregisters(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	c := startCache(t, m.Client())
+	s := New(m.Client(), quiet)
+	b := Broker{ID: 3, Host: "kafka-3.example", Port: 9092, Rack: "r1"}
+	sess, err := s.RegisterBroker(ctx, b, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Broker() != b || sess.Lease() == 0 {
+		t.Fatalf("session %+v lease %x", sess.Broker(), sess.Lease())
+	}
+	waitFor(t, 5*time.Second, "cache sees broker", func() bool { got, ok := c.Broker(3); return ok && got == b })
+	if bs := c.Brokers(); len(bs) != 1 || bs[0] != b {
+		t.Fatalf("Brokers() = %v", bs)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// Revoking deletes the key at once, well before the 5 s TTL.
+	if n := countKeys(t, m.Client(), brokerKey(3)); n != 0 {
+		t.Fatal("broker key left after Close")
+	}
+	select {
+	case <-sess.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+	if _, err := s.RegisterBroker(ctx, Broker{ID: 1, Port: 9092}, time.Second); !errors.Is(err, ErrInvalidBroker) {
+		t.Fatalf("no host: %v", err)
+	}
+}
+
+func TestBrokerLeaseExpiry(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	c := startCache(t, m.Client())
+	// The broker's own client: closing it stops keep-alives without a revoke,
+	// as if the broker process had died.
+	bc := newClient(t, m)
+	sess, err := New(bc, quiet).RegisterBroker(ctx, Broker{ID: 1, Host: "h", Port: 9092}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "cache sees broker", func() bool { _, ok := c.Broker(1); return ok })
+	// Still registered well after the TTL: keep-alives work.
+	rev, err := m.Client().Put(ctx, "/elsewhere", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepAlive := time.NewTimer(2500 * time.Millisecond)
+	<-keepAlive.C // let 2.5 TTLs pass; the check below is what matters
+	if _, ok := c.Broker(1); !ok || c.WaitRevision(ctx, rev.Header.Revision) != nil {
+		t.Fatal("broker lost its registration while alive")
+	}
+
+	bc.Close()
+	took := waitFor(t, 10*time.Second, "broker key expires", func() bool { _, ok := c.Broker(1); return !ok })
+	t.Logf("broker gone %v after its client stopped (TTL 1 s)", took)
+	if n := countKeys(t, m.Client(), brokerKey(1)); n != 0 {
+		t.Fatal("broker key still in etcd")
+	}
+	select {
+	case <-sess.Done():
+	case <-ctx.Done():
+		t.Fatal("session Done not closed")
+	}
+	sess.Close() // the client is gone: the revoke fails, and that is fine here
+}
+
+func TestBrokerIDInUse(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	s := New(m.Client(), quiet)
+	b := Broker{ID: 2, Host: "h", Port: 9092}
+	first, err := s.RegisterBroker(ctx, b, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := s.RegisterBroker(short, b, 10*time.Second); !errors.Is(err, ErrBrokerIDInUse) {
+		t.Fatalf("duplicate id: %v", err)
+	}
+	// A registration waiting for the id gets it once the holder goes away.
+	type result struct {
+		s   *Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s2, err := s.RegisterBroker(ctx, b, 10*time.Second)
+		done <- result{s2, err}
+	}()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("waiting registration: %v", r.err)
+	}
+	defer r.s.Close()
+	resp, err := m.Client().Get(ctx, brokerKey(2))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != int64(r.s.Lease()) {
+		t.Fatalf("broker key %v under lease %x: %v", resp.Kvs, r.s.Lease(), err)
+	}
+	// Only the leases of live sessions are left: the refused attempt's
+	// lease was revoked.
+	leases, err := m.Client().Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Leases) != 1 {
+		t.Fatalf("%d leases, want 1", len(leases.Leases))
+	}
+}

@@ -1,0 +1,234 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Store writes cluster metadata to etcd. It is safe for concurrent use.
+// Every method that talks to etcd takes a ctx: cancelling it abandons the
+// request (a transaction already applied by etcd stays applied).
+type Store struct {
+	client *clientv3.Client
+	logger *slog.Logger
+
+	pid struct {
+		sync.Mutex
+		next, end int64 // unhanded ids of the current block: [next, end)
+	}
+}
+
+// New returns a Store writing through client. logger nil means slog.Default().
+func New(client *clientv3.Client, logger *slog.Logger) *Store {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Store{client: client, logger: logger}
+}
+
+// EnsureCluster returns the cluster id, creating /skiff/cluster with a new
+// random id if it does not exist yet (only the first node's create succeeds;
+// every other node reads that id). It fails with ErrUnsupportedFormat if the
+// cluster was formatted by a newer Skiff.
+func (s *Store) EnsureCluster(ctx context.Context) (string, error) {
+	id := FormatUUID(NewUUID())
+	v := encode(clusterValue{Version: valueVersion, FormatVersion: FormatVersion, ClusterID: id, Created: time.Now().UTC()})
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(keyCluster), "=", 0)).
+		Then(clientv3.OpPut(keyCluster, v)).
+		Else(clientv3.OpGet(keyCluster)).
+		Commit()
+	if err != nil {
+		return "", fmt.Errorf("cluster: ensure %s: %w", keyCluster, err)
+	}
+	if resp.Succeeded {
+		s.logger.Info("created cluster", "cluster_id", id)
+		return id, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		// Deleted between the compare and the get of the same txn: cannot
+		// happen, the txn is atomic.
+		return "", fmt.Errorf("cluster: %s vanished", keyCluster)
+	}
+	cv, err := decodeCluster(kvs[0].Value)
+	if err != nil {
+		return "", err
+	}
+	return cv.ClusterID, nil
+}
+
+// CreateTopic creates topic t and the state of all its partitions in one
+// transaction, and returns its etcd revision. A zero t.ID gets a new random
+// id. The first replica of each partition's assignment becomes its leader,
+// with leader epoch 0 and the whole replica list as ISR.
+//
+// Errors: ErrTopicExists if the name is taken; validation errors wrap
+// ErrInvalidTopicName, ErrInvalidPartitions, ErrInvalidReplicationFactor,
+// ErrInvalidReplicaAssignment or ErrInvalidConfig. Brokers named in the
+// assignment are not checked for liveness (the controller will be).
+func (s *Store) CreateTopic(ctx context.Context, t Topic) (int64, error) {
+	if err := validateTopic(t); err != nil {
+		return 0, err
+	}
+	if t.ID == (UUID{}) {
+		t.ID = NewUUID()
+	}
+	if len(t.Configs) == 0 {
+		t.Configs = nil
+	}
+	ops := make([]clientv3.Op, 0, 1+len(t.Assignment))
+	ops = append(ops, clientv3.OpPut(topicKey(t.Name), encodeTopic(t)))
+	for p, replicas := range t.Assignment {
+		st := PartitionState{Leader: replicas[0], ISR: replicas}
+		ops = append(ops, clientv3.OpPut(partitionKey(t.Name, int32(p)), encodePartition(st)))
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(topicKey(t.Name)), "=", 0)).
+		Then(ops...).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: create topic %s: %w", t.Name, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+	}
+	s.logger.Info("created topic", "topic", t.Name, "topic_id", FormatUUID(t.ID),
+		"partitions", t.Partitions, "replication_factor", t.ReplicationFactor)
+	return resp.Header.Revision, nil
+}
+
+// DeleteTopic removes a topic and all its partition state in one
+// transaction and returns its revision; ErrUnknownTopic if there is no such
+// topic.
+func (s *Store) DeleteTopic(ctx context.Context, name string) (int64, error) {
+	if err := ValidTopicName(name); err != nil {
+		return 0, err
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(topicKey(name)), ">", 0)).
+		Then(clientv3.OpDelete(topicKey(name)), clientv3.OpDelete(partitionPrefix(name), clientv3.WithPrefix())).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: delete topic %s: %w", name, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	s.logger.Info("deleted topic", "topic", name)
+	return resp.Header.Revision, nil
+}
+
+// SetTopicConfigs replaces the topic-level config overrides of a topic
+// (configs not named revert to their defaults; nil clears all) and returns
+// the write's revision. The write compares the topic key's mod revision
+// with the one read, and re-reads on a concurrent change, so it never
+// overwrites another field of the topic. Errors: ErrUnknownTopic, or a
+// *ConfigError wrapping ErrInvalidConfig.
+func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) (int64, error) {
+	if err := ValidTopicName(name); err != nil {
+		return 0, err
+	}
+	if err := ValidateTopicConfigs(configs); err != nil {
+		return 0, err
+	}
+	key := topicKey(name)
+	for {
+		resp, err := s.client.Get(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("cluster: read topic %s: %w", name, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return 0, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+		}
+		kv := resp.Kvs[0]
+		t, err := decodeTopic(key, kv.Value)
+		if err != nil {
+			return 0, err
+		}
+		t.Configs = nil
+		if len(configs) > 0 {
+			t.Configs = maps.Clone(configs)
+		}
+		tr, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, encodeTopic(t))).
+			Commit()
+		if err != nil {
+			return 0, fmt.Errorf("cluster: write configs of %s: %w", name, err)
+		}
+		if tr.Succeeded {
+			s.logger.Info("set topic configs", "topic", name, "configs", configs)
+			return tr.Header.Revision, nil
+		}
+	}
+}
+
+// AlterPartition replaces the state of one partition if its partition epoch
+// is still expectedEpoch, and returns the stored state (PartitionEpoch set
+// to expectedEpoch+1) and the write's revision. It is the only writer of
+// partition state after creation: leaders change their ISR with it, the
+// controller moves leadership with it (with a higher LeaderEpoch).
+//
+// Errors: ErrUnknownTopic / ErrUnknownPartition; ErrStalePartitionEpoch if
+// the state moved on (re-read it and decide again); ErrInvalidPartitionState
+// if next breaks an invariant (ISR outside the replicas, leader outside the
+// ISR, leader epoch going back, or a new leader without a new epoch).
+func (s *Store) AlterPartition(ctx context.Context, topic string, partition int32, expectedEpoch int32, next PartitionState) (PartitionState, int64, error) {
+	if err := ValidTopicName(topic); err != nil {
+		return PartitionState{}, 0, err
+	}
+	tkey, pkey := topicKey(topic), partitionKey(topic, partition)
+	for {
+		// Read both keys at one revision.
+		resp, err := s.client.Txn(ctx).Then(clientv3.OpGet(tkey), clientv3.OpGet(pkey)).Commit()
+		if err != nil {
+			return PartitionState{}, 0, fmt.Errorf("cluster: read partition %s/%d: %w", topic, partition, err)
+		}
+		tkvs := resp.Responses[0].GetResponseRange().Kvs
+		pkvs := resp.Responses[1].GetResponseRange().Kvs
+		if len(tkvs) == 0 {
+			return PartitionState{}, 0, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+		}
+		if len(pkvs) == 0 {
+			return PartitionState{}, 0, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
+		}
+		t, err := decodeTopic(tkey, tkvs[0].Value)
+		if err != nil {
+			return PartitionState{}, 0, err
+		}
+		cur, err := decodePartition(pkey, pkvs[0].Value)
+		if err != nil {
+			return PartitionState{}, 0, err
+		}
+		if cur.PartitionEpoch != expectedEpoch {
+			return cur, 0, fmt.Errorf("%w: %s/%d is at partition epoch %d, not %d",
+				ErrStalePartitionEpoch, topic, partition, cur.PartitionEpoch, expectedEpoch)
+		}
+		if partition >= int32(len(t.Assignment)) {
+			return PartitionState{}, 0, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
+		}
+		if err := validatePartitionState(next, cur, t.Assignment[partition]); err != nil {
+			return cur, 0, fmt.Errorf("%s/%d: %w", topic, partition, err)
+		}
+		next.PartitionEpoch = expectedEpoch + 1
+		tr, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision),
+				clientv3.Compare(clientv3.ModRevision(tkey), "=", tkvs[0].ModRevision)).
+			Then(clientv3.OpPut(pkey, encodePartition(next))).
+			Commit()
+		if err != nil {
+			return PartitionState{}, 0, fmt.Errorf("cluster: write partition %s/%d: %w", topic, partition, err)
+		}
+		if tr.Succeeded {
+			return next, tr.Header.Revision, nil
+		}
+		// Something changed in between: read again; a moved epoch fails above.
+	}
+}

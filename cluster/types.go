@@ -1,0 +1,206 @@
+package cluster
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// Sentinel errors. Validation errors wrap the sentinel that names the Kafka
+// error code a handler should answer with.
+var (
+	ErrTopicExists              = errors.New("cluster: topic already exists")       // TOPIC_ALREADY_EXISTS
+	ErrUnknownTopic             = errors.New("cluster: unknown topic")              // UNKNOWN_TOPIC_OR_PARTITION
+	ErrUnknownPartition         = errors.New("cluster: unknown partition")          // UNKNOWN_TOPIC_OR_PARTITION
+	ErrInvalidTopicName         = errors.New("cluster: invalid topic name")         // INVALID_TOPIC_EXCEPTION
+	ErrInvalidPartitions        = errors.New("cluster: invalid partition count")    // INVALID_PARTITIONS
+	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor") // INVALID_REPLICATION_FACTOR
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment") // INVALID_REPLICA_ASSIGNMENT
+	ErrInvalidConfig            = errors.New("cluster: invalid topic config")       // INVALID_CONFIG
+	ErrInvalidBroker            = errors.New("cluster: invalid broker")             // (startup configuration)
+	ErrBrokerIDInUse            = errors.New("cluster: broker id registered by another session")
+	ErrStalePartitionEpoch      = errors.New("cluster: stale partition epoch")       // INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH
+	ErrInvalidPartitionState    = errors.New("cluster: invalid partition state")     // INVALID_REQUEST
+	ErrUnsupportedFormat        = errors.New("cluster: unsupported metadata format") // written by a newer Skiff
+	ErrCorrupt                  = errors.New("cluster: undecodable metadata value")  // a value that does not parse
+	ErrCacheClosed              = errors.New("cluster: cache closed")
+)
+
+// Limits.
+const (
+	// MaxTopicNameLen is Kafka's limit on topic names.
+	MaxTopicNameLen = 249
+	// MaxPartitions bounds the partitions of one topic: CreateTopic writes
+	// them all in one etcd transaction of MaxPartitions+1 operations, which
+	// must stay within the member's MaxTxnOps (embedetcd.DefaultMaxTxnOps)
+	// and MaxRequestBytes.
+	MaxPartitions = 10000
+)
+
+// NoLeader is the Leader of a partition that has none (Kafka's -1).
+const NoLeader int32 = -1
+
+// UUID is a Kafka UUID (topic and cluster ids).
+type UUID = [16]byte
+
+// Topic is the stored description of a topic. Values handed out by the
+// cache share Configs and Assignment with its snapshot: treat them as
+// read-only.
+type Topic struct {
+	Name string
+	// ID is the topic id, a random UUID fixed at creation; a topic deleted
+	// and created again under the same name gets a new id.
+	ID UUID
+	// Partitions is the partition count; partitions are 0..Partitions-1.
+	Partitions        int32
+	ReplicationFactor int16
+	// Configs holds the topic-level overrides only (see configs.go for
+	// defaults); nil or empty means all defaults.
+	Configs map[string]string
+	// Assignment[p] is the replica list of partition p, preferred leader
+	// first. len(Assignment) == Partitions and every list has
+	// ReplicationFactor distinct broker ids.
+	Assignment [][]int32
+}
+
+// PartitionState is the leadership state of one partition, changed only by
+// compare-and-swap (AlterPartition).
+type PartitionState struct {
+	// Leader is the leading broker, or NoLeader.
+	Leader int32
+	// LeaderEpoch increases with every change of leader; batches and fetch
+	// requests carry it to fence stale leaders.
+	LeaderEpoch int32
+	// ISR is the in-sync replica set; it contains Leader unless Leader is
+	// NoLeader, and only replicas from the topic's assignment.
+	ISR []int32
+	// PartitionEpoch increases by one with every write of this state; it is
+	// the compare token of AlterPartition (Kafka's partition epoch).
+	PartitionEpoch int32
+}
+
+// Broker is a live broker as registered under its session lease.
+type Broker struct {
+	ID   int32
+	Host string // advertised Kafka host
+	Port int32  // advertised Kafka port
+	Rack string // empty: no rack
+}
+
+// ValidTopicName reports whether name is a legal Kafka topic name: 1 to 249
+// characters from [a-zA-Z0-9._-], and neither "." nor "..". The error wraps
+// ErrInvalidTopicName.
+func ValidTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidTopicName)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopicName, name)
+	case len(name) > MaxTopicNameLen:
+		return fmt.Errorf("%w: %d characters, more than %d", ErrInvalidTopicName, len(name), MaxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q contains %q; only [a-zA-Z0-9._-] are allowed", ErrInvalidTopicName, name, c)
+		}
+	}
+	return nil
+}
+
+// NewUUID returns a random (version 4) UUID usable as a Kafka id: not one of
+// Kafka's reserved ids (all zero, or 1), and its string form does not start
+// with '-' (Kafka's tools would read it as a flag), as Kafka's
+// Uuid.randomUuid ensures.
+func NewUUID() UUID {
+	for {
+		u := UUID(uuid.New())
+		if u != (UUID{}) && u != (UUID{15: 1}) && FormatUUID(u)[0] != '-' {
+			return u
+		}
+	}
+}
+
+// FormatUUID returns Kafka's string form of a UUID: the 16 bytes in
+// URL-safe base64 without padding (22 characters), as Kafka prints topic
+// and cluster ids.
+func FormatUUID(u UUID) string {
+	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+// ParseUUID parses Kafka's string form of a UUID.
+func ParseUUID(s string) (UUID, error) {
+	var u UUID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(u) {
+		return u, fmt.Errorf("cluster: bad uuid %q", s)
+	}
+	copy(u[:], b)
+	return u, nil
+}
+
+// validateTopic checks a topic before CreateTopic writes it.
+func validateTopic(t Topic) error {
+	if err := ValidTopicName(t.Name); err != nil {
+		return err
+	}
+	if t.Partitions < 1 || t.Partitions > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions for topic %s; want 1 to %d", ErrInvalidPartitions, t.Partitions, t.Name, MaxPartitions)
+	}
+	if t.ReplicationFactor < 1 {
+		return fmt.Errorf("%w: %d for topic %s", ErrInvalidReplicationFactor, t.ReplicationFactor, t.Name)
+	}
+	if int32(len(t.Assignment)) != t.Partitions {
+		return fmt.Errorf("%w: topic %s has %d partitions but %d replica lists", ErrInvalidReplicaAssignment, t.Name, t.Partitions, len(t.Assignment))
+	}
+	for p, replicas := range t.Assignment {
+		if len(replicas) != int(t.ReplicationFactor) {
+			return fmt.Errorf("%w: partition %d of %s has %d replicas, replication factor is %d",
+				ErrInvalidReplicaAssignment, p, t.Name, len(replicas), t.ReplicationFactor)
+		}
+		for i, b := range replicas {
+			if b < 0 {
+				return fmt.Errorf("%w: partition %d of %s: broker id %d", ErrInvalidReplicaAssignment, p, t.Name, b)
+			}
+			for _, o := range replicas[:i] {
+				if o == b {
+					return fmt.Errorf("%w: partition %d of %s lists broker %d twice", ErrInvalidReplicaAssignment, p, t.Name, b)
+				}
+			}
+		}
+	}
+	return ValidateTopicConfigs(t.Configs)
+}
+
+// validatePartitionState checks a proposed state against the partition's
+// replicas and its current state.
+func validatePartitionState(next, cur PartitionState, replicas []int32) error {
+	in := func(list []int32, b int32) bool {
+		for _, x := range list {
+			if x == b {
+				return true
+			}
+		}
+		return false
+	}
+	for i, b := range next.ISR {
+		if !in(replicas, b) {
+			return fmt.Errorf("%w: ISR member %d is not a replica %v", ErrInvalidPartitionState, b, replicas)
+		}
+		if in(next.ISR[:i], b) {
+			return fmt.Errorf("%w: ISR lists %d twice", ErrInvalidPartitionState, b)
+		}
+	}
+	if next.Leader != NoLeader && !in(next.ISR, next.Leader) {
+		return fmt.Errorf("%w: leader %d not in ISR %v", ErrInvalidPartitionState, next.Leader, next.ISR)
+	}
+	if next.LeaderEpoch < cur.LeaderEpoch {
+		return fmt.Errorf("%w: leader epoch %d below current %d", ErrInvalidPartitionState, next.LeaderEpoch, cur.LeaderEpoch)
+	}
+	if next.Leader != cur.Leader && next.LeaderEpoch == cur.LeaderEpoch {
+		return fmt.Errorf("%w: leader changes from %d to %d without a new leader epoch", ErrInvalidPartitionState, cur.Leader, next.Leader)
+	}
+	return nil
+}
