@@ -88,12 +88,17 @@ func Start(t testing.TB, args ...string) *Node {
 }
 
 // Restart starts the node again on its data directory (after Kill or Stop) and
-// waits until it is ready. Ports are new.
+// waits until it is ready. The Kafka port stays the same, so clients reconnect;
+// the other ports are new.
 func (n *Node) Restart() {
 	n.t.Helper()
+	listen := "127.0.0.1:0"
+	if n.Addr != "" {
+		listen = n.Addr
+	}
 	args := append([]string{"serve",
 		"--data-dir", n.DataDir,
-		"--listen", "127.0.0.1:0",
+		"--listen", listen,
 		"--etcd-client", "127.0.0.1:0",
 		"--etcd-peer", "127.0.0.1:0",
 		"--http", "127.0.0.1:0",
