@@ -181,7 +181,9 @@ func (s *Subscription) Next(ctx context.Context) ([]Event, *Snapshot, error) {
 
 // list reads everything under /skiff/ into a new snapshot.
 func (c *Cache) list(ctx context.Context) (*Snapshot, error) {
-	resp, err := c.client.Get(ctx, Prefix, clientv3.WithPrefix())
+	// Require a leader: a member cut off from its cluster fails at once
+	// (and the loop retries) instead of blocking until a server timeout.
+	resp, err := c.client.Get(clientv3.WithRequireLeader(ctx), Prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: list %s: %w", Prefix, err)
 	}

@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"skiff/embedetcd"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestCacheSurvivesQuorumLoss: a two-member cluster loses a member. The
+// cache keeps serving its last snapshot, its require-leader watch ends, and
+// once quorum is back it lists again and follows new writes.
+func TestCacheSurvivesQuorumLoss(t *testing.T) {
+	ctx := testCtx(t)
+	cfgs := []embedetcd.Config{
+		{Name: "a", Dir: filepath.Join(t.TempDir(), "a"), ClientAddr: freeAddr(t), PeerAddr: freeAddr(t), Logger: quiet},
+		{Name: "b", Dir: filepath.Join(t.TempDir(), "b"), ClientAddr: freeAddr(t), PeerAddr: freeAddr(t), Logger: quiet},
+	}
+	initial := "a=http://" + cfgs[0].PeerAddr + ",b=http://" + cfgs[1].PeerAddr
+	cfgs[0].InitialCluster, cfgs[1].InitialCluster = initial, initial
+	start := func(cfg embedetcd.Config) <-chan *embedetcd.Member {
+		ch := make(chan *embedetcd.Member, 1)
+		go func() {
+			m, err := embedetcd.Start(ctx, cfg)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- m
+		}()
+		return ch
+	}
+	chA, chB := start(cfgs[0]), start(cfgs[1])
+	a, b := <-chA, <-chB
+	if a == nil || b == nil {
+		for _, m := range []*embedetcd.Member{a, b} {
+			if m != nil {
+				m.Close()
+			}
+		}
+		t.FailNow()
+	}
+	defer a.Close()
+
+	s := New(a.Client(), quiet)
+	rec := newRecorder()
+	c, err := StartCache(ctx, a.Client(), slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rev, err := s.CreateTopic(ctx, Topic{Name: "before", Partitions: 1, ReplicationFactor: 1, Assignment: oneReplica(1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	watchEnded := func() bool {
+		for _, r := range rec.all() {
+			if r.Message == "metadata watch ended; listing again" {
+				return true
+			}
+		}
+		return false
+	}
+	took := waitFor(t, 15*time.Second, "watch ends without a leader", watchEnded)
+	t.Logf("watch ended %v after quorum loss", took)
+	if _, ok := c.Topic("before"); !ok {
+		t.Fatal("cache lost its snapshot without quorum")
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := a.Healthy(short); err == nil {
+		t.Fatal("member healthy without quorum")
+	}
+
+	b = <-start(cfgs[1]) // same data and addresses: quorum is back
+	if b == nil {
+		t.FailNow()
+	}
+	defer b.Close()
+	rev, err = s.CreateTopic(ctx, Topic{Name: "after", Partitions: 1, ReplicationFactor: 1, Assignment: oneReplica(1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Topic("after"); !ok {
+		t.Fatal("topic created after recovery missing")
+	}
+	if _, ok := c.Topic("before"); !ok {
+		t.Fatal("topic created before quorum loss missing")
+	}
+}
