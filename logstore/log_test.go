@@ -218,6 +218,9 @@ func TestTruncate(t *testing.T) {
 		}
 		want = want[:k]
 		checkLog(t, l, want)
+		if m, ok := env.(*memEnv); ok && m.m.DurableWrites == 0 {
+			t.Fatal("Truncate below the recovery point did not lower it durably")
+		}
 		if _, err := l.Read(want[k-1].next+1, 1, math.MaxInt64); !errors.Is(err, logstore.ErrOffsetOutOfRange) {
 			t.Fatalf("read past truncated end: %v", err)
 		}
