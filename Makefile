@@ -1,0 +1,29 @@
+# Skiff: the product is always built with CGO_ENABLED=0 into one static binary.
+export CGO_ENABLED := 0
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build run test test-deps check clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o skiff ./cmd/skiff
+
+# A single-node cluster on localhost with its data in ./skiff-data.
+run: build
+	./skiff serve --listen localhost:9092 --etcd-client localhost:9093 --etcd-peer localhost:9094 --http localhost:9644 --data-dir ./skiff-data
+
+# Everything CI runs: installs what the tests need, checks formatting and vet,
+# then runs every test.
+test: test-deps check
+	$(GO) test -count=1 -timeout 40m ./...
+
+test-deps:
+	./scripts/test-deps.sh
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf skiff dist
