@@ -136,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{"http://" + dialAddr(e.Clients[0].Addr().String())},
 		DialTimeout: 5 * time.Second,
-		Logger:      newZapLogger(logger.With("component", "etcd-client").Handler(), closing),
+		Logger:      newZapLogger(cfg.Logger.With("component", "etcd-client").Handler(), closing),
 	})
 	if err != nil {
 		closing.Store(true)
