@@ -38,7 +38,7 @@ func clientFlags() []cli.Flag {
 			Aliases: []string{"b"},
 			EnvVars: []string{"SKIFF_BROKERS"},
 			Value:   defaultBrokers,
-			Usage:   "comma-separated bootstrap brokers `HOST:PORT[,...]` (port 9092 if omitted)",
+			Usage:   "Kafka brokers to bootstrap from, `HOST:PORT[,...]` (port 9092 if omitted)",
 		},
 		&cli.DurationFlag{
 			Name:    "timeout",

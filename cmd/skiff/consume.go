@@ -38,7 +38,9 @@ of the log start and end).
 
 --exit-at-end lists every partition's end offset when starting (ListOffsets) and
 stops once each partition has been read up to it; records produced later are
-not printed. -n COUNT stops after COUNT records.
+not printed. It fails if no record arrives for --timeout (plus 45s with --group,
+for joining) while a partition is short of its end. -n COUNT stops after COUNT
+records. An interrupt (Ctrl-C) stops cleanly, with exit status 0.
 
 --format value prints the value bytes (with --key-separator SEP: key SEP value).
 --format json prints one object per record:
@@ -60,11 +62,11 @@ Output is buffered and flushed after every batch received from the broker. The
 topic must exist: consume never creates it. A summary line goes to stderr with
 --verbose, or when stderr is a terminal.`,
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "topic to read (required)"},
+			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` to read (required)"},
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at the oldest record"},
-			&cli.Int64Flag{Name: "offset", Aliases: []string{"o"}, Usage: "start at offset `N` in every partition (negative: N before the end)"},
-			&cli.IntFlag{Name: "partition", Aliases: []string{"p"}, Value: -1, Usage: "read only partition `P` (default: all)"},
-			&cli.Int64Flag{Name: "count", Aliases: []string{"n"}, Usage: "stop after `COUNT` records"},
+			&cli.Int64Flag{Name: "offset", Aliases: []string{"o"}, DefaultText: "the end", Usage: "start at offset `N` in every partition (negative: N before the end)"},
+			&cli.IntFlag{Name: "partition", Aliases: []string{"p"}, Value: -1, DefaultText: "all", Usage: "read only partition `P`"},
+			&cli.Int64Flag{Name: "count", Aliases: []string{"n"}, DefaultText: "no limit", Usage: "stop after `COUNT` records"},
 			&cli.BoolFlag{Name: "exit-at-end", Aliases: []string{"e"}, Usage: "stop at the end offsets listed at start"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"F"}, Value: "value", Usage: "output `FORMAT`: value or json"},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as member of consumer `GROUP`, committing offsets"},

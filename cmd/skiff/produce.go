@@ -43,12 +43,15 @@ not; it never reports success for an unacknowledged record. With --acks 0 the
 broker sends no acknowledgement, so "acknowledged" means "written to the socket".
 
 A summary line (records, bytes, seconds) goes to stderr with --verbose, or when
-stderr is a terminal. The topic must exist: produce never creates it.`,
+stderr is a terminal. The topic must exist: produce never creates it. --timeout
+bounds finding the topic; --delivery-timeout bounds each record's wait for its
+acknowledgement. End input typed at a terminal with Ctrl-D; an interrupt
+(Ctrl-C) abandons the records not yet acknowledged.`,
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "topic to write to (required)"},
+			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` to write to (required)"},
 			&cli.StringFlag{Name: "key-separator", Aliases: []string{"K"}, Usage: "split each line at the first `SEP` into key and value"},
-			&cli.StringFlag{Name: "acks", Value: "all", Usage: "acknowledgements to wait for: all (every in-sync replica), 1 (the leader) or 0 (none)"},
-			&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "batch compression: none, gzip, snappy, lz4 or zstd"},
+			&cli.StringFlag{Name: "acks", Value: "all", Usage: "acknowledgements to wait for, `all|1|0`: every in-sync replica, the leader, or none"},
+			&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "batch compression `CODEC`: none, gzip, snappy, lz4 or zstd"},
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read lines from `FILE` instead of stdin (\"-\": stdin)"},
 			&cli.DurationFlag{Name: "delivery-timeout", Value: defaultDeliveryTimeout, Usage: "fail a record not acknowledged within `DURATION` (Kafka's delivery.timeout.ms)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a summary line to stderr"},
