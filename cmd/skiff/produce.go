@@ -184,6 +184,10 @@ func runProduce(c *cli.Context) error {
 	st, err := produceLines(c.Context, k.cl, in, o.keySep)
 	elapsed := time.Since(start)
 	if err != nil {
+		if st.failed > 0 {
+			return fmt.Errorf("%w; also %d of %d records were not acknowledged (first error: %w)",
+				err, st.failed, st.records, k.explain(st.firstErr))
+		}
 		return err
 	}
 	if st.failed > 0 {
@@ -282,7 +286,7 @@ func produceLines(ctx context.Context, cl *kgo.Client, in io.Reader, keySep []by
 			break
 		}
 		if err != nil {
-			readErr = fmt.Errorf("read input: %w", err)
+			readErr = fmt.Errorf("read input after %d lines: %w", records, err)
 			break
 		}
 		key, value := splitKey(slab.copy(line), keySep)

@@ -174,7 +174,8 @@ func TestProduceFlagErrors(t *testing.T) {
 }
 
 // TestProduceLinesCountsFailures produces to an address where nothing
-// listens: every record must be counted as failed, none as acknowledged.
+// listens: every record must be counted as failed, none as acknowledged, and
+// an input error after the third line must be reported with the stats.
 func TestProduceLinesCountsFailures(t *testing.T) {
 	addr := closedAddr(t)
 	cl, err := kgo.NewClient(
@@ -189,9 +190,11 @@ func TestProduceLinesCountsFailures(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := produceLines(ctx, cl, strings.NewReader("a\nb\nc\n"), nil)
-	if err != nil {
-		t.Fatalf("produceLines: %v", err)
+	boom := errors.New("boom")
+	in := io.MultiReader(strings.NewReader("a\nb\nc\n"), iotest.ErrReader(boom))
+	st, err := produceLines(ctx, cl, in, nil)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "read input after 3 lines") {
+		t.Fatalf("produceLines: err = %v; want the input error after 3 lines", err)
 	}
 	if st.records != 3 || st.failed != 3 || st.acked != 0 || st.firstErr == nil {
 		t.Fatalf("stats = %+v; want 3 records, 3 failed, 0 acked and a first error", st)
