@@ -151,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if !known {
 		// The node id is fixed the first time the data directory is used. A single
 		// node is broker 1; the cluster issue allocates ids in etcd for joiners.
-		nf = nodeFile{NodeID: 1, ClusterID: clusterID, MemberName: memberName}
+		nf = nodeFile{NodeID: 1, ClusterID: clusterID, MemberName: memberName, DataDirID: cluster.FormatUUID(cluster.NewUUID())}
 		if nf.MemberName == "" {
 			nf.MemberName, _ = os.Hostname()
 		}
@@ -189,7 +189,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address: %w", err)
 	}
-	n.session, err = n.store.RegisterBroker(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}, cfg.SessionTimeout)
+	n.session, err = n.store.RegisterBroker(ctx, cluster.Broker{ID: n.id, Host: host, Port: port, DataDirID: nf.DataDirID}, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
 	}

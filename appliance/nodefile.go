@@ -21,6 +21,8 @@ type nodeFile struct {
 	ClusterID string `json:"cluster_id"`
 	// MemberName is the embedded etcd member's name.
 	MemberName string `json:"member_name"`
+	// DataDirID is a random id of this data directory (cluster.Broker.DataDirID).
+	DataDirID string `json:"data_dir_id"`
 }
 
 func nodeFilePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }

@@ -58,6 +58,8 @@ type brokerValue struct {
 	Host    string `json:"host"`
 	Port    int32  `json:"port"`
 	Rack    string `json:"rack,omitempty"`
+	// DataDirID identifies the broker's data directory (see Broker.DataDirID).
+	DataDirID string `json:"data_dir_id,omitempty"`
 }
 
 // topicValue is /skiff/topics/<name>.
@@ -164,7 +166,7 @@ func decodePartition(key string, data []byte) (PartitionState, error) {
 }
 
 func encodeBroker(b Broker) string {
-	return encode(brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	return encode(brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID})
 }
 
 func decodeBroker(key string, data []byte) (Broker, error) {
@@ -175,7 +177,7 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 	if brokerKey(v.ID) != key {
 		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
 	}
-	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack}, nil
+	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID}, nil
 }
 
 func decodeCluster(data []byte) (clusterValue, error) {

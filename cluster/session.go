@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -28,9 +29,10 @@ type Session struct {
 // to whole seconds; etcd raises TTLs below its minimum, 1 s with Skiff's
 // default election timeout) and keeps the lease alive until Session.Close.
 //
-// If the key is held by another lease (the previous run of this broker,
-// whose lease has not expired yet, or another broker configured with the
-// same id), RegisterBroker waits for that key to go away until ctx is done,
+// If the key is held by another lease with the same Broker.DataDirID (the
+// previous run of this broker, whose lease has not expired yet), that lease is
+// revoked and the key taken over. If it is held by another broker with the
+// same id, RegisterBroker waits for that key to go away until ctx is done,
 // then fails with ErrBrokerIDInUse. Cancelling ctx never ends a session
 // that was returned.
 func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration) (*Session, error) {
@@ -89,6 +91,13 @@ func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID)
 			continue
 		}
 		holder := held[0].Lease
+		if prev, err := decodeBroker(key, held[0].Value); err == nil && b.DataDirID != "" && prev.DataDirID == b.DataDirID {
+			s.logger.Info("replacing the registration of this broker's previous run", "broker_id", b.ID, "lease", fmt.Sprintf("%x", holder))
+			if _, err := s.client.Revoke(ctx, clientv3.LeaseID(holder)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return fmt.Errorf("cluster: revoke the previous session of broker %d: %w", b.ID, err)
+			}
+			continue
+		}
 		s.logger.Warn("broker id held by another session; waiting for it to expire",
 			"broker_id", b.ID, "lease", fmt.Sprintf("%x", holder))
 		if err := s.waitDeleted(ctx, key, resp.Header.Revision); err != nil {

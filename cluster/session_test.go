@@ -142,3 +142,37 @@ func TestBrokerIDInUse(t *testing.T) {
 		t.Fatalf("%d leases, want 1", len(leases.Leases))
 	}
 }
+
+// TestBrokerRestartTakesOverItsOwnRegistration: a broker restarting on its own data
+// directory (same DataDirID) replaces its previous run's registration at once, while
+// a broker with another data directory and the same id still has to wait.
+func TestBrokerRestartTakesOverItsOwnRegistration(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	s := New(m.Client(), quiet)
+	b := Broker{ID: 4, Host: "h", Port: 9092, DataDirID: "dir-a"}
+	// The previous run: its lease would live 60 s more had it crashed.
+	prev, err := s.RegisterBroker(ctx, b, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prev.Close()
+	other := b
+	other.DataDirID = "dir-b"
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := s.RegisterBroker(short, other, 10*time.Second); !errors.Is(err, ErrBrokerIDInUse) {
+		t.Fatalf("another data directory with the same id: %v", err)
+	}
+	quick, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	next, err := s.RegisterBroker(quick, b, 60*time.Second)
+	if err != nil {
+		t.Fatalf("restart of the same broker: %v", err)
+	}
+	defer next.Close()
+	resp, err := m.Client().Get(ctx, brokerKey(4))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != int64(next.Lease()) {
+		t.Fatalf("broker key not held by the new session: %v %v", err, resp.Kvs)
+	}
+}

@@ -87,6 +87,12 @@ type Broker struct {
 	Host string // advertised Kafka host
 	Port int32  // advertised Kafka port
 	Rack string // empty: no rack
+	// DataDirID is a random id of the broker's data directory, fixed when the
+	// directory is first used. A registration held by another lease with the
+	// same DataDirID is a previous run of this very broker (the data
+	// directory lock rules out two at once), so RegisterBroker replaces it
+	// instead of waiting for its lease to expire. Empty: never replaced.
+	DataDirID string
 }
 
 // ValidTopicName reports whether name is a legal Kafka topic name: 1 to 249

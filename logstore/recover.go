@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"skiff/internal/batch"
+	"skiff/internal/fileutil"
 )
 
 // recover builds the in-memory state of a log from its directory and index. It
@@ -120,7 +121,7 @@ func (l *Log) recover() error {
 			}
 		}
 	}
-	if err := syncDir(l.dir); err != nil { // removals above
+	if err := fileutil.SyncDir(l.dir); err != nil { // removals above
 		return fmt.Errorf("sync dir: %w", err)
 	}
 	if err := l.idx.SetLogStartOffset(logStart); err != nil {
@@ -183,7 +184,7 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := fileutil.SyncDir(l.dir); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("sync dir: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"skiff/internal/fileutil"
 )
 
 // ApplyRetention deletes whole segments from the oldest on while each one is
@@ -60,7 +62,7 @@ func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 		}
 		deletedSegments++
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := fileutil.SyncDir(l.dir); err != nil {
 		return deletedSegments, fmt.Errorf("logstore: retention: sync dir: %w", err)
 	}
 	return deletedSegments, nil

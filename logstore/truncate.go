@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"skiff/internal/fileutil"
 )
 
 // Truncate removes the batch that contains offset and every batch after it, so
@@ -103,7 +105,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()))
 	if len(later) > 0 {
-		errs = append(errs, syncDir(l.dir))
+		errs = append(errs, fileutil.SyncDir(l.dir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
