@@ -10,7 +10,8 @@
 //  4. create or check the cluster identity; write node.json on first start;
 //  5. open Pebble (<data>/meta) and the partition manager (<data>/topics);
 //  6. start the metadata cache and apply its topics to the local partitions;
-//  7. register the broker under its session lease;
+//  7. register the broker under its session lease and wait until the metadata cache
+//     lists it (else Metadata would name no broker and CreateTopics would count none);
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
@@ -60,12 +61,12 @@ type Node struct {
 	parts   *replication.Manager
 	kafka   *kafkaapi.Server
 
-	kafkaLn  net.Listener
-	httpLn   net.Listener
-	httpSrv  *http.Server
+	kafkaLn      net.Listener
+	httpLn       net.Listener
+	httpSrv      *http.Server
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
 	applyStarted bool
-	stop     chan struct{} // closed by Close
+	stop         chan struct{} // closed by Close
 
 	ready     chan struct{}
 	errc      chan error
@@ -129,14 +130,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Dir:        filepath.Join(cfg.DataDir, "etcd"),
 		ClientAddr: cfg.EtcdClient,
 		PeerAddr:   cfg.EtcdPeer,
-		Logger:     n.logger,
+		Logger:     slog.New(quietHandler{n.logger.Handler()}),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
 	go func() {
-		if err, ok := <-n.member.Err(); ok && err != nil {
+		// Member.Err is never closed, so also end with the node.
+		select {
+		case err := <-n.member.Err():
 			n.fail(fmt.Errorf("embedded etcd failed: %w", err))
+		case <-n.stop:
 		}
 	}()
 
@@ -162,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.id = nf.NodeID
 	n.logger = n.logger.With("broker_id", n.id)
 
-	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: n.logger, CacheBytes: cfg.MetaCacheBytes}); err != nil {
+	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes}); err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	n.parts, err = replication.NewManager(replication.Config{
@@ -200,6 +204,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		case <-n.stop:
 		}
 	}()
+	if err := n.waitListed(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}); err != nil {
+		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
+	}
 
 	n.kafka = kafkaapi.New(kafkaapi.Config{
 		NodeID:                   n.id,
@@ -219,6 +226,21 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}()
 	close(n.ready)
 	return n, nil
+}
+
+// waitListed waits until the metadata cache lists b at its address, or ctx ends.
+func (n *Node) waitListed(ctx context.Context, b cluster.Broker) error {
+	for {
+		snap := n.cache.Snapshot()
+		if got, ok := snap.Broker(b.ID); ok && got.Host == b.Host && got.Port == b.Port {
+			return nil
+		}
+		select {
+		case <-snap.Changed():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // ID is this node's broker id.

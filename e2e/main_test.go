@@ -23,8 +23,17 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 }
 
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
+	createTopicB(t, addr, topic, partitions)
+}
+
+func createTopicB(t testing.TB, addr, topic string, partitions int32) {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)

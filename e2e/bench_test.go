@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/internal/testnode"
+)
+
+// BenchmarkProduceConsume1KiB measures a real skiff serve process with franz-go's
+// defaults (idempotent producer, acks=all, no compression), 1 KiB records over 6
+// partitions: produce throughput, then consume throughput of the same records.
+//
+//	go test ./e2e -run XXX -bench ProduceConsume -benchtime 200000x
+func BenchmarkProduceConsume1KiB(b *testing.B) {
+	n := testnode.Start(b)
+	value := make([]byte, 1024)
+	topic := fmt.Sprintf("bench-%d", b.N)
+	createTopicB(b, n.Addr, topic, 6)
+	b.Run("produce", func(b *testing.B) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		ctx := context.Background()
+		var failed atomic.Int64
+		b.SetBytes(int64(len(value)))
+		b.ResetTimer()
+		for range b.N {
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if f := failed.Load(); f > 0 {
+			b.Fatalf("%d records failed", f)
+		}
+	})
+	b.Run("consume", func(b *testing.B) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		b.SetBytes(int64(len(value)))
+		b.ResetTimer()
+		for seen := 0; seen < b.N; {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				b.Fatalf("consumed %d of %d: %v", seen, b.N, err)
+			}
+			seen += fs.NumRecords()
+		}
+	})
+}
