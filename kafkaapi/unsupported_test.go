@@ -1,0 +1,101 @@
+package kafkaapi_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestUnsupportedVersions checks the answers to keys and versions outside the
+// profile: ApiVersions gets its v0 body with UNSUPPORTED_VERSION and the supported
+// ranges (so a newer client can retry at a version it knows); any other key or version
+// gets UNSUPPORTED_VERSION; and the connection keeps working after each.
+func TestUnsupportedVersions(t *testing.T) {
+	n := sharedNode(t)
+	c := dial(t, n.KafkaAddr())
+	profile := advertisedProfile(t, c)
+	stillServed := func(t *testing.T) {
+		t.Helper()
+		if got := advertisedProfile(t, c); !sameKeys(got, profile) {
+			t.Fatalf("after the refusal ApiVersions lists %+v, want %+v", got, profile)
+		}
+	}
+
+	for _, v := range []int16{4, 5, 100, 32767} {
+		t.Run(fmt.Sprintf("ApiVersions-v%d", v), func(t *testing.T) {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.SetVersion(v)
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "future-client", "9.9"
+			corr := c.send(req)
+			frame, err := c.readFrame(ioTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The answer is a v0 body, whatever version was asked.
+			resp, err := parseResponse(18, 0, corr, frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			av := resp.(*kmsg.ApiVersionsResponse)
+			wantCode(t, "ApiVersions", av.ErrorCode, kerr.UnsupportedVersion.Code)
+			if !sameKeys(av.ApiKeys, profile) {
+				t.Fatalf("keys %+v, want the profile %+v", av.ApiKeys, profile)
+			}
+			stillServed(t)
+		})
+	}
+
+	// unsupported sends a frame and expects the 2-byte UNSUPPORTED_VERSION body.
+	unsupported := func(t *testing.T, frame []byte, corr int32) {
+		t.Helper()
+		c.write(frame)
+		got, err := c.readFrame(ioTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 6 {
+			t.Fatalf("answer %x, want correlation id and error code only", got)
+		}
+		if gc := int32(binary.BigEndian.Uint32(got)); gc != corr {
+			t.Fatalf("correlation id %d, want %d", gc, corr)
+		}
+		wantCode(t, "answer", int16(binary.BigEndian.Uint16(got[4:])), kerr.UnsupportedVersion.Code)
+		stillServed(t)
+	}
+
+	for _, key := range []int16{999, -1, 71, 72} {
+		t.Run(fmt.Sprintf("key-%d", key), func(t *testing.T) {
+			corr := c.nextCorr()
+			unsupported(t, rawFrame(key, 0, corr, []byte{0, 0, 0, 0}), corr)
+		})
+	}
+
+	// Versions just outside each advertised range, at both ends, built by kmsg.
+	for _, k := range profile {
+		if k.ApiKey == 18 {
+			continue
+		}
+		for _, v := range []int16{k.MinVersion - 1, k.MaxVersion + 1} {
+			req := kmsg.RequestForKey(k.ApiKey)
+			if v < 0 || v > req.MaxVersion() {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s-v%d", kmsg.NameForKey(k.ApiKey), v), func(t *testing.T) {
+				req.SetVersion(v)
+				corr := c.nextCorr()
+				unsupported(t, encodeRequest(req, corr), corr)
+			})
+		}
+	}
+	// The examples of PROTOCOL.md's profile: Produce v2 (old record format) and Fetch
+	// v12 (the first flexible version) must be refused, and v100 of anything.
+	for _, tc := range []struct{ key, version int16 }{{0, 2}, {1, 12}, {3, 100}} {
+		t.Run(fmt.Sprintf("%s-v%d-raw", kmsg.NameForKey(tc.key), tc.version), func(t *testing.T) {
+			corr := c.nextCorr()
+			unsupported(t, rawFrame(tc.key, tc.version, corr, make([]byte, 32)), corr)
+		})
+	}
+}
