@@ -54,7 +54,7 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{ConfigMinInsyncReplicas, "0"},
 		{ConfigCleanupPolicy, "compact"},
 		{ConfigCompressionType, "zstd"},
-		{ConfigMessageTimestampType, "LogAppendTime"},
+		{ConfigMessageTimestampType, "NowTime"},
 		{ConfigFlushPolicy, "sometimes"},
 		{ConfigUncleanLeaderElect, "yes"},
 		{ConfigMaxMessageBytes, ""},

@@ -1,0 +1,276 @@
+package replication
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/goleak"
+
+	"skiff/internal/batch"
+	"skiff/internal/batchtest"
+	"skiff/logstore"
+	"skiff/offsets"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newManager opens a manager on dir with a real Pebble index in dir/meta.
+func newManager(t *testing.T, dir string) (*Manager, *offsets.DB) {
+	t.Helper()
+	db, err := offsets.Open(filepath.Join(dir, "meta"), offsets.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(Config{
+		Dir:   filepath.Join(dir, "topics"),
+		Index: func(key string) logstore.Index { return db.LogIndex(key) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, db
+}
+
+func closeAll(t *testing.T, m *Manager, db *offsets.DB) {
+	t.Helper()
+	if err := m.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+var defaultCfg = PartitionConfig{MaxMessageBytes: 1 << 20}
+
+func spec(name string, id byte, partitions int32) TopicSpec {
+	return TopicSpec{Name: name, ID: [16]byte{id}, Partitions: partitions, Config: defaultCfg}
+}
+
+func wantCode(t *testing.T, what string, err error, want *kerr.Error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got %v, want %s", what, err, want.Message)
+	}
+}
+
+func TestAppendValidation(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	now := time.Now().UnixMilli()
+
+	res, err := p.Append(batchtest.Strings(batchtest.Plain, now, "a", "b", "c"))
+	if err != nil || res.BaseOffset != 0 || res.LogAppendTime != -1 {
+		t.Fatalf("first append: %+v %v", res, err)
+	}
+	if p.HighWatermark() != 3 || p.LogEndOffset() != 3 {
+		t.Fatalf("hw %d leo %d, want 3", p.HighWatermark(), p.LogEndOffset())
+	}
+	good := batchtest.Strings(batchtest.Plain, now, "d")
+	corrupt := append([]byte(nil), good...)
+	corrupt[len(corrupt)-1] ^= 0xff
+	wantCode(t, "flipped byte", appendErr(p, corrupt), kerr.CorruptMessage)
+	wantCode(t, "two batches", appendErr(p, append(append([]byte(nil), good...), good...)), kerr.InvalidRecord)
+	wantCode(t, "garbage", appendErr(p, []byte("not a batch at all")), kerr.CorruptMessage)
+	big := batchtest.Build(batchtest.Plain, now, make([]byte, 2<<20))
+	wantCode(t, "too large", appendErr(p, big), kerr.MessageTooLarge)
+	txn := batchtest.Strings(batchtest.Producer{ID: 1, Epoch: 0, Sequence: 0}, now, "t")
+	txn[22] |= batch.AttrTransactional
+	binaryFixCRC(txn)
+	wantCode(t, "transactional", appendErr(p, txn), kerr.InvalidTxnState)
+	if p.LogEndOffset() != 3 {
+		t.Fatalf("refused batches were appended: log end %d", p.LogEndOffset())
+	}
+	// Reads return what was appended, below the high watermark.
+	s, err := p.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if s.NextOffset != 3 || len(s.Ranges) != 1 {
+		t.Fatalf("read: next %d, %d ranges", s.NextOffset, len(s.Ranges))
+	}
+	wantCode(t, "read past the end", readErr(p, 4), kerr.OffsetOutOfRange)
+	wantCode(t, "read before the start", readErr(p, -1), kerr.OffsetOutOfRange)
+}
+
+func appendErr(p *Partition, b []byte) error { _, err := p.Append(b); return err }
+
+func readErr(p *Partition, off int64) error {
+	s, err := p.Read(off, 1<<20)
+	if err == nil {
+		s.Release()
+	}
+	return err
+}
+
+func binaryFixCRC(b []byte) {
+	c := batch.CRC(b)
+	b[17], b[18], b[19], b[20] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
+}
+
+// TestIdempotentProducer checks the sequence rules of PROTOCOL.md, and that they hold
+// across a restart (the state is rebuilt from the log).
+func TestIdempotentProducer(t *testing.T) {
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	now := time.Now().UnixMilli()
+	pid := int64(42)
+	b := func(epoch int16, seq int32, n int) []byte {
+		vs := make([]string, n)
+		for i := range vs {
+			vs[i] = "v"
+		}
+		return batchtest.Strings(batchtest.Producer{ID: pid, Epoch: epoch, Sequence: seq}, now, vs...)
+	}
+	offsetsOf := make(map[int32]int64)
+	for seq := int32(0); seq < 20; seq += 2 {
+		res, err := p.Append(b(0, seq, 2))
+		if err != nil || res.Duplicate {
+			t.Fatalf("seq %d: %+v %v", seq, res, err)
+		}
+		offsetsOf[seq] = res.BaseOffset
+	}
+	// A retry of one of the last five batches: its original offset, nothing appended.
+	end := p.LogEndOffset()
+	res, err := p.Append(b(0, 12, 2))
+	if err != nil || !res.Duplicate || res.BaseOffset != offsetsOf[12] || p.LogEndOffset() != end {
+		t.Fatalf("duplicate: %+v %v, log end %d -> %d", res, err, end, p.LogEndOffset())
+	}
+	wantCode(t, "older than the last five", appendErr(p, b(0, 2, 2)), kerr.OutOfOrderSequenceNumber)
+	wantCode(t, "gap", appendErr(p, b(0, 21, 1)), kerr.OutOfOrderSequenceNumber)
+	wantCode(t, "new epoch not at 0", appendErr(p, b(1, 5, 1)), kerr.OutOfOrderSequenceNumber)
+	pid = 43
+	wantCode(t, "unknown producer above 0", appendErr(p, b(0, 3, 1)), kerr.UnknownProducerID)
+	pid = 42
+	if p.LogEndOffset() != end {
+		t.Fatalf("refused batches were appended")
+	}
+
+	// Restart: the state comes back from the log.
+	closeAll(t, m, db)
+	m, db = newManager(t, dir)
+	defer closeAll(t, m, db)
+	if err := m.Apply(2, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p = m.Partition("t", 0)
+	res, err = p.Append(b(0, 18, 2))
+	if err != nil || !res.Duplicate || res.BaseOffset != offsetsOf[18] {
+		t.Fatalf("duplicate after restart: %+v %v", res, err)
+	}
+	if _, err := p.Append(b(0, 20, 1)); err != nil {
+		t.Fatalf("next sequence after restart: %v", err)
+	}
+	if _, err := p.Append(b(1, 0, 1)); err != nil {
+		t.Fatalf("new epoch at 0: %v", err)
+	}
+	wantCode(t, "old epoch after a new one", appendErr(p, b(0, 21, 1)), kerr.InvalidProducerEpoch)
+}
+
+func TestLogAppendTime(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	s := spec("t", 1, 1)
+	s.Config.LogAppendTime = true
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	before := time.Now().UnixMilli()
+	res, err := p.Append(batchtest.Strings(batchtest.Plain, 1000, "old"))
+	if err != nil || res.LogAppendTime < before {
+		t.Fatalf("append: %+v %v", res, err)
+	}
+	off, ts, ok, err := p.OffsetForTimestamp(before)
+	if err != nil || !ok || off != 0 || ts != res.LogAppendTime {
+		t.Fatalf("OffsetForTimestamp: %d %d %v %v", off, ts, ok, err)
+	}
+}
+
+func TestWaiterWokenByAppend(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	ch := make(chan struct{}, 1)
+	p.AddWaiter(ch)
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("waiter not woken by an append")
+	}
+	p.RemoveWaiter(ch)
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "y")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("removed waiter woken")
+	default:
+	}
+}
+
+// TestApply covers the manager following the metadata: partitions opened, a topic
+// deleted, a topic recreated under the same name with a new id (its old records are
+// gone), and folders that belong to no topic removed.
+func TestApply(t *testing.T) {
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	if err := m.Apply(1, []TopicSpec{spec("a", 1, 2), spec("b", 2, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.Partitions()); n != 3 {
+		t.Fatalf("%d partitions, want 3", n)
+	}
+	if _, err := m.Partition("a", 1).Append(batchtest.Strings(batchtest.Plain, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(2, []TopicSpec{spec("b", 2, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Partition("a", 0) != nil {
+		t.Fatal("deleted topic still served")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "topics", "a-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("deleted topic's folder: %v", err)
+	}
+	if _, err := m.Partition("b", 0).Append(batchtest.Strings(batchtest.Plain, 1, "y")); err != nil {
+		t.Fatal(err)
+	}
+	closeAll(t, m, db)
+
+	// While this node was down, b was deleted and created again (new id), and a
+	// folder appeared that no topic owns.
+	if err := os.MkdirAll(filepath.Join(dir, "topics", "ghost-0"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	m, db = newManager(t, dir)
+	defer closeAll(t, m, db)
+	if err := m.Apply(3, []TopicSpec{spec("b", 3, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if leo := m.Partition("b", 0).LogEndOffset(); leo != 0 {
+		t.Fatalf("recreated topic inherited %d records", leo)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "topics", "ghost-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stray folder: %v", err)
+	}
+}
