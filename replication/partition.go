@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -184,6 +185,27 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 		return 0, 0, false, nil
 	}
 	return off, bts, true, nil
+}
+
+// WaitHighWatermark blocks until the high watermark passes offset (the record at
+// offset is committed: on every in-sync replica) or ctx ends. On a single node the
+// high watermark is the log end offset, so an appended record is committed at once;
+// ISR replication makes this wait for followers.
+func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
+	if p.hw.Load() > offset {
+		return nil
+	}
+	ch := make(chan struct{}, 1)
+	p.AddWaiter(ch)
+	defer p.RemoveWaiter(ch)
+	for p.hw.Load() <= offset {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for offset %d of %s-%d to be committed: %w", offset, p.Topic, p.ID, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // AddWaiter registers ch to receive a (non-blocking) send whenever the high watermark

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -272,5 +273,29 @@ func TestApply(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "topics", "ghost-0")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stray folder: %v", err)
+	}
+}
+
+func TestWaitHighWatermark(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.WaitHighWatermark(ctx, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("nothing appended yet: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.WaitHighWatermark(context.Background(), 1) }()
+	for _, v := range []string{"a", "b"} {
+		if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("offset 1 appended: %v", err)
 	}
 }
