@@ -184,6 +184,16 @@ func testProduceConsumeFile(t *testing.T, b string) {
 			if want := fmt.Sprintf("produced %d records (%d bytes) to %s in ", lines, len(in)-lines, topic); !strings.HasPrefix(errOut, want) {
 				t.Errorf("summary %q; want it to start with %q", errOut, want)
 			}
+			if tc.acks == "0" {
+				// Without acknowledgements, produce ends once the records are
+				// written to the socket; the broker may still be appending.
+				adm := newTestAdmin(t, b)
+				waitFor(t, "every acks=0 record to be appended", func() bool {
+					ends, err := adm.ListEndOffsets(context.Background(), topic)
+					o, _ := ends.Lookup(topic, 0)
+					return err == nil && o.Err == nil && o.Offset == lines
+				})
+			}
 			out := skiffOK(t, nil, "consume", "-t", topic, "--from-beginning", "--exit-at-end", "-b", b)
 			if out != string(in) {
 				t.Fatalf("consumed output differs from the input: %d bytes, %d lines; want %d bytes, %d lines (first difference at byte %d)",
