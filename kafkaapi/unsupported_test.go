@@ -99,3 +99,43 @@ func TestUnsupportedVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestFlexibleHeaderTags sends flexible requests whose request header carries tagged
+// fields (KIP-482 allows unknown tags anywhere): they are skipped, not misread.
+func TestFlexibleHeaderTags(t *testing.T) {
+	n := sharedNode(t)
+	c := dial(t, n.KafkaAddr())
+	profile := advertisedProfile(t, c)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "tagged", "1"
+	for _, tags := range [][]byte{
+		{1, 7, 3, 'a', 'b', 'c'},               // one unknown tag of 3 bytes
+		{2, 0, 0, 9, 2, 0xff, 0xfe},            // two tags, one empty
+		{1, 0x80, 0x01, 0x81, 0x01, 0x00, 'x'}, // multi-byte tag and size: 128, 129 bytes
+	} {
+		if tags[1] == 0x80 {
+			tags = append(tags[:5], make([]byte, 129)...)
+		}
+		corr := c.nextCorr()
+		frame := rawFrame(18, 3, corr, append(tags, req.AppendTo(nil)...))
+		c.write(frame)
+		got, err := c.readFrame(ioTimeout)
+		if err != nil {
+			t.Fatalf("header tags %x: %v", tags[:min(len(tags), 8)], err)
+		}
+		resp, err := parseResponse(18, 3, corr, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		av := resp.(*kmsg.ApiVersionsResponse)
+		wantCode(t, "ApiVersions with header tags", av.ErrorCode, 0)
+		if !sameKeys(av.ApiKeys, profile) {
+			t.Fatalf("keys %+v, want %+v", av.ApiKeys, profile)
+		}
+	}
+	// A tag section that runs past the frame cannot be skipped: the stream is lost.
+	bad := dial(t, n.KafkaAddr())
+	bad.write(rawFrame(18, 3, bad.nextCorr(), []byte{1, 7, 100, 'a'}))
+	bad.expectClosed("a header tag longer than the frame")
+}

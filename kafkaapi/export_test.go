@@ -1,0 +1,6 @@
+package kafkaapi
+
+// CheckLeaderEpoch exposes checkLeaderEpoch to the external tests: an older
+// current_leader_epoch (FENCED_LEADER_EPOCH) cannot be produced over the wire on a
+// single node, whose partitions stay at leader epoch 0.
+var CheckLeaderEpoch = checkLeaderEpoch
