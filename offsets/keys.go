@@ -11,8 +11,11 @@ import (
 const (
 	tagFormat   = 0x01 // the format version key
 	tagLogIndex = 0x02 // per-partition log index
-	// Reserved for later keyspaces: 0x03 committed group offsets, 0x04 group
-	// metadata, 0x05 producer state.
+
+	tagGroupOffsets = 0x03 // committed group offsets, per __consumer_offsets partition
+	tagGroupMeta    = 0x04 // group metadata, per __consumer_offsets partition
+	// 0x05 is reserved for producer state.
+	tagGroupApplied = 0x06 // how far each __consumer_offsets partition is applied
 )
 
 // Sub-keyspaces of a partition's log index (the byte after the partition key).
