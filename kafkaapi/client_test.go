@@ -8,6 +8,7 @@ package kafkaapi_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -273,7 +274,11 @@ var noProducer = batchOpts{producerID: -1, epoch: -1, seq: -1}
 
 // makeBatch builds an uncompressed RecordBatch v2 holding values, one record each,
 // with record i at timestamp+i.
-func makeBatch(o batchOpts, values ...string) []byte {
+func makeBatch(o batchOpts, values ...string) []byte { return makeBatchAttrs(o, 0, values...) }
+
+// makeBatchAttrs builds a batch with the given attributes; codec 1 (gzip) compresses
+// the records.
+func makeBatchAttrs(o batchOpts, attrs int16, values ...string) []byte {
 	ts := o.timestamp
 	if ts == 0 {
 		ts = time.Now().UnixMilli()
@@ -285,10 +290,18 @@ func makeBatch(o batchOpts, values ...string) []byte {
 		r.Length = int32(len(body))
 		recs = r.AppendTo(recs)
 	}
+	if attrs&7 == 1 {
+		var zb bytes.Buffer
+		zw := gzip.NewWriter(&zb)
+		zw.Write(recs)
+		zw.Close()
+		recs = zb.Bytes()
+	}
 	rb := kmsg.RecordBatch{
 		FirstOffset:          0,
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
+		Attributes:           attrs,
 		LastOffsetDelta:      int32(len(values) - 1),
 		FirstTimestamp:       ts,
 		MaxTimestamp:         ts + int64(len(values)-1),
@@ -336,10 +349,20 @@ func decodeBatches(t testing.TB, b []byte) (batches []kmsg.RecordBatch, recs []f
 		if crc := crc32.Checksum(b[21:size], castagnoli); crc != uint32(rb.CRC) {
 			t.Fatalf("batch at offset %d: CRC %08x, computed %08x", rb.FirstOffset, uint32(rb.CRC), crc)
 		}
-		if rb.Attributes&7 != 0 {
-			t.Fatalf("batch at offset %d is compressed; tests produce uncompressed batches", rb.FirstOffset)
-		}
 		rs := rb.Records
+		switch rb.Attributes & 7 {
+		case 0:
+		case 1:
+			zr, err := gzip.NewReader(bytes.NewReader(rs))
+			if err == nil {
+				rs, err = io.ReadAll(zr)
+			}
+			if err != nil {
+				t.Fatalf("batch at offset %d: gunzip: %v", rb.FirstOffset, err)
+			}
+		default:
+			t.Fatalf("batch at offset %d: codec %d; tests produce none or gzip", rb.FirstOffset, rb.Attributes&7)
+		}
 		for i := int32(0); i < rb.NumRecords; i++ {
 			n, k := binary.Varint(rs)
 			if k <= 0 || int(n) > len(rs)-k {

@@ -296,3 +296,36 @@ func TestCheckLeaderEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchAcrossSegments reads a partition whose batches span many segment files, so
+// one partition's records go out as several file ranges in one response.
+func TestFetchAcrossSegments(t *testing.T) {
+	n := sharedNode(t)
+	c := dial(t, n.KafkaAddr())
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, map[string]string{"segment.bytes": "300"})
+	var want []string
+	var sizes []int
+	for i := range 20 {
+		v := fmt.Sprintf("%02d-%s", i, strings.Repeat("s", 100+i*7))
+		b := makeBatch(noProducer, v)
+		mustProduce(t, c, topic, 0, b)
+		want = append(want, v)
+		sizes = append(sizes, len(b))
+	}
+	for _, v := range []int16{4, 11} {
+		for _, from := range []int64{0, 7, 19} {
+			resp := c.do(fetchRequest(v, 0, 0, 1<<20, fetchPart{topic: topic, offset: from})).(*kmsg.FetchResponse)
+			_, recs := decodeBatches(t, fetchedPartition(t, resp, topic, 0).RecordBatches)
+			if !slices.Equal(values(recs), want[from:]) || recs[0].offset != from {
+				t.Fatalf("v%d from %d: %q, want %q", v, from, values(recs), want[from:])
+			}
+		}
+		// A partition limit that ends inside the fifth segment stops after batch 4.
+		limit := int32(sizes[0] + sizes[1] + sizes[2] + sizes[3] + sizes[4]/2)
+		resp := c.do(fetchRequest(v, 0, 0, 1<<20, fetchPart{topic: topic, maxBytes: limit})).(*kmsg.FetchResponse)
+		if _, recs := decodeBatches(t, fetchedPartition(t, resp, topic, 0).RecordBatches); !slices.Equal(values(recs), want[:4]) {
+			t.Fatalf("v%d with partition_max_bytes %d: %q, want %q", v, limit, values(recs), want[:4])
+		}
+	}
+}
