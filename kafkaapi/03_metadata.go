@@ -127,7 +127,12 @@ func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, 
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
 	_, err := s.createTopic(ctx, topicRequest{name: name, partitions: -1, replicationFactor: -1})
-	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		// Another request created it first (createTopic reports that as a Kafka
+		// error): wait until this node serves it too.
+		err = s.waitTopic(ctx, name)
+	}
+	if err != nil {
 		c.logger.Warn("auto-create topic failed", "topic", name, "err", err)
 		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
 	}
@@ -136,4 +141,20 @@ func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, 
 		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
 	}
 	return t, 0
+}
+
+// waitTopic waits until the metadata cache lists topic name and the local partitions
+// reflect that revision.
+func (s *Server) waitTopic(ctx context.Context, name string) error {
+	for {
+		snap := s.cache.Snapshot()
+		if _, ok := snap.Topic(name); ok {
+			return s.parts.WaitApplied(ctx, snap.Revision())
+		}
+		select {
+		case <-snap.Changed():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
