@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -225,12 +226,17 @@ func (c *kconn) closedOrAnswered(what string) (frame []byte, closed bool) {
 	}
 }
 
-// topicName derives a valid, unique topic name from the test name.
+// topicSeq makes topic names unique within the test process (-count=N reuses the
+// shared node).
+var topicSeq atomic.Int64
+
+// topicName derives a valid topic name from the test name, unique on each call.
 func topicName(t testing.TB, suffix string) string {
 	name := t.Name()
 	if suffix != "" {
 		name += "-" + suffix
 	}
+	name += fmt.Sprintf("-%d", topicSeq.Add(1))
 	var b strings.Builder
 	for _, r := range name {
 		switch {
