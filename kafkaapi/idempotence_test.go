@@ -139,8 +139,14 @@ func TestIdempotentProduce(t *testing.T) {
 		if frame, err := parked.readFrame(300 * time.Millisecond); err == nil {
 			t.Fatalf("a fetch at the log end was answered at once: %x", frame)
 		}
+		closeStart := time.Now()
 		if err := n.Close(); err != nil {
 			t.Fatalf("close: %v", err)
+		}
+		// The idle connection c and the parked fetch must not hold shutdown until
+		// ShutdownTimeout (10 s in startNode).
+		if took := time.Since(closeStart); took >= 10*time.Second {
+			t.Errorf("Close took %v: it waited for ShutdownTimeout", took)
 		}
 		p := fetchedPartition(t, parked.recv(req, corr).(*kmsg.FetchResponse), topic, 0)
 		if took := time.Since(start); took >= longWait {
