@@ -26,8 +26,23 @@ type Config struct {
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz (default ":9644").
 	HTTP string
-	// NodeName names the etcd member (default: the host name).
+	// NodeName names the etcd member (default: skiff-<node id>).
 	NodeName string
+	// EtcdAdvertiseClient and EtcdAdvertisePeer are the etcd addresses other nodes
+	// dial (default: the listen addresses, a wildcard host replaced by the host name).
+	EtcdAdvertiseClient, EtcdAdvertisePeer string
+	// Rack is the broker's rack (broker.rack), used to spread replicas.
+	Rack string
+
+	// Bootstrap starts a new cluster (also the default with an empty data directory
+	// and no Join). Ignored when the data directory already belongs to a cluster.
+	Bootstrap bool
+	// Join lists etcd client addresses (HOST:PORT) of running nodes; an empty data
+	// directory then joins their cluster. Ignored on restart, except that a data
+	// directory of another cluster is refused.
+	Join []string
+	// JoinTimeout bounds reaching the join target and being added (default 60 s).
+	JoinTimeout time.Duration
 
 	// AutoCreateTopics is auto.create.topics.enable.
 	AutoCreateTopics bool
@@ -41,6 +56,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
 	RetentionCheckInterval time.Duration
+	// DisableAutoLeaderRebalance turns auto.leader.rebalance.enable off (default on:
+	// leadership moves back to preferred replicas every LeaderImbalanceCheckInterval).
+	DisableAutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval (default 5 minutes).
+	LeaderImbalanceCheckInterval time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
 	// lease (default 6 s).
 	SessionTimeout time.Duration
@@ -48,6 +68,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MetaCacheBytes is Pebble's block cache (default: the offsets package's).
 	MetaCacheBytes int64
+
+	// OnStatus, when set, receives a one-line description of what the node is doing
+	// (for systemd's STATUS=); every status is also logged.
+	OnStatus func(string)
 
 	// Version is reported in logs and metrics.
 	Version string
@@ -85,6 +109,12 @@ func (c *Config) setDefaults() {
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 6 * time.Second
 	}
+	if c.LeaderImbalanceCheckInterval <= 0 {
+		c.LeaderImbalanceCheckInterval = 5 * time.Minute
+	}
+	if c.JoinTimeout <= 0 {
+		c.JoinTimeout = 60 * time.Second
+	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 30 * time.Second
 	}
@@ -99,6 +129,7 @@ func (c Config) Validate() error {
 	for _, a := range []struct{ name, addr string }{
 		{"listen", c.Listen}, {"advertise", c.Advertise}, {"etcd-client", c.EtcdClient},
 		{"etcd-peer", c.EtcdPeer}, {"http", c.HTTP},
+		{"etcd-advertise-client", c.EtcdAdvertiseClient}, {"etcd-advertise-peer", c.EtcdAdvertisePeer},
 	} {
 		if a.addr == "" {
 			continue
@@ -113,6 +144,14 @@ func (c Config) Validate() error {
 		host, port, _ := net.SplitHostPort(c.Advertise)
 		if host == "" || port == "0" {
 			errs = append(errs, fmt.Errorf("advertise %q: needs a host and a port clients can dial", c.Advertise))
+		}
+	}
+	if c.Bootstrap && len(c.Join) > 0 {
+		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			errs = append(errs, fmt.Errorf("join %q: want HOST:PORT, the etcd client address of a running node (%v)", j, err))
 		}
 	}
 	if c.DefaultPartitions < 0 {

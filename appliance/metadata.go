@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"slices"
 	"strconv"
 
 	"skiff/cluster"
@@ -30,12 +31,21 @@ func (n *Node) applyLoop(snap *cluster.Snapshot) {
 func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 	var specs []replication.TopicSpec
 	for _, t := range snap.Topics() {
-		specs = append(specs, replication.TopicSpec{
-			Name:       t.Name,
-			ID:         t.ID,
-			Partitions: t.Partitions,
-			Config:     n.partitionConfig(t),
-		})
+		spec := replication.TopicSpec{Name: t.Name, ID: t.ID}
+		for p, replicas := range t.Assignment {
+			if !slices.Contains(replicas, n.id) {
+				continue
+			}
+			ps := replication.PartitionSpec{ID: int32(p), Leader: cluster.NoLeader}
+			if st, ok := snap.Partition(t.Name, int32(p)); ok {
+				ps.Leader, ps.LeaderEpoch = st.Leader, st.LeaderEpoch
+			}
+			spec.Partitions = append(spec.Partitions, ps)
+		}
+		if len(spec.Partitions) > 0 {
+			spec.Config = n.partitionConfig(t)
+			specs = append(specs, spec)
+		}
 	}
 	return n.parts.Apply(snap.Revision(), specs)
 }

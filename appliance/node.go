@@ -10,14 +10,16 @@
 //  4. create or check the cluster identity; write node.json on first start;
 //  5. open Pebble (<data>/meta) and the partition manager (<data>/topics);
 //  6. start the metadata cache and apply its topics to the local partitions;
-//  7. register the broker under its session lease and wait until the metadata cache
+//  7. register the broker under its session lease (kept by a loop that re-registers
+//     after a loss), start campaigning for controller, and wait until the metadata cache
 //     lists it (else Metadata would name no broker and CreateTopics would count none);
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
-//  2. end the broker session (the lease is revoked: the cluster sees the broker go);
+//  2. stop campaigning for controller (resigning if elected), then end the broker
+//     session (the lease is revoked: the cluster sees the broker go);
 //  3. stop applying metadata and close the cache;
 //  4. close the partitions (each log syncs and records its recovery point);
 //  5. close Pebble;
@@ -36,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"skiff/cluster"
@@ -52,14 +55,16 @@ type Node struct {
 	logger *slog.Logger
 	id     int32
 
-	lock    *os.File
-	member  *embedetcd.Member
-	store   *cluster.Store
-	cache   *cluster.Cache
-	session *cluster.Session
-	db      *offsets.DB
-	parts   *replication.Manager
-	kafka   *kafkaapi.Server
+	lock       *os.File
+	member     *embedetcd.Member
+	store      *cluster.Store
+	cache      *cluster.Cache
+	controller *cluster.Controller
+	session    atomic.Pointer[cluster.Session] // the current one; replaced after a loss
+	sessionEnd chan struct{}                   // closed when sessionLoop returns
+	db         *offsets.DB
+	parts      *replication.Manager
+	kafka      *kafkaapi.Server
 
 	kafkaLn      net.Listener
 	httpLn       net.Listener
@@ -120,48 +125,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("listen for Kafka clients on %s: %w", cfg.Listen, err)
 	}
 
-	n.logger.Info("starting embedded etcd member", "client", cfg.EtcdClient, "peer", cfg.EtcdPeer)
-	memberName := cfg.NodeName
-	if known && nf.MemberName != "" {
-		memberName = nf.MemberName
-	}
-	n.member, err = embedetcd.Start(ctx, embedetcd.Config{
-		Name:       memberName,
-		Dir:        filepath.Join(cfg.DataDir, "etcd"),
-		ClientAddr: cfg.EtcdClient,
-		PeerAddr:   cfg.EtcdPeer,
-		Logger:     slog.New(quietHandler{n.logger.Handler()}),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start embedded etcd: %w", err)
-	}
-	go func() {
-		// Member.Err is never closed, so also end with the node.
-		select {
-		case err := <-n.member.Err():
-			n.fail(fmt.Errorf("embedded etcd failed: %w", err))
-		case <-n.stop:
-		}
-	}()
-
-	n.store = cluster.New(n.member.Client(), n.logger)
-	clusterID, err := n.store.EnsureCluster(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster identity: %w", err)
-	}
-	if known && nf.ClusterID != clusterID {
-		return nil, fmt.Errorf("data directory %s belongs to cluster %s, but the etcd member reports cluster %s; refusing to mix them", cfg.DataDir, nf.ClusterID, clusterID)
-	}
-	if !known {
-		// The node id is fixed the first time the data directory is used. A single
-		// node is broker 1; the cluster issue allocates ids in etcd for joiners.
-		nf = nodeFile{NodeID: 1, ClusterID: clusterID, MemberName: memberName, DataDirID: cluster.FormatUUID(cluster.NewUUID())}
-		if nf.MemberName == "" {
-			nf.MemberName, _ = os.Hostname()
-		}
-		if err := writeNodeFile(cfg.DataDir, nf); err != nil {
-			return nil, fmt.Errorf("write node.json: %w", err)
-		}
+	if nf, err = n.form(ctx, nf, known); err != nil {
+		return nil, err
 	}
 	n.id = nf.NodeID
 	n.logger = n.logger.With("broker_id", n.id)
@@ -170,6 +135,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	n.parts, err = replication.NewManager(replication.Config{
+		BrokerID:               n.id,
+		SessionValid:           n.sessionValid,
 		Dir:                    filepath.Join(cfg.DataDir, "topics"),
 		Index:                  func(key string) logstore.Index { return n.db.LogIndex(key) },
 		Logger:                 n.logger,
@@ -193,17 +160,21 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised address: %w", err)
 	}
-	n.session, err = n.store.RegisterBroker(ctx, cluster.Broker{ID: n.id, Host: host, Port: port, DataDirID: nf.DataDirID}, cfg.SessionTimeout)
+	self := cluster.Broker{ID: n.id, Host: host, Port: port, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	sess, err := n.store.RegisterBroker(ctx, self, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
 	}
-	go func() {
-		select {
-		case <-n.session.Done():
-			n.fail(errors.New("broker session lost: etcd lease expired"))
-		case <-n.stop:
-		}
-	}()
+	n.session.Store(sess)
+	n.sessionEnd = make(chan struct{})
+	go n.sessionLoop(self)
+	n.controller = cluster.StartController(n.store, n.cache, cluster.ControllerConfig{
+		BrokerID:          n.id,
+		Session:           n.session.Load,
+		AutoRebalance:     !cfg.DisableAutoLeaderRebalance,
+		RebalanceInterval: cfg.LeaderImbalanceCheckInterval,
+		Logger:            n.logger,
+	})
 	if err := n.waitListed(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}); err != nil {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
@@ -240,6 +211,14 @@ func (n *Node) waitListed(ctx context.Context, b cluster.Broker) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// status reports what the node is doing: logged, and handed to Config.OnStatus.
+func (n *Node) status(s string) {
+	n.logger.Info(s)
+	if n.cfg.OnStatus != nil {
+		n.cfg.OnStatus(s)
 	}
 }
 
@@ -282,6 +261,9 @@ func (n *Node) checkReady(ctx context.Context) error {
 	if err := n.member.Healthy(ctx); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
+	if !n.sessionValid() {
+		return errors.New("broker session lost")
+	}
 	return nil
 }
 
@@ -303,8 +285,18 @@ func (n *Node) Close() error {
 		} else if n.kafkaLn != nil {
 			n.kafkaLn.Close()
 		}
-		if n.session != nil {
-			add("end broker session", n.session.Close())
+		if n.controller != nil {
+			add("stop controller", n.controller.Close())
+		}
+		if n.sessionEnd != nil {
+			<-n.sessionEnd
+		}
+		if sess := n.session.Load(); sess != nil {
+			// Without quorum the lease cannot be revoked; it then expires on its own,
+			// which is no reason to fail the stop.
+			if err := sess.Close(); err != nil {
+				n.logger.Warn("broker session not revoked; it expires within the session timeout", "err", err)
+			}
 		}
 		if n.applyStarted {
 			<-n.applyEnd

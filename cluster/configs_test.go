@@ -137,7 +137,7 @@ func TestKeys(t *testing.T) {
 		{topicKey("a.b"), keyIsTopic, "a.b", 0},
 		{partitionKey("a.b", 7), keyIsPartition, "a.b", 7},
 		{keyProducerIDs, keyOther, "", 0},
-		{prefixController + "x", keyOther, "", 0},
+		{prefixController + "x", keyIsCandidate, "", 0},
 		{prefixPartitions + "a/-1", keyOther, "", 0},
 		{prefixBrokers + "x", keyOther, "", 0},
 	} {

@@ -19,11 +19,12 @@ const (
 
 	keyCluster       = Prefix + "cluster"
 	keyProducerIDs   = Prefix + "producer-ids"
+	keyNodeIDs       = Prefix + "node-ids"
 	prefixBrokers    = Prefix + "brokers/"
 	prefixTopics     = Prefix + "topics/"
 	prefixPartitions = Prefix + "partitions/"
-	// prefixController is reserved for the controller election
-	// (concurrency.Election) of the multi-node issue; nothing writes it yet.
+	// prefixController holds the controller election (concurrency.Election):
+	// one key per candidate, on its broker's lease, valued with its broker id.
 	prefixController = Prefix + "controller/"
 
 	// FormatVersion is the version of the key layout, stored in
@@ -201,12 +202,15 @@ const (
 	keyIsBroker
 	keyIsTopic
 	keyIsPartition
+	keyIsCandidate // a controller election candidacy
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
 	switch {
 	case key == keyCluster:
 		return keyIsCluster, "", 0
+	case strings.HasPrefix(key, prefixController):
+		return keyIsCandidate, "", 0
 	case strings.HasPrefix(key, prefixBrokers):
 		id, err := strconv.ParseInt(key[len(prefixBrokers):], 10, 32)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -20,6 +21,12 @@ import (
 type Session struct {
 	s      *concurrency.Session
 	broker Broker
+	ttl    time.Duration
+	// validUntil (Unix nanoseconds) is when the lease may have expired at the
+	// latest, as far as this process can tell: the last keep-alive answer plus
+	// half the TTL (the other half covers the answer's trip and clock rate).
+	validUntil atomic.Int64
+	stopWatch  context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -52,7 +59,16 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("cluster: keep lease of broker %d alive: %w", b.ID, err), s.revoke(lease.ID))
 	}
-	sess := &Session{s: cs, broker: b}
+	sess := &Session{s: cs, broker: b, ttl: time.Duration(secs) * time.Second}
+	sess.validUntil.Store(time.Now().Add(sess.ttl / 2).UnixNano())
+	wctx, stop := context.WithCancel(s.client.Ctx())
+	sess.stopWatch = stop
+	answers, err := s.client.KeepAlive(wctx, lease.ID)
+	if err != nil {
+		stop()
+		return nil, errors.Join(fmt.Errorf("cluster: watch keep-alives of broker %d: %w", b.ID, err), cs.Close())
+	}
+	go sess.watchKeepAlives(answers)
 	if err := s.putBroker(ctx, b, lease.ID); err != nil {
 		return nil, errors.Join(err, sess.Close())
 	}
@@ -127,6 +143,31 @@ func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
 	return errors.New("watch ended")
 }
 
+// watchKeepAlives moves validUntil with every keep-alive answer (the client's
+// lessor shares one keep-alive stream between this and concurrency.Session).
+func (s *Session) watchKeepAlives(answers <-chan *clientv3.LeaseKeepAliveResponse) {
+	for a := range answers {
+		if a.TTL <= 0 {
+			s.validUntil.Store(0)
+			continue
+		}
+		s.validUntil.Store(time.Now().Add(s.ttl / 2).UnixNano())
+	}
+	s.validUntil.Store(0)
+}
+
+// Valid reports whether the lease is certainly still alive: a broker must not act
+// as leader once this is false, since the cluster may already have moved its
+// partitions (for instance after the process was paused longer than the TTL).
+func (s *Session) Valid() bool {
+	select {
+	case <-s.s.Done():
+		return false
+	default:
+	}
+	return time.Now().UnixNano() < s.validUntil.Load()
+}
+
 // Broker returns the registered broker.
 func (s *Session) Broker() Broker { return s.broker }
 
@@ -143,6 +184,8 @@ func (s *Session) Done() <-chan struct{} { return s.s.Done() }
 // idempotent.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopWatch()
+		s.validUntil.Store(0)
 		if err := s.s.Close(); err != nil {
 			s.closeErr = fmt.Errorf("cluster: close session of broker %d: %w", s.broker.ID, err)
 		}

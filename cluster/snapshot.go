@@ -17,6 +17,9 @@ type Snapshot struct {
 	brokers   map[int32]Broker
 	topics    map[string]*topicState
 	names     []string // sorted keys of topics
+	// candidates are the controller election's keys (key -> create revision and
+	// broker id); the one with the lowest create revision is the controller.
+	candidates map[string]candidate
 
 	// changed is closed when a newer snapshot replaces this one.
 	changed chan struct{}
@@ -30,7 +33,23 @@ type topicState struct {
 	parts []*PartitionState
 }
 
+type candidate struct {
+	createRev int64
+	broker    int32
+}
+
 var emptySnapshot = &Snapshot{changed: make(chan struct{})}
+
+// Controller returns the broker id of the elected controller, or NoLeader.
+func (s *Snapshot) Controller() int32 {
+	best, id := int64(0), NoLeader
+	for _, c := range s.candidates {
+		if best == 0 || c.createRev < best {
+			best, id = c.createRev, c.broker
+		}
+	}
+	return id
+}
 
 // Revision is the etcd revision this snapshot reflects: every change up to
 // and including it is visible.
@@ -156,6 +175,22 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 			return
 		}
 		b.next.clusterID = cv.ClusterID
+
+	case keyIsCandidate:
+		b.next.candidates = maps.Clone(b.next.candidates)
+		if b.next.candidates == nil {
+			b.next.candidates = map[string]candidate{}
+		}
+		if del {
+			delete(b.next.candidates, key)
+			return
+		}
+		id, err := parseBrokerID(string(kv.Value))
+		if err != nil {
+			b.logger.Error("ignoring metadata key", "key", key, "err", err)
+			return
+		}
+		b.next.candidates[key] = candidate{createRev: kv.CreateRevision, broker: id}
 
 	case keyIsBroker:
 		if del {

@@ -179,8 +179,9 @@ func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[st
 // Errors: ErrUnknownTopic / ErrUnknownPartition; ErrStalePartitionEpoch if
 // the state moved on (re-read it and decide again); ErrInvalidPartitionState
 // if next breaks an invariant (ISR outside the replicas, leader outside the
-// ISR, leader epoch going back, or a new leader without a new epoch).
-func (s *Store) AlterPartition(ctx context.Context, topic string, partition int32, expectedEpoch int32, next PartitionState) (PartitionState, int64, error) {
+// ISR, leader epoch going back, or a new leader without a new epoch);
+// ErrFenced if a fence compare (the controller's election key) failed.
+func (s *Store) AlterPartition(ctx context.Context, topic string, partition int32, expectedEpoch int32, next PartitionState, fence ...clientv3.Cmp) (PartitionState, int64, error) {
 	if err := ValidTopicName(topic); err != nil {
 		return PartitionState{}, 0, err
 	}
@@ -218,16 +219,25 @@ func (s *Store) AlterPartition(ctx context.Context, topic string, partition int3
 			return cur, 0, fmt.Errorf("%s/%d: %w", topic, partition, err)
 		}
 		next.PartitionEpoch = expectedEpoch + 1
-		tr, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision),
-				clientv3.Compare(clientv3.ModRevision(tkey), "=", tkvs[0].ModRevision)).
-			Then(clientv3.OpPut(pkey, encodePartition(next))).
-			Commit()
+		cmps := append([]clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision),
+			clientv3.Compare(clientv3.ModRevision(tkey), "=", tkvs[0].ModRevision),
+		}, fence...)
+		tr, err := s.client.Txn(ctx).If(cmps...).Then(clientv3.OpPut(pkey, encodePartition(next))).Commit()
 		if err != nil {
 			return PartitionState{}, 0, fmt.Errorf("cluster: write partition %s/%d: %w", topic, partition, err)
 		}
 		if tr.Succeeded {
 			return next, tr.Header.Revision, nil
+		}
+		if len(fence) > 0 {
+			fr, err := s.client.Txn(ctx).If(fence...).Commit()
+			if err != nil {
+				return PartitionState{}, 0, fmt.Errorf("cluster: check fence: %w", err)
+			}
+			if !fr.Succeeded {
+				return cur, 0, fmt.Errorf("%w: %s/%d", ErrFenced, topic, partition)
+			}
 		}
 		// Something changed in between: read again; a moved epoch fails above.
 	}

@@ -21,10 +21,11 @@ var (
 	ErrInvalidConfig            = errors.New("cluster: invalid topic config")       // INVALID_CONFIG
 	ErrInvalidBroker            = errors.New("cluster: invalid broker")             // (startup configuration)
 	ErrBrokerIDInUse            = errors.New("cluster: broker id registered by another session")
-	ErrStalePartitionEpoch      = errors.New("cluster: stale partition epoch")       // INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH
-	ErrInvalidPartitionState    = errors.New("cluster: invalid partition state")     // INVALID_REQUEST
-	ErrUnsupportedFormat        = errors.New("cluster: unsupported metadata format") // written by a newer Skiff
-	ErrCorrupt                  = errors.New("cluster: undecodable metadata value")  // a value that does not parse
+	ErrStalePartitionEpoch      = errors.New("cluster: stale partition epoch")                  // INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH
+	ErrFenced                   = errors.New("cluster: write fenced: no longer the controller") // the writer lost its election
+	ErrInvalidPartitionState    = errors.New("cluster: invalid partition state")                // INVALID_REQUEST
+	ErrUnsupportedFormat        = errors.New("cluster: unsupported metadata format")            // written by a newer Skiff
+	ErrCorrupt                  = errors.New("cluster: undecodable metadata value")             // a value that does not parse
 	ErrCacheClosed              = errors.New("cluster: cache closed")
 )
 

@@ -190,7 +190,7 @@ func checkLeaderEpoch(theirs, ours int32) int16 {
 // UNKNOWN_TOPIC_OR_PARTITION when the metadata has no such partition,
 // NOT_LEADER_OR_FOLLOWER when it exists but is not served here.
 func (s *Server) localPartition(topic string, id int32) (*replication.Partition, int16) {
-	if p := s.parts.Partition(topic, id); p != nil {
+	if p := s.parts.Partition(topic, id); p != nil && p.IsLeader() {
 		return p, 0
 	}
 	if t, ok := s.cache.Topic(topic); ok && id >= 0 && id < t.Partitions {

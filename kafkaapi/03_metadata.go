@@ -2,8 +2,8 @@ package kafkaapi
 
 // Metadata, key 3, versions 0..8.
 //
-// Behaviour: every live broker with its advertised address; the controller id (this
-// node on a single node); the requested topics, or all of them when the list is null
+// Behaviour: every live broker with its advertised address; the controller id (-1
+// while there is none); the requested topics, or all of them when the list is null
 // (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
 // when the leader has no live session), leader epoch (v7+), replicas, ISR and
 // offline replicas (v5+). Unknown topics are created with the broker defaults when
@@ -44,7 +44,7 @@ func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Respons
 	}
 	clusterID := s.cache.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = s.cfg.NodeID
+	resp.ControllerID = s.cache.Snapshot().Controller()
 	resp.AuthorizedOperations = authorizedOperationsOmitted
 
 	var names []string

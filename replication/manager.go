@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"skiff/internal/fileutil"
@@ -25,6 +26,12 @@ import (
 
 // Config configures a Manager.
 type Config struct {
+	// BrokerID is this node's broker id: a partition leads here when its state names it.
+	BrokerID int32
+	// SessionValid reports whether the broker's session lease is certainly alive; no
+	// partition leads while it is false. Nil: always alive (tests, a lone node
+	// without sessions).
+	SessionValid func() bool
 	// Dir holds one folder per partition replica (<data>/topics).
 	Dir string
 	// Index returns the persistent log index of a partition, by its folder name.
@@ -35,12 +42,21 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 }
 
-// TopicSpec is one topic as the cluster metadata describes it.
+// TopicSpec is one topic as the cluster metadata describes it, with the partitions
+// that have a replica on this node.
 type TopicSpec struct {
-	Name       string
-	ID         [16]byte
-	Partitions int32
-	Config     PartitionConfig
+	Name   string
+	ID     [16]byte
+	Config PartitionConfig
+	// Partitions lists this node's replicas of the topic.
+	Partitions []PartitionSpec
+}
+
+// PartitionSpec is the state of one local replica's partition.
+type PartitionSpec struct {
+	ID          int32
+	Leader      int32 // broker id of the leader, -1 for none
+	LeaderEpoch int32
 }
 
 type topicPartition struct {
@@ -61,14 +77,31 @@ type Manager struct {
 		changed chan struct{} // closed and replaced when applied moves
 		closed  bool
 	}
-	stop chan struct{}
-	done chan struct{}
+	fenced atomic.Bool // no partition leads while set (the broker has no session)
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// SetFenced stops (true) or resumes (false) leadership of every local partition: a
+// broker that lost its etcd session may already have been replaced as leader, so it
+// must not accept writes or serve reads until it has a session again.
+func (m *Manager) SetFenced(fenced bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fenced.Store(fenced)
+	for _, p := range m.mu.parts {
+		p.fenced.Store(fenced)
+		p.notify()
+	}
 }
 
 // NewManager creates the topics folder and starts the retention loop.
 func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SessionValid == nil {
+		cfg.SessionValid = func() bool { return true }
 	}
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = 5 * time.Minute
@@ -117,15 +150,18 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	}
 	var errs []error
 	want := make(map[topicPartition]TopicSpec)
+	state := make(map[topicPartition]PartitionSpec)
 	for _, t := range topics {
-		for i := int32(0); i < t.Partitions; i++ {
-			want[topicPartition{t.Name, i}] = t
+		for _, ps := range t.Partitions {
+			want[topicPartition{t.Name, ps.ID}] = t
+			state[topicPartition{t.Name, ps.ID}] = ps
 		}
 	}
 	for tp, p := range m.mu.parts {
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
 			p.SetConfig(t.Config)
+			p.setLeadership(state[tp], m.cfg.BrokerID)
 			continue
 		}
 		delete(m.mu.parts, tp)
@@ -143,6 +179,9 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			errs = append(errs, err)
 			continue
 		}
+		p.setLeadership(state[tp], m.cfg.BrokerID)
+		p.fenced.Store(m.fenced.Load())
+		p.sessionValid = m.cfg.SessionValid
 		m.mu.parts[tp] = p
 	}
 	if err := m.removeStrayLocked(want); err != nil {

@@ -48,8 +48,11 @@ type Partition struct {
 	logger *slog.Logger
 	cfg    atomic.Pointer[PartitionConfig]
 
-	leaderEpoch atomic.Int32
-	hw          atomic.Int64
+	leaderEpoch  atomic.Int32
+	leader       atomic.Bool // the partition state names this broker as leader
+	fenced       atomic.Bool // the broker has no session: it must not lead
+	sessionValid func() bool // the broker's lease is certainly alive
+	hw           atomic.Int64
 
 	appendMu  sync.Mutex
 	producers producerStates // guarded by appendMu
@@ -91,6 +94,17 @@ func (p *Partition) SetConfig(cfg PartitionConfig) { p.cfg.Store(&cfg) }
 // LeaderEpoch is the epoch of the current leadership of this partition.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
+// IsLeader reports whether this replica leads: the partition state names this broker
+// and the broker holds its session.
+func (p *Partition) IsLeader() bool {
+	return p.leader.Load() && !p.fenced.Load() && (p.sessionValid == nil || p.sessionValid())
+}
+
+func (p *Partition) setLeadership(s PartitionSpec, self int32) {
+	p.leaderEpoch.Store(s.LeaderEpoch)
+	p.leader.Store(s.Leader == self)
+}
+
 // HighWatermark is the offset below which records are committed and visible to consumers.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
@@ -126,6 +140,10 @@ func (p *Partition) Append(records []byte) (AppendResult, error) {
 	}
 
 	p.appendMu.Lock()
+	if !p.IsLeader() {
+		p.appendMu.Unlock()
+		return res, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+	}
 	if h.Idempotent() {
 		dup, err := p.producers.check(&h)
 		if err != nil {
@@ -160,6 +178,9 @@ func (p *Partition) Append(records []byte) (AppendResult, error) {
 // Read returns whole batches from offset, up to maxBytes (the first batch always whole,
 // KIP-74), never at or above the high watermark. The caller must Release the slice.
 func (p *Partition) Read(offset, maxBytes int64) (*logstore.Slice, error) {
+	if !p.IsLeader() {
+		return nil, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+	}
 	hw := p.hw.Load()
 	if offset > p.log.LogEndOffset() || offset < p.log.LogStartOffset() {
 		return nil, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, p.log.LogStartOffset(), p.log.LogEndOffset(), kerr.OffsetOutOfRange)

@@ -48,8 +48,14 @@ func closeAll(t *testing.T, m *Manager, db *offsets.DB) {
 
 var defaultCfg = PartitionConfig{MaxMessageBytes: 1 << 20}
 
+// spec is a topic whose partitions 0..partitions-1 all lead on broker 0 (the
+// manager's BrokerID in these tests).
 func spec(name string, id byte, partitions int32) TopicSpec {
-	return TopicSpec{Name: name, ID: [16]byte{id}, Partitions: partitions, Config: defaultCfg}
+	t := TopicSpec{Name: name, ID: [16]byte{id}, Config: defaultCfg}
+	for i := range partitions {
+		t.Partitions = append(t.Partitions, PartitionSpec{ID: i, Leader: 0})
+	}
+	return t
 }
 
 func wantCode(t *testing.T, what string, err error, want *kerr.Error) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -24,6 +25,10 @@ func serveCommand() *cli.Command {
 		// IsSet tells a flag given on the command line from one left alone.
 		if s.def != "" {
 			usage += fmt.Sprintf(" (default: %s)", s.def)
+		}
+		if s.kind == kindBool {
+			flags = append(flags, &cli.BoolFlag{Name: s.name, Usage: usage})
+			continue
 		}
 		flags = append(flags, &cli.StringFlag{Name: s.name, Usage: usage})
 	}
@@ -46,6 +51,9 @@ func runServe(c *cli.Context) error {
 		}
 	}
 	vals, err := resolveSettings(file, func(name string) (string, bool) {
+		if settingByName(name).kind == kindBool {
+			return strconv.FormatBool(c.Bool(name)), c.IsSet(name)
+		}
 		return c.String(name), c.IsSet(name)
 	})
 	if err != nil {
@@ -56,22 +64,31 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	cfg := appliance.Config{
-		DataDir:                  vals.str("data-dir"),
-		Listen:                   vals.str("listen"),
-		Advertise:                vals.str("advertise"),
-		EtcdClient:               vals.str("etcd-client"),
-		EtcdPeer:                 vals.str("etcd-peer"),
-		HTTP:                     vals.str("http"),
-		NodeName:                 vals.str("node-name"),
-		AutoCreateTopics:         vals.bool("auto-create-topics"),
-		DefaultPartitions:        int32(vals.int("num-partitions")),
-		DefaultReplicationFactor: int16(vals.int("default-replication-factor")),
-		MaxRequestBytes:          int32(vals.int("socket-request-max-bytes")),
-		IdleTimeout:              vals.duration("connections-max-idle"),
-		RetentionCheckInterval:   vals.duration("log-retention-check-interval"),
-		ShutdownTimeout:          vals.duration("shutdown-timeout"),
-		Version:                  version,
-		Logger:                   logger,
+		DataDir:                      vals.str("data-dir"),
+		Listen:                       vals.str("listen"),
+		Advertise:                    vals.str("advertise"),
+		EtcdClient:                   vals.str("etcd-client"),
+		EtcdPeer:                     vals.str("etcd-peer"),
+		HTTP:                         vals.str("http"),
+		NodeName:                     vals.str("node-name"),
+		Bootstrap:                    vals.bool("bootstrap"),
+		Join:                         splitList(vals.str("join")),
+		JoinTimeout:                  vals.duration("join-timeout"),
+		Rack:                         vals.str("rack"),
+		DisableAutoLeaderRebalance:   !vals.bool("auto-leader-rebalance"),
+		LeaderImbalanceCheckInterval: vals.duration("leader-imbalance-check-interval"),
+		SessionTimeout:               vals.duration("session-timeout"),
+		EtcdAdvertiseClient:          vals.str("etcd-advertise-client"),
+		EtcdAdvertisePeer:            vals.str("etcd-advertise-peer"),
+		AutoCreateTopics:             vals.bool("auto-create-topics"),
+		DefaultPartitions:            int32(vals.int("num-partitions")),
+		DefaultReplicationFactor:     int16(vals.int("default-replication-factor")),
+		MaxRequestBytes:              int32(vals.int("socket-request-max-bytes")),
+		IdleTimeout:                  vals.duration("connections-max-idle"),
+		RetentionCheckInterval:       vals.duration("log-retention-check-interval"),
+		ShutdownTimeout:              vals.duration("shutdown-timeout"),
+		Version:                      version,
+		Logger:                       logger,
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -137,4 +154,15 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("log-format %q: use auto, json or text", format)
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -39,16 +39,34 @@ var serveSettings = []setting{
 	{"etcd-client", kindString, ":9093", "embedded etcd client listen address HOST:PORT (cluster-internal)"},
 	{"etcd-peer", kindString, ":9094", "embedded etcd peer listen address HOST:PORT (cluster-internal)"},
 	{"http", kindString, ":9644", "HTTP listen address for /metrics, /healthz and /readyz"},
-	{"node-name", kindString, "", "name of this node's etcd member (default: the host name)"},
+	{"node-name", kindString, "", "name of this node's etcd member (default: skiff-<node id>)"},
+	{"bootstrap", kindBool, "false", "start a new cluster (also what an empty data directory without --join does)"},
+	{"join", kindString, "", "join the cluster of running nodes at HOST:PORT[,HOST:PORT] (their etcd-client addresses) when the data directory is empty"},
+	{"join-timeout", kindDuration, "60s", "give up joining when no running node answers within this time"},
+	{"rack", kindString, "", "rack of this broker (broker.rack): replicas of a partition go to different racks"},
+	{"etcd-advertise-client", kindString, "", "etcd client address other nodes dial HOST:PORT (default: etcd-client, a wildcard host replaced by the host name)"},
+	{"etcd-advertise-peer", kindString, "", "etcd peer address other nodes dial HOST:PORT (default: etcd-peer, a wildcard host replaced by the host name)"},
 	{"log-level", kindString, "info", "log level: debug, info, warn or error"},
 	{"log-format", kindString, "auto", "log format: auto (JSON unless stderr is a terminal), json or text"},
 	{"auto-create-topics", kindBool, "true", "create unknown topics on Metadata requests that allow it (auto.create.topics.enable)"},
 	{"num-partitions", kindInt, "1", "partitions of topics created without a count (num.partitions)"},
 	{"default-replication-factor", kindInt, "1", "replication factor of topics created without one (default.replication.factor)"},
+	{"auto-leader-rebalance", kindBool, "true", "move partition leadership back to preferred replicas (auto.leader.rebalance.enable)"},
+	{"leader-imbalance-check-interval", kindDuration, "5m", "how often leadership moves back to preferred replicas (leader.imbalance.check.interval.seconds)"},
+	{"session-timeout", kindDuration, "6s", "broker session lease TTL: a broker silent this long is gone for the cluster (broker.session.timeout.ms)"},
 	{"socket-request-max-bytes", kindInt, "104857600", "largest Kafka request frame accepted; larger ones close the connection (socket.request.max.bytes)"},
 	{"connections-max-idle", kindDuration, "10m", "close Kafka connections idle this long (connections.max.idle.ms)"},
 	{"log-retention-check-interval", kindDuration, "5m", "how often retention deletes old segments (log.retention.check.interval.ms)"},
 	{"shutdown-timeout", kindDuration, "30s", "how long a stop waits for in-flight requests before closing connections"},
+}
+
+func settingByName(name string) setting {
+	for _, s := range serveSettings {
+		if s.name == name {
+			return s
+		}
+	}
+	return setting{}
 }
 
 func envName(name string) string {

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,11 @@ type Node struct {
 	DataDir string
 	// Addr is the Kafka address, HTTPAddr the HTTP address, of the current run.
 	Addr, HTTPAddr string
+	// EtcdClient and EtcdPeer are the embedded etcd member's addresses; they stay
+	// the same across restarts (the peer address is part of etcd's membership).
+	EtcdClient, EtcdPeer string
+	// ID is the broker id, read from the ready line.
+	ID int32
 	// Args are extra serve arguments, kept across restarts.
 	Args []string
 
@@ -74,8 +80,17 @@ type Node struct {
 // args are passed to `skiff serve`. The node is stopped when the test ends.
 func Start(t testing.TB, args ...string) *Node {
 	t.Helper()
-	n := &Node{DataDir: filepath.Join(t.TempDir(), "data"), Args: args, t: t}
+	n := New(t, args...)
 	n.Restart()
+	return n
+}
+
+// New prepares a node (data directory, etcd ports) without starting it; Restart
+// starts it. The node is stopped when the test ends.
+func New(t testing.TB, args ...string) *Node {
+	t.Helper()
+	n := &Node{DataDir: filepath.Join(t.TempDir(), "data"), Args: args, t: t,
+		EtcdClient: freeAddr(t), EtcdPeer: freeAddr(t)}
 	t.Cleanup(func() {
 		if n.Running() {
 			n.Stop()
@@ -85,6 +100,28 @@ func Start(t testing.TB, args ...string) *Node {
 		}
 	})
 	return n
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// StartCluster starts n nodes: the first bootstraps, the others join it one by one.
+// Extra args go to every node.
+func StartCluster(t testing.TB, count int, args ...string) []*Node {
+	t.Helper()
+	nodes := []*Node{Start(t, args...)}
+	for i := 1; i < count; i++ {
+		nodes = append(nodes, Start(t, append([]string{"--join", nodes[0].EtcdClient}, args...)...))
+	}
+	return nodes
 }
 
 // Restart starts the node again on its data directory (after Kill or Stop) and
@@ -99,8 +136,8 @@ func (n *Node) Restart() {
 	args := append([]string{"serve",
 		"--data-dir", n.DataDir,
 		"--listen", listen,
-		"--etcd-client", "127.0.0.1:0",
-		"--etcd-peer", "127.0.0.1:0",
+		"--etcd-client", n.EtcdClient,
+		"--etcd-peer", n.EtcdPeer,
 		"--http", "127.0.0.1:0",
 		"--log-format", "json",
 	}, n.Args...)
@@ -121,17 +158,21 @@ func (n *Node) Restart() {
 		pw.Close()
 		close(n.done)
 	}()
-	ready := make(chan struct{ kafka, http string }, 1)
+	type readyLine struct {
+		Msg, Kafka, HTTP string
+		NodeID           int32 `json:"node_id"`
+	}
+	ready := make(chan readyLine, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
 		for sc.Scan() {
 			line := sc.Bytes()
 			n.logs.Write(append(line, '\n'))
-			var rec struct{ Msg, Kafka, HTTP string }
+			var rec readyLine
 			if json.Unmarshal(line, &rec) == nil && rec.Msg == "skiff is ready" {
 				select {
-				case ready <- struct{ kafka, http string }{rec.Kafka, rec.HTTP}:
+				case ready <- rec:
 				default:
 				}
 			}
@@ -140,7 +181,7 @@ func (n *Node) Restart() {
 	}()
 	select {
 	case r := <-ready:
-		n.Addr, n.HTTPAddr = r.kafka, r.http
+		n.Addr, n.HTTPAddr, n.ID = r.Kafka, r.HTTP, r.NodeID
 	case <-n.done:
 		n.t.Fatalf("skiff serve exited before it was ready (%v); logs:\n%s", n.err, n.Logs())
 	case <-time.After(60 * time.Second):
@@ -163,6 +204,9 @@ func cleanEnv() []string {
 
 // Running reports whether the process has not exited.
 func (n *Node) Running() bool {
+	if n.done == nil {
+		return false
+	}
 	select {
 	case <-n.done:
 		return false

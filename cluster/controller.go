@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// ControllerConfig configures a Controller.
+type ControllerConfig struct {
+	// BrokerID is this broker, the candidate's value in the election.
+	BrokerID int32
+	// Session returns the broker's current session; the candidacy lives on its lease,
+	// so a broker that loses its session loses the controllership with it.
+	Session func() *Session
+	// AutoRebalance is auto.leader.rebalance.enable (default true in the node config):
+	// leadership moves back to preferred replicas.
+	AutoRebalance bool
+	// RebalanceInterval is leader.imbalance.check.interval: how often the preferred
+	// leader rebalance runs (default 5 minutes). Failover does not wait for it.
+	RebalanceInterval time.Duration
+	Logger            *slog.Logger
+}
+
+// Controller runs for the controllership of the cluster (a concurrency.Election under
+// /skiff/controller/ on the broker's session lease) and, while it holds it, keeps
+// partition leadership right: failover of partitions whose leader lost its session
+// and the preferred-leader rebalance (planLeaders). Every write it makes is fenced:
+// its transaction also compares the election key's create revision, so a controller
+// that lost the election without noticing yet cannot write.
+type Controller struct {
+	store *Store
+	cache *Cache
+	cfg   ControllerConfig
+
+	active atomic.Bool
+	stop   context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// StartController starts campaigning; Close stops it.
+func StartController(store *Store, cache *Cache, cfg ControllerConfig) *Controller {
+	if cfg.RebalanceInterval <= 0 {
+		cfg.RebalanceInterval = 5 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Controller{store: store, cache: cache, cfg: cfg, stop: cancel, done: make(chan struct{})}
+	go c.run(ctx)
+	return c
+}
+
+// Active reports whether this broker is the controller now.
+func (c *Controller) Active() bool { return c.active.Load() }
+
+// ControllerID returns the broker id of the current controller, read from etcd, or
+// NoLeader when there is none.
+func (s *Store) ControllerID(ctx context.Context) (int32, error) {
+	resp, err := s.client.Get(ctx, prefixController, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	if err != nil {
+		return NoLeader, err
+	}
+	if len(resp.Kvs) == 0 {
+		return NoLeader, nil
+	}
+	return parseBrokerID(string(resp.Kvs[0].Value))
+}
+
+// Close stops campaigning and resigns.
+func (c *Controller) Close() error {
+	c.once.Do(func() { c.stop() })
+	<-c.done
+	return nil
+}
+
+func (c *Controller) run(ctx context.Context) {
+	defer close(c.done)
+	for ctx.Err() == nil {
+		sess := c.cfg.Session()
+		if sess == nil || !sess.Valid() {
+			if !sleepCtx(ctx, 100*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		e := concurrency.NewElection(sess.s, prefixController)
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { // a lost session ends the campaign and the term
+			select {
+			case <-sess.Done():
+			case <-cctx.Done():
+			}
+			cancel()
+		}()
+		if err := e.Campaign(cctx, formatBrokerID(c.cfg.BrokerID)); err != nil {
+			cancel()
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				c.cfg.Logger.Warn("controller campaign failed", "err", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		c.cfg.Logger.Info("elected controller", "broker_id", c.cfg.BrokerID)
+		c.active.Store(true)
+		c.term(cctx, clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev()))
+		c.active.Store(false)
+		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = e.Resign(rctx) // best effort: the lease or its expiry ends the term anyway
+		rcancel()
+		cancel()
+		c.cfg.Logger.Info("no longer the controller", "broker_id", c.cfg.BrokerID)
+	}
+}
+
+// term is one controllership: it applies planLeaders to every new metadata snapshot
+// and, every RebalanceInterval, with the preferred-leader rebalance, until ctx ends.
+func (c *Controller) term(ctx context.Context, fence clientv3.Cmp) {
+	rebalance := time.NewTicker(c.cfg.RebalanceInterval)
+	defer rebalance.Stop()
+	doRebalance := false
+	for {
+		snap := c.cache.Snapshot()
+		if err := c.apply(ctx, snap, doRebalance, fence); err != nil {
+			if errors.Is(err, ErrFenced) {
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			c.cfg.Logger.Warn("controller write failed; retrying", "err", err)
+			if !sleepCtx(ctx, 500*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		doRebalance = false
+		select {
+		case <-snap.Changed():
+		case <-rebalance.C:
+			doRebalance = c.cfg.AutoRebalance
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *Controller) apply(ctx context.Context, snap *Snapshot, rebalance bool, fence clientv3.Cmp) error {
+	var rev int64
+	for _, ch := range planLeaders(snap, rebalance) {
+		next, r, err := c.store.AlterPartition(ctx, ch.topic, ch.partition, ch.expected, ch.next, fence)
+		switch {
+		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
+			continue // the state moved on; the next snapshot decides again
+		case err != nil:
+			return err
+		}
+		rev = max(rev, r)
+		c.cfg.Logger.Info("partition leadership changed", "topic", ch.topic, "partition", ch.partition,
+			"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "reason", ch.reason)
+	}
+	if rev > 0 {
+		// Do not plan again from a snapshot that misses our own writes.
+		return c.cache.WaitRevision(ctx, rev)
+	}
+	return nil
+}
+
+func formatBrokerID(id int32) string { return strconv.FormatInt(int64(id), 10) }
+
+func parseBrokerID(s string) (int32, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return NoLeader, fmt.Errorf("%w: controller value %q", ErrCorrupt, s)
+	}
+	return int32(n), nil
+}
