@@ -1,0 +1,375 @@
+// Package groups is the group coordinator for Kafka's classic consumer-group
+// protocol: group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed
+// offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group administration
+// (DescribeGroups, ListGroups, DeleteGroups).
+//
+// A group belongs to one partition of the internal topic __consumer_offsets,
+// PartitionFor(group); the node leading that partition coordinates the group. The
+// appliance tells the Coordinator which partitions it leads (Elect) and which it no
+// longer does (Resign). Requests for groups of other partitions get NOT_COORDINATOR.
+//
+// Storage: every commit and every group metadata change is appended as a record to
+// the group's __consumer_offsets partition (Kafka's record formats, see
+// docs/format/offsets.md) and is acknowledged once the record is committed and
+// applied to the node's Pebble database (package offsets), which answers
+// OffsetFetch. A shard's applier applies the log in order, so the log is the source
+// of truth and Pebble its index: on Elect, Pebble is brought up to date from the
+// last applied offset it records, and groups are loaded from it.
+//
+// Membership lives in memory, per group, with the state machine Empty ->
+// PreparingRebalance -> CompletingRebalance -> Stable (and Dead for a group that was
+// removed). JoinGroup and SyncGroup replies are held until the rebalance completes;
+// the handler's goroutine waits for them.
+//
+// Lock order: group.mu, then Coordinator.mu; group.mu, then shard.appendMu.
+// shard.mu is taken alone. No lock is held while waiting for a record to be applied.
+package groups
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf16"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"skiff/logstore"
+	"skiff/offsets"
+	"skiff/replication"
+)
+
+// Config configures a Coordinator. Zero values take the documented defaults.
+type Config struct {
+	// DB is the node's Pebble database (required).
+	DB *offsets.DB
+	// TopicPartitions returns the partition count of a topic, ok false if it does
+	// not exist; OffsetCommit refuses other partitions with
+	// UNKNOWN_TOPIC_OR_PARTITION. Default: every partition is accepted.
+	TopicPartitions func(topic string) (int32, bool)
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a member may
+	// ask for (group.min.session.timeout.ms and group.max.session.timeout.ms,
+	// defaults 6 s and 30 min): others get INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long the first
+	// rebalance of an empty group waits for more members, restarted by each join up to
+	// the rebalance timeout (default 3 s; negative: no delay).
+	InitialRebalanceDelay time.Duration
+	// MaxGroupSize is group.max.size: members plus members yet to rejoin
+	// (default 1000). Kafka's default is unbounded; held JoinGroup requests cost
+	// memory and goroutines, so Skiff bounds them.
+	MaxGroupSize int
+	// OffsetsRetention is offsets.retention.minutes: the committed offsets of a group
+	// are deleted once it has been empty this long (a group that never had members:
+	// once each offset is this old). Default 7 days.
+	OffsetsRetention time.Duration
+	// RetentionCheckInterval is offsets.retention.check.interval.ms (default 10 min).
+	RetentionCheckInterval time.Duration
+	// MaxMetadataBytes is offset.metadata.max.bytes: longer commit metadata gets
+	// OFFSET_METADATA_TOO_LARGE (default 4096).
+	MaxMetadataBytes int
+	// Clock is the time source (default: the system clock).
+	Clock Clock
+	// Logger receives the coordinator's log lines (default: discard).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
+	} else if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MaxGroupSize <= 0 {
+		c.MaxGroupSize = 1000
+	}
+	if c.OffsetsRetention <= 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 10 * time.Minute
+	}
+	if c.MaxMetadataBytes <= 0 {
+		c.MaxMetadataBytes = 4096
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Log is the replica of a __consumer_offsets partition that a shard appends to and
+// applies from: a *replication.Partition.
+type Log interface {
+	Append(batch []byte) (replication.AppendResult, error)
+	HighWatermark() int64
+	LogStartOffset() int64
+	LogEndOffset() int64
+	Read(offset, maxBytes int64) (*logstore.Slice, error)
+	AddWaiter(ch chan<- struct{})
+	RemoveWaiter(ch chan<- struct{})
+}
+
+var _ Log = (*replication.Partition)(nil)
+
+// Client identifies the connection a request came from.
+type Client struct {
+	ID   string // the request header's client id
+	Host string // the client's address, "/" + IP as Kafka reports it
+}
+
+// errNotCoordinator: the shard was resigned while a request waited on it.
+var errNotCoordinator = errors.New("groups: no longer the coordinator of this group")
+
+// Coordinator is the group coordinator of one node.
+type Coordinator struct {
+	cfg    Config
+	logger *slog.Logger
+	clock  Clock
+
+	partitions   atomic.Int32 // of __consumer_offsets; 0 until known
+	logRetention atomic.Int64 // retention.ms of __consumer_offsets; <= 0: unlimited
+
+	expiryMu sync.Mutex // held while expiry runs; Close waits for it
+
+	mu struct {
+		sync.Mutex
+		shards map[int32]*shard
+		groups map[string]*group
+		expiry Timer
+		closed bool
+	}
+}
+
+// New returns a coordinator that leads no partition yet.
+func New(cfg Config) *Coordinator {
+	cfg.setDefaults()
+	c := &Coordinator{cfg: cfg, logger: cfg.Logger, clock: cfg.Clock}
+	c.mu.shards = make(map[int32]*shard)
+	c.mu.groups = make(map[string]*group)
+	c.mu.expiry = c.clock.AfterFunc(cfg.RetentionCheckInterval, c.expiryTick)
+	return c
+}
+
+// PartitionFor returns the __consumer_offsets partition of group when the topic has
+// n partitions: Kafka's abs(group.hashCode()) % n, with Java's String.hashCode over
+// UTF-16 code units, so that a group lands where Kafka would put it.
+func PartitionFor(group string, n int32) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(group)) {
+		h = 31*h + int32(u)
+	}
+	if h == -1<<31 { // Kafka's Utils.abs
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+// SetOffsetsTopic tells the coordinator the partition count of __consumer_offsets
+// (which routes groups to partitions) and its retention.ms (commits are rewritten
+// before retention could delete their only copy; <= 0: no retention).
+func (c *Coordinator) SetOffsetsTopic(partitions int32, retention time.Duration) {
+	c.partitions.Store(partitions)
+	c.logRetention.Store(int64(retention))
+}
+
+// Elect makes this node the coordinator of the groups of __consumer_offsets
+// partition id, whose local replica leads. The shard is brought up to date from the
+// log and its groups are loaded in the background; requests meanwhile get
+// COORDINATOR_LOAD_IN_PROGRESS. Electing a partition already led with the same log
+// does nothing.
+func (c *Coordinator) Elect(id int32, log Log) {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	old := c.mu.shards[id]
+	if old != nil && old.log == log {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if old != nil {
+		c.Resign(id)
+	}
+	sh := newShard(c, id, log)
+	c.mu.Lock()
+	if c.mu.closed || c.mu.shards[id] != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.shards[id] = sh
+	c.mu.Unlock()
+	c.logger.Info("group coordinator: loading offsets partition", "partition", id)
+	go sh.run()
+}
+
+// Resign stops coordinating the groups of partition id: requests held or waiting on
+// them get NOT_COORDINATOR, and their state is dropped from memory (it stays in the
+// log and in Pebble). It returns once the shard no longer touches its log.
+func (c *Coordinator) Resign(id int32) {
+	c.mu.Lock()
+	sh := c.mu.shards[id]
+	if sh == nil {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.mu.shards, id)
+	var gs []*group
+	for name, g := range c.mu.groups {
+		if g.sh == sh {
+			gs = append(gs, g)
+			delete(c.mu.groups, name)
+		}
+	}
+	c.mu.Unlock()
+	sh.stop()
+	for _, g := range gs {
+		g.mu.Lock()
+		g.unloadLocked(kerr.NotCoordinator.Code)
+		g.mu.Unlock()
+	}
+	c.logger.Info("group coordinator: resigned offsets partition", "partition", id)
+}
+
+// Led returns the partitions this node coordinates (loaded or loading), in order.
+func (c *Coordinator) Led() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int32, 0, len(c.mu.shards))
+	for id := range c.mu.shards {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Close resigns every partition and stops the expiry timer. It is idempotent.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.closed = true
+	stopTimer(c.mu.expiry)
+	ids := make([]int32, 0, len(c.mu.shards))
+	for id := range c.mu.shards {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	c.expiryMu.Lock() // wait for an expiry run in progress
+	c.expiryMu.Unlock()
+	for _, id := range ids {
+		c.Resign(id)
+	}
+	return nil
+}
+
+// shardFor returns the loaded shard of group, or the error code to answer.
+func (c *Coordinator) shardFor(group string) (*shard, int16) {
+	n := c.partitions.Load()
+	if n <= 0 {
+		return nil, kerr.NotCoordinator.Code
+	}
+	c.mu.Lock()
+	sh := c.mu.shards[PartitionFor(group, n)]
+	c.mu.Unlock()
+	switch {
+	case sh == nil:
+		return nil, kerr.NotCoordinator.Code
+	case !sh.ready.Load():
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	return sh, 0
+}
+
+// lockGroup returns group name locked, creating an Empty group if create is set.
+// g is nil (and code 0) when the group does not exist and create is false; code is
+// set when this node does not coordinate it.
+func (c *Coordinator) lockGroup(name string, create bool) (g *group, code int16) {
+	for range 100 {
+		sh, code := c.shardFor(name)
+		if code != 0 {
+			return nil, code
+		}
+		c.mu.Lock()
+		if c.mu.shards[sh.id] != sh {
+			c.mu.Unlock()
+			continue
+		}
+		g = c.mu.groups[name]
+		if g == nil {
+			if !create {
+				c.mu.Unlock()
+				return nil, 0
+			}
+			g = newGroup(c, sh, name)
+			c.mu.groups[name] = g
+		}
+		c.mu.Unlock()
+		g.mu.Lock()
+		if g.state != stateDead {
+			return g, 0
+		}
+		g.mu.Unlock() // removed meanwhile: look it up again
+	}
+	return nil, kerr.CoordinatorNotAvailable.Code
+}
+
+// removeLocked drops g from the coordinator and marks it Dead. The caller holds g.mu.
+func (c *Coordinator) removeLocked(g *group) {
+	c.mu.Lock()
+	if c.mu.groups[g.name] == g {
+		delete(c.mu.groups, g.name)
+	}
+	c.mu.Unlock()
+	g.unloadLocked(kerr.CoordinatorNotAvailable.Code)
+}
+
+// groupsOf returns the groups of the loaded shards, and whether some shard is still
+// loading.
+func (c *Coordinator) groupsOf() (gs []*group, loading bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, sh := range c.mu.shards {
+		if !sh.ready.Load() {
+			loading = true
+		}
+	}
+	for _, g := range c.mu.groups {
+		if g.sh.ready.Load() {
+			gs = append(gs, g)
+		}
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].name < gs[j].name })
+	return gs, loading
+}
+
+// waitCode maps an error from waiting for a record to the Kafka code to answer.
+func waitCode(ctx context.Context, err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case ctx.Err() != nil:
+		return kerr.RequestTimedOut.Code
+	default:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+}

@@ -1,0 +1,138 @@
+package groups
+
+// Offset expiry and log upkeep, every RetentionCheckInterval:
+//
+//   - The committed offsets of a group without members are deleted once the group
+//     has been empty for OffsetsRetention (offsets.retention.minutes); for a group
+//     that never had members (only commits with generation -1), once each commit is
+//     that old. An empty group with no offsets left is deleted. Deletes are
+//     tombstones in the log, applied to Pebble like any record.
+//   - __consumer_offsets has no log compaction: its segments are deleted by time
+//     retention (retention.ms). So that retention never deletes the only copy of a
+//     commit or group that is still live, a record written more than half the
+//     retention ago is written again, unchanged.
+
+import (
+	"time"
+
+	"skiff/internal/batch"
+	"skiff/offsets"
+)
+
+func (c *Coordinator) expiryTick() {
+	c.expiryMu.Lock()
+	defer c.expiryMu.Unlock()
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	var shards []*shard
+	for _, sh := range c.mu.shards {
+		if sh.ready.Load() {
+			shards = append(shards, sh)
+		}
+	}
+	c.mu.Unlock()
+	now := c.clock.Now()
+	for _, sh := range shards {
+		if err := c.expire(sh, now); err != nil {
+			c.logger.Warn("group coordinator: offset expiry failed", "partition", sh.id, "err", err)
+		}
+	}
+	c.mu.Lock()
+	if !c.mu.closed {
+		c.mu.expiry = c.clock.AfterFunc(c.cfg.RetentionCheckInterval, c.expiryTick)
+	}
+	c.mu.Unlock()
+}
+
+// expire runs the expiry and upkeep of one shard at time now.
+func (c *Coordinator) expire(sh *shard, now time.Time) error {
+	byGroup := make(map[string][]offsets.GroupOffset)
+	if err := sh.store.Offsets(func(o offsets.GroupOffset) error {
+		byGroup[o.Group] = append(byGroup[o.Group], o)
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, g := range c.mu.groups {
+		if _, ok := byGroup[g.name]; !ok && g.sh == sh {
+			byGroup[g.name] = nil // a group without offsets
+		}
+	}
+	c.mu.Unlock()
+	refresh := time.Duration(c.logRetention.Load()) / 2
+	sh.mu.Lock()
+	applied := sh.mu.applied
+	sh.mu.Unlock()
+	for name, offs := range byGroup {
+		g, code := c.lockGroup(name, len(offs) > 0)
+		if code != 0 || g == nil {
+			continue
+		}
+		if g.sh != sh {
+			g.mu.Unlock()
+			continue
+		}
+		c.expireGroupLocked(g, offs, now, refresh, applied)
+		g.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *Coordinator) expireGroupLocked(g *group, offs []offsets.GroupOffset, now time.Time, refresh time.Duration, applied int64) {
+	// Offsets read before a commit of this group was applied may be stale.
+	settled := g.lastAppend < applied
+	var recs []batch.Record
+	kept := offs
+	if g.state == stateEmpty && settled {
+		kept = nil
+		var expired []offsets.GroupOffset
+		for _, o := range offs {
+			base := o.CommitTimestamp
+			if g.protocolType != "" {
+				base = g.stateSince.UnixMilli() // empty since then
+			}
+			if now.UnixMilli()-base >= c.cfg.OffsetsRetention.Milliseconds() {
+				expired = append(expired, o)
+			} else {
+				kept = append(kept, o)
+			}
+		}
+		if len(kept) == 0 {
+			recs, _ = g.tombstonesLocked(expired)
+			if _, err := g.appendLocked(recs); err != nil {
+				c.logger.Warn("group coordinator: expiring group failed", "group", g.name, "err", err)
+				return
+			}
+			c.logger.Info("group coordinator: expired empty group", "group", g.name, "offsets", len(expired))
+			c.removeLocked(g)
+			return
+		}
+		for _, o := range expired {
+			recs = append(recs, commitTombstone(o.Group, o.Topic, o.Partition))
+		}
+		if len(expired) > 0 {
+			c.logger.Info("group coordinator: expired offsets", "group", g.name, "offsets", len(expired))
+		}
+	}
+	if refresh > 0 {
+		for _, o := range kept {
+			if now.UnixMilli()-o.WrittenAt >= refresh.Milliseconds() {
+				recs = append(recs, commitRecord(o))
+			}
+		}
+		if g.metaWrittenAt != 0 && now.UnixMilli()-g.metaWrittenAt >= refresh.Milliseconds() &&
+			(g.state == stateStable || g.state == stateEmpty) {
+			recs = append(recs, groupRecord(g.name, g.metadataValueLocked()))
+			g.metaWrittenAt = now.UnixMilli()
+		}
+	}
+	if len(recs) > 0 {
+		if _, err := g.appendLocked(recs); err != nil {
+			c.logger.Warn("group coordinator: offset upkeep failed", "group", g.name, "err", err)
+		}
+	}
+}

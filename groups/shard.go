@@ -1,0 +1,314 @@
+package groups
+
+// A shard is one led partition of __consumer_offsets: it appends the coordinator's
+// records to the partition's log and applies the committed log, in order, to Pebble.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batch"
+	"skiff/offsets"
+)
+
+// Limits of the shard's log traffic.
+const (
+	// maxBatchBytes bounds one appended batch; a larger set of records (a commit of
+	// many partitions, the tombstones of a large group) is split into several.
+	maxBatchBytes = 256 << 10
+	// readChunk is how much log is read and applied at a time.
+	readChunk = 1 << 20
+	// retryApply is the pause after a failed apply before trying again.
+	retryApply = time.Second
+)
+
+type shard struct {
+	c     *Coordinator
+	id    int32
+	log   Log
+	store *offsets.GroupShard
+
+	ctx    context.Context // canceled by stop
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has returned
+	ready  atomic.Bool   // caught up and loaded: requests are served
+
+	appendMu sync.Mutex // keeps the batches of one append together
+
+	mu struct {
+		sync.Mutex
+		applied int64         // records below it are in Pebble
+		changed chan struct{} // closed and replaced when applied moves
+	}
+}
+
+func newShard(c *Coordinator, id int32, log Log) *shard {
+	sh := &shard{c: c, id: id, log: log, store: c.cfg.DB.GroupShard(id), done: make(chan struct{})}
+	sh.ctx, sh.cancel = context.WithCancel(context.Background())
+	sh.mu.changed = make(chan struct{})
+	return sh
+}
+
+func (sh *shard) stop() {
+	sh.cancel()
+	<-sh.done
+}
+
+// append appends records as one or more batches stamped now and returns the offset
+// of the last record. The caller holds the lock of the group the records belong to,
+// so a group's records are in the log in the order of its state changes.
+func (sh *shard) append(now time.Time, recs []batch.Record) (last int64, err error) {
+	if sh.ctx.Err() != nil {
+		return 0, errNotCoordinator
+	}
+	sh.appendMu.Lock()
+	defer sh.appendMu.Unlock()
+	ts := now.UnixMilli()
+	for len(recs) > 0 {
+		n, size := 0, batch.HeaderSize
+		for n < len(recs) && (n == 0 || size+len(recs[n].Key)+len(recs[n].Value)+16 <= maxBatchBytes) {
+			size += len(recs[n].Key) + len(recs[n].Value) + 16
+			n++
+		}
+		res, err := sh.log.Append(batch.Build(ts, recs[:n]))
+		if err != nil {
+			return 0, fmt.Errorf("append to __consumer_offsets-%d: %w", sh.id, err)
+		}
+		last = res.BaseOffset + int64(n) - 1
+		recs = recs[n:]
+	}
+	return last, nil
+}
+
+// waitApplied blocks until the record at offset is applied to Pebble (it is then
+// committed: on every in-sync replica), ctx ends, or the shard stops.
+func (sh *shard) waitApplied(ctx context.Context, offset int64) error {
+	for {
+		sh.mu.Lock()
+		applied, ch := sh.mu.applied, sh.mu.changed
+		sh.mu.Unlock()
+		if applied > offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-sh.ctx.Done():
+			return errNotCoordinator
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// run catches Pebble up with the log, loads the groups, then applies every record
+// committed from then on until stop.
+func (sh *shard) run() {
+	defer close(sh.done)
+	wake := make(chan struct{}, 1)
+	sh.log.AddWaiter(wake)
+	defer sh.log.RemoveWaiter(wake)
+	logger := sh.c.logger.With("partition", sh.id)
+
+	applied, err := sh.store.Applied()
+	if err == nil {
+		applied, err = sh.start(applied)
+	}
+	for err != nil {
+		if sh.ctx.Err() != nil {
+			return
+		}
+		logger.Error("group coordinator: loading offsets partition failed; retrying", "err", err)
+		select {
+		case <-sh.ctx.Done():
+			return
+		case <-time.After(retryApply):
+		}
+		if applied, err = sh.store.Applied(); err == nil {
+			applied, err = sh.start(applied)
+		}
+	}
+	logger.Info("group coordinator: offsets partition loaded", "applied", applied)
+
+	for {
+		if hw := sh.log.HighWatermark(); applied < hw {
+			next, err := sh.apply(applied, hw)
+			if next > applied {
+				applied = next
+				sh.publish(applied)
+			}
+			if err != nil {
+				logger.Error("group coordinator: applying __consumer_offsets to Pebble failed; retrying", "offset", applied, "err", err)
+				select {
+				case <-sh.ctx.Done():
+					return
+				case <-time.After(retryApply):
+				}
+				continue
+			}
+		}
+		select {
+		case <-wake:
+		case <-sh.ctx.Done():
+			return
+		}
+	}
+}
+
+// start applies the log up to its current high watermark and loads the groups.
+func (sh *shard) start(applied int64) (int64, error) {
+	if end := sh.log.LogEndOffset(); applied > end {
+		// The log lost records Pebble has applied (an unclean shutdown lost the
+		// tail of the log): keep what Pebble has, and apply what comes next.
+		sh.c.logger.Warn("group coordinator: Pebble applied past the log end", "partition", sh.id, "applied", applied, "log_end_offset", end)
+		if err := sh.store.NewBatch().Commit(end); err != nil {
+			return applied, err
+		}
+		applied = end
+	}
+	for hw := sh.log.HighWatermark(); applied < hw; hw = sh.log.HighWatermark() {
+		next, err := sh.apply(applied, hw)
+		if err != nil {
+			return applied, err
+		}
+		applied = next
+		if sh.ctx.Err() != nil {
+			return applied, sh.ctx.Err()
+		}
+	}
+	sh.publish(applied)
+	if err := sh.load(); err != nil {
+		return applied, err
+	}
+	sh.ready.Store(true)
+	return applied, nil
+}
+
+func (sh *shard) publish(applied int64) {
+	sh.mu.Lock()
+	if applied > sh.mu.applied {
+		sh.mu.applied = applied
+		close(sh.mu.changed)
+		sh.mu.changed = make(chan struct{})
+	}
+	sh.mu.Unlock()
+}
+
+// apply applies the log from offset from up to (at most) hw to Pebble and returns
+// the offset it got to. Records below the log start (deleted by retention) are
+// skipped; records that do not parse are logged and skipped.
+func (sh *shard) apply(from, hw int64) (int64, error) {
+	if start := sh.log.LogStartOffset(); from < start {
+		from = start
+	}
+	for from < hw {
+		s, err := sh.log.Read(from, readChunk)
+		if err != nil {
+			return from, fmt.Errorf("read __consumer_offsets-%d at %d: %w", sh.id, from, err)
+		}
+		var buf bytes.Buffer
+		_, err = s.WriteTo(&buf)
+		s.Release()
+		if err != nil {
+			return from, fmt.Errorf("read __consumer_offsets-%d at %d: %w", sh.id, from, err)
+		}
+		if buf.Len() == 0 {
+			return from, nil // nothing below the high watermark yet
+		}
+		b := sh.store.NewBatch()
+		next := from
+		err = batch.Split(buf.Bytes(), func(h batch.Header, raw []byte) error {
+			if h.NextOffset() <= next || h.BaseOffset >= hw {
+				return nil
+			}
+			if h.Control() {
+				next = h.NextOffset()
+				return nil
+			}
+			rerr := batch.Records(raw, func(r batch.Record) error {
+				if r.Offset < next {
+					return nil
+				}
+				if err := applyRecord(b, r, h.MaxTimestamp); err != nil {
+					sh.c.logger.Warn("group coordinator: skipping a record it cannot read", "partition", sh.id, "offset", r.Offset, "err", err)
+				}
+				return nil
+			})
+			if rerr != nil {
+				sh.c.logger.Warn("group coordinator: skipping a batch it cannot read", "partition", sh.id, "offset", h.BaseOffset, "err", rerr)
+			}
+			next = h.NextOffset()
+			return nil
+		})
+		if err != nil {
+			return from, fmt.Errorf("__consumer_offsets-%d at %d: %w", sh.id, from, err)
+		}
+		if next == from {
+			return from, nil
+		}
+		if err := b.Commit(next); err != nil {
+			return from, fmt.Errorf("apply __consumer_offsets-%d up to %d: %w", sh.id, next, err)
+		}
+		from = next
+	}
+	return from, nil
+}
+
+// load creates the shard's groups in memory from Pebble: groups with stored
+// metadata get their generation and members back (members must heartbeat within
+// their session timeout from now); groups with only offsets are Empty.
+func (sh *shard) load() error {
+	c := sh.c
+	now := c.clock.Now()
+	loaded := make(map[string]*group)
+	err := sh.store.Groups(func(name string, value []byte, writtenAt int64) error {
+		var v kmsg.GroupMetadataValue
+		// The decoded bytes fields alias their input, which Pebble reuses.
+		if err := v.ReadFrom(append([]byte(nil), value...)); err != nil {
+			c.logger.Warn("group coordinator: skipping unreadable group metadata", "group", name, "err", err)
+			return nil
+		}
+		g := newGroup(c, sh, name)
+		g.restore(&v, writtenAt, now)
+		loaded[name] = g
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load group metadata of partition %d: %w", sh.id, err)
+	}
+	err = sh.store.Offsets(func(o offsets.GroupOffset) error {
+		g := loaded[o.Group]
+		if g == nil {
+			g = newGroup(c, sh, o.Group)
+			loaded[o.Group] = g
+		}
+		g.hasOffsets = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load offsets of partition %d: %w", sh.id, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.shards[sh.id] != sh {
+		return errors.New("resigned while loading")
+	}
+	for name, g := range loaded {
+		if old := c.mu.groups[name]; old != nil && old.sh == sh {
+			continue // created by a request meanwhile (cannot happen before ready)
+		}
+		c.mu.groups[name] = g
+		g.mu.Lock()
+		for _, m := range g.members {
+			g.heartbeatLocked(m)
+		}
+		g.mu.Unlock()
+	}
+	return nil
+}
