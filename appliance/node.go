@@ -199,11 +199,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// waitListed waits until the metadata cache lists b at its address, or ctx ends.
+// waitListed waits until the metadata cache lists b at its address and a controller,
+// or ctx ends.
 func (n *Node) waitListed(ctx context.Context, b cluster.Broker) error {
 	for {
 		snap := n.cache.Snapshot()
-		if got, ok := snap.Broker(b.ID); ok && got.Host == b.Host && got.Port == b.Port {
+		got, ok := snap.Broker(b.ID)
+		// Also wait for a controller, so that Metadata names one from the start.
+		if ok && got.Host == b.Host && got.Port == b.Port && snap.Controller() != cluster.NoLeader {
 			return nil
 		}
 		select {

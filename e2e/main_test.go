@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // newClient returns a franz-go client with its defaults (idempotent producer) plus opts.
@@ -40,4 +41,15 @@ func createTopicB(t testing.TB, addr, topic string, partitions int32) {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
 	}
+}
+
+// kadmCreate is a raw CreateTopics request for one topic, for checking the error
+// message that kadm does not surface.
+func kadmCreate(topic string, timeoutMs int32) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = timeoutMs
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
+	req.Topics = append(req.Topics, rt)
+	return req
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -110,7 +111,7 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 		return t, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
 	}
 	if err != nil {
-		return t, newKafkaError(kerr.RequestTimedOut, "write topic %q to the cluster metadata: %v", r.name, err)
+		return t, metadataWriteError("create topic "+strconv.Quote(r.name), err)
 	}
 	if err := s.waitApplied(ctx, rev); err != nil {
 		return t, newKafkaError(kerr.RequestTimedOut, "topic %q was created but is not served yet: %v", r.name, err)
@@ -141,4 +142,14 @@ func placeReplicas(brokers []int32, partitions int32, rf int16) [][]int32 {
 		out[p] = replicas
 	}
 	return out
+}
+
+// metadataWriteError explains a failed write to the cluster metadata (etcd). A write
+// that times out almost always means etcd has no quorum: more than half of the nodes
+// are down or cut off, and no metadata can change until enough of them return.
+func metadataWriteError(op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return newKafkaError(kerr.RequestTimedOut, "%s: the cluster metadata (etcd) did not accept the change in time; it has no quorum while more than half of the nodes are down or unreachable", op)
+	}
+	return newKafkaError(kerr.RequestTimedOut, "%s: writing the cluster metadata failed: %v", op, err)
 }

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+)
+
+// snapOf builds a snapshot with live brokers and one topic "t" whose partition p has
+// replicas assign[p] and state states[p].
+func snapOf(live []int32, unclean bool, assign [][]int32, states []PartitionState) *Snapshot {
+	s := &Snapshot{brokers: map[int32]Broker{}, topics: map[string]*topicState{}, names: []string{"t"}}
+	for _, b := range live {
+		s.brokers[b] = Broker{ID: b, Host: "h", Port: 1}
+	}
+	t := Topic{Name: "t", Partitions: int32(len(assign)), ReplicationFactor: int16(len(assign[0])), Assignment: assign}
+	if unclean {
+		t.Configs = map[string]string{ConfigUncleanLeaderElect: "true"}
+	}
+	ts := &topicState{topic: t}
+	for i := range states {
+		st := states[i]
+		ts.parts = append(ts.parts, &st)
+	}
+	s.topics["t"] = ts
+	return s
+}
+
+func TestPlanLeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		live      []int32
+		unclean   bool
+		rebalance bool
+		replicas  []int32
+		state     PartitionState
+		want      *PartitionState // nil: no change
+	}{
+		{name: "leader live", live: []int32{1, 2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}}},
+		{name: "failover to the next ISR replica", live: []int32{2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
+			want:  &PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{name: "failover skips out-of-sync replicas", live: []int32{2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}},
+			want:  &PartitionState{Leader: 3, LeaderEpoch: 5, ISR: []int32{3}}},
+		{name: "RF 1 goes offline, keeping the last ISR member", live: []int32{2}, replicas: []int32{1},
+			state: PartitionState{Leader: 1, LeaderEpoch: 0, ISR: []int32{1}},
+			want:  &PartitionState{Leader: NoLeader, LeaderEpoch: 1, ISR: []int32{1}}},
+		{name: "offline stays offline", live: []int32{2}, replicas: []int32{1},
+			state: PartitionState{Leader: NoLeader, LeaderEpoch: 1, ISR: []int32{1}}},
+		{name: "offline partition's replica returns", live: []int32{1, 2}, replicas: []int32{1},
+			state: PartitionState{Leader: NoLeader, LeaderEpoch: 1, ISR: []int32{1}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}}},
+		{name: "no clean candidate", live: []int32{2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1}},
+			want:  &PartitionState{Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}}},
+		{name: "unclean election", live: []int32{2, 3}, unclean: true, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1}},
+			want:  &PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2}}},
+		{name: "rebalance to the preferred replica", live: []int32{1, 2, 3}, rebalance: true, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3, 1}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{2, 3, 1}}},
+		{name: "no rebalance when not asked", live: []int32{1, 2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3, 1}}},
+		{name: "no rebalance to an out-of-sync preferred replica", live: []int32{1, 2, 3}, rebalance: true, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planLeaders(snapOf(tc.live, tc.unclean, [][]int32{tc.replicas}, []PartitionState{tc.state}), tc.rebalance)
+			if tc.want == nil {
+				if len(plan) != 0 {
+					t.Fatalf("planned %+v, want nothing", plan[0].next)
+				}
+				return
+			}
+			if len(plan) != 1 {
+				t.Fatalf("planned %d changes, want 1", len(plan))
+			}
+			got := plan[0].next
+			if got.Leader != tc.want.Leader || got.LeaderEpoch != tc.want.LeaderEpoch || !slices.Equal(got.ISR, tc.want.ISR) {
+				t.Fatalf("planned %+v, want %+v", got, *tc.want)
+			}
+			if err := validatePartitionState(got, tc.state, tc.replicas); err != nil {
+				t.Fatalf("planned an invalid state: %v", err)
+			}
+		})
+	}
+}
