@@ -24,7 +24,7 @@ type conn struct {
 	logger *slog.Logger
 	ctx    context.Context
 
-	rbuf []byte // request frame, reused
+	rbuf []byte       // request frame, reused
 	wbuf []byte       // response bytes, reused
 	fw   *frameWriter // Fetch responses, reused
 
