@@ -30,7 +30,7 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := n.checkReady(ctx); err != nil {
+		if err := n.CheckReady(ctx); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -38,3 +38,8 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	})
 	return mux
 }
+
+// CheckReady is the /readyz check: nil only while the node serves (started, not
+// stopping, its etcd member answering a linearizable read). ctx bounds the etcd read
+// (at most embedetcd.HealthTimeout). skiff serve feeds the systemd watchdog with it.
+func (n *Node) CheckReady(ctx context.Context) error { return n.checkReady(ctx) }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"skiff/appliance"
+	"skiff/systemd"
 )
 
 func serveCommand() *cli.Command {
@@ -100,6 +101,11 @@ func runServe(c *cli.Context) error {
 
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
+	// systemd (Type=notify): STATUS= while starting, READY=1 once serving, a watchdog
+	// fed by the readiness check, STOPPING=1 before the shutdown. Outside systemd: nothing.
+	sd := systemd.NewNotifier(logger)
+	sd.Status("starting")
+	cfg.OnStatus = sd.Status
 	node, err := appliance.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -116,6 +122,9 @@ func runServe(c *cli.Context) error {
 	select {
 	case <-node.Ready():
 		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID())
+		status := fmt.Sprintf("ready: Kafka on %s, HTTP on %s, data in %s", node.KafkaAddr(), node.HTTPAddr(), cfg.DataDir)
+		sd.Ready(status)
+		sd.StartWatchdog(node.CheckReady, status)
 		select {
 		case <-ctx.Done():
 		case err = <-node.Err():
@@ -124,6 +133,7 @@ func runServe(c *cli.Context) error {
 	case <-ctx.Done():
 	case err = <-node.Err():
 	}
+	sd.Stopping("stopping: draining in-flight requests, closing the node")
 	if cerr := node.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
