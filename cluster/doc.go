@@ -8,8 +8,8 @@
 // a change it did not see:
 //
 //   - Store writes: EnsureCluster, RegisterBroker (a Session: an etcd lease
-//     kept alive), CreateTopic, DeleteTopic, SetTopicConfigs, AlterPartition,
-//     AllocateProducerID. Writes return the etcd revision at which they took
+//     kept alive), CreateTopic, CreatePartitions, DeleteTopic, SetTopicConfigs,
+//     AlterPartition, AllocateProducerID. Writes return the etcd revision at which they took
 //     effect, so a caller can wait until its cache has seen them
 //     (Cache.WaitRevision: read-your-writes).
 //   - Cache reads: an immutable Snapshot behind an atomic pointer, replaced on
@@ -17,6 +17,8 @@
 //     created/deleted/changed events without ever blocking the cache.
 //   - Topic configs: the table of known topic configs, their types, defaults
 //     and validation (configs.go).
+//   - Replica placement for new topics and partitions: PlaceReplicas
+//     (rack-aware, leaders spread with the brokers' existing load).
 //
 // Today one node is the whole cluster: CreateTopic makes the first replica
 // of each partition's assignment its leader. The multi-node issue adds the

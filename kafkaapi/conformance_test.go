@@ -31,6 +31,7 @@ var conformanceTests = map[int16]conformance{
 	20: conformDeleteTopics,
 	22: conformInitProducerID,
 	32: conformDescribeConfigs,
+	37: conformCreatePartitions,
 }
 
 // advertisedProfile asks ApiVersions v3 for the advertised keys and ranges.

@@ -23,6 +23,8 @@ func (s *Server) dispatch(c *conn, hdr *requestHeader, req kmsg.Request) kmsg.Re
 		return s.handleInitProducerID(c, r)
 	case *kmsg.DescribeConfigsRequest:
 		return s.handleDescribeConfigs(r)
+	case *kmsg.CreatePartitionsRequest:
+		return s.handleCreatePartitions(c, r)
 	}
 	// Unreachable: supported() admits only the keys above.
 	panic("kafkaapi: no handler for " + kmsg.NameForKey(hdr.key))

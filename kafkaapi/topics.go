@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,33 +46,16 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 	if cluster.IsInternalTopic(r.name) {
 		return cluster.Topic{}, newKafkaError(kerr.InvalidRequest, "topic %q is internal and cannot be created by clients", r.name)
 	}
-	brokers := s.cache.Brokers()
-	ids := make([]int32, 0, len(brokers))
-	for _, b := range brokers {
-		ids = append(ids, b.ID)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	snap := s.cache.Snapshot()
+	brokers := snap.Brokers()
 
 	t := cluster.Topic{Name: r.name, ID: cluster.NewUUID(), Configs: r.configs}
 	if len(r.assignment) > 0 {
 		if r.partitions != -1 || r.replicationFactor != -1 {
 			return t, newKafkaError(kerr.InvalidRequest, "give either a replica assignment or num_partitions/replication_factor, not both")
 		}
-		live := make(map[int32]bool, len(ids))
-		for _, id := range ids {
-			live[id] = true
-		}
-		for p, replicas := range r.assignment {
-			if len(replicas) == 0 || len(replicas) != len(r.assignment[0]) {
-				return t, newKafkaError(kerr.InvalidReplicaAssignment, "partition %d has %d replicas; every partition needs the same number, at least one", p, len(replicas))
-			}
-			seen := make(map[int32]bool, len(replicas))
-			for _, b := range replicas {
-				if !live[b] || seen[b] {
-					return t, newKafkaError(kerr.InvalidReplicaAssignment, "partition %d: broker %d is unknown or listed twice", p, b)
-				}
-				seen[b] = true
-			}
+		if err := checkAssignment(snap, r.assignment, len(r.assignment[0]), 0); err != nil {
+			return t, err
 		}
 		t.Assignment = r.assignment
 		t.Partitions = int32(len(r.assignment))
@@ -92,10 +74,13 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 		if t.ReplicationFactor <= 0 {
 			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d must be at least 1", t.ReplicationFactor)
 		}
-		if int(t.ReplicationFactor) > len(ids) {
-			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", t.ReplicationFactor, len(ids))
+		if int(t.ReplicationFactor) > len(brokers) {
+			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", t.ReplicationFactor, len(brokers))
 		}
-		t.Assignment = placeReplicas(ids, t.Partitions, t.ReplicationFactor)
+		var err error
+		if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, t.ReplicationFactor); err != nil {
+			return t, newKafkaError(kerr.InvalidReplicationFactor, "%v", err)
+		}
 	}
 	if err := cluster.ValidateTopicConfigs(r.configs); err != nil {
 		return t, newKafkaError(kerr.InvalidConfig, "%v", err)
@@ -128,20 +113,20 @@ func (s *Server) waitApplied(ctx context.Context, rev int64) error {
 	return s.parts.WaitApplied(ctx, rev)
 }
 
-// placeReplicas spreads partitions over brokers: partition p's replicas are the
-// brokers from a random start, p places along, so leaders (the first replica) are
-// spread evenly and every broker holds about the same number of replicas.
-func placeReplicas(brokers []int32, partitions int32, rf int16) [][]int32 {
-	start := rand.IntN(len(brokers))
-	out := make([][]int32, partitions)
-	for p := range out {
-		replicas := make([]int32, rf)
-		for r := range replicas {
-			replicas[r] = brokers[(start+p+r)%len(brokers)]
+// checkAssignment checks explicit replica lists from a request: each has rf distinct
+// live brokers. first is the number of the first partition listed (for messages).
+func checkAssignment(snap *cluster.Snapshot, assignment [][]int32, rf int, first int) error {
+	for p, replicas := range assignment {
+		if len(replicas) == 0 || len(replicas) != rf {
+			return newKafkaError(kerr.InvalidReplicaAssignment, "partition %d has %d replicas; every partition needs %d", first+p, len(replicas), max(rf, 1))
 		}
-		out[p] = replicas
+		for i, b := range replicas {
+			if _, live := snap.Broker(b); !live || slices.Contains(replicas[:i], b) {
+				return newKafkaError(kerr.InvalidReplicaAssignment, "partition %d: broker %d is unknown or listed twice", first+p, b)
+			}
+		}
 	}
-	return out
+	return nil
 }
 
 // metadataWriteError explains a failed write to the cluster metadata (etcd). A write

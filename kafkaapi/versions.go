@@ -18,6 +18,7 @@ var advertised = map[int16]versionRange{
 	20: {0, 3},  // DeleteTopics
 	22: {0, 1},  // InitProducerId
 	32: {0, 3},  // DescribeConfigs
+	37: {0, 1},  // CreatePartitions
 }
 
 // supported reports whether key at version is served.
