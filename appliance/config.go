@@ -68,6 +68,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MetaCacheBytes is Pebble's block cache (default: the offsets package's).
 	MetaCacheBytes int64
+	// Groups holds the group coordinator's settings (see GroupConfig).
+	Groups GroupConfig
 
 	// OnStatus, when set, receives a one-line description of what the node is doing
 	// (for systemd's STATUS=); every status is also logged.

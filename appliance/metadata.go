@@ -47,7 +47,9 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 			specs = append(specs, spec)
 		}
 	}
-	return n.parts.Apply(snap.Revision(), specs)
+	err := n.parts.Apply(snap.Revision(), specs)
+	n.applyGroups(snap)
+	return err
 }
 
 // partitionConfig resolves a topic's effective configs into partition settings.

@@ -8,8 +8,10 @@
 //     (so a taken port fails at once);
 //  3. start the embedded etcd member and wait until it is ready;
 //  4. create or check the cluster identity; write node.json on first start;
-//  5. open Pebble (<data>/meta) and the partition manager (<data>/topics);
-//  6. start the metadata cache and apply its topics to the local partitions;
+//  5. open Pebble (<data>/meta), the partition manager (<data>/topics) and the group
+//     coordinator;
+//  6. start the metadata cache and apply its topics to the local partitions (and the
+//     leaders of __consumer_offsets partitions to the group coordinator);
 //  7. register the broker under its session lease (kept by a loop that re-registers
 //     after a loss), start campaigning for controller, and wait until the metadata cache
 //     lists it (else Metadata would name no broker and CreateTopics would count none);
@@ -21,11 +23,13 @@
 //  2. stop campaigning for controller (resigning if elected), then end the broker
 //     session (the lease is revoked: the cluster sees the broker go);
 //  3. stop applying metadata and close the cache;
-//  4. close the partitions (each log syncs and records its recovery point);
-//  5. close Pebble;
-//  6. stop the HTTP server;
-//  7. close the etcd member;
-//  8. release the data-directory lock.
+//  4. close the group coordinator (it stops appending to and applying its
+//     __consumer_offsets partitions);
+//  5. close the partitions (each log syncs and records its recovery point);
+//  6. close Pebble;
+//  7. stop the HTTP server;
+//  8. close the etcd member;
+//  9. release the data-directory lock.
 package appliance
 
 import (
@@ -43,6 +47,7 @@ import (
 
 	"skiff/cluster"
 	"skiff/embedetcd"
+	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/logstore"
 	"skiff/offsets"
@@ -64,6 +69,7 @@ type Node struct {
 	sessionEnd chan struct{}                   // closed when sessionLoop returns
 	db         *offsets.DB
 	parts      *replication.Manager
+	groups     *groups.Coordinator
 	kafka      *kafkaapi.Server
 
 	kafkaLn      net.Listener
@@ -145,6 +151,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.startGroups()
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
 		return nil, fmt.Errorf("load cluster metadata: %w", err)
@@ -179,7 +186,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
 
-	n.kafka = kafkaapi.New(kafkaapi.Config{
+	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
 		IdleTimeout:              cfg.IdleTimeout,
@@ -189,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BrokerConfigs:            n.brokerConfigs(),
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
-	}, n.store, n.cache, n.parts)
+	}), n.store, n.cache, n.parts)
 	go func() {
 		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
 			n.fail(err)
@@ -306,6 +313,9 @@ func (n *Node) Close() error {
 		}
 		if n.cache != nil {
 			add("close metadata cache", n.cache.Close())
+		}
+		if n.groups != nil {
+			add("close group coordinator", n.groups.Close())
 		}
 		if n.parts != nil {
 			add("close partitions", n.parts.Close())

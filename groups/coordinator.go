@@ -71,6 +71,10 @@ type Config struct {
 	// MaxMetadataBytes is offset.metadata.max.bytes: longer commit metadata gets
 	// OFFSET_METADATA_TOO_LARGE (default 4096).
 	MaxMetadataBytes int
+	// CommitTimeout is offsets.commit.timeout.ms: how long a commit, an assignment
+	// or a deletion waits for its record to be committed and applied before the
+	// request gets REQUEST_TIMED_OUT (default 5 s).
+	CommitTimeout time.Duration
 	// Clock is the time source (default: the system clock).
 	Clock Clock
 	// Logger receives the coordinator's log lines (default: discard).
@@ -100,6 +104,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxMetadataBytes <= 0 {
 		c.MaxMetadataBytes = 4096
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 5 * time.Second
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}
@@ -187,18 +194,19 @@ func (c *Coordinator) SetOffsetsTopic(partitions int32, retention time.Duration)
 }
 
 // Elect makes this node the coordinator of the groups of __consumer_offsets
-// partition id, whose local replica leads. The shard is brought up to date from the
-// log and its groups are loaded in the background; requests meanwhile get
-// COORDINATOR_LOAD_IN_PROGRESS. Electing a partition already led with the same log
-// does nothing.
-func (c *Coordinator) Elect(id int32, log Log) {
+// partition id, whose local replica leads in leader epoch epoch. The shard is
+// brought up to date from the log and its groups are loaded in the background;
+// requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS. Electing a partition already
+// led with the same log and epoch does nothing; a new epoch reloads the shard (the
+// log may have changed under another leader).
+func (c *Coordinator) Elect(id, epoch int32, log Log) {
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
 		return
 	}
 	old := c.mu.shards[id]
-	if old != nil && old.log == log {
+	if old != nil && old.log == log && old.epoch == epoch {
 		c.mu.Unlock()
 		return
 	}
@@ -207,6 +215,7 @@ func (c *Coordinator) Elect(id int32, log Log) {
 		c.Resign(id)
 	}
 	sh := newShard(c, id, log)
+	sh.epoch = epoch
 	c.mu.Lock()
 	if c.mu.closed || c.mu.shards[id] != nil {
 		c.mu.Unlock()
@@ -214,7 +223,7 @@ func (c *Coordinator) Elect(id int32, log Log) {
 	}
 	c.mu.shards[id] = sh
 	c.mu.Unlock()
-	c.logger.Info("group coordinator: loading offsets partition", "partition", id)
+	c.logger.Debug("group coordinator: loading offsets partition", "partition", id, "leader_epoch", epoch)
 	go sh.run()
 }
 
@@ -243,7 +252,7 @@ func (c *Coordinator) Resign(id int32) {
 		g.unloadLocked(kerr.NotCoordinator.Code)
 		g.mu.Unlock()
 	}
-	c.logger.Info("group coordinator: resigned offsets partition", "partition", id)
+	c.logger.Debug("group coordinator: resigned offsets partition", "partition", id)
 }
 
 // Led returns the partitions this node coordinates (loaded or loading), in order.
@@ -367,7 +376,7 @@ func waitCode(ctx context.Context, err error) int16 {
 		return 0
 	case errors.Is(err, errNotCoordinator):
 		return kerr.NotCoordinator.Code
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code
 	default:
 		return kerr.CoordinatorNotAvailable.Code

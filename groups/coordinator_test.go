@@ -493,7 +493,7 @@ func TestResign(t *testing.T) {
 	if c := e.commit(7, "g", "", -1, "t", map[int32]int64{0: 1}); c[0] != kerr.NotCoordinator.Code {
 		t.Fatalf("commit after resign: %v", kerr.ErrorForCode(c[0]))
 	}
-	e.c.Elect(0, e.log)
+	e.c.Elect(0, 0, e.log)
 	waitFor(t, "re-election", func() bool { _, code := e.c.shardFor("g"); return code == 0 })
 }
 
@@ -554,5 +554,26 @@ func TestRefreshBeforeRetention(t *testing.T) {
 	})
 	if o.Offset != 42 || o.CommitTimestamp >= o.WrittenAt {
 		t.Fatalf("rewritten commit %+v", o)
+	}
+}
+
+// TestRequestBytesCopied: a request's bytes belong to the connection's buffer, which
+// is reused for the next request; the member metadata and assignments a group keeps
+// must not change when that buffer does.
+func TestRequestBytesCopied(t *testing.T) {
+	e := newEnv(t)
+	req := joinReq(3, "g", "")
+	r := e.c.JoinGroup(context.Background(), client, req)
+	wantCode(t, "join", r.ErrorCode, nil)
+	copy(req.Protocols[0].Metadata, "XXXXXXXXXX")
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.MemberID, sync.Generation = "g", r.MemberID, r.Generation
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: r.MemberID, MemberAssignment: []byte("assignment")}}
+	wantCode(t, "sync", e.c.SyncGroup(context.Background(), sync).ErrorCode, nil)
+	copy(sync.GroupAssignment[0].MemberAssignment, "YYYYYYYYYY")
+	m := e.describe("g").Members[0]
+	if string(m.ProtocolMetadata) != "meta-range" || string(m.MemberAssignment) != "assignment" {
+		t.Fatalf("kept metadata %q and assignment %q changed with the request's buffer", m.ProtocolMetadata, m.MemberAssignment)
 	}
 }

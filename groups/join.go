@@ -5,6 +5,7 @@ package groups
 // they were written against.
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -74,7 +75,8 @@ func (g *group) joinLocked(cl Client, req *kmsg.JoinGroupRequest, session, rebal
 		m.protocolType = req.ProtocolType
 		m.protocols = m.protocols[:0]
 		for _, p := range req.Protocols {
-			m.protocols = append(m.protocols, protocol{name: p.Name, metadata: p.Metadata})
+			// Copied: request bytes alias the connection's buffer, reused after the answer.
+			m.protocols = append(m.protocols, protocol{name: p.Name, metadata: bytes.Clone(p.Metadata)})
 		}
 	}
 	hold := func(m *member) chan *kmsg.JoinGroupResponse {
@@ -303,7 +305,7 @@ func (g *group) completeSyncLocked(ctx context.Context, req *kmsg.SyncGroupReque
 	gen := g.generation
 	assigned := make(map[string][]byte, len(req.GroupAssignment))
 	for _, a := range req.GroupAssignment {
-		assigned[a.MemberID] = a.MemberAssignment
+		assigned[a.MemberID] = bytes.Clone(a.MemberAssignment) // see fill in joinLocked
 	}
 	for id, m := range g.members {
 		m.assignment = assigned[id]

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
@@ -27,11 +28,14 @@ const (
 	readChunk = 1 << 20
 	// retryApply is the pause after a failed apply before trying again.
 	retryApply = time.Second
+	// retryFenced is the pause while the partition's leadership is fenced.
+	retryFenced = 50 * time.Millisecond
 )
 
 type shard struct {
 	c     *Coordinator
 	id    int32
+	epoch int32 // leader epoch of the log's leadership
 	log   Log
 	store *offsets.GroupShard
 
@@ -90,6 +94,8 @@ func (sh *shard) append(now time.Time, recs []batch.Record) (last int64, err err
 // waitApplied blocks until the record at offset is applied to Pebble (it is then
 // committed: on every in-sync replica), ctx ends, or the shard stops.
 func (sh *shard) waitApplied(ctx context.Context, offset int64) error {
+	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
 	for {
 		sh.mu.Lock()
 		applied, ch := sh.mu.applied, sh.mu.changed
@@ -124,17 +130,25 @@ func (sh *shard) run() {
 		if sh.ctx.Err() != nil {
 			return
 		}
-		logger.Error("group coordinator: loading offsets partition failed; retrying", "err", err)
+		pause := retryApply
+		if errors.Is(err, kerr.NotLeaderForPartition) {
+			// The broker has no session yet (or lost it): leadership is fenced for
+			// a moment. Wait for it quietly.
+			logger.Debug("group coordinator: waiting for the partition to lead", "err", err)
+			pause = retryFenced
+		} else {
+			logger.Error("group coordinator: loading offsets partition failed; retrying", "err", err)
+		}
 		select {
 		case <-sh.ctx.Done():
 			return
-		case <-time.After(retryApply):
+		case <-time.After(pause):
 		}
 		if applied, err = sh.store.Applied(); err == nil {
 			applied, err = sh.start(applied)
 		}
 	}
-	logger.Info("group coordinator: offsets partition loaded", "applied", applied)
+	logger.Debug("group coordinator: offsets partition loaded", "applied", applied)
 
 	for {
 		if hw := sh.log.HighWatermark(); applied < hw {
@@ -144,11 +158,16 @@ func (sh *shard) run() {
 				sh.publish(applied)
 			}
 			if err != nil {
-				logger.Error("group coordinator: applying __consumer_offsets to Pebble failed; retrying", "offset", applied, "err", err)
+				pause := retryApply
+				if errors.Is(err, kerr.NotLeaderForPartition) {
+					pause = retryFenced
+				} else {
+					logger.Error("group coordinator: applying __consumer_offsets to Pebble failed; retrying", "offset", applied, "err", err)
+				}
 				select {
 				case <-sh.ctx.Done():
 					return
-				case <-time.After(retryApply):
+				case <-time.After(pause):
 				}
 				continue
 			}

@@ -7,7 +7,9 @@ package kafkaapi
 // max.message.bytes (MESSAGE_TOO_LARGE), deduplicated for idempotent producers
 // (a retry of one of the last 5 batches gets its original offset; gaps get
 // OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH) and appended
-// whole. acks=0 gets no response at all. On one node acks=1 and acks=-1 are the same:
+// whole. The internal topic __consumer_offsets is written by the group coordinator
+// only: producing to it gets INVALID_TOPIC_EXCEPTION, as in Kafka. acks=0 gets no
+// response at all. On one node acks=1 and acks=-1 are the same:
 // the node is the whole ISR. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise).
 //
 // Not implemented: transactions (a transactional batch gets INVALID_TXN_STATE and a
@@ -16,6 +18,8 @@ package kafkaapi
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/cluster"
 )
 
 func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response {
@@ -36,6 +40,9 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 				continue
 			case req.TransactionID != nil:
 				pr.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case cluster.IsInternalTopic(t.Topic):
+				pr.ErrorCode = kerr.InvalidTopicException.Code
 				continue
 			}
 			p, code := s.localPartition(t.Topic, rp.Partition)

@@ -23,6 +23,28 @@ func (s *Server) dispatch(c *conn, hdr *requestHeader, req kmsg.Request) kmsg.Re
 		return s.handleInitProducerID(c, r)
 	case *kmsg.DescribeConfigsRequest:
 		return s.handleDescribeConfigs(r)
+	case *kmsg.OffsetCommitRequest:
+		return s.handleOffsetCommit(c, r)
+	case *kmsg.OffsetFetchRequest:
+		return s.handleOffsetFetch(r)
+	case *kmsg.FindCoordinatorRequest:
+		return s.handleFindCoordinator(c, r)
+	case *kmsg.JoinGroupRequest:
+		return s.handleJoinGroup(c, hdr, r)
+	case *kmsg.HeartbeatRequest:
+		return s.handleHeartbeat(r)
+	case *kmsg.LeaveGroupRequest:
+		return s.handleLeaveGroup(r)
+	case *kmsg.SyncGroupRequest:
+		return s.handleSyncGroup(c, r)
+	case *kmsg.DescribeGroupsRequest:
+		return s.handleDescribeGroups(r)
+	case *kmsg.ListGroupsRequest:
+		return s.handleListGroups(r)
+	case *kmsg.DeleteGroupsRequest:
+		return s.handleDeleteGroups(c, r)
+	case *kmsg.OffsetDeleteRequest:
+		return s.handleOffsetDelete(c, r)
 	case *kmsg.CreatePartitionsRequest:
 		return s.handleCreatePartitions(c, r)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"skiff/cluster"
+	"skiff/groups"
 	"skiff/replication"
 )
 
@@ -44,6 +45,15 @@ type Config struct {
 	TopicDefaults map[string]string
 	// BrokerConfigs are reported by DescribeConfigs for this broker.
 	BrokerConfigs []BrokerConfig
+	// Groups is the group coordinator serving the group APIs (keys 8..16, 42, 47);
+	// required.
+	Groups *groups.Coordinator
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
+	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when the
+	// first FindCoordinator creates __consumer_offsets (defaults 16 and 3; the
+	// replication factor is capped at the live brokers).
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
 	// Logger receives connection-level log lines.
 	Logger *slog.Logger
 	// Metrics, when set, counts requests and fetched bytes.
@@ -62,6 +72,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.DefaultReplicationFactor <= 0 {
 		c.DefaultReplicationFactor = 1
+	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = 16
+	}
+	if c.OffsetsTopicReplicationFactor <= 0 {
+		c.OffsetsTopicReplicationFactor = 3
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -13,11 +13,22 @@ var advertised = map[int16]versionRange{
 	1:  {4, 11}, // Fetch
 	2:  {0, 5},  // ListOffsets
 	3:  {0, 8},  // Metadata
+	8:  {0, 7},  // OffsetCommit
+	9:  {0, 5},  // OffsetFetch
+	10: {0, 2},  // FindCoordinator
+	11: {0, 5},  // JoinGroup
+	12: {0, 3},  // Heartbeat
+	13: {0, 3},  // LeaveGroup
+	14: {0, 3},  // SyncGroup
+	15: {0, 4},  // DescribeGroups
+	16: {0, 2},  // ListGroups
 	18: {0, 3},  // ApiVersions
 	19: {0, 4},  // CreateTopics
 	20: {0, 3},  // DeleteTopics
 	22: {0, 1},  // InitProducerId
 	32: {0, 3},  // DescribeConfigs
+	42: {0, 1},  // DeleteGroups
+	47: {0, 0},  // OffsetDelete
 	37: {0, 1},  // CreatePartitions
 }
 

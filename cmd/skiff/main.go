@@ -1,5 +1,5 @@
 // Command skiff is the Skiff server (skiff serve) and its bundled Kafka client
-// (topic, produce, consume, version; groups, offsets, cluster and bench follow).
+// (topic, produce, consume, group, offsets, version; cluster and bench follow).
 //
 // Every failure ends with one message on stderr naming what went wrong and what to
 // do, and exit status 1; never a Go stack.
@@ -45,6 +45,8 @@ func newApp() *cli.App {
 			topicCommand(),
 			produceCommand(),
 			consumeCommand(),
+			groupCommand(),
+			offsetsCommand(),
 			versionCommand(),
 		},
 		EnableBashCompletion: true,

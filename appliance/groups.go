@@ -1,0 +1,141 @@
+package appliance
+
+// The group coordinator's part of the node: its settings, and which partitions of
+// __consumer_offsets it coordinates (those this node leads), kept in step with every
+// metadata snapshot applied.
+
+import (
+	"strconv"
+	"time"
+
+	"skiff/cluster"
+	"skiff/groups"
+	"skiff/kafkaapi"
+)
+
+// GroupConfig holds the group coordinator's settings. Zero values take the
+// documented defaults, which are Kafka's except where noted.
+type GroupConfig struct {
+	// MinSessionTimeout and MaxSessionTimeout are group.min.session.timeout.ms and
+	// group.max.session.timeout.ms (defaults 6 s and 30 min).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (default 3 s;
+	// negative: none).
+	InitialRebalanceDelay time.Duration
+	// MaxSize is group.max.size (default 1000; Kafka's is unbounded).
+	MaxSize int
+	// OffsetsRetention is offsets.retention.minutes (default 7 days).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms
+	// (default 10 minutes).
+	OffsetsRetentionCheckInterval time.Duration
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
+	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when
+	// __consumer_offsets is created (defaults 16 and 3, capped at the live brokers).
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+}
+
+func (c GroupConfig) withDefaults() GroupConfig {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.MinSessionTimeout, 6*time.Second)
+	def(&c.MaxSessionTimeout, 30*time.Minute)
+	def(&c.InitialRebalanceDelay, 3*time.Second)
+	def(&c.OffsetsRetention, 7*24*time.Hour)
+	def(&c.OffsetsRetentionCheckInterval, 10*time.Minute)
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = -1
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = 1000
+	}
+	if c.OffsetsTopicPartitions <= 0 {
+		c.OffsetsTopicPartitions = 16
+	}
+	if c.OffsetsTopicReplicationFactor <= 0 {
+		c.OffsetsTopicReplicationFactor = 3
+	}
+	return c
+}
+
+// startGroups creates the group coordinator; it leads nothing until applyGroups.
+func (n *Node) startGroups() {
+	c := n.cfg.Groups.withDefaults()
+	n.groups = groups.New(groups.Config{
+		DB: n.db,
+		TopicPartitions: func(topic string) (int32, bool) {
+			t, ok := n.cache.Topic(topic)
+			return t.Partitions, ok
+		},
+		MinSessionTimeout:      c.MinSessionTimeout,
+		MaxSessionTimeout:      c.MaxSessionTimeout,
+		InitialRebalanceDelay:  c.InitialRebalanceDelay,
+		MaxGroupSize:           c.MaxSize,
+		OffsetsRetention:       c.OffsetsRetention,
+		RetentionCheckInterval: c.OffsetsRetentionCheckInterval,
+		Logger:                 n.logger,
+	})
+}
+
+// applyGroups makes the coordinator lead exactly the partitions of
+// __consumer_offsets whose leader is this node and whose replica is open here; each
+// new leadership (or leader epoch) reloads that partition's groups from its log.
+func (n *Node) applyGroups(snap *cluster.Snapshot) {
+	if n.groups == nil {
+		return
+	}
+	t, ok := snap.Topic(cluster.OffsetsTopic)
+	if !ok {
+		for _, p := range n.groups.Led() {
+			n.groups.Resign(p)
+		}
+		return
+	}
+	retention, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, nil, cluster.ConfigRetentionMs), 10, 64)
+	n.groups.SetOffsetsTopic(t.Partitions, time.Duration(retention)*time.Millisecond)
+	for _, p := range n.groups.Led() {
+		if p >= t.Partitions {
+			n.groups.Resign(p)
+		}
+	}
+	for p := int32(0); p < t.Partitions; p++ {
+		part := n.parts.Partition(cluster.OffsetsTopic, p)
+		st, ok := snap.Partition(cluster.OffsetsTopic, p)
+		if part != nil && ok && st.Leader == n.id {
+			n.groups.Elect(p, st.LeaderEpoch, part)
+		} else {
+			n.groups.Resign(p)
+		}
+	}
+}
+
+// groupKafkaConfig adds the coordinator and the offsets topic settings to the Kafka
+// server's configuration.
+func (n *Node) groupKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
+	c := n.cfg.Groups.withDefaults()
+	k.Groups = n.groups
+	k.OffsetsTopicPartitions = c.OffsetsTopicPartitions
+	k.OffsetsTopicReplicationFactor = c.OffsetsTopicReplicationFactor
+	k.BrokerConfigs = append(k.BrokerConfigs, n.groupBrokerConfigs()...)
+	return k
+}
+
+// groupBrokerConfigs are the group settings DescribeConfigs reports for this broker.
+func (n *Node) groupBrokerConfigs() []kafkaapi.BrokerConfig {
+	c := n.cfg.Groups.withDefaults()
+	ms := func(d time.Duration) string { return strconv.FormatInt(max(d, 0).Milliseconds(), 10) }
+	return []kafkaapi.BrokerConfig{
+		{Name: "group.min.session.timeout.ms", Value: ms(c.MinSessionTimeout), Type: cluster.ConfigTypeInt, IsDefault: c.MinSessionTimeout == 6*time.Second},
+		{Name: "group.max.session.timeout.ms", Value: ms(c.MaxSessionTimeout), Type: cluster.ConfigTypeInt, IsDefault: c.MaxSessionTimeout == 30*time.Minute},
+		{Name: "group.initial.rebalance.delay.ms", Value: ms(c.InitialRebalanceDelay), Type: cluster.ConfigTypeInt, IsDefault: c.InitialRebalanceDelay == 3*time.Second},
+		{Name: "group.max.size", Value: strconv.Itoa(c.MaxSize), Type: cluster.ConfigTypeInt, IsDefault: c.MaxSize == 1000},
+		{Name: "offsets.retention.minutes", Value: strconv.FormatInt(int64(c.OffsetsRetention/time.Minute), 10), Type: cluster.ConfigTypeInt, IsDefault: c.OffsetsRetention == 7*24*time.Hour},
+		{Name: "offsets.retention.check.interval.ms", Value: ms(c.OffsetsRetentionCheckInterval), Type: cluster.ConfigTypeLong, IsDefault: c.OffsetsRetentionCheckInterval == 10*time.Minute},
+		{Name: "offsets.topic.num.partitions", Value: strconv.Itoa(int(c.OffsetsTopicPartitions)), Type: cluster.ConfigTypeInt, IsDefault: c.OffsetsTopicPartitions == 16},
+		{Name: "offsets.topic.replication.factor", Value: strconv.Itoa(int(c.OffsetsTopicReplicationFactor)), Type: cluster.ConfigTypeShort, IsDefault: c.OffsetsTopicReplicationFactor == 3},
+	}
+}

@@ -1,0 +1,23 @@
+package kafkaapi
+
+// OffsetCommit, key 8, versions 0..7.
+//
+// Behaviour (package groups): a member commits with its group's generation and member
+// id (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS while the group
+// completes a rebalance, FENCED_INSTANCE_ID for a replaced static member); a client
+// outside group management commits with generation -1 to a group without members
+// (v0 carries no generation and is such a commit). Each commit is appended to the
+// group's __consumer_offsets partition and answered once it is committed and applied
+// to Pebble (REQUEST_TIMED_OUT after offsets.commit.timeout.ms). Partitions of
+// unknown topics get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
+// OFFSET_METADATA_TOO_LARGE. The commit timestamp of v1 is kept. A group this node
+// does not coordinate gets NOT_COORDINATOR.
+//
+// Not implemented: retention_time_ms (v2..v4) is ignored: offsets.retention.minutes
+// applies to every group, as in Kafka 2.1+.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func (s *Server) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) kmsg.Response {
+	return s.cfg.Groups.OffsetCommit(c.ctx, req)
+}

@@ -1,0 +1,18 @@
+package kafkaapi
+
+// OffsetFetch, key 9, versions 0..5.
+//
+// Behaviour: the committed offsets of the listed partitions, read from Pebble (every
+// commit is applied before it is acknowledged); a null topic list (v2+) asks for
+// every committed offset of the group. A partition without a commit gets offset -1,
+// empty metadata and no error; leader epoch (v5+) is -1 when the commit had none.
+// NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS go in each partition for v0..v1
+// and in the top-level error code for v2+.
+//
+// Not implemented: require_stable (v7+, transactions) is outside the served range.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func (s *Server) handleOffsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
+	return s.cfg.Groups.OffsetFetch(req)
+}

@@ -1,0 +1,113 @@
+package kafkaapi
+
+// FindCoordinator, key 10, versions 0..2.
+//
+// Behaviour: for a group (key type 0, the only one of v0), the coordinator is the
+// leader of __consumer_offsets partition abs(key.hashCode()) % partitions, Kafka's
+// choice (groups.PartitionFor). The first FindCoordinator creates __consumer_offsets,
+// as Kafka does: offsets.topic.num.partitions partitions, replication factor
+// offsets.topic.replication.factor capped at the live brokers, segment.bytes 100 MiB
+// (Kafka's offsets.topic.segment.bytes); creating it on first use rather than at node
+// start lets every broker of a new cluster register first, so the replicas spread.
+// While the partition has no live leader the answer is COORDINATOR_NOT_AVAILABLE,
+// and the client asks again. Error messages are given from v1.
+//
+// Not implemented: transaction coordinators (key type 1) get
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers a transactional
+// id; other key types INVALID_REQUEST.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/cluster"
+	"skiff/groups"
+)
+
+// offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes default.
+const offsetsTopicSegmentBytes = 100 << 20
+
+func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	resp.NodeID, resp.Port = -1, -1
+	fail := func(code *kerr.Error, msg string) kmsg.Response {
+		resp.ErrorCode = code.Code
+		if req.Version >= 1 {
+			resp.ErrorMessage = &msg
+		}
+		return resp
+	}
+	switch req.CoordinatorType {
+	case 0:
+	case 1:
+		return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported")
+	default:
+		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))
+	}
+	t, ok := s.cache.Topic(cluster.OffsetsTopic)
+	if !ok {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		defer cancel()
+		var err error
+		if t, err = s.createOffsetsTopic(ctx); err != nil {
+			c.logger.Warn("create __consumer_offsets", "err", err)
+			return fail(kerr.CoordinatorNotAvailable, "the internal topic __consumer_offsets is being created: "+err.Error())
+		}
+	}
+	p := groups.PartitionFor(req.CoordinatorKey, t.Partitions)
+	st, ok := s.cache.Partition(cluster.OffsetsTopic, p)
+	if !ok || st.Leader == cluster.NoLeader {
+		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of __consumer_offsets has no leader")
+	}
+	b, ok := s.cache.Broker(st.Leader)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of __consumer_offsets is not live")
+	}
+	resp.NodeID, resp.Host, resp.Port = b.ID, b.Host, b.Port
+	return resp
+}
+
+// createOffsetsTopic creates __consumer_offsets and waits until this node serves it.
+// A concurrent creation by another request or broker is no error.
+func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) {
+	snap := s.cache.Snapshot()
+	brokers := snap.Brokers()
+	if len(brokers) == 0 {
+		return cluster.Topic{}, errors.New("no live broker")
+	}
+	rf := min(s.cfg.OffsetsTopicReplicationFactor, int16(len(brokers)))
+	t := cluster.Topic{
+		Name:              cluster.OffsetsTopic,
+		ID:                cluster.NewUUID(),
+		Partitions:        s.cfg.OffsetsTopicPartitions,
+		ReplicationFactor: rf,
+		Configs:           map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)},
+	}
+	var err error
+	if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, rf); err != nil {
+		return t, err
+	}
+	rev, err := s.meta.CreateTopic(ctx, t)
+	if errors.Is(err, cluster.ErrTopicExists) {
+		if err := s.cache.WaitRevision(ctx, s.cache.Revision()); err != nil {
+			return t, err
+		}
+	} else if err != nil {
+		return t, err
+	} else {
+		s.logger.Info("created the internal topic __consumer_offsets", "partitions", t.Partitions, "replication_factor", rf)
+		if err := s.waitApplied(ctx, rev); err != nil {
+			return t, err
+		}
+	}
+	got, ok := s.cache.Topic(cluster.OffsetsTopic)
+	if !ok {
+		return t, errors.New("not in the metadata cache yet")
+	}
+	return got, nil
+}

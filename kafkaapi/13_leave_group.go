@@ -1,0 +1,14 @@
+package kafkaapi
+
+// LeaveGroup, key 13, versions 0..3.
+//
+// Behaviour: the member leaves at once and the group rebalances without it (or
+// becomes Empty). v0..2 name one member, whose error is the top-level error; v3 lists
+// members by member id or group.instance.id, each with its own error
+// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). An empty group id is INVALID_GROUP_ID.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func (s *Server) handleLeaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
+	return s.cfg.Groups.LeaveGroup(req)
+}

@@ -1,0 +1,19 @@
+package kafkaapi
+
+// SyncGroup, key 14, versions 0..3.
+//
+// Behaviour: after a rebalance, members send SyncGroup and wait; the leader's
+// carries every member's assignment, which is stored with the group's metadata in
+// __consumer_offsets before the group becomes Stable and each member gets its own
+// assignment bytes, relayed without being read. In a Stable group the member's
+// current assignment is answered at once. Members that do not sync within the
+// rebalance timeout are removed. Errors: REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3), INVALID_GROUP_ID, NOT_COORDINATOR.
+//
+// Not implemented: protocol type and name checks (v5+) are outside the served range.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func (s *Server) handleSyncGroup(c *conn, req *kmsg.SyncGroupRequest) kmsg.Response {
+	return s.cfg.Groups.SyncGroup(c.ctx, req)
+}
