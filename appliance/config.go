@@ -61,6 +61,9 @@ type Config struct {
 	DisableAutoLeaderRebalance bool
 	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval (default 5 minutes).
 	LeaderImbalanceCheckInterval time.Duration
+	// ReplicaLagMax is replica.lag.time.max.ms: followers behind this long leave the
+	// ISR (default 30 s).
+	ReplicaLagMax time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
 	// lease (default 6 s).
 	SessionTimeout time.Duration

@@ -1,6 +1,9 @@
 package appliance
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"slices"
 	"strconv"
 
@@ -36,9 +39,9 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 			if !slices.Contains(replicas, n.id) {
 				continue
 			}
-			ps := replication.PartitionSpec{ID: int32(p), Leader: cluster.NoLeader}
+			ps := replication.PartitionSpec{ID: int32(p), Leader: cluster.NoLeader, Replicas: replicas}
 			if st, ok := snap.Partition(t.Name, int32(p)); ok {
-				ps.Leader, ps.LeaderEpoch = st.Leader, st.LeaderEpoch
+				ps.Leader, ps.LeaderEpoch, ps.ISR, ps.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
 			}
 			spec.Partitions = append(spec.Partitions, ps)
 		}
@@ -67,8 +70,9 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 			IndexIntervalBytes: get(cluster.ConfigIndexIntervalBytes),
 			Logger:             n.logger.With("topic", t.Name),
 		},
-		MaxMessageBytes: int(get(cluster.ConfigMaxMessageBytes)),
-		LogAppendTime:   cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
+		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
+		LogAppendTime:     cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
 	}
 }
 
@@ -85,4 +89,38 @@ func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
 		{Name: "log.retention.check.interval.ms", Value: strconv.FormatInt(c.RetentionCheckInterval.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
 		{Name: "broker.session.timeout.ms", Value: strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeInt},
 	}
+}
+
+// brokerAddr is the advertised Kafka address of a live broker, for followers.
+func (n *Node) brokerAddr(id int32) (string, bool) {
+	if n.cache == nil {
+		return "", false
+	}
+	b, ok := n.cache.Broker(id)
+	if !ok {
+		return "", false
+	}
+	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), true
+}
+
+// alterISR writes a leader's ISR change with a compare-and-swap on the partition
+// epoch (Kafka's AlterPartition): it fails if the controller or another leader
+// changed the partition meanwhile.
+func (n *Node) alterISR(ctx context.Context, topic string, partition, partitionEpoch int32, isr []int32) (int32, error) {
+	st, ok := n.cache.Partition(topic, partition)
+	if !ok {
+		return 0, fmt.Errorf("no state for %s-%d", topic, partition)
+	}
+	next := cluster.PartitionState{Leader: n.id, LeaderEpoch: st.LeaderEpoch, ISR: isr}
+	if st.Leader != n.id || st.PartitionEpoch != partitionEpoch {
+		return 0, fmt.Errorf("%s-%d moved on (leader %d, partition epoch %d)", topic, partition, st.Leader, st.PartitionEpoch)
+	}
+	done, rev, err := n.store.AlterPartition(ctx, topic, partition, partitionEpoch, next)
+	if err != nil {
+		return 0, err
+	}
+	if err := n.cache.WaitRevision(ctx, rev); err != nil {
+		return 0, err
+	}
+	return done.PartitionEpoch, nil
 }

@@ -49,7 +49,6 @@ import (
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
-	"skiff/logstore"
 	"skiff/offsets"
 	"skiff/replication"
 )
@@ -144,7 +143,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BrokerID:               n.id,
 		SessionValid:           n.sessionValid,
 		Dir:                    filepath.Join(cfg.DataDir, "topics"),
-		Index:                  func(key string) logstore.Index { return n.db.LogIndex(key) },
+		Store:                  func(key string) replication.Store { return n.db.LogIndex(key) },
+		BrokerAddr:             n.brokerAddr,
+		AlterISR:               n.alterISR,
+		ReplicaLagMax:          cfg.ReplicaLagMax,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 	})

@@ -23,6 +23,8 @@ type leaderChange struct {
 //     unclean.leader.election.enable lets a live out-of-sync replica lead (ISR reset to
 //     it: records only the old ISR had are lost, which is what that setting accepts);
 //   - an offline partition whose ISR member is back gets it as leader;
+//   - a live leader's ISR loses the brokers that have no session, at the same leader
+//     epoch (KRaft's controller does the same for fenced brokers);
 //   - with rebalance set, a partition whose preferred replica (the first of its
 //     assignment) is live and in the ISR but does not lead moves back to it.
 func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
@@ -42,6 +44,15 @@ func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 			next := PartitionState{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: slices.Clone(st.ISR)}
 			switch {
 			case st.Leader != NoLeader && live[st.Leader]:
+				if dead := slices.DeleteFunc(slices.Clone(next.ISR), func(b int32) bool { return live[b] }); len(dead) > 0 {
+					// Brokers without a session leave the ISR at once (as KRaft's
+					// controller fences them), so acks=all does not wait a whole
+					// replica lag period for them; the leader keeps its epoch.
+					next.ISR = slices.DeleteFunc(next.ISR, func(b int32) bool { return !live[b] })
+					ch.reason, ch.next = "in-sync replicas without a session", next
+					out = append(out, ch)
+					continue
+				}
 				if !rebalance || len(replicas) == 0 || replicas[0] == st.Leader ||
 					!live[replicas[0]] || !slices.Contains(st.ISR, replicas[0]) {
 					continue

@@ -37,6 +37,9 @@ func TestPlanLeaders(t *testing.T) {
 	}{
 		{name: "leader live", live: []int32{1, 2, 3}, replicas: []int32{1, 2, 3},
 			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}}},
+		{name: "a follower without a session leaves the ISR", live: []int32{1, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}}},
 		{name: "failover to the next ISR replica", live: []int32{2, 3}, replicas: []int32{1, 2, 3},
 			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
 			want:  &PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},

@@ -119,7 +119,7 @@ func (c *Config) setDefaults() {
 // Log is the replica of a __consumer_offsets partition that a shard appends to and
 // applies from: a *replication.Partition.
 type Log interface {
-	Append(batch []byte) (replication.AppendResult, error)
+	Append(batch []byte, acks int16) (replication.AppendResult, error)
 	HighWatermark() int64
 	LogStartOffset() int64
 	LogEndOffset() int64

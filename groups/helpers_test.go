@@ -109,7 +109,7 @@ func openTestLog(t *testing.T, dir string, db *offsets.DB) *testLog {
 	return &testLog{Log: l, waiters: make(map[chan<- struct{}]struct{})}
 }
 
-func (l *testLog) Append(b []byte) (replication.AppendResult, error) {
+func (l *testLog) Append(b []byte, _ int16) (replication.AppendResult, error) {
 	base, err := l.Log.Append(b, 0)
 	if err != nil {
 		return replication.AppendResult{}, err

@@ -81,7 +81,7 @@ func (sh *shard) append(now time.Time, recs []batch.Record) (last int64, err err
 			size += len(recs[n].Key) + len(recs[n].Value) + 16
 			n++
 		}
-		res, err := sh.log.Append(batch.Build(ts, recs[:n]))
+		res, err := sh.log.Append(batch.Build(ts, recs[:n]), -1)
 		if err != nil {
 			return 0, fmt.Errorf("append to __consumer_offsets-%d: %w", sh.id, err)
 		}

@@ -9,21 +9,35 @@ package kafkaapi
 // OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH) and appended
 // whole. The internal topic __consumer_offsets is written by the group coordinator
 // only: producing to it gets INVALID_TOPIC_EXCEPTION, as in Kafka. acks=0 gets no
-// response at all. On one node acks=1 and acks=-1 are the same:
-// the node is the whole ISR. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise).
+// response at all; acks=1 is answered once the leader appended; acks=-1 (all) is
+// refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than
+// min.insync.replicas, and otherwise answered once the high watermark passes the
+// batch (every ISR member has it), or with REQUEST_TIMED_OUT after timeout_ms, or
+// NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile. acks must be -1, 0 or 1
+// (INVALID_REQUIRED_ACKS otherwise).
 //
 // Not implemented: transactions (a transactional batch gets INVALID_TXN_STATE and a
 // transactional_id TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per-record errors (v8+).
 
 import (
+	"context"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/cluster"
+	"skiff/replication"
 )
 
 func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	type pending struct {
+		pr   *kmsg.ProduceResponseTopicPartition
+		p    *replication.Partition
+		last int64
+	}
+	var waits []pending // acks=all: answered once the high watermark passes them
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
@@ -50,7 +64,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 				pr.ErrorCode = code
 				continue
 			}
-			res, err := p.Append(rp.Records)
+			res, err := p.Append(rp.Records, req.Acks)
 			if err != nil {
 				pr.ErrorCode = errorCode(err)
 				c.logger.Debug("produce refused", "topic", t.Topic, "partition", rp.Partition, "err", err)
@@ -59,10 +73,29 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			pr.BaseOffset = res.BaseOffset
 			pr.LogAppendTime = res.LogAppendTime
 			pr.LogStartOffset = p.LogStartOffset()
+			if req.Acks == -1 {
+				waits = append(waits, pending{pr, p, res.LastOffset})
+			}
 		}
 	}
 	if req.Acks == 0 {
 		return nil
+	}
+	if len(waits) > 0 {
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, timeout)
+		defer cancel()
+		for _, w := range waits {
+			if err := w.p.WaitHighWatermark(ctx, w.last); err != nil {
+				w.pr.ErrorCode = kerr.RequestTimedOut.Code
+				if code := errorCode(err); code != kerr.UnknownServerError.Code {
+					w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
+				}
+			}
+		}
 	}
 	return resp
 }

@@ -11,6 +11,10 @@ package kafkaapi
 // current_leader_epoch (v9+) is checked: older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH.
 //
+// Followers fetch with their broker id as replica_id: they get records up to the
+// leader's log end (not the high watermark), and their fetch offset is their log end,
+// which moves the high watermark and their ISR standing (replication.ReadReplica).
+//
 // Not implemented: fetch sessions (KIP-227: session_id is always 0, so every fetch is
 // a full fetch and forgotten_topics is ignored), follower fetching from the closest
 // replica (preferred_read_replica is always -1), aborted transactions (there are none:
@@ -109,7 +113,14 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 			if limit <= 0 && total > 0 {
 				continue
 			}
-			sl, err := p.Read(rp.FetchOffset, max(limit, 1))
+			var sl *logstore.Slice
+			var err error
+			if req.ReplicaID >= 0 {
+				sl, err = p.ReadReplica(req.ReplicaID, rp.CurrentLeaderEpoch, rp.FetchOffset, max(limit, 1))
+				fp.hw = p.HighWatermark() // the follower's fetch may have moved it
+			} else {
+				sl, err = p.Read(rp.FetchOffset, max(limit, 1))
+			}
 			if err != nil {
 				fp.errCode, anyErr = errorCode(err), true
 				continue

@@ -30,6 +30,7 @@ var conformanceTests = map[int16]conformance{
 	19: conformCreateTopics,
 	20: conformDeleteTopics,
 	22: conformInitProducerID,
+	23: conformOffsetForLeaderEpoch,
 	32: conformDescribeConfigs,
 	37: conformCreatePartitions,
 }
@@ -408,6 +409,45 @@ func conformInitProducerID(t *testing.T, c *kconn, versions []int16) {
 			req.TransactionalID = kmsg.StringPtr("txn")
 			resp := c.do(req).(*kmsg.InitProducerIDResponse)
 			wantCode(t, "transactional id", resp.ErrorCode, kerr.TransactionalIDAuthorizationFailed.Code)
+		})
+	}
+}
+
+// conformOffsetForLeaderEpoch: a single node leads at epoch 0 from offset 0, so epoch
+// 0 ends at the log end; a newer epoch is unknown (-1, -1); a missing partition gets
+// UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v2+) above ours gets
+// UNKNOWN_LEADER_EPOCH.
+func conformOffsetForLeaderEpoch(t *testing.T, c *kconn, versions []int16) {
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, nil)
+	produce(t, c, topic, 0, makeBatch(noProducer, "a", "b", "c"))
+	ask := func(v int16, partition, current, epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(v)
+		req.ReplicaID = -1
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, current, epoch
+		req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{rp}}}
+		resp := c.do(req).(*kmsg.OffsetForLeaderEpochResponse)
+		if len(resp.Topics) != 1 || resp.Topics[0].Topic != topic || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("answer %+v", resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			p := ask(v, 0, -1, 0)
+			wantCode(t, "epoch 0", p.ErrorCode, 0)
+			if p.EndOffset != 3 || (v >= 1 && p.LeaderEpoch != 0) {
+				t.Fatalf("epoch 0: end offset %d, epoch %d; want 3 and 0", p.EndOffset, p.LeaderEpoch)
+			}
+			if p := ask(v, 0, -1, 7); p.ErrorCode != 0 || p.EndOffset != -1 {
+				t.Fatalf("unknown epoch 7: error %d end offset %d, want -1", p.ErrorCode, p.EndOffset)
+			}
+			wantCode(t, "missing partition", ask(v, 5, -1, 0).ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			if v >= 2 {
+				wantCode(t, "future current epoch", ask(v, 0, 9, 0).ErrorCode, kerr.UnknownLeaderEpoch.Code)
+			}
 		})
 	}
 }

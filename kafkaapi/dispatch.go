@@ -21,8 +21,12 @@ func (s *Server) dispatch(c *conn, hdr *requestHeader, req kmsg.Request) kmsg.Re
 		return s.handleDeleteTopics(c, r)
 	case *kmsg.InitProducerIDRequest:
 		return s.handleInitProducerID(c, r)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeConfigsRequest:
 		return s.handleDescribeConfigs(r)
+	case *kmsg.CreatePartitionsRequest:
+		return s.handleCreatePartitions(c, r)
 	case *kmsg.OffsetCommitRequest:
 		return s.handleOffsetCommit(c, r)
 	case *kmsg.OffsetFetchRequest:
@@ -45,8 +49,6 @@ func (s *Server) dispatch(c *conn, hdr *requestHeader, req kmsg.Request) kmsg.Re
 		return s.handleDeleteGroups(c, r)
 	case *kmsg.OffsetDeleteRequest:
 		return s.handleOffsetDelete(c, r)
-	case *kmsg.CreatePartitionsRequest:
-		return s.handleCreatePartitions(c, r)
 	}
 	// Unreachable: supported() admits only the keys above.
 	panic("kafkaapi: no handler for " + kmsg.NameForKey(hdr.key))

@@ -26,10 +26,11 @@ var advertised = map[int16]versionRange{
 	19: {0, 4},  // CreateTopics
 	20: {0, 3},  // DeleteTopics
 	22: {0, 1},  // InitProducerId
+	23: {0, 3},  // OffsetForLeaderEpoch
 	32: {0, 3},  // DescribeConfigs
+	37: {0, 1},  // CreatePartitions
 	42: {0, 1},  // DeleteGroups
 	47: {0, 0},  // OffsetDelete
-	37: {0, 1},  // CreatePartitions
 }
 
 // supported reports whether key at version is served.

@@ -113,6 +113,18 @@ func (l *Log) Truncate(offset int64) error {
 	return nil
 }
 
+// Reset removes every batch and starts an empty log at offset, above or below the
+// current log end (a follower whose log ends before the leader's log start starts
+// again at the leader's log start, Kafka's truncateFullyAndStartAt).
+func (l *Log) Reset(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	return l.truncateFullyLocked(offset)
+}
+
 // truncateFullyLocked removes every segment and starts an empty log at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.setRecoveryPointLocked(offset, true); err != nil {

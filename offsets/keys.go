@@ -30,6 +30,7 @@ const (
 const (
 	fieldLogStart      = 0x01
 	fieldRecoveryPoint = 0x02
+	fieldHighWatermark = 0x03 // replication's high-watermark checkpoint
 )
 
 var formatKey = []byte{tagFormat}

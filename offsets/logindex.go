@@ -295,6 +295,34 @@ func (x *LogIndex) SetLogStartOffset(offset int64) error {
 	return x.setState(fieldLogStart, offset, pebble.NoSync)
 }
 
+// HighWatermark returns the last checkpointed high watermark of the partition
+// replica (ok=false when none was recorded). It is a lower bound of the real one:
+// checkpoints are written without fsync, and a lost one only makes a restarted
+// replica more careful.
+func (x *LogIndex) HighWatermark() (hw int64, ok bool, err error) {
+	err = x.with(func(db *pebble.DB) error {
+		v, closer, err := db.Get(x.stateKey(fieldHighWatermark))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		if len(v) != 8 {
+			return fmt.Errorf("offsets: bad high watermark value %x", v)
+		}
+		hw, ok = i64(v), true
+		return nil
+	})
+	return hw, ok, err
+}
+
+// SetHighWatermark checkpoints the high watermark (no fsync).
+func (x *LogIndex) SetHighWatermark(hw int64) error {
+	return x.setState(fieldHighWatermark, hw, pebble.NoSync)
+}
+
 // Delete removes everything recorded for the partition, durably (a partition
 // created again under the same name must not inherit its log start offset).
 func (x *LogIndex) Delete() error {

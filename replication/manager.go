@@ -1,8 +1,14 @@
-// Package replication owns the local replicas of topic partitions: the append path
-// (validation, idempotent producers, offsets), reads below the high watermark, and
-// parked fetches. On a single node every replica leads; ISR replication extends this.
+// Package replication owns the local replicas of topic partitions, Kafka's way: a
+// leader validates and appends produced batches (idempotent producers, offsets) and
+// serves consumers below its high watermark; followers copy its log over the Kafka
+// Fetch API (follower.go), which tells the leader how far each got; the high
+// watermark is the lowest log end of the in-sync replicas (ISR), which the leader
+// shrinks and grows (leader.go) with compare-and-swap writes to the cluster metadata;
+// leader epochs (epochs.go, docs/format/leader-epochs.md) let a new follower truncate
+// to its leader's log so that replicas never diverge.
 //
-// Lock order: Manager.mu, then Partition.appendMu, then Partition.waitMu.
+// Lock order: Manager.mu, then Manager.fetchMu, then Partition.appendMu, then
+// Partition.stateMu, then Partition.waitMu.
 package replication
 
 import (
@@ -34,8 +40,18 @@ type Config struct {
 	SessionValid func() bool
 	// Dir holds one folder per partition replica (<data>/topics).
 	Dir string
-	// Index returns the persistent log index of a partition, by its folder name.
-	Index func(partitionKey string) logstore.Index
+	// Store returns the persistent data of a partition (log index, high-watermark
+	// checkpoint), by its folder name.
+	Store func(partitionKey string) Store
+	// BrokerAddr returns the Kafka address of a broker, to fetch from leaders.
+	BrokerAddr func(id int32) (string, bool)
+	// AlterISR writes a leader's new ISR for a partition if its partition epoch is
+	// still partitionEpoch, and returns the new partition epoch. Nil: ISR changes are
+	// not written (a lone node, tests).
+	AlterISR func(ctx context.Context, topic string, partition, partitionEpoch int32, isr []int32) (int32, error)
+	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
+	// this long leaves the ISR (default 30 s).
+	ReplicaLagMax time.Duration
 	// Logger receives the manager's log lines.
 	Logger *slog.Logger
 	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
@@ -54,9 +70,12 @@ type TopicSpec struct {
 
 // PartitionSpec is the state of one local replica's partition.
 type PartitionSpec struct {
-	ID          int32
-	Leader      int32 // broker id of the leader, -1 for none
-	LeaderEpoch int32
+	ID             int32
+	Leader         int32 // broker id of the leader, -1 for none
+	LeaderEpoch    int32
+	Replicas       []int32
+	ISR            []int32
+	PartitionEpoch int32
 }
 
 type topicPartition struct {
@@ -78,8 +97,13 @@ type Manager struct {
 		closed  bool
 	}
 	fenced atomic.Bool // no partition leads while set (the broker has no session)
-	stop   chan struct{}
-	done   chan struct{}
+
+	fetchMu   sync.Mutex
+	fetchers  map[int32]*fetcher   // by leader; guarded by fetchMu
+	following map[*Partition]int32 // the leader each follower fetches from; guarded by fetchMu
+
+	stop chan struct{}
+	wg   sync.WaitGroup // background loops
 }
 
 // SetFenced stops (true) or resumes (false) leadership of every local partition: a
@@ -106,14 +130,24 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = 5 * time.Minute
 	}
+	if cfg.ReplicaLagMax <= 0 {
+		cfg.ReplicaLagMax = 30 * time.Second
+	}
+	if cfg.BrokerAddr == nil {
+		cfg.BrokerAddr = func(int32) (string, bool) { return "", false }
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("replication: create %s: %w", cfg.Dir, err)
 	}
-	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}),
+		fetchers: make(map[int32]*fetcher), following: make(map[*Partition]int32)}
 	m.mu.parts = make(map[topicPartition]*Partition)
 	m.mu.topics = make(map[string][16]byte)
 	m.mu.changed = make(chan struct{})
+	m.wg.Add(3)
 	go m.retentionLoop()
+	go m.isrLoop()
+	go m.checkpointLoop()
 	return m, nil
 }
 
@@ -161,10 +195,11 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
 			p.SetConfig(t.Config)
-			p.setLeadership(state[tp], m.cfg.BrokerID)
+			m.follow(p, p.applyState(state[tp]))
 			continue
 		}
 		delete(m.mu.parts, tp)
+		m.follow(p, -1)
 		if err := p.delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", PartitionKey(tp.topic, tp.id), err))
 		}
@@ -179,10 +214,10 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			errs = append(errs, err)
 			continue
 		}
-		p.setLeadership(state[tp], m.cfg.BrokerID)
 		p.fenced.Store(m.fenced.Load())
 		p.sessionValid = m.cfg.SessionValid
 		m.mu.parts[tp] = p
+		m.follow(p, p.applyState(state[tp]))
 	}
 	if err := m.removeStrayLocked(want); err != nil {
 		errs = append(errs, err)
@@ -223,7 +258,7 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 	meta := filepath.Join(dir, metadataFile)
 	if b, err := os.ReadFile(meta); err == nil && strings.TrimSpace(string(b)) != "topic_id: "+id {
 		m.logger.Info("deleting partition of an older topic with the same name", "dir", dir)
-		if p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Index(key), m.logger); err == nil {
+		if p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger); err == nil {
 			if err := p.delete(); err != nil {
 				return nil, fmt.Errorf("delete old %s: %w", key, err)
 			}
@@ -231,7 +266,7 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 			return nil, fmt.Errorf("delete old %s: %w", key, err)
 		}
 	}
-	p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Index(key), m.logger)
+	p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
 	}
@@ -260,7 +295,7 @@ func (m *Manager) removeStrayLocked(want map[topicPartition]TopicSpec) error {
 		}
 		dir := filepath.Join(m.cfg.Dir, e.Name())
 		m.logger.Info("deleting folder of a partition that no topic has", "dir", dir)
-		idx := m.cfg.Index(e.Name())
+		idx := m.cfg.Store(e.Name())
 		l, err := logstore.Open(dir, logstore.Config{Logger: m.logger}, idx)
 		if err == nil {
 			err = l.Delete()
@@ -275,7 +310,7 @@ func (m *Manager) removeStrayLocked(want map[topicPartition]TopicSpec) error {
 }
 
 func (m *Manager) retentionLoop() {
-	defer close(m.done)
+	defer m.wg.Done()
 	t := time.NewTicker(m.cfg.RetentionCheckInterval)
 	defer t.Stop()
 	for {
@@ -299,7 +334,8 @@ func (m *Manager) ApplyRetention(now time.Time) {
 	}
 }
 
-// Close stops the retention loop and closes every partition (each syncs its log).
+// Close stops the background loops and the fetchers, and closes every partition
+// (each checkpoints its high watermark and syncs its log).
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.mu.closed {
@@ -308,14 +344,21 @@ func (m *Manager) Close() error {
 	}
 	m.mu.closed = true
 	close(m.stop)
+	parts := m.mu.parts
+	m.mu.parts = nil
+	m.mu.Unlock()
+	m.wg.Wait()
+	m.fetchMu.Lock()
+	for id, f := range m.fetchers {
+		f.close()
+		delete(m.fetchers, id)
+	}
+	m.fetchMu.Unlock()
 	var errs []error
-	for tp, p := range m.mu.parts {
+	for tp, p := range parts {
 		if err := p.close(); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", PartitionKey(tp.topic, tp.id), err))
 		}
 	}
-	m.mu.parts = nil
-	m.mu.Unlock()
-	<-m.done
 	return errors.Join(errs...)
 }

@@ -23,11 +23,16 @@ type PartitionConfig struct {
 	MaxMessageBytes int
 	// LogAppendTime is message.timestamp.type=LogAppendTime: the broker stamps batches.
 	LogAppendTime bool
+	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
+	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
+	MinInsyncReplicas int
 }
 
 // AppendResult is what a producer is told about an appended batch.
 type AppendResult struct {
 	BaseOffset int64
+	// LastOffset is the offset of the batch's last record.
+	LastOffset int64
 	// LogAppendTime is the broker's timestamp for LogAppendTime topics, else -1.
 	LogAppendTime int64
 	// Duplicate is set when the batch was a retry of one already in the log: nothing
@@ -35,16 +40,38 @@ type AppendResult struct {
 	Duplicate bool
 }
 
-// Partition is the local replica of one topic partition. On a single node it always
-// leads: its high watermark is its log end offset.
+// Store is the persistent per-partition data a replica needs: the log index that
+// logstore uses, and the high-watermark checkpoint.
+type Store interface {
+	logstore.Index
+	// HighWatermark returns the last checkpointed high watermark, ok=false if none.
+	HighWatermark() (hw int64, ok bool, err error)
+	// SetHighWatermark checkpoints the high watermark (need not be durable).
+	SetHighWatermark(hw int64) error
+}
+
+type role int
+
+const (
+	roleNone     role = iota // no leader, or not decided yet
+	roleLeader               // this replica leads
+	roleFollower             // this replica copies the leader's log
+)
+
+// Partition is the local replica of one topic partition: a leader that accepts
+// produce requests and serves consumers and followers below and up to its high
+// watermark, or a follower that copies its leader's log (follower.go).
 //
-// Lock order: appendMu, then waitMu. Neither is held while calling out of the package.
+// Lock order: appendMu, then stateMu, then waitMu. None is held while calling out of
+// the package, except that appendMu is held around log writes.
 type Partition struct {
 	Topic   string
 	ID      int32
 	TopicID [16]byte
 
+	self   int32 // this broker
 	log    *logstore.Log
+	store  Store
 	logger *slog.Logger
 	cfg    atomic.Pointer[PartitionConfig]
 
@@ -53,29 +80,72 @@ type Partition struct {
 	fenced       atomic.Bool // the broker has no session: it must not lead
 	sessionValid func() bool // the broker's lease is certainly alive
 	hw           atomic.Int64
+	savedHW      int64 // last checkpointed high watermark; owned by the checkpoint loop
 
 	appendMu  sync.Mutex
 	producers producerStates // guarded by appendMu
+	epochs    *epochCache    // guarded by appendMu
+
+	stateMu sync.Mutex
+	st      replicaState // guarded by stateMu
 
 	waitMu  sync.Mutex
 	waiters map[chan<- struct{}]struct{} // guarded by waitMu
 }
 
-func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionConfig, idx logstore.Index, logger *slog.Logger) (*Partition, error) {
-	l, err := logstore.Open(dir, cfg.Log, idx)
+// replicaState is the partition's replication state as this replica knows it.
+type replicaState struct {
+	role           role
+	leaderID       int32
+	replicas       []int32
+	isr            []int32
+	partitionEpoch int32
+	// followers tracks every other replica while this one leads.
+	followers map[int32]*followerProgress
+	// isrChanging is set while an ISR change of this leader is being written.
+	isrChanging bool
+	// needTruncate is set when this replica became a follower of a new leader or
+	// epoch: it must truncate its log to the leader's (OffsetForLeaderEpoch) first.
+	needTruncate bool
+}
+
+// followerProgress is what a leader knows of one follower (Kafka's replica state).
+type followerProgress struct {
+	leo           int64     // the follower's log end offset: its last fetch offset, -1 unknown
+	lastCaughtUp  time.Time // the last time its log end reached the leader's
+	lastFetchLEO  int64     // the leader's log end at the follower's previous fetch
+	lastFetchTime time.Time
+}
+
+func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionConfig, store Store, self int32, logger *slog.Logger) (*Partition, error) {
+	l, err := logstore.Open(dir, cfg.Log, store)
 	if err != nil {
+		return nil, err
+	}
+	epochs, err := loadEpochs(dir)
+	if err != nil {
+		l.Close()
 		return nil, err
 	}
 	p := &Partition{
 		Topic:     topic,
 		ID:        id,
 		TopicID:   topicID,
+		self:      self,
 		log:       l,
+		store:     store,
 		logger:    logger.With("topic", topic, "partition", id),
 		producers: newProducerStates(),
+		epochs:    epochs,
 		waiters:   make(map[chan<- struct{}]struct{}),
+		st:        replicaState{leaderID: -1},
 	}
 	p.cfg.Store(&cfg)
+	// Epochs past the log end belong to records recovery dropped.
+	if err := epochs.truncateFrom(l.LogEndOffset() + 1); err != nil {
+		l.Close()
+		return nil, err
+	}
 	// Idempotent producers' state is rebuilt from the batch headers in the log.
 	if err := l.ScanHeaders(l.LogStartOffset(), func(h batch.Header) error {
 		p.producers.record(&h)
@@ -84,7 +154,17 @@ func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionC
 		l.Close()
 		return nil, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, id, err)
 	}
-	p.hw.Store(l.LogEndOffset())
+	// The high watermark starts at its checkpoint: records above it may not be on
+	// any other replica yet, so consumers must not see them before they are again.
+	hw := l.LogEndOffset()
+	if saved, ok, err := store.HighWatermark(); err != nil {
+		l.Close()
+		return nil, err
+	} else if ok {
+		hw = min(saved, hw)
+	}
+	p.hw.Store(hw)
+	p.savedHW = hw
 	return p, nil
 }
 
@@ -100,11 +180,6 @@ func (p *Partition) IsLeader() bool {
 	return p.leader.Load() && !p.fenced.Load() && (p.sessionValid == nil || p.sessionValid())
 }
 
-func (p *Partition) setLeadership(s PartitionSpec, self int32) {
-	p.leaderEpoch.Store(s.LeaderEpoch)
-	p.leader.Store(s.Leader == self)
-}
-
 // HighWatermark is the offset below which records are committed and visible to consumers.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
@@ -114,9 +189,17 @@ func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
 // LogEndOffset is the offset the next appended record gets.
 func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
 
-// Append validates one produced batch and appends it. Errors wrap a *kerr.Error that
-// names the Kafka error code for the producer; nothing is appended when one is returned.
-func (p *Partition) Append(records []byte) (AppendResult, error) {
+// ISR returns the in-sync replicas as this replica knows them.
+func (p *Partition) ISR() []int32 {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return append([]int32(nil), p.st.isr...)
+}
+
+// Append validates one produced batch and appends it; the caller waits for the high
+// watermark itself when the producer asked for acks=all. Errors wrap a *kerr.Error
+// naming the Kafka error code; nothing is appended when one is returned.
+func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.cfg.Load()
 	if len(records) > cfg.MaxMessageBytes {
@@ -144,6 +227,12 @@ func (p *Partition) Append(records []byte) (AppendResult, error) {
 		p.appendMu.Unlock()
 		return res, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
 	}
+	if acks == -1 {
+		if isr, min := len(p.ISR()), cfg.MinInsyncReplicas; isr < min {
+			p.appendMu.Unlock()
+			return res, fmt.Errorf("%s-%d has %d in-sync replicas, min.insync.replicas is %d: %w", p.Topic, p.ID, isr, min, kerr.NotEnoughReplicas)
+		}
+	}
 	if h.Idempotent() {
 		dup, err := p.producers.check(&h)
 		if err != nil {
@@ -152,7 +241,7 @@ func (p *Partition) Append(records []byte) (AppendResult, error) {
 		}
 		if dup != nil {
 			p.appendMu.Unlock()
-			res.BaseOffset, res.Duplicate = dup.baseOffset, true
+			res.BaseOffset, res.LastOffset, res.Duplicate = dup.baseOffset, dup.lastOffset, true
 			return res, nil
 		}
 	}
@@ -167,10 +256,10 @@ func (p *Partition) Append(records []byte) (AppendResult, error) {
 	}
 	h.BaseOffset = base
 	p.producers.record(&h)
-	p.hw.Store(h.NextOffset())
 	p.appendMu.Unlock()
 
-	res.BaseOffset = base
+	res.BaseOffset, res.LastOffset = base, h.LastOffset()
+	p.maybeAdvanceHW()
 	p.notify()
 	return res, nil
 }
@@ -185,7 +274,14 @@ func (p *Partition) Read(offset, maxBytes int64) (*logstore.Slice, error) {
 	if offset > p.log.LogEndOffset() || offset < p.log.LogStartOffset() {
 		return nil, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, p.log.LogStartOffset(), p.log.LogEndOffset(), kerr.OffsetOutOfRange)
 	}
-	s, err := p.log.Read(offset, maxBytes, hw)
+	if offset >= hw {
+		return &logstore.Slice{NextOffset: offset}, nil
+	}
+	return p.read(offset, maxBytes, hw)
+}
+
+func (p *Partition) read(offset, maxBytes, maxOffset int64) (*logstore.Slice, error) {
+	s, err := p.log.Read(offset, maxBytes, maxOffset)
 	if err != nil {
 		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
 			return nil, fmt.Errorf("%v: %w", err, kerr.OffsetOutOfRange)
@@ -208,10 +304,17 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 	return off, bts, true, nil
 }
 
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch at or below epoch
+// that this replica knows and the offset where it ended (-1, -1 when unknown).
+func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.epochs.endOffsetFor(epoch, p.log.LogEndOffset())
+}
+
 // WaitHighWatermark blocks until the high watermark passes offset (the record at
-// offset is committed: on every in-sync replica) or ctx ends. On a single node the
-// high watermark is the log end offset, so an appended record is committed at once;
-// ISR replication makes this wait for followers.
+// offset is committed: on every in-sync replica), or this replica stops leading
+// (NOT_LEADER_OR_FOLLOWER), or ctx ends.
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 	if p.hw.Load() > offset {
 		return nil
@@ -220,6 +323,9 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 	p.AddWaiter(ch)
 	defer p.RemoveWaiter(ch)
 	for p.hw.Load() <= offset {
+		if !p.IsLeader() {
+			return fmt.Errorf("%s-%d stopped leading before offset %d was committed: %w", p.Topic, p.ID, offset, kerr.NotLeaderForPartition)
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -229,8 +335,8 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 	return nil
 }
 
-// AddWaiter registers ch to receive a (non-blocking) send whenever the high watermark
-// moves. Fetch requests that wait for data park on it.
+// AddWaiter registers ch to receive a (non-blocking) send whenever the log end, the
+// high watermark or the leadership moves. Fetches and acks=all produces park on it.
 func (p *Partition) AddWaiter(ch chan<- struct{}) {
 	p.waitMu.Lock()
 	p.waiters[ch] = struct{}{}
@@ -266,6 +372,19 @@ func (p *Partition) applyRetention(now time.Time) error {
 	return err
 }
 
-func (p *Partition) close() error { return p.log.Close() }
+// checkpointHW writes the high watermark when it moved since the last checkpoint.
+func (p *Partition) checkpointHW() error {
+	hw := p.hw.Load()
+	if hw == p.savedHW {
+		return nil
+	}
+	if err := p.store.SetHighWatermark(hw); err != nil {
+		return err
+	}
+	p.savedHW = hw
+	return nil
+}
+
+func (p *Partition) close() error { return errors.Join(p.checkpointHW(), p.log.Close()) }
 
 func (p *Partition) delete() error { return p.log.Delete() }

@@ -13,7 +13,6 @@ import (
 
 	"skiff/internal/batch"
 	"skiff/internal/batchtest"
-	"skiff/logstore"
 	"skiff/offsets"
 )
 
@@ -28,7 +27,7 @@ func newManager(t *testing.T, dir string) (*Manager, *offsets.DB) {
 	}
 	m, err := NewManager(Config{
 		Dir:   filepath.Join(dir, "topics"),
-		Index: func(key string) logstore.Index { return db.LogIndex(key) },
+		Store: func(key string) Store { return db.LogIndex(key) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +52,7 @@ var defaultCfg = PartitionConfig{MaxMessageBytes: 1 << 20}
 func spec(name string, id byte, partitions int32) TopicSpec {
 	t := TopicSpec{Name: name, ID: [16]byte{id}, Config: defaultCfg}
 	for i := range partitions {
-		t.Partitions = append(t.Partitions, PartitionSpec{ID: i, Leader: 0})
+		t.Partitions = append(t.Partitions, PartitionSpec{ID: i, Leader: 0, Replicas: []int32{0}, ISR: []int32{0}})
 	}
 	return t
 }
@@ -74,7 +73,7 @@ func TestAppendValidation(t *testing.T) {
 	p := m.Partition("t", 0)
 	now := time.Now().UnixMilli()
 
-	res, err := p.Append(batchtest.Strings(batchtest.Plain, now, "a", "b", "c"))
+	res, err := p.Append(batchtest.Strings(batchtest.Plain, now, "a", "b", "c"), 1)
 	if err != nil || res.BaseOffset != 0 || res.LogAppendTime != -1 {
 		t.Fatalf("first append: %+v %v", res, err)
 	}
@@ -109,7 +108,7 @@ func TestAppendValidation(t *testing.T) {
 	wantCode(t, "read before the start", readErr(p, -1), kerr.OffsetOutOfRange)
 }
 
-func appendErr(p *Partition, b []byte) error { _, err := p.Append(b); return err }
+func appendErr(p *Partition, b []byte) error { _, err := p.Append(b, 1); return err }
 
 func readErr(p *Partition, off int64) error {
 	s, err := p.Read(off, 1<<20)
@@ -144,7 +143,7 @@ func TestIdempotentProducer(t *testing.T) {
 	}
 	offsetsOf := make(map[int32]int64)
 	for seq := int32(0); seq < 20; seq += 2 {
-		res, err := p.Append(b(0, seq, 2))
+		res, err := p.Append(b(0, seq, 2), 1)
 		if err != nil || res.Duplicate {
 			t.Fatalf("seq %d: %+v %v", seq, res, err)
 		}
@@ -152,7 +151,7 @@ func TestIdempotentProducer(t *testing.T) {
 	}
 	// A retry of one of the last five batches: its original offset, nothing appended.
 	end := p.LogEndOffset()
-	res, err := p.Append(b(0, 12, 2))
+	res, err := p.Append(b(0, 12, 2), 1)
 	if err != nil || !res.Duplicate || res.BaseOffset != offsetsOf[12] || p.LogEndOffset() != end {
 		t.Fatalf("duplicate: %+v %v, log end %d -> %d", res, err, end, p.LogEndOffset())
 	}
@@ -174,14 +173,14 @@ func TestIdempotentProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = m.Partition("t", 0)
-	res, err = p.Append(b(0, 18, 2))
+	res, err = p.Append(b(0, 18, 2), 1)
 	if err != nil || !res.Duplicate || res.BaseOffset != offsetsOf[18] {
 		t.Fatalf("duplicate after restart: %+v %v", res, err)
 	}
-	if _, err := p.Append(b(0, 20, 1)); err != nil {
+	if _, err := p.Append(b(0, 20, 1), 1); err != nil {
 		t.Fatalf("next sequence after restart: %v", err)
 	}
-	if _, err := p.Append(b(1, 0, 1)); err != nil {
+	if _, err := p.Append(b(1, 0, 1), 1); err != nil {
 		t.Fatalf("new epoch at 0: %v", err)
 	}
 	wantCode(t, "old epoch after a new one", appendErr(p, b(0, 21, 1)), kerr.InvalidProducerEpoch)
@@ -197,7 +196,7 @@ func TestLogAppendTime(t *testing.T) {
 	}
 	p := m.Partition("t", 0)
 	before := time.Now().UnixMilli()
-	res, err := p.Append(batchtest.Strings(batchtest.Plain, 1000, "old"))
+	res, err := p.Append(batchtest.Strings(batchtest.Plain, 1000, "old"), 1)
 	if err != nil || res.LogAppendTime < before {
 		t.Fatalf("append: %+v %v", res, err)
 	}
@@ -216,7 +215,7 @@ func TestWaiterWokenByAppend(t *testing.T) {
 	p := m.Partition("t", 0)
 	ch := make(chan struct{}, 1)
 	p.AddWaiter(ch)
-	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "x")); err != nil {
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "x"), 1); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -225,7 +224,7 @@ func TestWaiterWokenByAppend(t *testing.T) {
 		t.Fatal("waiter not woken by an append")
 	}
 	p.RemoveWaiter(ch)
-	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "y")); err != nil {
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "y"), 1); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -247,7 +246,7 @@ func TestApply(t *testing.T) {
 	if n := len(m.Partitions()); n != 3 {
 		t.Fatalf("%d partitions, want 3", n)
 	}
-	if _, err := m.Partition("a", 1).Append(batchtest.Strings(batchtest.Plain, 1, "x")); err != nil {
+	if _, err := m.Partition("a", 1).Append(batchtest.Strings(batchtest.Plain, 1, "x"), 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Apply(2, []TopicSpec{spec("b", 2, 1)}); err != nil {
@@ -259,7 +258,7 @@ func TestApply(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "topics", "a-1")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("deleted topic's folder: %v", err)
 	}
-	if _, err := m.Partition("b", 0).Append(batchtest.Strings(batchtest.Plain, 1, "y")); err != nil {
+	if _, err := m.Partition("b", 0).Append(batchtest.Strings(batchtest.Plain, 1, "y"), 1); err != nil {
 		t.Fatal(err)
 	}
 	closeAll(t, m, db)
@@ -297,7 +296,7 @@ func TestWaitHighWatermark(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.WaitHighWatermark(context.Background(), 1) }()
 	for _, v := range []string{"a", "b"} {
-		if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, v)); err != nil {
+		if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, v), 1); err != nil {
 			t.Fatal(err)
 		}
 	}

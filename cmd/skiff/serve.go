@@ -88,6 +88,7 @@ func runServe(c *cli.Context) error {
 		IdleTimeout:                  vals.duration("connections-max-idle"),
 		RetentionCheckInterval:       vals.duration("log-retention-check-interval"),
 		ShutdownTimeout:              vals.duration("shutdown-timeout"),
+		Groups:                       groupConfig(vals),
 		Version:                      version,
 		Logger:                       logger,
 	}

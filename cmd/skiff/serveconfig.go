@@ -58,6 +58,14 @@ var serveSettings = []setting{
 	{"connections-max-idle", kindDuration, "10m", "close Kafka connections idle this long (connections.max.idle.ms)"},
 	{"log-retention-check-interval", kindDuration, "5m", "how often retention deletes old segments (log.retention.check.interval.ms)"},
 	{"shutdown-timeout", kindDuration, "30s", "how long a stop waits for in-flight requests before closing connections"},
+	{"group-min-session-timeout", kindDuration, "6s", "shortest session timeout a consumer group member may ask for (group.min.session.timeout.ms)"},
+	{"group-max-session-timeout", kindDuration, "30m", "longest session timeout a consumer group member may ask for (group.max.session.timeout.ms)"},
+	{"group-initial-rebalance-delay", kindDuration, "3s", "how long the first rebalance of a new consumer group waits for more members to join; 0: none (group.initial.rebalance.delay.ms)"},
+	{"group-max-size", kindInt, "1000", "most members (and members being admitted) of one consumer group (group.max.size)"},
+	{"offsets-retention", kindDuration, "168h", "delete a consumer group's committed offsets once the group has been empty this long (offsets.retention.minutes)"},
+	{"offsets-retention-check-interval", kindDuration, "10m", "how often expired committed offsets are deleted (offsets.retention.check.interval.ms)"},
+	{"offsets-topic-num-partitions", kindInt, "16", "partitions of the internal topic __consumer_offsets, fixed when it is created (offsets.topic.num.partitions)"},
+	{"offsets-topic-replication-factor", kindInt, "3", "replication factor of __consumer_offsets when it is created, capped at the live brokers (offsets.topic.replication.factor)"},
 }
 
 func settingByName(name string) setting {

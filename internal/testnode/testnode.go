@@ -245,8 +245,14 @@ func (n *Node) Wait(ctx context.Context) error {
 	case <-n.done:
 		return n.err
 	case <-ctx.Done():
-		n.Kill()
-		return fmt.Errorf("process still running: %w", ctx.Err())
+		// SIGQUIT makes the Go runtime print every goroutine's stack into the logs.
+		n.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-n.done:
+		case <-time.After(5 * time.Second):
+			n.Kill()
+		}
+		return fmt.Errorf("process still running (goroutine stacks are in its logs): %w", ctx.Err())
 	}
 }
 

@@ -1,0 +1,39 @@
+package kafkaapi
+
+// OffsetForLeaderEpoch, key 23, versions 0..3.
+//
+// Behaviour: for each partition this broker leads, the largest leader epoch at or
+// below the requested one that the leader's epoch checkpoint knows (v1+), and the
+// offset where that epoch ended: the start of the next epoch, or the log end offset
+// for the current epoch (KIP-101, KIP-279). An epoch newer than any known gives
+// leader_epoch -1 and end_offset -1. Followers ask it before fetching from a new
+// leader and truncate to the answer; consumers (KIP-320) use it to detect truncation.
+// current_leader_epoch (v2+) is checked as in Fetch. replica_id (v3) is not needed.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, rp := range t.Partitions {
+			pr := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			pr.Partition, pr.LeaderEpoch, pr.EndOffset = rp.Partition, -1, -1
+			p, code := s.localPartition(t.Topic, rp.Partition)
+			if code == 0 {
+				code = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch())
+			}
+			if code != 0 {
+				pr.ErrorCode = code
+			} else {
+				pr.LeaderEpoch, pr.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+			rt.Partitions = append(rt.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

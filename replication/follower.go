@@ -1,0 +1,384 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batch"
+)
+
+// Follower fetch settings.
+const (
+	fetchMaxWait      = 500 * time.Millisecond
+	fetchMaxBytes     = 16 << 20
+	fetchPartMaxBytes = 4 << 20
+	fetchTimeout      = fetchMaxWait + 10*time.Second
+)
+
+// fetcher copies the logs of every partition this broker follows from one leader:
+// it truncates each new follower to the leader's log (OffsetForLeaderEpoch), then
+// fetches all of them in one Fetch request after another, as Kafka's replica fetcher
+// thread does.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	parts map[*Partition]struct{} // guarded by mu
+	conn  *kconn                  // guarded by mu; closed by close to end a fetch in flight
+	wake  chan struct{}           // a partition was added
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func newFetcher(m *Manager, leader int32) *fetcher {
+	f := &fetcher{
+		m: m, leader: leader, logger: m.logger.With("leader", leader),
+		parts: make(map[*Partition]struct{}), wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go f.run()
+	return f
+}
+
+func (f *fetcher) add(p *Partition) {
+	f.mu.Lock()
+	f.parts[p] = struct{}{}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) remove(p *Partition) {
+	f.mu.Lock()
+	delete(f.parts, p)
+	f.mu.Unlock()
+}
+
+func (f *fetcher) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parts) == 0
+}
+
+func (f *fetcher) close() {
+	close(f.stop)
+	f.mu.Lock()
+	if f.conn != nil {
+		f.conn.close()
+	}
+	f.mu.Unlock()
+	<-f.done
+}
+
+// setConn publishes the connection in use (nil: none), so close can end it.
+func (f *fetcher) setConn(c *kconn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.stop:
+		if c != nil {
+			c.close()
+		}
+		return false
+	default:
+	}
+	f.conn = c
+	return true
+}
+
+// following returns the partitions that still follow this fetcher's leader.
+func (f *fetcher) following() []*Partition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*Partition, 0, len(f.parts))
+	for p := range f.parts {
+		p.stateMu.Lock()
+		ok := p.st.role == roleFollower && p.st.leaderID == f.leader
+		p.stateMu.Unlock()
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (f *fetcher) run() {
+	defer close(f.done)
+	var conn *kconn
+	defer func() {
+		if conn != nil {
+			conn.close()
+		}
+		f.setConn(nil)
+	}()
+	backoff := time.Duration(0)
+	for {
+		if backoff > 0 {
+			select {
+			case <-time.After(backoff):
+			case <-f.stop:
+				return
+			}
+		}
+		parts := f.following()
+		if len(parts) == 0 {
+			select {
+			case <-f.wake:
+				continue
+			case <-f.stop:
+				return
+			}
+		}
+		if conn == nil {
+			addr, ok := f.m.cfg.BrokerAddr(f.leader)
+			if !ok {
+				backoff = 200 * time.Millisecond
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			c, err := dialLeader(ctx, addr, "skiff-replica-"+strconv.Itoa(int(f.m.cfg.BrokerID)))
+			cancel()
+			if err != nil {
+				f.logger.Debug("dial leader", "addr", addr, "err", err)
+				backoff = min(max(2*backoff, 100*time.Millisecond), 2*time.Second)
+				continue
+			}
+			if !f.setConn(c) {
+				return
+			}
+			conn = c
+		}
+		err := f.round(conn, parts)
+		if err != nil {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			f.logger.Debug("replica fetch failed", "err", err)
+			conn.close()
+			conn = nil
+			f.setConn(nil)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 2*time.Second)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+// round truncates the partitions that need it, then fetches once for all of them.
+func (f *fetcher) round(conn *kconn, parts []*Partition) error {
+	var truncating []*Partition
+	for _, p := range parts {
+		p.stateMu.Lock()
+		if p.st.needTruncate {
+			truncating = append(truncating, p)
+		}
+		p.stateMu.Unlock()
+	}
+	if len(truncating) > 0 {
+		return f.truncate(conn, truncating)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID = f.m.cfg.BrokerID
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(fetchMaxWait/time.Millisecond), 1, fetchMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	byKey := make(map[topicPartition]*Partition, len(parts))
+	topics := make(map[string]int)
+	for _, p := range parts {
+		byKey[topicPartition{p.Topic, p.ID}] = p
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch = p.ID, p.LeaderEpoch()
+		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), fetchPartMaxBytes
+		i, ok := topics[p.Topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[p.Topic] = i
+			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: p.Topic})
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp, err := conn.request(req, fetchTimeout)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.(*kmsg.FetchResponse).Topics {
+		for _, rp := range t.Partitions {
+			p := byKey[topicPartition{t.Topic, rp.Partition}]
+			if p == nil {
+				continue
+			}
+			if err := f.handle(p, &rp); err != nil {
+				p.logger.Warn("replica fetch", "leader", f.leader, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// handle applies one partition of a fetch response.
+func (f *fetcher) handle(p *Partition, rp *kmsg.FetchResponseTopicPartition) error {
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		if leo := p.LogEndOffset(); leo < rp.LogStartOffset {
+			// The leader no longer has what follows our log: start over at its start.
+			return p.resetTo(rp.LogStartOffset)
+		}
+		p.stateMu.Lock()
+		p.st.needTruncate = true // our log end is past the leader's: truncate first
+		p.stateMu.Unlock()
+		return nil
+	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code,
+		kerr.UnknownTopicOrPartition.Code:
+		return nil // the metadata will catch up; fetch again then
+	default:
+		return kerr.ErrorForCode(rp.ErrorCode)
+	}
+	if len(rp.RecordBatches) > 0 {
+		if err := p.appendReplica(rp.RecordBatches); err != nil {
+			return err
+		}
+	}
+	p.followHW(rp.HighWatermark)
+	return nil
+}
+
+// truncate asks the leader where each partition's last epoch ends and cuts the local
+// logs there (KIP-101 and KIP-279), so that a follower never keeps records the
+// leader does not have.
+func (f *fetcher) truncate(conn *kconn, parts []*Partition) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(3)
+	req.ReplicaID = f.m.cfg.BrokerID
+	byKey := make(map[topicPartition]*Partition, len(parts))
+	topics := make(map[string]int)
+	for _, p := range parts {
+		byKey[topicPartition{p.Topic, p.ID}] = p
+		latest, _ := p.epochStart()
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.ID, p.LeaderEpoch(), latest
+		i, ok := topics[p.Topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[p.Topic] = i
+			req.Topics = append(req.Topics, kmsg.OffsetForLeaderEpochRequestTopic{Topic: p.Topic})
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp, err := conn.request(req, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+		for _, rp := range t.Partitions {
+			p := byKey[topicPartition{t.Topic, rp.Partition}]
+			if p == nil || rp.ErrorCode != 0 {
+				continue // retried in the next round
+			}
+			if err := p.truncateToLeader(rp.LeaderEpoch, rp.EndOffset); err != nil {
+				p.logger.Error("truncating to the leader's log", "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// truncateToLeader cuts the log where the leader's answer says the replicas agree:
+// at the leader's end offset of the largest common epoch, or this replica's own end
+// of that epoch if it is earlier. An undefined answer (the leader knows none of our
+// epochs) keeps only what is below the high watermark.
+func (p *Partition) truncateToLeader(leaderEpoch int32, leaderEnd int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	leo := p.log.LogEndOffset()
+	to := p.hw.Load()
+	if leaderEpoch >= 0 && leaderEnd >= 0 {
+		_, ours := p.epochs.endOffsetFor(leaderEpoch, leo)
+		to = leaderEnd
+		if ours >= 0 {
+			to = min(to, ours)
+		}
+	}
+	to = min(to, leo)
+	if to < leo {
+		p.logger.Info("truncating to the leader's log", "from", leo, "to", to, "leader_epoch", leaderEpoch)
+		if err := p.log.Truncate(to); err != nil {
+			return err
+		}
+		if err := p.epochs.truncateFrom(to); err != nil {
+			return err
+		}
+		if p.hw.Load() > to {
+			p.hw.Store(to)
+		}
+		p.producers = newProducerStates()
+		if err := p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {
+			p.producers.record(&h)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("rebuild producer state: %w", err)
+		}
+	}
+	p.stateMu.Lock()
+	p.st.needTruncate = false
+	p.stateMu.Unlock()
+	return nil
+}
+
+// resetTo empties the log and starts it at offset (the leader's log start).
+func (p *Partition) resetTo(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.logger.Info("log ends before the leader's log start: starting over there", "log_start_offset", offset)
+	if err := p.log.Reset(offset); err != nil {
+		return err
+	}
+	p.producers = newProducerStates()
+	p.hw.Store(offset)
+	return p.epochs.clear()
+}
+
+// appendReplica stores batches fetched from the leader as they are, and keeps the
+// epoch cache and the producer state in step with them.
+func (p *Partition) appendReplica(records []byte) error {
+	var hs []batch.Header
+	if err := batch.Split(records, func(h batch.Header, _ []byte) error {
+		hs = append(hs, h)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("records from the leader: %w", err)
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.log.AppendReplica(records); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range hs {
+		errs = append(errs, p.epochs.assign(hs[i].LeaderEpoch, hs[i].BaseOffset))
+		p.producers.record(&hs[i])
+	}
+	return errors.Join(errs...)
+}
+
+// followHW moves a follower's high watermark to the leader's, capped at its own log end.
+func (p *Partition) followHW(leaderHW int64) {
+	hw := min(leaderHW, p.log.LogEndOffset())
+	if hw > p.hw.Load() {
+		p.hw.Store(hw)
+	}
+}

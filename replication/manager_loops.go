@@ -1,0 +1,92 @@
+package replication
+
+import (
+	"context"
+	"time"
+)
+
+// follow makes p fetch from leader (-1: from nobody), moving it between fetchers.
+// Fetchers without partitions stop.
+func (m *Manager) follow(p *Partition, leader int32) {
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	cur, ok := m.following[p]
+	if ok && cur == leader {
+		return
+	}
+	if ok {
+		if f := m.fetchers[cur]; f != nil {
+			f.remove(p)
+			if f.empty() {
+				f.close()
+				delete(m.fetchers, cur)
+			}
+		}
+		delete(m.following, p)
+	}
+	if leader < 0 || leader == m.cfg.BrokerID {
+		return
+	}
+	f := m.fetchers[leader]
+	if f == nil {
+		f = newFetcher(m, leader)
+		m.fetchers[leader] = f
+	}
+	f.add(p)
+	m.following[p] = leader
+}
+
+// isrLoop shrinks and grows the ISR of the partitions this broker leads. It checks
+// often, so that a follower that has caught up joins promptly; a lagging one leaves
+// after ReplicaLagMax.
+func (m *Manager) isrLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(min(m.cfg.ReplicaLagMax/4, 250*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		for _, p := range m.Partitions() {
+			isr, epoch, ok := p.isrChange(m.cfg.ReplicaLagMax)
+			if !ok {
+				continue
+			}
+			if m.cfg.AlterISR == nil {
+				p.isrChanged(isr, epoch, true)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			next, err := m.cfg.AlterISR(ctx, p.Topic, p.ID, epoch, isr)
+			cancel()
+			if err != nil {
+				p.logger.Warn("ISR change not written", "isr", isr, "err", err)
+				p.isrChanged(nil, 0, false)
+				continue
+			}
+			p.logger.Info("ISR changed", "isr", isr, "partition_epoch", next)
+			p.isrChanged(isr, next, true)
+		}
+	}
+}
+
+// checkpointLoop writes every partition's high watermark every few seconds.
+func (m *Manager) checkpointLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		for _, p := range m.Partitions() {
+			if err := p.checkpointHW(); err != nil {
+				p.logger.Warn("high watermark checkpoint", "err", err)
+			}
+		}
+	}
+}
