@@ -4,10 +4,15 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test test-deps check clean
+.PHONY: build run test test-deps check clean packages
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o skiff ./cmd/skiff
+
+# dist/skiff_<V>_amd64.deb and dist/skiff-<V>-1.x86_64.rpm (docs/packaging.md).
+# PKG_VERSION=1.2.3 sets the version; SOURCE_DATE_EPOCH is honoured.
+packages:
+	$(GO) run ./packaging --out dist $(if $(PKG_VERSION),--version $(PKG_VERSION))
 
 # A single-node cluster on localhost with its data in ./skiff-data.
 run: build

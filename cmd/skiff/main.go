@@ -48,6 +48,7 @@ func newApp() *cli.App {
 			groupCommand(),
 			offsetsCommand(),
 			versionCommand(),
+			manCommand(),
 		},
 		EnableBashCompletion: true,
 	}
