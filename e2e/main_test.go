@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -52,4 +55,34 @@ func kadmCreate(topic string, timeoutMs int32) *kmsg.CreateTopicsRequest {
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
 	req.Topics = append(req.Topics, rt)
 	return req
+}
+
+// rawRequest sends one request (a non-flexible version of it) on a new connection to
+// addr, bypassing any client logic, and returns the decoded answer.
+func rawRequest(t *testing.T, addr string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(timeout))
+	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
+	frame = binary.BigEndian.AppendUint32(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
+	frame = req.AppendTo(frame)
+	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+		return nil, err
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(hdr[:4])-4)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind()
+	return resp, resp.ReadFrom(body)
 }

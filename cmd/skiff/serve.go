@@ -79,6 +79,7 @@ func runServe(c *cli.Context) error {
 		DisableAutoLeaderRebalance:   !vals.bool("auto-leader-rebalance"),
 		LeaderImbalanceCheckInterval: vals.duration("leader-imbalance-check-interval"),
 		SessionTimeout:               vals.duration("session-timeout"),
+		ReplicaLagMax:                vals.duration("replica-lag-time-max"),
 		EtcdAdvertiseClient:          vals.str("etcd-advertise-client"),
 		EtcdAdvertisePeer:            vals.str("etcd-advertise-peer"),
 		AutoCreateTopics:             vals.bool("auto-create-topics"),

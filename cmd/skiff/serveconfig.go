@@ -53,6 +53,7 @@ var serveSettings = []setting{
 	{"default-replication-factor", kindInt, "1", "replication factor of topics created without one (default.replication.factor)"},
 	{"auto-leader-rebalance", kindBool, "true", "move partition leadership back to preferred replicas (auto.leader.rebalance.enable)"},
 	{"leader-imbalance-check-interval", kindDuration, "5m", "how often leadership moves back to preferred replicas (leader.imbalance.check.interval.seconds)"},
+	{"replica-lag-time-max", kindDuration, "30s", "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)"},
 	{"session-timeout", kindDuration, "6s", "broker session lease TTL: a broker silent this long is gone for the cluster (broker.session.timeout.ms)"},
 	{"socket-request-max-bytes", kindInt, "104857600", "largest Kafka request frame accepted; larger ones close the connection (socket.request.max.bytes)"},
 	{"connections-max-idle", kindDuration, "10m", "close Kafka connections idle this long (connections.max.idle.ms)"},

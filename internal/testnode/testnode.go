@@ -226,6 +226,7 @@ func (n *Node) Kill() {
 // does not exit within 30 s or exits with an error.
 func (n *Node) Stop() {
 	n.t.Helper()
+	n.Signal(syscall.SIGCONT) // a paused process cannot act on SIGTERM
 	if err := n.Signal(syscall.SIGTERM); err != nil {
 		return
 	}
@@ -277,4 +278,19 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WipeStorage deletes the node's partition data and Pebble database (topics/ and
+// meta/) while it is stopped, keeping its identity (node.json) and its etcd member:
+// a broker whose disks were replaced.
+func (n *Node) WipeStorage(t testing.TB) {
+	t.Helper()
+	if n.Running() {
+		t.Fatal("WipeStorage of a running node")
+	}
+	for _, d := range []string{"topics", "meta"} {
+		if err := os.RemoveAll(filepath.Join(n.DataDir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -1,0 +1,431 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batchtest"
+	"skiff/internal/testnode"
+)
+
+// The replication contract, checked under faults: a workload of idempotent acks=all
+// producers and a consumer runs against three nodes and a topic with RF 3 and
+// min.insync.replicas 2 while a fault is injected; afterwards every acknowledged
+// record is in the log exactly once, in produce order per partition, and every record
+// the consumer saw during the run is still in the log at the same offset (nothing
+// consumed was later lost).
+
+const faultTopic = "faults"
+
+var faultArgs = []string{"--session-timeout", "2s", "--replica-lag-time-max", "4s", "--leader-imbalance-check-interval", "2s"}
+
+// record is one record as produced or read: where it is and what it says.
+type record struct {
+	partition int32
+	offset    int64
+	value     string
+}
+
+// workload produces and consumes in the background until stop.
+type workload struct {
+	t     *testing.T
+	nodes []*testnode.Node
+
+	mu       sync.Mutex
+	acked    []record // acknowledged records, in acknowledgement order
+	failed   int
+	consumed []record
+
+	stop func()
+	done sync.WaitGroup
+}
+
+func startFaultCluster(t *testing.T) []*testnode.Node { return startFaultClusterOf(t, 3) }
+
+func startFaultClusterOf(t *testing.T, size int) []*testnode.Node {
+	nodes := testnode.StartCluster(t, size, faultArgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	minISR := "2"
+	adm := kadm.NewClient(newClient(t, nodes[0].Addr))
+	if r, err := adm.CreateTopic(ctx, 4, 3, map[string]*string{"min.insync.replicas": &minISR}, faultTopic); err != nil || r.Err != nil {
+		t.Fatalf("create %s: %v %v", faultTopic, err, r.Err)
+	}
+	waitFullISR(t, nodes)
+	return nodes
+}
+
+// waitFullISR waits until every partition of the fault topic has a leader and all
+// three of its replicas in its ISR.
+func waitFullISR(t *testing.T, nodes []*testnode.Node) {
+	t.Helper()
+	poll(t, 60*time.Second, "every ISR complete", func() bool {
+		for _, n := range nodes {
+			if !n.Running() {
+				continue
+			}
+			md, err := metadata(t, n.Addr, faultTopic)
+			if err != nil {
+				return false
+			}
+			for _, p := range md.Topics[faultTopic].Partitions {
+				if len(p.ISR) != 3 || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	})
+}
+
+func seeds(nodes []*testnode.Node) kgo.Opt {
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	return kgo.SeedBrokers(addrs...)
+}
+
+func startWorkload(t *testing.T, nodes []*testnode.Node) *workload {
+	w := &workload{t: t, nodes: nodes}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop = cancel
+	prod, err := kgo.NewClient(seeds(nodes), kgo.DefaultProduceTopic(faultTopic),
+		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.MaxBufferedRecords(2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := kgo.NewClient(seeds(nodes), kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.done.Add(2)
+	go func() { // producer: one record after another as fast as acknowledgements allow
+		defer w.done.Done()
+		defer prod.Close()
+		for i := 0; ctx.Err() == nil; i++ {
+			v := fmt.Sprintf("v%08d", i)
+			prod.Produce(ctx, &kgo.Record{Key: []byte(v[len(v)-2:]), Value: []byte(v)}, func(r *kgo.Record, err error) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if err != nil {
+					w.failed++
+					return
+				}
+				w.acked = append(w.acked, record{r.Partition, r.Offset, string(r.Value)})
+			})
+		}
+		fctx, fcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer fcancel()
+		prod.Flush(fctx)
+	}()
+	go func() { // consumer: remembers everything it was shown
+		defer w.done.Done()
+		defer cons.Close()
+		for ctx.Err() == nil {
+			fs := cons.PollFetches(ctx)
+			w.mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				w.consumed = append(w.consumed, record{r.Partition, r.Offset, string(r.Value)})
+			})
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// ackedCount is how many records were acknowledged so far.
+func (w *workload) ackedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// progress waits until n more records are acknowledged.
+func (w *workload) progress(n int, within time.Duration) {
+	w.t.Helper()
+	start := w.ackedCount()
+	poll(w.t, within, fmt.Sprintf("%d more acknowledged records", n), func() bool { return w.ackedCount() >= start+n })
+}
+
+// finish stops the workload and checks the history against the final log.
+func (w *workload) finish(addr string) {
+	w.t.Helper()
+	w.stop()
+	w.done.Wait()
+	final := readLog(w.t, addr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	check := func() error {
+		at := make(map[int32]map[int64]string)
+		where := make(map[string]record)
+		for _, r := range final {
+			if at[r.partition] == nil {
+				at[r.partition] = make(map[int64]string)
+			}
+			at[r.partition][r.offset] = r.value
+			if prev, dup := where[r.value]; dup {
+				return fmt.Errorf("%s is in the log twice: partition %d offset %d and partition %d offset %d", r.value, prev.partition, prev.offset, r.partition, r.offset)
+			}
+			where[r.value] = r
+		}
+		for _, a := range w.acked {
+			got, ok := where[a.value]
+			if !ok {
+				return fmt.Errorf("acknowledged record %s (partition %d offset %d) is lost", a.value, a.partition, a.offset)
+			}
+			if got.partition != a.partition || got.offset != a.offset {
+				return fmt.Errorf("acknowledged record %s at partition %d offset %d is now at partition %d offset %d", a.value, a.partition, a.offset, got.partition, got.offset)
+			}
+		}
+		for _, c := range w.consumed {
+			if at[c.partition][c.offset] != c.value {
+				return fmt.Errorf("consumed %s at partition %d offset %d, but the log now has %q there: a consumer saw a record that was lost", c.value, c.partition, c.offset, at[c.partition][c.offset])
+			}
+		}
+		// Produce order per partition: one producer, so its values grow with offsets
+		// (records of the tests' own probes, not starting with "v", are left out).
+		last := make(map[int32]string)
+		for _, r := range final {
+			if !strings.HasPrefix(r.value, "v") {
+				continue
+			}
+			if r.value <= last[r.partition] {
+				return fmt.Errorf("partition %d: %s at offset %d after %s", r.partition, r.value, r.offset, last[r.partition])
+			}
+			last[r.partition] = r.value
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Logf("history ok: %d acknowledged, %d failed (never acknowledged), %d consumed during the run, %d in the log", len(w.acked), w.failed, len(w.consumed), len(final))
+}
+
+// readLog reads the whole topic from a fresh client, sorted by partition and offset.
+func readLog(t *testing.T, addr string) []record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, addr))
+	ends, err := adm.ListEndOffsets(ctx, faultTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(map[int32]int64)
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of partition %d: %v", o.Partition, o.Err)
+		}
+		want[o.Partition] = o.Offset
+	})
+	cl := newClient(t, addr, kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []record
+	got := make(map[int32]int64)
+	done := func() bool {
+		for p, end := range want {
+			if got[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading the log: have %v, want %v", got, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, record{r.Partition, r.Offset, string(r.Value)})
+			got[r.Partition] = r.Offset + 1
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].partition != out[j].partition {
+			return out[i].partition < out[j].partition
+		}
+		return out[i].offset < out[j].offset
+	})
+	return out
+}
+
+// leaderOf returns the node leading partition p of the fault topic, asking any live node.
+func leaderOf(t *testing.T, nodes []*testnode.Node, p int32) *testnode.Node {
+	t.Helper()
+	var leader *testnode.Node
+	poll(t, 30*time.Second, fmt.Sprintf("a leader of partition %d", p), func() bool {
+		for _, n := range nodes {
+			if !n.Running() {
+				continue
+			}
+			md, err := metadata(t, n.Addr, faultTopic)
+			if err != nil {
+				continue
+			}
+			id := md.Topics[faultTopic].Partitions[p].Leader
+			for _, m := range nodes {
+				if m.ID == id && m.Running() {
+					leader = m
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+func anyRunning(nodes []*testnode.Node, not *testnode.Node) *testnode.Node {
+	for _, n := range nodes {
+		if n != not && n.Running() {
+			return n
+		}
+	}
+	return nil
+}
+
+func TestFaultLeaderSIGTERM(t *testing.T) { leaderFaultLoop(t, "SIGTERM", (*testnode.Node).Stop) }
+func TestFaultLeaderSIGKILL(t *testing.T) { leaderFaultLoop(t, "SIGKILL", (*testnode.Node).Kill) }
+
+// leaderFaultLoop stops the leader of partition 0 five times in a row, restarting it
+// in between, while the workload runs.
+func leaderFaultLoop(t *testing.T, what string, fault func(*testnode.Node)) {
+	nodes := startFaultCluster(t)
+	w := startWorkload(t, nodes)
+	w.progress(500, 30*time.Second)
+	for round := 1; round <= 5; round++ {
+		leader := leaderOf(t, nodes, 0)
+		start := time.Now()
+		fault(leader)
+		w.progress(200, 60*time.Second)
+		t.Logf("round %d: %s of broker %d; 200 more records acknowledged %v later", round, what, leader.ID, time.Since(start))
+		leader.Restart()
+		waitFullISR(t, nodes)
+	}
+	w.progress(200, 30*time.Second)
+	w.finish(nodes[0].Addr)
+}
+
+// TestFaultLeaderPaused pauses the leader (SIGSTOP) for longer than the session
+// timeout: the others move on without it; when it resumes (SIGCONT) it must not accept
+// or serve writes as a leader any more, and it rejoins as a follower.
+func TestFaultLeaderPaused(t *testing.T) {
+	nodes := startFaultCluster(t)
+	w := startWorkload(t, nodes)
+	w.progress(500, 30*time.Second)
+	leader := leaderOf(t, nodes, 0)
+	if err := leader.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	other := anyRunning(nodes, leader)
+	poll(t, 30*time.Second, "partition 0 led by another broker", func() bool {
+		md, err := metadata(t, other.Addr, faultTopic)
+		return err == nil && md.Topics[faultTopic].Partitions[0].Leader >= 0 && md.Topics[faultTopic].Partitions[0].Leader != leader.ID
+	})
+	w.progress(300, 60*time.Second)
+	// Straight after SIGCONT, before it has heard anything, the old leader must refuse
+	// to act as leader: its session is no longer certainly valid.
+	if err := leader.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(7)
+	req.Acks, req.TimeoutMillis = 1, 2000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: faultTopic, Partitions: []kmsg.ProduceRequestTopicPartition{
+		{Partition: 0, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), "zzz-split-brain")}}}}
+	resp, err := rawRequest(t, leader.Addr, req, 10*time.Second)
+	if err != nil {
+		t.Fatalf("produce to the resumed old leader: %v", err)
+	}
+	if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("the resumed old leader answered a produce with error %d, want NOT_LEADER_OR_FOLLOWER (%d)", code, kerr.NotLeaderForPartition.Code)
+	}
+	waitFullISR(t, nodes)
+	w.progress(200, 30*time.Second)
+	w.finish(other.Addr)
+}
+
+// TestFaultFollowersKilled kills both followers of partition 0's leader: acks=all
+// produce is refused with NOT_ENOUGH_REPLICAS while one replica is left, and nothing
+// acknowledged is lost when they return.
+//
+// The cluster has five nodes: every node holds an etcd member, so with three nodes,
+// two dead ones would also take etcd's quorum, and a broker without quorum cannot
+// keep its session and stops leading (NOT_LEADER_OR_FOLLOWER) rather than refusing
+// with NOT_ENOUGH_REPLICAS.
+func TestFaultFollowersKilled(t *testing.T) {
+	nodes := startFaultClusterOf(t, 5)
+	w := startWorkload(t, nodes)
+	w.progress(500, 30*time.Second)
+	leader := leaderOf(t, nodes, 0)
+	md, err := metadata(t, leader.Addr, faultTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var followers []*testnode.Node
+	for _, id := range md.Topics[faultTopic].Partitions[0].Replicas {
+		for _, n := range nodes {
+			if n.ID == id && n != leader {
+				n.Kill()
+				followers = append(followers, n)
+			}
+		}
+	}
+	// A raw acks=all produce shows the broker's answer without the client's retries.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := newClient(t, leader.Addr)
+	poll(t, 30*time.Second, "NOT_ENOUGH_REPLICAS for acks=all", func() bool {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 2000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: faultTopic, Partitions: []kmsg.ProduceRequestTopicPartition{
+			{Partition: 0, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), "zzz-refused")}}}}
+		resp, err := cl.Request(ctx, req)
+		if err != nil {
+			return false
+		}
+		code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+		return code == kerr.NotEnoughReplicas.Code
+	})
+	for _, f := range followers {
+		f.Restart()
+	}
+	waitFullISR(t, nodes)
+	w.progress(300, 60*time.Second)
+	w.finish(leader.Addr)
+}
+
+// TestFaultFollowerWiped deletes a follower's storage (its partition data and Pebble;
+// its identity and etcd member stay): restarted, it copies the logs from the leaders
+// and rejoins every ISR.
+func TestFaultFollowerWiped(t *testing.T) {
+	nodes := startFaultCluster(t)
+	w := startWorkload(t, nodes)
+	w.progress(2000, 30*time.Second)
+	leader := leaderOf(t, nodes, 0)
+	var victim *testnode.Node
+	for _, n := range nodes {
+		if n != leader {
+			victim = n
+		}
+	}
+	victim.Kill()
+	victim.WipeStorage(t)
+	victim.Restart()
+	waitFullISR(t, nodes)
+	w.progress(300, 60*time.Second)
+	w.finish(leader.Addr)
+}
