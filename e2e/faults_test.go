@@ -54,7 +54,12 @@ type workload struct {
 func startFaultCluster(t *testing.T) []*testnode.Node { return startFaultClusterOf(t, 3) }
 
 func startFaultClusterOf(t *testing.T, size int) []*testnode.Node {
-	nodes := testnode.StartCluster(t, size, faultArgs...)
+	return setUpFaultTopic(t, testnode.StartCluster(t, size, faultArgs...))
+}
+
+// setUpFaultTopic creates the fault topic (RF 3, min.insync.replicas 2, 4 partitions)
+// and waits for full ISRs.
+func setUpFaultTopic(t *testing.T, nodes []*testnode.Node) []*testnode.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	minISR := "2"
@@ -102,12 +107,13 @@ func startWorkload(t *testing.T, nodes []*testnode.Node) *workload {
 	w := &workload{t: t, nodes: nodes}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop = cancel
-	prod, err := kgo.NewClient(seeds(nodes), kgo.DefaultProduceTopic(faultTopic),
-		kgo.RecordDeliveryTimeout(2*time.Minute), kgo.MaxBufferedRecords(2000))
+	prod, err := kgo.NewClient(append([]kgo.Opt{seeds(nodes), kgo.DefaultProduceTopic(faultTopic),
+		kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.MaxBufferedRecords(2000)}, clientOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := kgo.NewClient(seeds(nodes), kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons, err := kgo.NewClient(append([]kgo.Opt{seeds(nodes), kgo.ConsumeTopics(faultTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, clientOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

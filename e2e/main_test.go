@@ -15,10 +15,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// clientOpts are added to every client the tests make; the network-partition test
+// sets a dialer that connects from inside its own network namespace.
+var clientOpts []kgo.Opt
+
 // newClient returns a franz-go client with its defaults (idempotent producer) plus opts.
 func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	all := append([]kgo.Opt{kgo.SeedBrokers(addr)}, clientOpts...)
+	cl, err := kgo.NewClient(append(all, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"skiff/internal/netlab"
 )
 
 var (
@@ -68,6 +70,9 @@ type Node struct {
 	ID int32
 	// Args are extra serve arguments, kept across restarts.
 	Args []string
+	// Host, when set, is the network namespace the node runs in (NewIn); its
+	// addresses are Host.IP with the default ports.
+	Host *netlab.Host
 
 	t    testing.TB
 	cmd  *exec.Cmd
@@ -102,6 +107,16 @@ func New(t testing.TB, args ...string) *Node {
 	return n
 }
 
+// NewIn prepares a node that runs inside the network namespace of host, listening on
+// host.IP with the default ports.
+func NewIn(t testing.TB, host *netlab.Host, args ...string) *Node {
+	t.Helper()
+	n := New(t, args...)
+	n.Host = host
+	n.EtcdClient, n.EtcdPeer = host.IP+":9093", host.IP+":9094"
+	return n
+}
+
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t testing.TB) string {
 	t.Helper()
@@ -129,19 +144,25 @@ func StartCluster(t testing.TB, count int, args ...string) []*Node {
 // the other ports are new.
 func (n *Node) Restart() {
 	n.t.Helper()
-	listen := "127.0.0.1:0"
+	listen, httpAddr := "127.0.0.1:0", "127.0.0.1:0"
 	if n.Addr != "" {
 		listen = n.Addr
+	}
+	if n.Host != nil {
+		listen, httpAddr = n.Host.IP+":9092", n.Host.IP+":9644"
 	}
 	args := append([]string{"serve",
 		"--data-dir", n.DataDir,
 		"--listen", listen,
 		"--etcd-client", n.EtcdClient,
 		"--etcd-peer", n.EtcdPeer,
-		"--http", "127.0.0.1:0",
+		"--http", httpAddr,
 		"--log-format", "json",
 	}, n.Args...)
 	n.cmd = exec.Command(Binary(n.t), args...)
+	if n.Host != nil {
+		n.cmd = n.Host.Command(Binary(n.t), args...)
+	}
 	n.cmd.Env = cleanEnv()
 	if n.logs == nil {
 		n.logs = &syncBuffer{}
