@@ -147,6 +147,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BrokerAddr:             n.brokerAddr,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
+		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 	})

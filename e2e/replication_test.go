@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +43,25 @@ func TestReplicatedTopic(t *testing.T) {
 
 	acked := produceN(t, ctx, nodes[1].Addr, "rf3", 0, 20_000)
 	readAll(t, ctx, nodes[2].Addr, "rf3", acked)
+
+	// skiff topic describe shows every partition's high watermark and log end: with
+	// everything acknowledged and replicated, they sum to the records produced.
+	out, err := exec.Command(testnode.Binary(t), "topic", "describe", "rf3", "-b", nodes[0].Addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skiff topic describe: %v\n%s", err, out)
+	}
+	var hwSum, leoSum int64
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 8 && f[0] >= "0" && f[0] <= "9" && strings.Contains(f[3], ",") {
+			hw, _ := strconv.ParseInt(f[6], 10, 64)
+			leo, _ := strconv.ParseInt(f[7], 10, 64)
+			hwSum, leoSum = hwSum+hw, leoSum+leo
+		}
+	}
+	if hwSum != int64(len(acked)) || leoSum != int64(len(acked)) {
+		t.Fatalf("describe: high watermarks sum to %d and log ends to %d, want %d:\n%s", hwSum, leoSum, len(acked), out)
+	}
 
 	md, err := metadata(t, nodes[0].Addr, "rf3")
 	if err != nil {

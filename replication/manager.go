@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"skiff/internal/fileutil"
 	"skiff/logstore"
 )
@@ -52,6 +54,8 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
 	// this long leaves the ISR (default 30 s).
 	ReplicaLagMax time.Duration
+	// Registerer, when set, receives the replication metrics (metrics.go).
+	Registerer prometheus.Registerer
 	// Logger receives the manager's log lines.
 	Logger *slog.Logger
 	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
@@ -96,7 +100,8 @@ type Manager struct {
 		changed chan struct{} // closed and replaced when applied moves
 		closed  bool
 	}
-	fenced atomic.Bool // no partition leads while set (the broker has no session)
+	fenced  atomic.Bool // no partition leads while set (the broker has no session)
+	metrics Metrics
 
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher   // by leader; guarded by fetchMu
@@ -144,6 +149,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.mu.parts = make(map[topicPartition]*Partition)
 	m.mu.topics = make(map[string][16]byte)
 	m.mu.changed = make(chan struct{})
+	m.registerMetrics(cfg.Registerer)
 	m.wg.Add(3)
 	go m.retentionLoop()
 	go m.isrLoop()

@@ -67,6 +67,11 @@ func (m *Manager) isrLoop() {
 				continue
 			}
 			p.logger.Info("ISR changed", "isr", isr, "partition_epoch", next)
+			if old := p.ISR(); len(isr) < len(old) {
+				m.metrics.isrShrinks.Inc()
+			} else {
+				m.metrics.isrExpands.Inc()
+			}
 			p.isrChanged(isr, next, true)
 		}
 	}

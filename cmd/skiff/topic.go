@@ -4,6 +4,7 @@ package main
 // Kafka admin API (kadm), as any Kafka client would do it.
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -228,7 +229,44 @@ func runTopicDescribe(c *cli.Context) error {
 	if rc.Err != nil {
 		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, brokerSays(rc.ErrMessage))
 	}
-	return writeTopicDescription(c.App.Writer, td, rc.Configs)
+	return writeTopicDescription(c.App.Writer, td, rc.Configs, partitionOffsets(ctx, k.adm, td))
+}
+
+// offsetsOf is a partition's high watermark (from ListOffsets) and its leader's log
+// end offset (from OffsetForLeaderEpoch at the current leader epoch, whose end is the
+// log end); -1 where the broker did not say.
+type offsetsOf struct{ hw, leo int64 }
+
+// partitionOffsets asks the leaders for every partition's high watermark and log end.
+// Failures leave -1: the description is still useful without them.
+func partitionOffsets(ctx context.Context, adm *kadm.Client, td kadm.TopicDetail) map[int32]offsetsOf {
+	out := make(map[int32]offsetsOf, len(td.Partitions))
+	var req kadm.OffsetForLeaderEpochRequest
+	for _, p := range td.Partitions {
+		out[p.Partition] = offsetsOf{-1, -1}
+		if p.Leader >= 0 {
+			req.Add(td.Topic, p.Partition, p.LeaderEpoch)
+		}
+	}
+	if ends, err := adm.ListEndOffsets(ctx, td.Topic); err == nil {
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				v := out[o.Partition]
+				v.hw = o.Offset
+				out[o.Partition] = v
+			}
+		})
+	}
+	if eps, err := adm.OffsetForLeaderEpoch(ctx, req); err == nil {
+		for _, e := range eps[td.Topic] {
+			if e.Err == nil && e.EndOffset >= 0 {
+				v := out[e.Partition]
+				v.leo = e.EndOffset
+				out[e.Partition] = v
+			}
+		}
+	}
+	return out
 }
 
 // writeTopicDescription prints a topic for people:
@@ -238,12 +276,12 @@ func runTopicDescribe(c *cli.Context) error {
 //	partitions:         3
 //	replication factor: 3
 //
-//	PARTITION  LEADER  EPOCH  REPLICAS  ISR    OFFLINE
-//	0          1       4      1,2,3     1,2,3  -
+//	PARTITION  LEADER  EPOCH  REPLICAS  ISR    OFFLINE  HIGH WATERMARK  LOG END
+//	0          1       4      1,2,3     1,2,3  -        1200            1203
 //
 //	CONFIG          VALUE   SOURCE
 //	cleanup.policy  delete  default
-func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Config) error {
+func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Config, offs map[int32]offsetsOf) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "topic:\t%s\n", td.Topic)
 	if td.ID != (kadm.TopicID{}) {
@@ -265,7 +303,7 @@ func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Conf
 		anyErr = anyErr || p.Err != nil
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "\nPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE")
+	fmt.Fprint(tw, "\nPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tHIGH WATERMARK\tLOG END")
 	if anyErr {
 		fmt.Fprint(tw, "\tERROR")
 	}
@@ -275,8 +313,17 @@ func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Conf
 		if p.Leader >= 0 {
 			leader = strconv.Itoa(int(p.Leader))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s", p.Partition, leader, p.LeaderEpoch,
-			joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas))
+		hw, leo := "-", "-"
+		if o, ok := offs[p.Partition]; ok {
+			if o.hw >= 0 {
+				hw = strconv.FormatInt(o.hw, 10)
+			}
+			if o.leo >= 0 {
+				leo = strconv.FormatInt(o.leo, 10)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s", p.Partition, leader, p.LeaderEpoch,
+			joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas), hw, leo)
 		if anyErr {
 			e := "-"
 			if p.Err != nil {

@@ -85,7 +85,8 @@ func TestWriteTopicDescription(t *testing.T) {
 		{Key: "secret", Sensitive: true, Source: kmsg.ConfigSourceStaticBrokerConfig},
 	}
 	var b bytes.Buffer
-	if err := writeTopicDescription(&b, td, configs); err != nil {
+	offs := map[int32]offsetsOf{0: {hw: 1200, leo: 1203}, 1: {hw: -1, leo: -1}}
+	if err := writeTopicDescription(&b, td, configs, offs); err != nil {
 		t.Fatal(err)
 	}
 	want := `topic:               orders
@@ -93,9 +94,9 @@ id:                  3q2-7wAAAAAAAAAAAAAAAA
 partitions:          2
 replication factor:  3
 
-PARTITION  LEADER  EPOCH  REPLICAS  ISR  OFFLINE  ERROR
-0          1       4      1,2,3     1,2  -        -
-1          none    7      2,3       -    2,3      ` + kerr.LeaderNotAvailable.Error() + `
+PARTITION  LEADER  EPOCH  REPLICAS  ISR  OFFLINE  HIGH WATERMARK  LOG END  ERROR
+0          1       4      1,2,3     1,2  -        1200            1203     -
+1          none    7      2,3       -    2,3      -               -        ` + kerr.LeaderNotAvailable.Error() + `
 
 CONFIG          VALUE        SOURCE
 cleanup.policy  delete       default

@@ -1,0 +1,87 @@
+package replication
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the replication series of a Manager.
+type Metrics struct {
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
+}
+
+// registerMetrics registers the manager's series with reg: counters of ISR changes
+// this broker made as leader, and gauges computed at scrape time from the partitions.
+func (m *Manager) registerMetrics(reg prometheus.Registerer) {
+	m.metrics.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "skiff_isr_shrinks_total", Help: "ISR changes written by this broker that removed replicas.",
+	})
+	m.metrics.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "skiff_isr_expands_total", Help: "ISR changes written by this broker that added replicas.",
+	})
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(m.metrics.isrShrinks, m.metrics.isrExpands,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skiff_under_replicated_partitions",
+			Help: "Partitions led by this broker whose ISR is smaller than their replica set.",
+		}, func() float64 {
+			n := 0
+			for _, p := range m.Partitions() {
+				if p.underReplicated() {
+					n++
+				}
+			}
+			return float64(n)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skiff_follower_max_lag_records",
+			Help: "Largest number of records a follower is behind, over the partitions this broker leads.",
+		}, func() float64 {
+			var worst int64
+			for _, p := range m.Partitions() {
+				worst = max(worst, p.maxFollowerLag())
+			}
+			return float64(worst)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skiff_partitions_leading", Help: "Partitions this broker leads.",
+		}, func() float64 {
+			n := 0
+			for _, p := range m.Partitions() {
+				if p.IsLeader() {
+					n++
+				}
+			}
+			return float64(n)
+		}),
+	)
+}
+
+func (p *Partition) underReplicated() bool {
+	if !p.IsLeader() {
+		return false
+	}
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return len(p.st.isr) < len(p.st.replicas)
+}
+
+func (p *Partition) maxFollowerLag() int64 {
+	if !p.IsLeader() {
+		return 0
+	}
+	leo := p.log.LogEndOffset()
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	var worst int64
+	for _, f := range p.st.followers {
+		if f.leo >= 0 {
+			worst = max(worst, leo-f.leo)
+		} else {
+			worst = max(worst, leo)
+		}
+	}
+	return worst
+}
