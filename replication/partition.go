@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +124,13 @@ func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionC
 		return nil, err
 	}
 	epochs, err := loadEpochs(dir)
+	rebuildEpochs := errors.Is(err, errEpochsCorrupt)
+	if rebuildEpochs {
+		// Derived data: every batch carries its leader epoch, so the checkpoint is
+		// rebuilt from the log (losing only epochs that appended nothing).
+		logger.Warn("leader-epoch checkpoint damaged; rebuilding it from the log", "dir", dir, "err", err)
+		epochs, err = &epochCache{path: filepath.Join(dir, epochsFile)}, nil
+	}
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -149,10 +157,19 @@ func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionC
 	// Idempotent producers' state is rebuilt from the batch headers in the log.
 	if err := l.ScanHeaders(l.LogStartOffset(), func(h batch.Header) error {
 		p.producers.record(&h)
+		if rebuildEpochs && h.LeaderEpoch > epochs.latest() {
+			epochs.entries = append(epochs.entries, epochEntry{h.LeaderEpoch, h.BaseOffset})
+		}
 		return nil
 	}); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, id, err)
+	}
+	if rebuildEpochs {
+		if err := epochs.save(); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	// The high watermark starts at its checkpoint: records above it may not be on
 	// any other replica yet, so consumers must not see them before they are again.
