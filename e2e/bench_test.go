@@ -19,7 +19,7 @@ import (
 //	go test ./e2e -run XXX -bench ProduceConsume -benchtime 200000x
 func BenchmarkProduceConsume1KiB(b *testing.B) {
 	n := testnode.Start(b)
-	value := make([]byte, 1024)
+	value := benchValue()
 	topic := fmt.Sprintf("bench-%d", b.N)
 	createTopicB(b, n.Addr, topic, 6)
 	b.Run("produce", func(b *testing.B) {
@@ -64,4 +64,53 @@ func BenchmarkProduceConsume1KiB(b *testing.B) {
 			seen += fs.NumRecords()
 		}
 	})
+}
+
+// BenchmarkProduceRF compares produce throughput of RF 1 and RF 3 (acks=all,
+// min.insync.replicas 2) on the same three local nodes in the same run: 1 KiB
+// records, franz-go defaults, 6 partitions.
+//
+//	go test ./e2e -run XXX -bench ProduceRF -benchtime 100000x
+func BenchmarkProduceRF(b *testing.B) {
+	nodes := testnode.StartCluster(b, 3)
+	value := benchValue()
+	for _, rf := range []int16{1, 3} {
+		b.Run(fmt.Sprintf("rf%d", rf), func(b *testing.B) {
+			topic := fmt.Sprintf("rf%d-%d", rf, benchTopics.Add(1)) // each round its own topic
+			createTopicRF(b, nodes[0].Addr, topic, 6, rf)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].Addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			ctx := context.Background()
+			var failed atomic.Int64
+			b.SetBytes(int64(len(value)))
+			b.ResetTimer()
+			for range b.N {
+				cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Add(1)
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if f := failed.Load(); f > 0 {
+				b.Fatalf("%d records failed", f)
+			}
+		})
+	}
+}
+
+var benchTopics atomic.Int64
+
+// benchValue is a 1 KiB record value that does not compress to nothing.
+func benchValue() []byte {
+	v := make([]byte, 1024)
+	for i := range v {
+		v[i] = byte('a' + (i*7+i/13)%26)
+	}
+	return v
 }

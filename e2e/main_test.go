@@ -36,6 +36,12 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 }
 
 func createTopicB(t testing.TB, addr, topic string, partitions int32) {
+	createTopicRF(t, addr, topic, partitions, 1)
+}
+
+// createTopicRF creates a topic with replication factor rf (min.insync.replicas 2 when
+// rf > 1) and waits until every partition's ISR is complete.
+func createTopicRF(t testing.TB, addr, topic string, partitions int32, rf int16) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -45,9 +51,32 @@ func createTopicB(t testing.TB, addr, topic string, partitions int32) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	var configs map[string]*string
+	if rf > 1 {
+		two := "2"
+		configs = map[string]*string{"min.insync.replicas": &two}
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, rf, configs, topic)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
+	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := true
+		for _, p := range md.Topics[topic].Partitions {
+			full = full && len(p.ISR) == int(rf) && p.Leader >= 0
+		}
+		if full {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("ISRs of %s not complete", topic)
+		case <-time.After(50 * time.Millisecond): // polling a condition with a deadline
+		}
 	}
 }
 
