@@ -39,7 +39,7 @@ func groupListCommand() *cli.Command {
 		Usage:           "list consumer groups, one per line, sorted",
 		HideHelpCommand: true,
 		Flags: append(clientFlags(),
-			&cli.BoolFlag{Name: "state", Usage: "print each group's state and protocol type after its name"},
+			&cli.BoolFlag{Name: "state", Usage: "print a table: each group's state, protocol type and member count"},
 		),
 		Action: runGroupList,
 	})
@@ -135,22 +135,32 @@ func runGroupList(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("list groups: %w", k.explain(err))
 	}
+	var described kadm.DescribedGroups
+	if c.Bool("state") && len(groups) > 0 {
+		// ListGroups reports states only from v4; DescribeGroups always does.
+		if described, err = k.adm.DescribeGroups(ctx, groups.Groups()...); err != nil {
+			return fmt.Errorf("describe groups: %w", k.explain(err))
+		}
+	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	if c.Bool("state") {
+		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tMEMBERS")
+	}
 	for _, g := range groups.Sorted() {
-		if c.Bool("state") {
-			pt := g.ProtocolType
-			if pt == "" {
-				pt = "-"
-			}
-			state := g.State
-			if state == "" {
-				state = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Group, state, pt)
-		} else {
+		if !c.Bool("state") {
 			fmt.Fprintln(tw, g.Group)
+			continue
 		}
+		d := described[g.Group]
+		state, pt := d.State, d.ProtocolType
+		if d.Err != nil {
+			state = "error: " + d.Err.Error()
+		}
+		if pt == "" {
+			pt = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, state, pt, len(d.Members))
 	}
 	tw.Flush()
 	_, err = io.WriteString(c.App.Writer, b.String())
