@@ -394,11 +394,13 @@ func TestFaultFollowersKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := newClient(t, leader.Addr)
+	probes := 0
 	poll(t, 30*time.Second, "NOT_ENOUGH_REPLICAS for acks=all", func() bool {
+		probes++ // each probe its own value: ones sent before the ISR shrank may be in the log
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 2000
 		req.Topics = []kmsg.ProduceRequestTopic{{Topic: faultTopic, Partitions: []kmsg.ProduceRequestTopicPartition{
-			{Partition: 0, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), "zzz-refused")}}}}
+			{Partition: 0, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), fmt.Sprintf("zzz-probe-%d", probes))}}}}
 		resp, err := cl.Request(ctx, req)
 		if err != nil {
 			return false
