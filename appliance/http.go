@@ -2,8 +2,11 @@ package appliance
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,3 +46,34 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 // stopping, its etcd member answering a linearizable read). ctx bounds the etcd read
 // (at most embedetcd.HealthTimeout). skiff serve feeds the systemd watchdog with it.
 func (n *Node) CheckReady(ctx context.Context) error { return n.checkReady(ctx) }
+
+// CheckAlive is the systemd watchdog's check: the node's own machinery answers (the
+// partition manager's lock can be taken, the metadata cache read, the Kafka listener
+// accepts a connection), without asking etcd for quorum. A node whose cluster lost
+// quorum is not hung, and restarting it would not bring quorum back; /readyz
+// (CheckReady) reports that state instead.
+func (n *Node) CheckAlive(ctx context.Context) error {
+	select {
+	case <-n.ready:
+	default:
+		return errors.New("starting")
+	}
+	select {
+	case <-n.stop:
+		return errors.New("stopping")
+	default:
+	}
+	n.parts.Partitions()
+	n.cache.Snapshot()
+	addr := n.kafkaLn.Addr().(*net.TCPAddr)
+	target := addr.String()
+	if addr.IP.IsUnspecified() {
+		target = net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return fmt.Errorf("Kafka listener: %w", err)
+	}
+	return c.Close()
+}

@@ -126,7 +126,7 @@ func runServe(c *cli.Context) error {
 		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID())
 		status := fmt.Sprintf("ready: Kafka on %s, HTTP on %s, data in %s", node.KafkaAddr(), node.HTTPAddr(), cfg.DataDir)
 		sd.Ready(status)
-		sd.StartWatchdog(node.CheckReady, status)
+		sd.StartWatchdog(node.CheckAlive, status)
 		select {
 		case <-ctx.Done():
 		case err = <-node.Err():
