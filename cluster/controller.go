@@ -33,7 +33,8 @@ type ControllerConfig struct {
 // Controller runs for the controllership of the cluster (a concurrency.Election under
 // /skiff/controller/ on the broker's session lease) and, while it holds it, keeps
 // partition leadership right: failover of partitions whose leader lost its session
-// and the preferred-leader rebalance (planLeaders). Every write it makes is fenced:
+// and the preferred-leader rebalance (planLeaders), and moves replicas off draining
+// brokers (planReassign, reassign.go). Every write it makes is fenced:
 // its transaction also compares the election key's create revision, so a controller
 // that lost the election without noticing yet cannot write.
 type Controller struct {
@@ -168,6 +169,18 @@ func (c *Controller) apply(ctx context.Context, snap *Snapshot, rebalance bool, 
 		rev = max(rev, r)
 		c.cfg.Logger.Info("partition leadership changed", "topic", ch.topic, "partition", ch.partition,
 			"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "reason", ch.reason)
+	}
+	for _, st := range planReassign(snap) {
+		r, err := c.store.SetReplicas(ctx, st.topic, st.partition, st.replicas, st.next, fence)
+		switch {
+		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownPartition), errors.Is(err, ErrInvalidPartitionState):
+			continue // the next snapshot decides again
+		case err != nil:
+			return err
+		}
+		rev = max(rev, r)
+		c.cfg.Logger.Info("partition reassignment", "topic", st.topic, "partition", st.partition,
+			"replicas", st.replicas, "reason", st.reason)
 	}
 	if rev > 0 {
 		// Do not plan again from a snapshot that misses our own writes.

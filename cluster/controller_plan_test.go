@@ -89,3 +89,70 @@ func TestPlanLeaders(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanReassign(t *testing.T) {
+	drain := func(s *Snapshot, ids ...int32) *Snapshot {
+		s.draining = map[int32]bool{}
+		for _, id := range ids {
+			s.draining[id] = true
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name      string
+		live      []int32
+		rf        int16 // the topic's replication factor
+		replicas  []int32
+		state     PartitionState
+		draining  []int32
+		wantReps  []int32         // nil: no step
+		wantState *PartitionState // nil: state kept
+	}{
+		{name: "nothing draining", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2},
+			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+		{name: "add a replacement", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2}, draining: []int32{2},
+			state:    PartitionState{Leader: 1, ISR: []int32{1, 2}},
+			wantReps: []int32{1, 2, 3}},
+		{name: "wait for the replacement to catch up", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, draining: []int32{2},
+			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+		{name: "drop the draining follower", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, draining: []int32{2},
+			state:    PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2, 3}},
+			wantReps: []int32{1, 3}, wantState: &PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 3}}},
+		{name: "move leadership off the draining leader first", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, draining: []int32{1},
+			state:    PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2, 3}},
+			wantReps: []int32{1, 2, 3}, wantState: &PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2, 3}}},
+		{name: "RF 1: add, then hand over", live: []int32{1, 2}, rf: 1, replicas: []int32{1}, draining: []int32{1},
+			state:    PartitionState{Leader: 1, ISR: []int32{1}},
+			wantReps: []int32{1, 2}},
+		{name: "nowhere to go", live: []int32{1, 2}, rf: 2, replicas: []int32{1, 2}, draining: []int32{2},
+			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := drain(snapOf(tc.live, false, [][]int32{tc.replicas}, []PartitionState{tc.state}), tc.draining...)
+			snap.topics["t"].topic.ReplicationFactor = tc.rf
+			plan := planReassign(snap)
+			if tc.wantReps == nil {
+				if len(plan) != 0 {
+					t.Fatalf("planned %+v, want nothing", plan[0])
+				}
+				return
+			}
+			if len(plan) != 1 || !slices.Equal(plan[0].replicas, tc.wantReps) {
+				t.Fatalf("planned %+v, want replicas %v", plan, tc.wantReps)
+			}
+			got := plan[0].next
+			switch {
+			case tc.wantState == nil && got != nil:
+				t.Fatalf("state changed to %+v", *got)
+			case tc.wantState != nil && (got == nil || got.Leader != tc.wantState.Leader ||
+				got.LeaderEpoch != tc.wantState.LeaderEpoch || !slices.Equal(got.ISR, tc.wantState.ISR)):
+				t.Fatalf("state %+v, want %+v", got, *tc.wantState)
+			}
+			if got != nil {
+				if err := validatePartitionState(*got, tc.state, plan[0].replicas); err != nil {
+					t.Fatalf("invalid step: %v", err)
+				}
+			}
+		})
+	}
+}

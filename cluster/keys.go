@@ -203,6 +203,7 @@ const (
 	keyIsTopic
 	keyIsPartition
 	keyIsCandidate // a controller election candidacy
+	keyIsDraining  // a broker being drained (its id in part)
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -211,6 +212,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 		return keyIsCluster, "", 0
 	case strings.HasPrefix(key, prefixController):
 		return keyIsCandidate, "", 0
+	case strings.HasPrefix(key, prefixDraining):
+		if id, ok := parseDrainingKey(key); ok {
+			return keyIsDraining, "", id
+		}
+		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixBrokers):
 		id, err := strconv.ParseInt(key[len(prefixBrokers):], 10, 32)
 		if err != nil {

@@ -56,7 +56,7 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, count int32, 
 		next := cur
 		next.Partitions = count
 		next.Assignment = append(slices.Clip(slices.Clone(cur.Assignment)), added...)
-		if err := validateTopic(next); err != nil {
+		if err := validateTopic(next, int(cur.Partitions)); err != nil {
 			return cur, 0, err
 		}
 		ops := make([]clientv3.Op, 0, 1+len(added))

@@ -20,6 +20,8 @@ type Snapshot struct {
 	// candidates are the controller election's keys (key -> create revision and
 	// broker id); the one with the lowest create revision is the controller.
 	candidates map[string]candidate
+	// draining holds the brokers whose replicas are being moved away.
+	draining map[int32]bool
 
 	// changed is closed when a newer snapshot replaces this one.
 	changed chan struct{}
@@ -175,6 +177,17 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 			return
 		}
 		b.next.clusterID = cv.ClusterID
+
+	case keyIsDraining:
+		b.next.draining = maps.Clone(b.next.draining)
+		if b.next.draining == nil {
+			b.next.draining = map[int32]bool{}
+		}
+		if del {
+			delete(b.next.draining, p)
+		} else {
+			b.next.draining[p] = true
+		}
 
 	case keyIsCandidate:
 		b.next.candidates = maps.Clone(b.next.candidates)

@@ -74,7 +74,7 @@ func (s *Store) EnsureCluster(ctx context.Context) (string, error) {
 // ErrInvalidReplicaAssignment or ErrInvalidConfig. Brokers named in the
 // assignment are not checked for liveness (the controller will be).
 func (s *Store) CreateTopic(ctx context.Context, t Topic) (int64, error) {
-	if err := validateTopic(t); err != nil {
+	if err := validateTopic(t, 0); err != nil {
 		return 0, err
 	}
 	if t.ID == (UUID{}) {

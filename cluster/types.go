@@ -148,8 +148,10 @@ func ParseUUID(s string) (UUID, error) {
 	return u, nil
 }
 
-// validateTopic checks a topic before CreateTopic writes it.
-func validateTopic(t Topic) error {
+// validateTopic checks a topic before it is written. The replica lists of partitions
+// from on must have exactly ReplicationFactor replicas; earlier ones (already stored)
+// may hold one more while they are being reassigned.
+func validateTopic(t Topic, from int) error {
 	if err := ValidTopicName(t.Name); err != nil {
 		return err
 	}
@@ -163,7 +165,11 @@ func validateTopic(t Topic) error {
 		return fmt.Errorf("%w: topic %s has %d partitions but %d replica lists", ErrInvalidReplicaAssignment, t.Name, t.Partitions, len(t.Assignment))
 	}
 	for p, replicas := range t.Assignment {
-		if len(replicas) != int(t.ReplicationFactor) {
+		extra := 0
+		if p < from {
+			extra = 1 // a partition being reassigned holds an extra replica for a while
+		}
+		if len(replicas) < int(t.ReplicationFactor) || len(replicas) > int(t.ReplicationFactor)+extra {
 			return fmt.Errorf("%w: partition %d of %s has %d replicas, replication factor is %d",
 				ErrInvalidReplicaAssignment, p, t.Name, len(replicas), t.ReplicationFactor)
 		}

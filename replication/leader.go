@@ -20,9 +20,22 @@ func (p *Partition) applyState(s PartitionSpec) int32 {
 		same := p.st.role == roleLeader && p.leaderEpoch.Load() == s.LeaderEpoch
 		if same {
 			// The same leadership: take the newer ISR (the controller may have removed
-			// a member, or this leader's own change came back through the metadata).
+			// a member, or this leader's own change came back through the metadata),
+			// and the current replicas (a reassignment adds and removes them).
 			if s.PartitionEpoch > p.st.partitionEpoch {
-				p.st.isr, p.st.replicas, p.st.partitionEpoch = slices.Clone(s.ISR), slices.Clone(s.Replicas), s.PartitionEpoch
+				p.st.isr, p.st.partitionEpoch = slices.Clone(s.ISR), s.PartitionEpoch
+			}
+			p.st.replicas = slices.Clone(s.Replicas)
+			now := time.Now()
+			for _, r := range s.Replicas {
+				if r != p.self && p.st.followers[r] == nil {
+					p.st.followers[r] = &followerProgress{leo: -1, lastCaughtUp: now, lastFetchTime: now}
+				}
+			}
+			for r := range p.st.followers {
+				if !slices.Contains(s.Replicas, r) {
+					delete(p.st.followers, r)
+				}
 			}
 			p.stateMu.Unlock()
 			p.maybeAdvanceHW()
