@@ -70,7 +70,7 @@ func TestGroupAndOffsetsCommands(t *testing.T) {
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "offsets.snap")
 	out := skiffOK(t, nil, "offsets", "snapshot", "--out", snap, "--group", regexp.QuoteMeta(group), "-b", b)
-	mustContain(t, "snapshot", out, "of 1 groups to "+snap)
+	mustContain(t, "snapshot", out, "of 1 group to "+snap)
 	before := committedOffsets(t, b, group)
 
 	// A flipped byte: refused, nothing restored.
@@ -98,7 +98,7 @@ func TestGroupAndOffsetsCommands(t *testing.T) {
 	if got := committedOffsets(t, b, group); len(got) != 0 {
 		t.Fatalf("a dry run committed %v", got)
 	}
-	mustContain(t, "restore", skiffOK(t, nil, "offsets", "restore", snap, "-b", b), "restored", "of 1 groups")
+	mustContain(t, "restore", skiffOK(t, nil, "offsets", "restore", snap, "-b", b), "restored", "of 1 group (")
 	if got := committedOffsets(t, b, group); !mapsEqual(got, before) {
 		t.Fatalf("restored %v, snapshot had %v", got, before)
 	}
