@@ -466,7 +466,7 @@ func runGroupResetOffsets(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("commit offsets of group %q: %w", group, commitError(k.explain(err)))
 	}
-	fmt.Fprintf(c.App.Writer, "reset %s of %s for group %s\n", plural(len(partitions), "partition"), topic, group)
+	fmt.Fprintf(c.App.Writer, "reset %s of %s for group %s\n", countOf(len(partitions), "partition"), topic, group)
 	return nil
 }
 

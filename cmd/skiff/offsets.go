@@ -116,7 +116,7 @@ func runOffsetsSnapshot(c *cli.Context) error {
 	if err := fileutil.WriteFileAtomic(out, buf.Bytes(), 0o640); err != nil {
 		return fmt.Errorf("write %s: %w", out, err)
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s of %s to %s\n", plural(len(snap.Offsets), "offset"), plural(groups, "group"), out)
+	fmt.Fprintf(c.App.Writer, "wrote %s of %s to %s\n", countOf(len(snap.Offsets), "offset"), countOf(groups, "group"), out)
 	return nil
 }
 
@@ -246,7 +246,7 @@ func runOffsetsRestore(c *cli.Context) error {
 		total += len(byGroup[g].Sorted())
 	}
 	if c.Bool("dry-run") {
-		fmt.Fprintf(c.App.Writer, "dry run: would commit %s of %s (%d changed); nothing committed\n", plural(total, "offset"), plural(len(groups), "group"), changed)
+		fmt.Fprintf(c.App.Writer, "dry run: would commit %s of %s (%d changed); nothing committed\n", countOf(total, "offset"), countOf(len(groups), "group"), changed)
 		return nil
 	}
 	for _, g := range groups {
@@ -258,7 +258,7 @@ func runOffsetsRestore(c *cli.Context) error {
 			return fmt.Errorf("commit offsets of group %q: %w", g, commitError(k.explain(err)))
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "restored %s of %s (%d changed) from %s\n", plural(total, "offset"), plural(len(groups), "group"), changed, file)
+	fmt.Fprintf(c.App.Writer, "restored %s of %s (%d changed) from %s\n", countOf(total, "offset"), countOf(len(groups), "group"), changed, file)
 	return nil
 }
 
@@ -310,8 +310,8 @@ func compactStrings(s []string) []string {
 	return out
 }
 
-// plural is "1 group", "2 groups".
-func plural(n int, noun string) string {
+// countOf is "1 group", "2 groups".
+func countOf(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
