@@ -54,9 +54,10 @@ type Config struct {
 	// ask for (group.min.session.timeout.ms and group.max.session.timeout.ms,
 	// defaults 6 s and 30 min): others get INVALID_SESSION_TIMEOUT.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
-	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long the first
-	// rebalance of an empty group waits for more members, restarted by each join up to
-	// the rebalance timeout (default 3 s; negative: no delay).
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long a rebalance
+	// of an empty group waits for more members; for a new group (generation 0) the
+	// wait is extended by another delay while members keep joining, up to the
+	// rebalance timeout, as in Kafka (default 3 s; negative: no delay).
 	InitialRebalanceDelay time.Duration
 	// MaxGroupSize is group.max.size: members plus members yet to rejoin
 	// (default 1000). Kafka's default is unbounded; held JoinGroup requests cost

@@ -174,7 +174,9 @@ func (g *group) addMemberLocked(m *member, ch chan *kmsg.JoinGroupResponse) chan
 	if g.leader == "" {
 		g.leader = m.id
 	}
-	g.newMembers = true
+	if g.generation == 0 {
+		g.newMembers = true // extends the initial delay of a new group (Kafka's rule)
+	}
 	g.heartbeatLocked(m)
 	if g.state == statePreparingRebalance {
 		g.tryCompleteJoinLocked()
