@@ -2,11 +2,14 @@ package groups
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/offsets"
 )
 
 // TestPartitionFor checks Kafka's choice: abs(String.hashCode) mod n, with the
@@ -575,5 +578,40 @@ func TestRequestBytesCopied(t *testing.T) {
 	m := e.describe("g").Members[0]
 	if string(m.ProtocolMetadata) != "meta-range" || string(m.MemberAssignment) != "assignment" {
 		t.Fatalf("kept metadata %q and assignment %q changed with the request's buffer", m.ProtocolMetadata, m.MemberAssignment)
+	}
+}
+
+// TestElectWaitsForHighWatermark: a new leader's log may hold commits of the previous
+// leader above its high watermark (its followers have not fetched them yet); the
+// partition is served only once they are committed, so none is missing.
+func TestElectWaitsForHighWatermark(t *testing.T) {
+	e := newEnv(t)
+	e.commit(7, "g", "", -1, "t", map[int32]int64{0: 1})
+	mid := e.log.LogEndOffset()
+	e.commit(7, "g", "", -1, "t", map[int32]int64{0: 2})
+	e.stop()
+	removeAll(e.dir + "/meta") // the new leader has applied nothing
+	e.log.setHWCap(mid)
+
+	var err error
+	if e.db, err = offsets.Open(filepath.Join(e.dir, "meta"), offsets.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.cfg
+	cfg.DB = e.db
+	e.c = New(cfg)
+	e.c.SetOffsetsTopic(1, 0)
+	e.c.Elect(0, 1, e.log)
+	waitFor(t, "the shard to apply what is committed", func() bool {
+		a, _ := e.db.GroupShard(0).Applied()
+		return a == mid
+	})
+	if _, code := e.c.shardFor("g"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("served at high watermark %d of log end %d: %v", mid, e.log.LogEndOffset(), kerr.ErrorForCode(code))
+	}
+	e.log.setHWCap(-1)
+	waitFor(t, "the shard to load", func() bool { _, code := e.c.shardFor("g"); return code == 0 })
+	if got := e.fetch("g"); got["t/0"] != 2 {
+		t.Fatalf("offsets after the election: %v", got)
 	}
 }

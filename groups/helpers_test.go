@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,6 +99,7 @@ type testLog struct {
 	*logstore.Log
 	mu      sync.Mutex
 	waiters map[chan<- struct{}]struct{}
+	hwCap   atomic.Int64 // >= 0: the high watermark stays at most this (followers lag)
 }
 
 func openTestLog(t *testing.T, dir string, db *offsets.DB) *testLog {
@@ -106,7 +108,15 @@ func openTestLog(t *testing.T, dir string, db *offsets.DB) *testLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testLog{Log: l, waiters: make(map[chan<- struct{}]struct{})}
+	tl := &testLog{Log: l, waiters: make(map[chan<- struct{}]struct{})}
+	tl.hwCap.Store(-1)
+	return tl
+}
+
+// setHWCap holds the high watermark at most at cap (-1: none) and wakes waiters.
+func (l *testLog) setHWCap(cap int64) {
+	l.hwCap.Store(cap)
+	l.notify()
 }
 
 func (l *testLog) Append(b []byte, _ int16) (replication.AppendResult, error) {
@@ -114,6 +124,11 @@ func (l *testLog) Append(b []byte, _ int16) (replication.AppendResult, error) {
 	if err != nil {
 		return replication.AppendResult{}, err
 	}
+	l.notify()
+	return replication.AppendResult{BaseOffset: base, LogAppendTime: -1}, nil
+}
+
+func (l *testLog) notify() {
 	l.mu.Lock()
 	for ch := range l.waiters {
 		select {
@@ -122,13 +137,17 @@ func (l *testLog) Append(b []byte, _ int16) (replication.AppendResult, error) {
 		}
 	}
 	l.mu.Unlock()
-	return replication.AppendResult{BaseOffset: base, LogAppendTime: -1}, nil
 }
 
-func (l *testLog) HighWatermark() int64 { return l.LogEndOffset() }
+func (l *testLog) HighWatermark() int64 {
+	if c := l.hwCap.Load(); c >= 0 {
+		return min(c, l.LogEndOffset())
+	}
+	return l.LogEndOffset()
+}
 
 func (l *testLog) Read(offset, maxBytes int64) (*logstore.Slice, error) {
-	return l.Log.Read(offset, maxBytes, l.LogEndOffset())
+	return l.Log.Read(offset, maxBytes, l.HighWatermark())
 }
 
 func (l *testLog) AddWaiter(ch chan<- struct{}) {

@@ -124,7 +124,7 @@ func (sh *shard) run() {
 
 	applied, err := sh.store.Applied()
 	if err == nil {
-		applied, err = sh.start(applied)
+		applied, err = sh.start(applied, wake)
 	}
 	for err != nil {
 		if sh.ctx.Err() != nil {
@@ -145,7 +145,7 @@ func (sh *shard) run() {
 		case <-time.After(pause):
 		}
 		if applied, err = sh.store.Applied(); err == nil {
-			applied, err = sh.start(applied)
+			applied, err = sh.start(applied, wake)
 		}
 	}
 	logger.Debug("group coordinator: offsets partition loaded", "applied", applied)
@@ -180,8 +180,9 @@ func (sh *shard) run() {
 	}
 }
 
-// start applies the log up to its current high watermark and loads the groups.
-func (sh *shard) start(applied int64) (int64, error) {
+// start applies the log up to the log end offset at election (once it is committed)
+// and loads the groups.
+func (sh *shard) start(applied int64, wake <-chan struct{}) (int64, error) {
 	if end := sh.log.LogEndOffset(); applied > end {
 		// The log lost records Pebble has applied (an unclean shutdown lost the
 		// tail of the log): keep what Pebble has, and apply what comes next.
@@ -191,14 +192,29 @@ func (sh *shard) start(applied int64) (int64, error) {
 		}
 		applied = end
 	}
-	for hw := sh.log.HighWatermark(); applied < hw; hw = sh.log.HighWatermark() {
-		next, err := sh.apply(applied, hw)
-		if err != nil {
-			return applied, err
+	// Everything in the leader's log at its election is committed once the followers
+	// have it: wait for that, so that no commit acknowledged by the previous leader is
+	// missing from the groups loaded (on one node the high watermark is the log end).
+	target := sh.log.LogEndOffset()
+	for applied < target {
+		progressed := false
+		if hw := sh.log.HighWatermark(); applied < hw {
+			next, err := sh.apply(applied, hw)
+			if err != nil {
+				return applied, err
+			}
+			progressed, applied = next > applied, next
 		}
-		applied = next
-		if sh.ctx.Err() != nil {
-			return applied, sh.ctx.Err()
+		if applied >= target {
+			break
+		}
+		if !progressed {
+			select {
+			case <-wake:
+			case <-time.After(retryFenced): // bounds a missed wake-up
+			case <-sh.ctx.Done():
+				return applied, sh.ctx.Err()
+			}
 		}
 	}
 	sh.publish(applied)
