@@ -105,6 +105,13 @@ type Config struct {
 	ClusterState string
 	// InitialClusterToken: default DefaultInitialClusterToken.
 	InitialClusterToken string
+	// ForceNewCluster restarts a member on its existing data as the only member of
+	// its cluster (etcd --force-new-cluster): every other member is removed from the
+	// membership, and the member has quorum on its own, keeping its data. It is the
+	// way out when a quorum of the members is lost for good; see docs/operations.md.
+	// Set it for one start only: on every start it drops the members added since.
+	// Default false.
+	ForceNewCluster bool
 
 	// HeartbeatInterval: default DefaultHeartbeatInterval. Must be a whole
 	// number of milliseconds.

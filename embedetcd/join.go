@@ -43,16 +43,25 @@ func Dial(endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
 // serving while it starts and catches up; Promote then makes it a voting member.
 //
 // It retries while the cluster refuses because another member was just added and has
-// not started yet (etcd's strict reconfiguration check keeps quorum safe; two nodes
-// joining at once are admitted one after the other), until ctx ends. A member with
+// not started yet (etcd's strict reconfiguration check keeps quorum safe), or because
+// another learner is still catching up (etcd admits one learner at a time), until ctx
+// ends: two nodes joining at once are admitted one after the other. A member with
 // the same peer URL that never started (an interrupted earlier join) is reused.
 func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, logger *slog.Logger) (uint64, string, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := cli.MemberAddAsLearner(ctx, []string{peerURL})
+		actx, cancel := context.WithTimeout(ctx, membershipRequestTimeout)
+		resp, err := cli.MemberAddAsLearner(actx, []string{peerURL})
+		cancel()
 		if err == nil {
 			return resp.Member.ID, initialCluster(resp.Members, resp.Member.ID, name), nil
 		}
 		switch {
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			// raft drops a membership change proposed while the previous one (say,
+			// another node's promotion) is not applied yet, and etcd then never
+			// answers: ask again. If it was applied after all, the peer URL exists
+			// now and the case below picks the member up.
+			logger.Info("adding the member got no answer (another membership change was in progress); retrying", "attempt", attempt+1)
 		case errors.Is(err, rpctypes.ErrGRPCPeerURLExist) || errors.Is(err, rpctypes.ErrPeerURLExist):
 			list, lerr := cli.MemberList(ctx)
 			if lerr != nil {
@@ -71,8 +80,10 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, 
 				}
 			}
 			return 0, "", fmt.Errorf("embedetcd: add member %s: %w", peerURL, err)
-		case errors.Is(err, rpctypes.ErrGRPCUnhealthy) || errors.Is(err, rpctypes.ErrUnhealthy):
-			logger.Info("cluster not ready to add a member (another one is starting); retrying", "attempt", attempt+1)
+		case errors.Is(err, rpctypes.ErrGRPCUnhealthy) || errors.Is(err, rpctypes.ErrUnhealthy),
+			errors.Is(err, rpctypes.ErrGRPCTooManyLearners) || errors.Is(err, rpctypes.ErrTooManyLearners):
+			// etcd admits one learner at a time: another node is joining.
+			logger.Info("cluster not ready to add a member (another one is joining); retrying", "attempt", attempt+1, "reason", err)
 		default:
 			return 0, "", fmt.Errorf("embedetcd: add member %s: %w", peerURL, err)
 		}
@@ -85,14 +96,20 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, 
 }
 
 // Promote makes the learner id a voting member once it has caught up with the
-// leader, retrying while etcd says it is not in sync yet, until ctx ends. A member
-// that is already voting is not an error (an interrupted join that got this far).
+// leader, retrying while etcd says it is not in sync yet, or gives no answer (raft
+// drops a membership change proposed while another is pending), until ctx ends. A
+// member that is already voting is not an error (an interrupted join that got this
+// far, or a retried promotion that was applied after all).
 func Promote(ctx context.Context, cli *clientv3.Client, id uint64) error {
 	for attempt := 0; ; attempt++ {
-		_, err := cli.MemberPromote(ctx, id)
+		actx, cancel := context.WithTimeout(ctx, membershipRequestTimeout)
+		_, err := cli.MemberPromote(actx, id)
+		cancel()
 		switch {
 		case err == nil:
 			return nil
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			// Dropped by raft while another membership change was pending: ask again.
 		case errors.Is(err, rpctypes.ErrGRPCMemberNotLearner) || errors.Is(err, rpctypes.ErrMemberNotLearner):
 			return nil
 		case errors.Is(err, rpctypes.ErrGRPCLearnerNotReady) || errors.Is(err, rpctypes.ErrMemberLearnerNotReady):
@@ -106,6 +123,10 @@ func Promote(ctx context.Context, cli *clientv3.Client, id uint64) error {
 		}
 	}
 }
+
+// membershipRequestTimeout bounds one membership request (add, promote, remove):
+// etcd does not answer one that raft dropped, so it is asked again.
+const membershipRequestTimeout = 5 * time.Second
 
 // initialCluster formats etcd's initial cluster from a member list, naming the new
 // member self (it has no name until it starts). Members added but not started yet

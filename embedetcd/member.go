@@ -43,10 +43,19 @@ var (
 	ErrNotReady = errors.New("embedetcd: member not ready")
 	// ErrClosed is returned by Healthy after Close.
 	ErrClosed = errors.New("embedetcd: member closed")
+	// ErrRemoved is sent on Err (together with ErrStopped) when the member stopped
+	// because it was removed from its cluster (etcd MemberRemove), and returned by
+	// Start for a member removed while it was down. Its data directory cannot serve
+	// again.
+	ErrRemoved = errors.New("embedetcd: member removed from the cluster")
 )
 
 // HealthTimeout bounds a Healthy call when its context has no earlier deadline.
 const HealthTimeout = 2 * time.Second
+
+// RemovedCheckTimeout bounds how long a stopped member asks the other members
+// whether it was removed from the cluster.
+const RemovedCheckTimeout = 3 * time.Second
 
 // Member is a running etcd member with a client connected to it.
 type Member struct {
@@ -90,6 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	}
 	ec.ClusterState = cfg.ClusterState
 	ec.InitialClusterToken = cfg.InitialClusterToken
+	ec.ForceNewCluster = cfg.ForceNewCluster
 	ec.TickMs = uint(cfg.HeartbeatInterval / time.Millisecond)
 	ec.ElectionMs = uint(cfg.ElectionTimeout / time.Millisecond)
 	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
@@ -125,6 +135,11 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		err = context.Cause(ctx)
 	}
 	if err != nil {
+		// A member removed while it was down learns it from its peers, which
+		// refuse it, as soon as it starts.
+		if ctx.Err() == nil && wasRemoved(e, cfg.Logger, closing) {
+			err = fmt.Errorf("%w: %w", ErrRemoved, err)
+		}
 		// Close alone hangs on a member that never became ready: stop the
 		// raft server first.
 		closing.Store(true)
@@ -181,7 +196,52 @@ func (m *Member) watch() {
 		return
 	default:
 	}
+	if wasRemoved(m.etcd, m.logger, m.closing) {
+		m.errc <- fmt.Errorf("%w: %w", ErrRemoved, err)
+		return
+	}
 	m.errc <- fmt.Errorf("embedetcd: member failed: %w", err)
+}
+
+// wasRemoved reports whether the stopped member e was removed from its cluster. A
+// member that applied its own removal knows; one that was cut off or down before
+// (its peers then refuse its messages, which stops it) does not, so the other
+// members are asked, for at most RemovedCheckTimeout.
+func wasRemoved(e *embed.Etcd, logger *slog.Logger, closing *atomic.Bool) bool {
+	self := e.Server.MemberID()
+	if e.Server.IsIDRemoved(uint64(self)) {
+		return true
+	}
+	var endpoints []string
+	for _, mem := range e.Server.Cluster().Members() {
+		if mem.ID != self {
+			endpoints = append(endpoints, mem.ClientURLs...)
+		}
+	}
+	if len(endpoints) == 0 {
+		return false
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: RemovedCheckTimeout,
+		Logger:      newZapLogger(logger.With("component", "etcd-client").Handler(), closing),
+	})
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), RemovedCheckTimeout)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil || len(resp.Members) == 0 {
+		return false
+	}
+	for _, mem := range resp.Members {
+		if mem.ID == uint64(self) {
+			return false
+		}
+	}
+	return true
 }
 
 // Client returns the client connected to this member. It stays valid until
@@ -194,9 +254,15 @@ func (m *Member) ClientURL() string { return m.clientURL }
 // PeerURL returns the advertised peer URL, http://host:port.
 func (m *Member) PeerURL() string { return m.peerURL }
 
-// Err receives at most one error when the member fails while running (it
-// stopped serving, or was removed from the cluster). Nothing is sent after
-// Close.
+// ID returns the etcd member id.
+func (m *Member) ID() uint64 { return uint64(m.etcd.Server.MemberID()) }
+
+// Name returns the etcd member name.
+func (m *Member) Name() string { return m.etcd.Config().Name }
+
+// Err receives at most one error when the member fails while running: it
+// stopped serving, or ErrRemoved when it was removed from the cluster. Nothing
+// is sent after Close.
 func (m *Member) Err() <-chan error { return m.errc }
 
 // Healthy reports whether the member can serve linearizable requests: it has
