@@ -43,6 +43,11 @@ type Config struct {
 	Join []string
 	// JoinTimeout bounds reaching the join target and being added (default 60 s).
 	JoinTimeout time.Duration
+	// ForceNewCluster restarts this node on its data directory as the only member of
+	// its cluster, keeping its data: the way back after a quorum of the nodes is lost
+	// for good (docs/operations.md). Set it for one restart only. Refused with an empty
+	// data directory, --bootstrap or --join.
+	ForceNewCluster bool
 
 	// AutoCreateTopics is auto.create.topics.enable.
 	AutoCreateTopics bool
@@ -153,6 +158,9 @@ func (c Config) Validate() error {
 	}
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
+	}
+	if c.ForceNewCluster && (c.Bootstrap || len(c.Join) > 0) {
+		errs = append(errs, errors.New("force-new-cluster excludes bootstrap and join: it restarts this node's own data as a one-member cluster"))
 	}
 	for _, j := range c.Join {
 		if _, _, err := net.SplitHostPort(j); err != nil {

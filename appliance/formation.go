@@ -48,7 +48,16 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		if cfg.Bootstrap || len(cfg.Join) > 0 {
 			n.logger.Info("data directory already belongs to a cluster: --bootstrap and --join are ignored", "data_dir", cfg.DataDir)
 		}
-		n.status("restarting etcd member")
+		if cfg.ForceNewCluster {
+			ecfg.ForceNewCluster = true
+			n.logger.Warn("force-new-cluster: this node restarts as the only member of its cluster, keeping its data; every other etcd member is dropped. " +
+				"Remove force-new-cluster from the settings before the next restart, or it drops the nodes that join from now on")
+			n.status("restarting etcd member as a new one-member cluster (force-new-cluster)")
+		} else {
+			n.status("restarting etcd member")
+		}
+	case cfg.ForceNewCluster:
+		return nf, fmt.Errorf("force-new-cluster restarts a node on the data of a cluster it belonged to, but %s holds no etcd member; start without it", ecfg.Dir)
 	case known:
 		return nf, fmt.Errorf("data directory %s has node.json but no etcd member in %s: it is damaged; restore it or start with an empty data directory", cfg.DataDir, ecfg.Dir)
 	case len(cfg.Join) > 0:
@@ -67,6 +76,10 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		return nf, err
 	}
 	n.member, err = embedetcd.Start(ctx, ecfg)
+	if errors.Is(err, embedetcd.ErrRemoved) {
+		return nf, fmt.Errorf("this node was removed from the cluster (skiff cluster remove-node, or force-new-cluster on another node): %w; "+
+			"its data directory %s cannot serve again; to add this machine back, delete the data directory and start it with --join", err, cfg.DataDir)
+	}
 	if err != nil {
 		return nf, fmt.Errorf("start embedded etcd: %w", err)
 	}
@@ -83,6 +96,13 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		// Member.Err is never closed, so also end with the node.
 		select {
 		case err := <-n.member.Err():
+			if errors.Is(err, embedetcd.ErrRemoved) {
+				err = fmt.Errorf("this node was removed from the cluster (skiff cluster remove-node), so its etcd member stopped: %w; "+
+					"its data directory %s cannot serve again; to add this machine back, delete the data directory and start it with --join", err, cfg.DataDir)
+				n.status("removed from the cluster: stopping")
+				n.fail(err)
+				return
+			}
 			n.fail(fmt.Errorf("embedded etcd failed: %w", err))
 		case <-n.stop:
 		}
@@ -107,6 +127,10 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 			return nf, fmt.Errorf("write node.json: %w", err)
 		}
 		n.logger.Info("node identity created", "node_id", nf.NodeID, "cluster_id", nf.ClusterID, "member", nf.MemberName)
+	}
+	// Link the node id to its etcd member, for skiff cluster status and remove-node.
+	if err := n.store.RecordNode(ctx, cluster.NodeMember{NodeID: nf.NodeID, MemberName: n.member.Name(), MemberID: n.member.ID()}); err != nil {
+		return nf, err
 	}
 	return nf, nil
 }

@@ -39,6 +39,7 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	n.adminRoutes(mux) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
 	return mux
 }
 

@@ -21,6 +21,7 @@ const (
 	keyProducerIDs   = Prefix + "producer-ids"
 	keyNodeIDs       = Prefix + "node-ids"
 	prefixBrokers    = Prefix + "brokers/"
+	prefixNodes      = Prefix + "nodes/"
 	prefixTopics     = Prefix + "topics/"
 	prefixPartitions = Prefix + "partitions/"
 	// prefixController holds the controller election (concurrency.Election):
@@ -36,6 +37,7 @@ const (
 )
 
 func brokerKey(id int32) string { return prefixBrokers + strconv.FormatInt(int64(id), 10) }
+func nodeKey(id int32) string   { return prefixNodes + strconv.FormatInt(int64(id), 10) }
 func topicKey(name string) string {
 	return prefixTopics + name
 }
@@ -61,6 +63,15 @@ type brokerValue struct {
 	Rack    string `json:"rack,omitempty"`
 	// DataDirID identifies the broker's data directory (see Broker.DataDirID).
 	DataDirID string `json:"data_dir_id,omitempty"`
+}
+
+// nodeValue is /skiff/nodes/<id>.
+type nodeValue struct {
+	Version    int    `json:"version"`
+	ID         int32  `json:"id"`
+	MemberName string `json:"member_name"`
+	// MemberID is the etcd member id in hex, as etcdctl prints it.
+	MemberID string `json:"member_id"`
 }
 
 // topicValue is /skiff/topics/<name>.
@@ -179,6 +190,25 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
 	}
 	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID}, nil
+}
+
+func encodeNode(n NodeMember) string {
+	return encode(nodeValue{Version: valueVersion, ID: n.NodeID, MemberName: n.MemberName, MemberID: strconv.FormatUint(n.MemberID, 16)})
+}
+
+func decodeNode(key string, data []byte) (NodeMember, error) {
+	var v nodeValue
+	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
+		return NodeMember{}, err
+	}
+	if nodeKey(v.ID) != key {
+		return NodeMember{}, fmt.Errorf("%w: %s holds node id %d", ErrCorrupt, key, v.ID)
+	}
+	id, err := strconv.ParseUint(v.MemberID, 16, 64)
+	if err != nil {
+		return NodeMember{}, fmt.Errorf("%w: %s: member id %q", ErrCorrupt, key, v.MemberID)
+	}
+	return NodeMember{NodeID: v.ID, MemberName: v.MemberName, MemberID: id}, nil
 }
 
 func decodeCluster(data []byte) (clusterValue, error) {

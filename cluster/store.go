@@ -64,6 +64,16 @@ func (s *Store) EnsureCluster(ctx context.Context) (string, error) {
 	return cv.ClusterID, nil
 }
 
+// Revision returns etcd's current revision, read with a linearizable request (it
+// needs quorum): a cache that reached it has seen every write made before the call.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, keyCluster, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read the current revision: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
+
 // CreateTopic creates topic t and the state of all its partitions in one
 // transaction, and returns its etcd revision. A zero t.ID gets a new random
 // id. The first replica of each partition's assignment becomes its leader,
