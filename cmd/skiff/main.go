@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			consumeCommand(),
 			groupCommand(),
 			offsetsCommand(),
+			clusterCommand(),
 			versionCommand(),
 			manCommand(),
 		},

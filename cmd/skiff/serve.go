@@ -75,6 +75,7 @@ func runServe(c *cli.Context) error {
 		Bootstrap:                    vals.bool("bootstrap"),
 		Join:                         splitList(vals.str("join")),
 		JoinTimeout:                  vals.duration("join-timeout"),
+		ForceNewCluster:              vals.bool("force-new-cluster"),
 		Rack:                         vals.str("rack"),
 		DisableAutoLeaderRebalance:   !vals.bool("auto-leader-rebalance"),
 		LeaderImbalanceCheckInterval: vals.duration("leader-imbalance-check-interval"),

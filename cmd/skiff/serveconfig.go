@@ -43,6 +43,7 @@ var serveSettings = []setting{
 	{"bootstrap", kindBool, "false", "start a new cluster (also what an empty data directory without --join does)"},
 	{"join", kindString, "", "join the cluster of running nodes at HOST:PORT[,HOST:PORT] (their etcd-client addresses) when the data directory is empty"},
 	{"join-timeout", kindDuration, "60s", "give up joining when no running node answers within this time"},
+	{"force-new-cluster", kindBool, "false", "restart this node's data as a one-member cluster, dropping every other etcd member: only to recover when most nodes are lost for good (docs/operations.md); remove it after that one restart"},
 	{"rack", kindString, "", "rack of this broker (broker.rack): replicas of a partition go to different racks"},
 	{"etcd-advertise-client", kindString, "", "etcd client address other nodes dial HOST:PORT (default: etcd-client, a wildcard host replaced by the host name)"},
 	{"etcd-advertise-peer", kindString, "", "etcd peer address other nodes dial HOST:PORT (default: etcd-peer, a wildcard host replaced by the host name)"},

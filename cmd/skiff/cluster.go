@@ -1,0 +1,305 @@
+package main
+
+// skiff cluster status|remove-node: cluster administration through a node's admin
+// HTTP API (appliance/admin.go), which is not part of the Kafka protocol.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"skiff/appliance"
+)
+
+const (
+	defaultHTTP     = "localhost:9644"
+	defaultHTTPPort = "9644"
+)
+
+func clusterCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "show the cluster's nodes, etcd members and partitions; remove a node",
+		Subcommands: []*cli.Command{
+			clusterStatusCommand(),
+			clusterRemoveNodeCommand(),
+		},
+	}
+}
+
+// adminFlags are the flags of the commands that talk to a node's HTTP port.
+func adminFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{
+			Name:    "http",
+			EnvVars: []string{"SKIFF_HTTP"},
+			Value:   defaultHTTP,
+			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port 9644 if omitted)",
+		},
+		&cli.DurationFlag{
+			Name:  "timeout",
+			Value: 30 * time.Second,
+			Usage: "give up when the node does not answer within `DURATION`",
+		},
+	}
+}
+
+func clusterStatusCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:  "status",
+		Usage: "show the etcd members and their health, the controller, brokers with their partitions, offline partitions",
+		Description: "Asks one node (--http) for the cluster's state. Exits with status 1 when the node\n" +
+			"cannot be reached, or when it reports that the cluster metadata (etcd) has no quorum;\n" +
+			"it still prints what that node knows.",
+		HideHelpCommand: true,
+		Flags: append(adminFlags(),
+			&cli.BoolFlag{Name: "json", Usage: "print the node's answer as JSON"},
+		),
+		Action: runClusterStatus,
+	})
+}
+
+func clusterRemoveNodeCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:      "remove-node",
+		Usage:     "remove a node (and its etcd member) from the cluster",
+		ArgsUsage: "ID",
+		Description: "Removes node ID: its etcd member leaves the cluster and its process stops. Refused\n" +
+			"while the node holds replicas of any partition (delete those topics first), when it\n" +
+			"runs the last voting etcd member, when the members left would not make a quorum, and\n" +
+			"when --http names the node being removed (ask another node). A node that is down for\n" +
+			"good is removed the same way.",
+		HideHelpCommand: true,
+		Flags:           adminFlags(),
+		Action:          runClusterRemoveNode,
+	})
+}
+
+// adminClient talks to one node's admin API.
+type adminClient struct {
+	base string // http://host:port
+	http *http.Client
+}
+
+func adminClientFrom(c *cli.Context) (*adminClient, error) {
+	addr := strings.TrimSpace(c.String("http"))
+	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "http://"), "/")
+	if addr == "" {
+		return nil, errors.New("--http is empty: give a node's HTTP address, HOST:PORT")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(strings.Trim(addr, "[]"), defaultHTTPPort)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p <= 0 || p > 65535 {
+		return nil, fmt.Errorf("--http %q: want HOST:PORT, a node's HTTP address", c.String("http"))
+	}
+	timeout := c.Duration("timeout")
+	if timeout <= 0 {
+		return nil, fmt.Errorf("--timeout must be positive, not %v", timeout)
+	}
+	return &adminClient{base: "http://" + addr, http: &http.Client{Timeout: timeout}}, nil
+}
+
+// do sends a request and decodes a 200 answer into out. Another status is an error
+// carrying the node's message.
+func (a *adminClient) do(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("no Skiff node answers at %s (%v): is `skiff serve` running there? Give a node's HTTP address with --http HOST:PORT (or SKIFF_HTTP)", a.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s: %w", a.base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("%s %s: %s: %.200s (is %s a Skiff node's HTTP port?)", method, a.base+path, resp.Status, body, a.base)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s answered %s with something that is not a cluster status (%v); is it a Skiff node's HTTP port?", a.base, path, err)
+	}
+	return nil
+}
+
+func runClusterStatus(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return fmt.Errorf("unexpected argument %q: skiff cluster status takes no arguments", c.Args().First())
+	}
+	a, err := adminClientFrom(c)
+	if err != nil {
+		return err
+	}
+	var st appliance.ClusterStatus
+	if err := a.do(c.Context, http.MethodGet, "/v1/cluster", &st); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+	} else if err := printClusterStatus(c.App.Writer, st); err != nil {
+		return err
+	}
+	if !st.Quorum {
+		return fmt.Errorf("the cluster metadata (etcd) has no quorum at node %d (%s): the state shown is that node's last view and may be stale, and no topic or node can be changed. "+
+			"More than half of the etcd members must run: start the stopped nodes (docs/operations.md: losing them for good)", st.NodeID, st.QuorumError)
+	}
+	return nil
+}
+
+// printClusterStatus writes the status as readable tables.
+func printClusterStatus(w io.Writer, st appliance.ClusterStatus) error {
+	yesNo := map[bool]string{true: "yes", false: "NO"}
+	controller := "none"
+	if st.ControllerID >= 0 {
+		controller = fmt.Sprintf("node %d", st.ControllerID)
+	}
+	fmt.Fprintf(w, "cluster %s (answered by node %d)\n", st.ClusterID, st.NodeID)
+	fmt.Fprintf(w, "controller: %s\n", controller)
+	fmt.Fprintf(w, "etcd quorum: %s", yesNo[st.Quorum])
+	if !st.Quorum && st.QuorumError != "" {
+		fmt.Fprintf(w, " (%s)", st.QuorumError)
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintf(w, "\netcd members: %d\n", len(st.Members))
+	if st.MembersError != "" {
+		fmt.Fprintf(w, "  %s\n", st.MembersError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(st.Members) > 0 {
+		fmt.Fprintln(tw, "NODE\tMEMBER\tID\tROLE\tPEER URL\tCLIENT URL\tHEALTH")
+	}
+	for _, m := range st.Members {
+		node := "?"
+		if m.NodeID >= 0 {
+			node = strconv.Itoa(int(m.NodeID))
+		}
+		name := m.Name
+		if name == "" {
+			name = "(not started)"
+		}
+		role := "voter"
+		switch {
+		case m.Learner:
+			role = "learner"
+		case m.Leader:
+			role = "leader"
+		}
+		health := "healthy"
+		if !m.Healthy {
+			health = "UNHEALTHY: " + m.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, name, m.ID, role,
+			strings.Join(m.PeerURLs, ","), orDash(strings.Join(m.ClientURLs, ",")), health)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	live := 0
+	for _, b := range st.Brokers {
+		if b.Live {
+			live++
+		}
+	}
+	fmt.Fprintf(w, "\nbrokers: %d live\n", live)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(st.Brokers) > 0 {
+		fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tREPLICAS\tLEADERS")
+	}
+	for _, b := range st.Brokers {
+		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		if !b.Live {
+			addr = "DOWN (no session)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\n", b.ID, addr, orDash(b.Rack), b.Replicas, b.Leaders)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "\n%s in %s; %d offline, %d under-replicated\n",
+		countOf(st.Partitions, "partition"), countOf(st.Topics, "topic"), len(st.OfflinePartitions), len(st.UnderReplicatedPartitions))
+	for _, group := range []struct {
+		title string
+		parts []appliance.PartitionStatus
+	}{{"offline partitions (no leader)", st.OfflinePartitions}, {"under-replicated partitions (ISR smaller than replicas)", st.UnderReplicatedPartitions}} {
+		if len(group.parts) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s:\n", group.title)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TOPIC\tPARTITION\tLEADER\tREPLICAS\tISR")
+		for _, p := range group.parts {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\n", p.Topic, p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ids(list []int32) string {
+	parts := make([]string, len(list))
+	for i, id := range list {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func runClusterRemoveNode(c *cli.Context) error {
+	if c.Args().Len() != 1 {
+		return errors.New("usage: skiff cluster remove-node ID (skiff cluster status lists the node ids)")
+	}
+	id, err := strconv.ParseInt(c.Args().First(), 10, 32)
+	if err != nil || id < 0 {
+		return fmt.Errorf("node id %q: want a whole number (skiff cluster status lists them)", c.Args().First())
+	}
+	a, err := adminClientFrom(c)
+	if err != nil {
+		return err
+	}
+	var res appliance.RemoveResult
+	if err := a.do(c.Context, http.MethodPost, "/v1/cluster/remove-node?id="+strconv.FormatInt(id, 10), &res); err != nil {
+		return fmt.Errorf("remove node %d: %w", id, err)
+	}
+	fmt.Fprintln(c.App.Writer, res.Message)
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"skiff/appliance"
+)
+
+// adminServer serves canned answers of the admin API and records the requests.
+func adminServer(t *testing.T, status appliance.ClusterStatus, remove func(w http.ResponseWriter, r *http.Request)) (addr string, requests *[]string) {
+	t.Helper()
+	var reqs []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		reqs = append(reqs, r.Method+" "+r.URL.String())
+		json.NewEncoder(w).Encode(status)
+	})
+	mux.HandleFunc("POST /v1/cluster/remove-node", func(w http.ResponseWriter, r *http.Request) {
+		reqs = append(reqs, r.Method+" "+r.URL.String())
+		remove(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), &reqs
+}
+
+func sampleStatus() appliance.ClusterStatus {
+	return appliance.ClusterStatus{
+		ClusterID: "MkU3OEVBNTcwNTJENDM2Qg", NodeID: 1, ControllerID: 2, Quorum: true,
+		Members: []appliance.MemberStatus{
+			{ID: "8e9e05c52164694d", Name: "skiff-1", NodeID: 1, PeerURLs: []string{"http://h1:9094"}, ClientURLs: []string{"http://h1:9093"}, Leader: true, Healthy: true},
+			{ID: "91bc3c398fb3c146", Name: "skiff-2", NodeID: 2, PeerURLs: []string{"http://h2:9094"}, ClientURLs: []string{"http://h2:9093"}, Healthy: true},
+			{ID: "fd422379fda50e48", Name: "skiff-3", NodeID: 3, PeerURLs: []string{"http://h3:9094"}, ClientURLs: []string{"http://h3:9093"}, Error: "no answer within 1s"},
+		},
+		Brokers: []appliance.BrokerStatus{
+			{ID: 1, Host: "h1", Port: 9092, Rack: "r1", Live: true, Replicas: 4, Leaders: 4},
+			{ID: 2, Host: "h2", Port: 9092, Live: true, Replicas: 4, Leaders: 4},
+			{ID: 3, Replicas: 4},
+		},
+		Topics: 1, Partitions: 12,
+		OfflinePartitions: []appliance.PartitionStatus{{Topic: "spread", Partition: 2, Leader: -1, Replicas: []int32{3}, ISR: []int32{3}}},
+	}
+}
+
+func TestClusterStatusTable(t *testing.T) {
+	addr, reqs := adminServer(t, sampleStatus(), nil)
+	out := skiffOK(t, nil, "cluster", "status", "--http", addr)
+	mustContain(t, "status", out,
+		"cluster MkU3OEVBNTcwNTJENDM2Qg (answered by node 1)", "controller: node 2", "etcd quorum: yes",
+		"etcd members: 3", "skiff-1", "leader", "http://h1:9094", "UNHEALTHY: no answer within 1s",
+		"brokers: 2 live", "h1:9092", "r1", "DOWN (no session)",
+		"12 partitions in 1 topic; 1 offline, 0 under-replicated", "offline partitions (no leader)", "spread", "[3]")
+	if len(*reqs) != 1 || (*reqs)[0] != "GET /v1/cluster" {
+		t.Errorf("requests %v", *reqs)
+	}
+
+	js := skiffOK(t, nil, "cluster", "status", "--json", "--http", "http://"+addr+"/")
+	var back appliance.ClusterStatus
+	if err := json.Unmarshal([]byte(js), &back); err != nil || back.ClusterID != "MkU3OEVBNTcwNTJENDM2Qg" || len(back.Members) != 3 {
+		t.Errorf("--json printed %q (%v)", js, err)
+	}
+}
+
+// Without quorum the status is printed and the command fails, saying why.
+func TestClusterStatusNoQuorum(t *testing.T) {
+	st := sampleStatus()
+	st.Quorum, st.QuorumError = false, "embedetcd: linearizable read: context deadline exceeded"
+	addr, _ := adminServer(t, st, nil)
+	out, _, err := runApp(nil, "cluster", "status", "--http", addr)
+	if err == nil {
+		t.Fatal("no error without quorum")
+	}
+	mustContain(t, "output", out, "etcd quorum: NO (embedetcd: linearizable read", "skiff-2")
+	mustContain(t, "error", err.Error(), "no quorum at node 1", "start the stopped nodes")
+}
+
+func TestClusterUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, args := range [][]string{{"cluster", "status", "--http", addr}, {"cluster", "remove-node", "4", "--http", addr}} {
+		msg := skiffErr(t, nil, args...)
+		mustContain(t, strings.Join(args, " "), msg, "no Skiff node answers at http://"+addr, "--http HOST:PORT")
+	}
+	t.Setenv("SKIFF_HTTP", addr)
+	mustContain(t, "SKIFF_HTTP", skiffErr(t, nil, "cluster", "status"), "http://"+addr)
+}
+
+func TestClusterRemoveNode(t *testing.T) {
+	addr, reqs := adminServer(t, sampleStatus(), func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("id") {
+		case "3":
+			json.NewEncoder(w).Encode(appliance.RemoveResult{NodeID: 3, Message: "removed node 3 (etcd member skiff-3) from the cluster"})
+		default:
+			w.WriteHeader(http.StatusConflict)
+			json.NewEncoder(w).Encode(map[string]any{"error": "node 2 still holds replicas of 1 partitions: t/0; move or delete these partitions first", "partitions": []string{"t/0"}})
+		}
+	})
+	out := skiffOK(t, nil, "cluster", "remove-node", "3", "--http", addr)
+	mustContain(t, "output", out, "removed node 3")
+	msg := skiffErr(t, nil, "cluster", "remove-node", "--http", addr, "2")
+	mustContain(t, "refusal", msg, "remove node 2: node 2 still holds replicas", "t/0", "move or delete these partitions first")
+	if want := []string{"POST /v1/cluster/remove-node?id=3", "POST /v1/cluster/remove-node?id=2"}; strings.Join(*reqs, ";") != strings.Join(want, ";") {
+		t.Errorf("requests %v, want %v", *reqs, want)
+	}
+}
+
+func TestClusterFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cluster", "remove-node"}, "usage: skiff cluster remove-node ID"},
+		{[]string{"cluster", "remove-node", "x"}, `node id "x": want a whole number`},
+		{[]string{"cluster", "remove-node", "1", "2"}, "usage: skiff cluster remove-node ID"},
+		{[]string{"cluster", "status", "extra"}, `unexpected argument "extra"`},
+		{[]string{"cluster", "status", "--http", "h:port"}, `--http "h:port": want HOST:PORT`},
+		{[]string{"cluster", "status", "--http", ""}, "--http is empty"},
+		{[]string{"cluster", "status", "--timeout", "0s"}, "--timeout must be positive"},
+	} {
+		mustContain(t, strings.Join(tc.args, " "), skiffErr(t, nil, tc.args...), tc.want)
+	}
+}
