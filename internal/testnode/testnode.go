@@ -315,3 +315,50 @@ func (n *Node) WipeStorage(t testing.TB) {
 		}
 	}
 }
+
+// Run runs the skiff binary with args (a client command such as `cluster status`)
+// and returns its stdout, stderr and exit error. The process is killed after timeout.
+func Run(t testing.TB, timeout time.Duration, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), args...)
+	cmd.Env = cleanEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("skiff %s still running after %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), timeout, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String(), err
+}
+
+// ServeExpectExit runs `skiff serve` on the node's data directory and etcd ports
+// with args (instead of the node's Args), for a start that must fail. It returns the
+// process's output (stdout and stderr) once it exits, how long it ran and its exit
+// error; a process still running after timeout is killed and fails the test. The
+// node must not be running.
+func (n *Node) ServeExpectExit(timeout time.Duration, args ...string) (output string, took time.Duration, err error) {
+	n.t.Helper()
+	args = append([]string{"serve",
+		"--data-dir", n.DataDir,
+		"--listen", "127.0.0.1:0",
+		"--etcd-client", n.EtcdClient,
+		"--etcd-peer", n.EtcdPeer,
+		"--http", "127.0.0.1:0",
+		"--log-format", "json",
+	}, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(n.t), args...)
+	cmd.Env = cleanEnv()
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	took = time.Since(start)
+	if ctx.Err() != nil {
+		n.t.Fatalf("skiff %s still running after %v; output:\n%s", strings.Join(args, " "), timeout, out.String())
+	}
+	return out.String(), took, err
+}
