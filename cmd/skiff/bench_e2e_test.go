@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// benchJSON runs a bench command with --json and decodes its result.
+func benchJSON(t *testing.T, args ...string) benchResult {
+	t.Helper()
+	out := skiffOK(t, nil, append(args, "--json")...)
+	var r benchResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("skiff %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return r
+}
+
+// TestBenchE2E runs every bench mode against a real broker and checks that the
+// counts add up: what produce acknowledged, consume reads, and every timed record
+// has a latency.
+func TestBenchE2E(t *testing.T) {
+	b := e2eBrokers(t)
+	topic := uniqueTopic("bench")
+
+	p := benchJSON(t, "bench", "produce", "-b", b, "-t", topic, "--records", "3000", "--partitions", "3", "--record-size", "100")
+	if p.Mode != benchProduce || p.Records != 3000 || p.Failed != 0 || p.Bytes != 300_000 || p.Partitions != 3 {
+		t.Fatalf("produce: %+v", p)
+	}
+	if p.ProduceLatency == nil || p.ProduceLatency.Count != 3000 || p.ProduceLatency.P50 <= 0 ||
+		p.ProduceLatency.Max < p.ProduceLatency.P99 || p.RecordsPerSec <= 0 || p.E2ELatency != nil {
+		t.Fatalf("produce latency: %+v %+v", p.ProduceLatency, p)
+	}
+
+	// Consume reads everything: the timed records and 2 warm-up records per partition.
+	c := benchJSON(t, "bench", "consume", "-b", b, "-t", topic)
+	if c.Records != 3006 || c.Bytes != 300_600 || c.Partitions != 3 || c.MBPerSec <= 0 {
+		t.Fatalf("consume: %+v", c)
+	}
+	c = benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "-n", "100")
+	if c.Records != 100 || c.Bytes != 10_000 {
+		t.Fatalf("consume -n 100 read %d", c.Records)
+	}
+
+	// e2e at a fixed rate: 1000 records due over 0.2 s, all consumed and timed.
+	e := benchJSON(t, "bench", "e2e", "-b", b, "-t", topic, "--records", "1000", "--rate", "5000")
+	if e.Records != 1000 || e.Consumed != 1000 || e.E2ELatency == nil || e.E2ELatency.Count != 1000 ||
+		e.ProduceLatency == nil || e.ProduceLatency.Count != 1000 || e.Rate != 5000 || e.MaxSendLagMs == nil {
+		t.Fatalf("e2e: %+v", e)
+	}
+	if e.Seconds < 0.19 {
+		t.Errorf("1000 records at 5000/s took %.3f s, want at least 0.2", e.Seconds)
+	}
+	if e.E2ELatency.P50 < e.ProduceLatency.P50/10 {
+		t.Errorf("e2e p50 %v ms far below produce p50 %v ms", e.E2ELatency.P50, e.ProduceLatency.P50)
+	}
+
+	// Several producers, acks=1, compression, linger, and the baseline beside it.
+	dir := t.TempDir()
+	r := benchJSON(t, "bench", "produce", "-b", b, "-t", uniqueTopic("bench2"), "--records", "1001", "-k", "2",
+		"--acks", "1", "-z", "lz4", "--linger", "0", "--baseline", "--dir", dir)
+	if r.Records != 1001 || r.Producers != 2 || r.Acks != "1" || r.Compression != "lz4" || r.LingerMs == nil || *r.LingerMs != 0 {
+		t.Fatalf("produce -k 2: %+v", r)
+	}
+	if r.Baseline == nil || len(r.Baseline.Rows) != 5 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 {
+		t.Fatalf("baseline: %+v ratios %v", r.Baseline, r.Ratios)
+	}
+
+	// Text output with the baseline.
+	out := skiffOK(t, nil, "bench", "produce", "-b", b, "-t", topic, "--records", "200", "--baseline", "--dir", dir)
+	mustContain(t, "produce text", out, "200 acknowledged, 0 failed", "produce latency (ms, send to ack)", "ratio", "loopback TCP")
+
+	// An empty topic and a missing one are refused with a hint.
+	empty := uniqueTopic("bench-empty")
+	skiffOK(t, nil, "topic", "create", empty, "-b", b)
+	mustContain(t, "empty", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", empty), "is empty", "skiff bench produce")
+	mustContain(t, "missing", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", uniqueTopic("nope")), "does not exist")
+}
