@@ -42,6 +42,7 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 			ps := replication.PartitionSpec{ID: int32(p), Leader: cluster.NoLeader, Replicas: replicas}
 			if st, ok := snap.Partition(t.Name, int32(p)); ok {
 				ps.Leader, ps.LeaderEpoch, ps.ISR, ps.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
+				ps.LeaderBrokerEpoch = st.EpochOf(st.Leader)
 			}
 			spec.Partitions = append(spec.Partitions, ps)
 		}
@@ -111,7 +112,17 @@ func (n *Node) alterISR(ctx context.Context, topic string, partition, partitionE
 	if !ok {
 		return 0, fmt.Errorf("no state for %s-%d", topic, partition)
 	}
-	next := cluster.PartitionState{Leader: n.id, LeaderEpoch: st.LeaderEpoch, ISR: isr}
+	// Members are stamped with the registration they are in sync under: kept ones
+	// keep theirs, admitted ones get their current one, this leader its own.
+	next := cluster.PartitionState{Leader: n.id, LeaderEpoch: st.LeaderEpoch}.WithISR(isr, func(b int32) int64 {
+		switch {
+		case b == n.id:
+			return n.selfEpoch()
+		case st.EpochOf(b) != 0:
+			return st.EpochOf(b)
+		}
+		return n.cache.Snapshot().BrokerEpoch(b)
+	})
 	if st.Leader != n.id || st.PartitionEpoch != partitionEpoch {
 		return 0, fmt.Errorf("%s-%d moved on (leader %d, partition epoch %d)", topic, partition, st.Leader, st.PartitionEpoch)
 	}

@@ -142,6 +142,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.parts, err = replication.NewManager(replication.Config{
 		BrokerID:               n.id,
 		SessionValid:           n.sessionValid,
+		SelfEpoch:              n.selfEpoch,
 		Dir:                    filepath.Join(cfg.DataDir, "topics"),
 		Store:                  func(key string) replication.Store { return n.db.LogIndex(key) },
 		BrokerAddr:             n.brokerAddr,
@@ -209,14 +210,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// waitListed waits until the metadata cache lists b at its address and a controller,
-// or ctx ends.
+// waitListed waits until the metadata cache lists b at its address, a controller, and
+// no partition led by this broker's previous registration, or ctx ends.
 func (n *Node) waitListed(ctx context.Context, b cluster.Broker) error {
 	for {
 		snap := n.cache.Snapshot()
 		got, ok := snap.Broker(b.ID)
-		// Also wait for a controller, so that Metadata names one from the start.
-		if ok && got.Host == b.Host && got.Port == b.Port && snap.Controller() != cluster.NoLeader {
+		// Also wait for a controller, so that Metadata names one from the start, and
+		// until the controller has dealt with this registration: partitions that named
+		// this broker's previous registration as leader are led again (by it or by
+		// another replica), so clients are not told to come here for nothing.
+		if ok && got.Host == b.Host && got.Port == b.Port && snap.Controller() != cluster.NoLeader && !n.staleLeadership(snap) {
 			return nil
 		}
 		select {
@@ -225,6 +229,22 @@ func (n *Node) waitListed(ctx context.Context, b cluster.Broker) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// staleLeadership reports whether snap names this broker leader of a partition under
+// a previous registration (the controller has not re-elected it yet).
+func (n *Node) staleLeadership(snap *cluster.Snapshot) bool {
+	self := n.selfEpoch()
+	for _, t := range snap.Topics() {
+		for p := range t.Partitions {
+			if st, ok := snap.Partition(t.Name, p); ok && st.Leader == n.id {
+				if e := st.EpochOf(n.id); e != 0 && e != self {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // status reports what the node is doing: logged, and handed to Config.OnStatus.

@@ -14,6 +14,14 @@ func (n *Node) sessionValid() bool {
 	return s != nil && s.Valid()
 }
 
+// selfEpoch is the broker epoch of the current session (0 without one).
+func (n *Node) selfEpoch() int64 {
+	if s := n.session.Load(); s != nil {
+		return s.Epoch()
+	}
+	return 0
+}
+
 // sessionLoop keeps the broker registered until Close. When the session ends (etcd
 // unreachable for longer than the session timeout, or this process paused that
 // long), the cluster may already have moved this broker's partitions, so every local

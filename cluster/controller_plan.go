@@ -14,24 +14,23 @@ type leaderChange struct {
 	reason    string
 }
 
-// planLeaders decides leadership from one metadata snapshot, as the controller does:
-//   - a partition whose leader has no live session gets a new leader from its ISR
-//     (replica order, so the preferred replica first), with the next leader epoch; the
-//     dead leader leaves the ISR unless it is the last member (then it stays, so it can
-//     lead again when it returns, as Kafka keeps the last ISR member);
-//   - with no live ISR member the partition goes offline (leader -1, next epoch), unless
+// planLeaders decides leadership from one metadata snapshot, as the controller does.
+// An ISR member counts as in sync only while its broker is live under the same
+// registration (broker epoch) it was admitted with: a broker that restarted may have
+// lost records, so it must catch up and be admitted again (KIP-903).
+//   - a partition whose leader has no session, or has registered again, gets a new
+//     leader from its in-sync members (replica order, so the preferred replica first),
+//     with the next leader epoch;
+//   - with none, a live ISR member that restarted is elected (a whole cluster
+//     restarted, or the partition's only replica did), since it is the best copy left;
+//   - with none of those the partition goes offline (leader -1, next epoch), unless
 //     unclean.leader.election.enable lets a live out-of-sync replica lead (ISR reset to
 //     it: records only the old ISR had are lost, which is what that setting accepts);
-//   - an offline partition whose ISR member is back gets it as leader;
-//   - a live leader's ISR loses the brokers that have no session, at the same leader
-//     epoch (KRaft's controller does the same for fenced brokers);
+//   - members that are not in sync any more leave the ISR, unless it would be empty
+//     (the last member stays, so it can lead again when it returns, as Kafka keeps it);
 //   - with rebalance set, a partition whose preferred replica (the first of its
-//     assignment) is live and in the ISR but does not lead moves back to it.
+//     assignment) is in sync but does not lead moves back to it.
 func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
-	live := make(map[int32]bool)
-	for _, b := range snap.Brokers() {
-		live[b.ID] = true
-	}
 	var out []leaderChange
 	for _, t := range snap.Topics() {
 		unclean, _ := strconv.ParseBool(EffectiveTopicConfig(t, nil, ConfigUncleanLeaderElect))
@@ -40,68 +39,114 @@ func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 			if !ok {
 				continue
 			}
-			ch := leaderChange{topic: t.Name, partition: int32(p), expected: st.PartitionEpoch}
-			next := PartitionState{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: slices.Clone(st.ISR)}
-			switch {
-			case st.Leader != NoLeader && live[st.Leader]:
-				if dead := slices.DeleteFunc(slices.Clone(next.ISR), func(b int32) bool { return live[b] }); len(dead) > 0 {
-					// Brokers without a session leave the ISR at once (as KRaft's
-					// controller fences them), so acks=all does not wait a whole
-					// replica lag period for them; the leader keeps its epoch.
-					next.ISR = slices.DeleteFunc(next.ISR, func(b int32) bool { return !live[b] })
-					ch.reason, ch.next = "in-sync replicas without a session", next
-					out = append(out, ch)
-					continue
-				}
-				if !rebalance || len(replicas) == 0 || replicas[0] == st.Leader ||
-					!live[replicas[0]] || !slices.Contains(st.ISR, replicas[0]) {
-					continue
-				}
-				next.Leader, ch.reason = replicas[0], "preferred replica is back"
-			default:
-				cand := NoLeader
-				for _, r := range replicas {
-					if live[r] && slices.Contains(st.ISR, r) {
-						cand = r
-						break
-					}
-				}
-				switch {
-				case cand != NoLeader:
-					next.Leader, ch.reason = cand, "leader has no session"
-					if st.Leader == NoLeader {
-						ch.reason = "an in-sync replica is back"
-					}
-				case unclean:
-					for _, r := range replicas {
-						if live[r] {
-							cand = r
-							break
-						}
-					}
-					if cand == NoLeader {
-						if st.Leader == NoLeader {
-							continue
-						}
-						next.Leader, ch.reason = NoLeader, "no live replica"
-					} else {
-						next.Leader, next.ISR, ch.reason = cand, []int32{cand}, "unclean election of an out-of-sync replica"
-					}
-				default:
-					if st.Leader == NoLeader {
-						continue // offline, and stays so until an ISR member returns
-					}
-					next.Leader, ch.reason = NoLeader, "no live in-sync replica"
-				}
-				// The dead leader leaves the ISR unless it is its last member.
-				if st.Leader != NoLeader && !live[st.Leader] && len(next.ISR) > 1 && next.Leader != NoLeader {
-					next.ISR = slices.DeleteFunc(next.ISR, func(b int32) bool { return b == st.Leader })
-				}
+			if ch, ok := planPartition(snap, st, replicas, unclean, rebalance); ok {
+				ch.topic, ch.partition, ch.expected = t.Name, int32(p), st.PartitionEpoch
+				out = append(out, ch)
 			}
-			next.LeaderEpoch = st.LeaderEpoch + 1
-			ch.next = next
-			out = append(out, ch)
 		}
 	}
 	return out
+}
+
+func planPartition(snap *Snapshot, st PartitionState, replicas []int32, unclean, rebalance bool) (leaderChange, bool) {
+	live := func(b int32) bool { _, ok := snap.brokers[b]; return ok }
+	inSync := func(b int32) bool {
+		e := st.EpochOf(b)
+		return live(b) && slices.Contains(st.ISR, b) && (e == 0 || e == snap.BrokerEpoch(b))
+	}
+	epochs := func(b int32) int64 {
+		if inSync(b) && st.EpochOf(b) != 0 {
+			return st.EpochOf(b)
+		}
+		return snap.BrokerEpoch(b)
+	}
+	// The ISR without members that are not in sync any more (never empty).
+	kept := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return !inSync(b) })
+	shrunk := func(keepAlso int32) []int32 {
+		isr := kept
+		if keepAlso != NoLeader && !slices.Contains(isr, keepAlso) {
+			isr = append(slices.Clone(isr), keepAlso)
+		}
+		if len(isr) == 0 {
+			return slices.Clone(st.ISR)
+		}
+		return isr
+	}
+	var ch leaderChange
+	next := st
+	switch {
+	case st.Leader != NoLeader && inSync(st.Leader):
+		if len(kept) < len(st.ISR) {
+			// Same leader and epoch; members without a session or with a new one leave.
+			ch.reason, ch.next = "in-sync replicas restarted or without a session", st.WithISR(kept, epochs)
+			return ch, true
+		}
+		if !rebalance || len(replicas) == 0 || replicas[0] == st.Leader || !inSync(replicas[0]) {
+			return ch, false
+		}
+		next.Leader, ch.reason = replicas[0], "preferred replica is in sync"
+		next = next.WithISR(st.ISR, epochs)
+	default:
+		cand := NoLeader
+		for _, r := range replicas {
+			if inSync(r) {
+				cand = r
+				break
+			}
+		}
+		if cand == NoLeader {
+			for _, r := range replicas {
+				if live(r) && slices.Contains(st.ISR, r) {
+					cand, ch.reason = r, "only restarted in-sync replicas are left"
+					break
+				}
+			}
+		}
+		switch {
+		case cand != NoLeader:
+			if ch.reason == "" {
+				ch.reason = "leader has no session or restarted"
+				if st.Leader == NoLeader {
+					ch.reason = "an in-sync replica is back"
+				}
+			}
+			next.Leader = cand
+			next = next.WithISR(shrunk(cand), snap.BrokerEpoch)
+			if !inSync(cand) {
+				// The restarted member is the best copy left: stamp its new registration.
+				next = next.WithISR(next.ISR, func(b int32) int64 {
+					if b == cand {
+						return snap.BrokerEpoch(b)
+					}
+					return epochs(b)
+				})
+			} else {
+				next = next.WithISR(next.ISR, epochs)
+			}
+		case unclean:
+			for _, r := range replicas {
+				if live(r) {
+					cand = r
+					break
+				}
+			}
+			if cand == NoLeader {
+				if st.Leader == NoLeader {
+					return ch, false
+				}
+				next.Leader, ch.reason = NoLeader, "no live replica"
+			} else {
+				next.Leader, ch.reason = cand, "unclean election of an out-of-sync replica"
+				next = next.WithISR([]int32{cand}, snap.BrokerEpoch)
+			}
+		default:
+			if st.Leader == NoLeader {
+				return ch, false // offline, and stays so until an ISR member returns
+			}
+			next.Leader, ch.reason = NoLeader, "no live in-sync replica"
+		}
+	}
+	next.LeaderEpoch = st.LeaderEpoch + 1
+	ch.next = next
+	return ch, true
 }

@@ -10,7 +10,7 @@ import (
 func snapOf(live []int32, unclean bool, assign [][]int32, states []PartitionState) *Snapshot {
 	s := &Snapshot{brokers: map[int32]Broker{}, topics: map[string]*topicState{}, names: []string{"t"}}
 	for _, b := range live {
-		s.brokers[b] = Broker{ID: b, Host: "h", Port: 1}
+		s.brokers[b] = Broker{ID: b, Host: "h", Port: 1, Epoch: 100 * int64(b)} // broker b's current registration
 	}
 	t := Topic{Name: "t", Partitions: int32(len(assign)), ReplicationFactor: int16(len(assign[0])), Assignment: assign}
 	if unclean {
@@ -65,6 +65,18 @@ func TestPlanLeaders(t *testing.T) {
 			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{2, 3, 1}}},
 		{name: "no rebalance when not asked", live: []int32{1, 2, 3}, replicas: []int32{1, 2, 3},
 			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3, 1}}},
+		{name: "a restarted leader hands over to an in-sync replica", live: []int32{1, 2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}, ISREpochs: []int64{99, 200, 300}},
+			want:  &PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{name: "a restarted follower leaves the ISR", live: []int32{1, 2, 3}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}, ISREpochs: []int64{100, 199, 300}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}}},
+		{name: "the sole replica restarted leads again", live: []int32{1}, replicas: []int32{1},
+			state: PartitionState{Leader: 1, LeaderEpoch: 0, ISR: []int32{1}, ISREpochs: []int64{42}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}}},
+		{name: "whole cluster restarted: the preferred replica leads", live: []int32{1, 2}, replicas: []int32{1, 2},
+			state: PartitionState{Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{2, 1}, ISREpochs: []int64{7, 8}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{1}}},
 		{name: "no rebalance to an out-of-sync preferred replica", live: []int32{1, 2, 3}, rebalance: true, replicas: []int32{1, 2, 3},
 			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
 	} {
@@ -82,6 +94,13 @@ func TestPlanLeaders(t *testing.T) {
 			got := plan[0].next
 			if got.Leader != tc.want.Leader || got.LeaderEpoch != tc.want.LeaderEpoch || !slices.Equal(got.ISR, tc.want.ISR) {
 				t.Fatalf("planned %+v, want %+v", got, *tc.want)
+			}
+			// A new leader's ISR is stamped with broker epochs; the leader with its current one.
+			if got.Leader != NoLeader && len(got.ISREpochs) != len(got.ISR) {
+				t.Fatalf("ISR %v with broker epochs %v", got.ISR, got.ISREpochs)
+			}
+			if got.Leader != NoLeader && got.EpochOf(got.Leader) != 100*int64(got.Leader) {
+				t.Fatalf("leader %d stamped with broker epoch %d, its registration is %d", got.Leader, got.EpochOf(got.Leader), 100*int64(got.Leader))
 			}
 			if err := validatePartitionState(got, tc.state, tc.replicas); err != nil {
 				t.Fatalf("planned an invalid state: %v", err)

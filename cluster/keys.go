@@ -90,6 +90,7 @@ type partitionValue struct {
 	Leader         int32   `json:"leader"`
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	ISR            []int32 `json:"isr"`
+	ISREpochs      []int64 `json:"isr_broker_epochs,omitempty"`
 	PartitionEpoch int32   `json:"partition_epoch"`
 }
 
@@ -165,6 +166,7 @@ func encodePartition(s PartitionState) string {
 		Leader:         s.Leader,
 		LeaderEpoch:    s.LeaderEpoch,
 		ISR:            isr,
+		ISREpochs:      s.ISREpochs,
 		PartitionEpoch: s.PartitionEpoch,
 	})
 }
@@ -174,7 +176,11 @@ func decodePartition(key string, data []byte) (PartitionState, error) {
 	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
 		return PartitionState{}, err
 	}
-	return PartitionState{Leader: v.Leader, LeaderEpoch: v.LeaderEpoch, ISR: v.ISR, PartitionEpoch: v.PartitionEpoch}, nil
+	st := PartitionState{Leader: v.Leader, LeaderEpoch: v.LeaderEpoch, ISR: v.ISR, ISREpochs: v.ISREpochs, PartitionEpoch: v.PartitionEpoch}
+	if len(st.ISREpochs) != 0 && len(st.ISREpochs) != len(st.ISR) {
+		return PartitionState{}, fmt.Errorf("%w: %s: %d ISR members, %d broker epochs", ErrCorrupt, key, len(st.ISR), len(st.ISREpochs))
+	}
+	return st, nil
 }
 
 func encodeBroker(b Broker) string {

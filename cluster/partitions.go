@@ -30,6 +30,10 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, count int32, 
 		return Topic{}, 0, err
 	}
 	key := topicKey(name)
+	epochs, err := s.brokerEpochs(ctx)
+	if err != nil {
+		return Topic{}, 0, err
+	}
 	for {
 		resp, err := s.client.Get(ctx, key)
 		if err != nil {
@@ -62,7 +66,7 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, count int32, 
 		ops := make([]clientv3.Op, 0, 1+len(added))
 		ops = append(ops, clientv3.OpPut(key, encodeTopic(next)))
 		for i, replicas := range added {
-			st := PartitionState{Leader: replicas[0], ISR: replicas}
+			st := PartitionState{Leader: replicas[0]}.WithISR(replicas, epochs)
 			ops = append(ops, clientv3.OpPut(partitionKey(name, cur.Partitions+int32(i)), encodePartition(st)))
 		}
 		tr, err := s.client.Txn(ctx).

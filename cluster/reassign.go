@@ -197,7 +197,7 @@ func planReassign(snap *Snapshot) []reassignStep {
 					continue
 				}
 				if st.Leader == d {
-					next := PartitionState{Leader: NoLeader, LeaderEpoch: st.LeaderEpoch + 1, ISR: slices.Clone(st.ISR)}
+					next := PartitionState{Leader: NoLeader, LeaderEpoch: st.LeaderEpoch + 1, ISR: slices.Clone(st.ISR), ISREpochs: slices.Clone(st.ISREpochs)}
 					for _, r := range replicas {
 						if r != d && live[r] && slices.Contains(st.ISR, r) {
 							next.Leader = r
@@ -210,8 +210,8 @@ func planReassign(snap *Snapshot) []reassignStep {
 					step.replicas, step.next = replicas, &next
 					step.reason = fmt.Sprintf("moving leadership off draining broker %d", d)
 				} else {
-					next := PartitionState{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-						ISR: slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return b == d })}
+					next := PartitionState{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch}.WithISR(
+						slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return b == d }), st.EpochOf)
 					step.replicas = slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return b == d })
 					step.next = &next
 					step.reason = fmt.Sprintf("draining broker %d leaves the replicas", d)

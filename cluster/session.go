@@ -27,6 +27,7 @@ type Session struct {
 	// half the TTL (the other half covers the answer's trip and clock rate).
 	validUntil atomic.Int64
 	stopWatch  context.CancelFunc
+	epoch      int64 // the broker epoch of this registration
 
 	closeOnce sync.Once
 	closeErr  error
@@ -69,7 +70,7 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 		return nil, errors.Join(fmt.Errorf("cluster: watch keep-alives of broker %d: %w", b.ID, err), cs.Close())
 	}
 	go sess.watchKeepAlives(answers)
-	if err := s.putBroker(ctx, b, lease.ID); err != nil {
+	if sess.epoch, err = s.putBroker(ctx, b, lease.ID); err != nil {
 		return nil, errors.Join(err, sess.Close())
 	}
 	s.logger.Info("registered broker", "broker_id", b.ID, "host", b.Host, "port", b.Port,
@@ -88,7 +89,7 @@ func (s *Store) revoke(id clientv3.LeaseID) error {
 
 // putBroker creates the broker key under lease, waiting while another lease
 // holds it.
-func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID) error {
+func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID) (int64, error) {
 	key := brokerKey(b.ID)
 	for {
 		resp, err := s.client.Txn(ctx).
@@ -97,10 +98,10 @@ func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID)
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
-			return fmt.Errorf("cluster: register broker %d: %w", b.ID, err)
+			return 0, fmt.Errorf("cluster: register broker %d: %w", b.ID, err)
 		}
 		if resp.Succeeded {
-			return nil
+			return resp.Header.Revision, nil // the key's create revision: the broker epoch
 		}
 		held := resp.Responses[0].GetResponseRange().Kvs
 		if len(held) == 0 {
@@ -110,14 +111,14 @@ func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID)
 		if prev, err := decodeBroker(key, held[0].Value); err == nil && b.DataDirID != "" && prev.DataDirID == b.DataDirID {
 			s.logger.Info("replacing the registration of this broker's previous run", "broker_id", b.ID, "lease", fmt.Sprintf("%x", holder))
 			if _, err := s.client.Revoke(ctx, clientv3.LeaseID(holder)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				return fmt.Errorf("cluster: revoke the previous session of broker %d: %w", b.ID, err)
+				return 0, fmt.Errorf("cluster: revoke the previous session of broker %d: %w", b.ID, err)
 			}
 			continue
 		}
 		s.logger.Warn("broker id held by another session; waiting for it to expire",
 			"broker_id", b.ID, "lease", fmt.Sprintf("%x", holder))
 		if err := s.waitDeleted(ctx, key, resp.Header.Revision); err != nil {
-			return fmt.Errorf("%w: broker %d, lease %x: %w", ErrBrokerIDInUse, b.ID, holder, err)
+			return 0, fmt.Errorf("%w: broker %d, lease %x: %w", ErrBrokerIDInUse, b.ID, holder, err)
 		}
 	}
 }
@@ -167,6 +168,9 @@ func (s *Session) Valid() bool {
 	}
 	return time.Now().UnixNano() < s.validUntil.Load()
 }
+
+// Epoch returns the broker epoch of this registration (Broker.Epoch).
+func (s *Session) Epoch() int64 { return s.epoch }
 
 // Broker returns the registered broker.
 func (s *Session) Broker() Broker { return s.broker }

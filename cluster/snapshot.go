@@ -42,6 +42,9 @@ type candidate struct {
 
 var emptySnapshot = &Snapshot{changed: make(chan struct{})}
 
+// BrokerEpoch returns the epoch of live broker id's registration, 0 if not live.
+func (s *Snapshot) BrokerEpoch(id int32) int64 { return s.brokers[id].Epoch }
+
 // Controller returns the broker id of the elected controller, or NoLeader.
 func (s *Snapshot) Controller() int32 {
 	best, id := int64(0), NoLeader
@@ -211,6 +214,7 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 			return
 		}
 		br, err := decodeBroker(key, kv.Value)
+		br.Epoch = kv.CreateRevision
 		if err != nil {
 			b.logger.Error("ignoring metadata key", "key", key, "err", err)
 			return

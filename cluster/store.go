@@ -93,10 +93,14 @@ func (s *Store) CreateTopic(ctx context.Context, t Topic) (int64, error) {
 	if len(t.Configs) == 0 {
 		t.Configs = nil
 	}
+	epochs, err := s.brokerEpochs(ctx)
+	if err != nil {
+		return 0, err
+	}
 	ops := make([]clientv3.Op, 0, 1+len(t.Assignment))
 	ops = append(ops, clientv3.OpPut(topicKey(t.Name), encodeTopic(t)))
 	for p, replicas := range t.Assignment {
-		st := PartitionState{Leader: replicas[0], ISR: replicas}
+		st := PartitionState{Leader: replicas[0]}.WithISR(replicas, epochs)
 		ops = append(ops, clientv3.OpPut(partitionKey(t.Name, int32(p)), encodePartition(st)))
 	}
 	resp, err := s.client.Txn(ctx).
@@ -251,4 +255,20 @@ func (s *Store) AlterPartition(ctx context.Context, topic string, partition int3
 		}
 		// Something changed in between: read again; a moved epoch fails above.
 	}
+}
+
+// brokerEpochs reads the broker epochs of the registered brokers, to stamp the initial
+// ISR of new partitions (an unregistered broker: 0, unknown).
+func (s *Store) brokerEpochs(ctx context.Context) (func(int32) int64, error) {
+	resp, err := s.client.Get(ctx, prefixBrokers, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read brokers: %w", err)
+	}
+	m := make(map[int32]int64, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if kind, _, id := parseKey(string(kv.Key)); kind == keyIsBroker {
+			m[id] = kv.CreateRevision
+		}
+	}
+	return func(id int32) int64 { return m[id] }, nil
 }

@@ -77,6 +77,12 @@ type PartitionState struct {
 	// ISR is the in-sync replica set; it contains Leader unless Leader is
 	// NoLeader, and only replicas from the topic's assignment.
 	ISR []int32
+	// ISREpochs holds, for each ISR member, the broker epoch (Broker.Epoch) of the
+	// registration under which it was in sync; 0 or an empty slice means unknown. A
+	// member whose broker has registered again since (a restart, perhaps with lost
+	// storage) no longer counts as in sync: it must not lead or be elected until its
+	// leader admits it again (Kafka's KIP-903).
+	ISREpochs []int64
 	// PartitionEpoch increases by one with every write of this state; it is
 	// the compare token of AlterPartition (Kafka's partition epoch).
 	PartitionEpoch int32
@@ -94,6 +100,31 @@ type Broker struct {
 	// directory lock rules out two at once), so RegisterBroker replaces it
 	// instead of waiting for its lease to expire. Empty: never replaced.
 	DataDirID string
+	// Epoch is the broker epoch: the etcd create revision of this registration. A
+	// broker that registers again (a restart, a lost session) gets a higher one.
+	// Set by the cache; not stored in the value.
+	Epoch int64
+}
+
+// EpochOf returns the broker epoch recorded for ISR member b (0: unknown or not a member).
+func (s PartitionState) EpochOf(b int32) int64 {
+	for i, r := range s.ISR {
+		if r == b && i < len(s.ISREpochs) {
+			return s.ISREpochs[i]
+		}
+	}
+	return 0
+}
+
+// WithISR returns s with ISR isr and its members' broker epochs from epochs (brokers
+// missing from it: 0, unknown).
+func (s PartitionState) WithISR(isr []int32, epochs func(int32) int64) PartitionState {
+	s.ISR = isr
+	s.ISREpochs = make([]int64, len(isr))
+	for i, b := range isr {
+		s.ISREpochs[i] = epochs(b)
+	}
+	return s
 }
 
 // ValidTopicName reports whether name is a legal Kafka topic name: 1 to 249
@@ -205,6 +236,9 @@ func validatePartitionState(next, cur PartitionState, replicas []int32) error {
 		if in(next.ISR[:i], b) {
 			return fmt.Errorf("%w: ISR lists %d twice", ErrInvalidPartitionState, b)
 		}
+	}
+	if len(next.ISREpochs) != 0 && len(next.ISREpochs) != len(next.ISR) {
+		return fmt.Errorf("%w: %d ISR members but %d broker epochs", ErrInvalidPartitionState, len(next.ISR), len(next.ISREpochs))
 	}
 	if next.Leader != NoLeader && !in(next.ISR, next.Leader) {
 		return fmt.Errorf("%w: leader %d not in ISR %v", ErrInvalidPartitionState, next.Leader, next.ISR)

@@ -419,15 +419,25 @@ func TestFaultFollowersKilled(t *testing.T) {
 // TestFaultFollowerWiped deletes a follower's storage (its partition data and Pebble;
 // its identity and etcd member stay): restarted, it copies the logs from the leaders
 // and rejoins every ISR.
-func TestFaultFollowerWiped(t *testing.T) {
+func TestFaultFollowerWiped(t *testing.T) { wipedFault(t, false) }
+
+// TestFaultLeaderWiped does the same to the leader of partition 0, restarting it at
+// once, before its session could expire: its new registration must not lead with an
+// empty log (its followers would truncate to it); another in-sync replica takes over
+// and the wiped broker copies everything back as a follower.
+func TestFaultLeaderWiped(t *testing.T) { wipedFault(t, true) }
+
+func wipedFault(t *testing.T, leaderToo bool) {
 	nodes := startFaultCluster(t)
 	w := startWorkload(t, nodes)
 	w.progress(2000, 30*time.Second)
 	leader := leaderOf(t, nodes, 0)
-	var victim *testnode.Node
-	for _, n := range nodes {
-		if n != leader {
-			victim = n
+	victim := leader
+	if !leaderToo {
+		for _, n := range nodes {
+			if n != leader {
+				victim = n
+			}
 		}
 	}
 	victim.Kill()
@@ -435,5 +445,5 @@ func TestFaultFollowerWiped(t *testing.T) {
 	victim.Restart()
 	waitFullISR(t, nodes)
 	w.progress(300, 60*time.Second)
-	w.finish(leader.Addr)
+	w.finish(anyRunning(nodes, nil).Addr)
 }

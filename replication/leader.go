@@ -14,6 +14,7 @@ import (
 // metadata and returns the leader to fetch from, or -1 when this replica does not
 // follow anyone.
 func (p *Partition) applyState(s PartitionSpec) int32 {
+	p.leaderBrokerEpoch.Store(s.LeaderBrokerEpoch)
 	switch {
 	case s.Leader == p.self:
 		p.stateMu.Lock()

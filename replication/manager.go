@@ -40,6 +40,10 @@ type Config struct {
 	// partition leads while it is false. Nil: always alive (tests, a lone node
 	// without sessions).
 	SessionValid func() bool
+	// SelfEpoch returns the broker epoch of this broker's current registration; a
+	// partition leads here only if its state elected this registration (a broker
+	// that restarted waits until the controller elects it again). Nil: no check.
+	SelfEpoch func() int64
 	// Dir holds one folder per partition replica (<data>/topics).
 	Dir string
 	// Store returns the persistent data of a partition (log index, high-watermark
@@ -74,12 +78,14 @@ type TopicSpec struct {
 
 // PartitionSpec is the state of one local replica's partition.
 type PartitionSpec struct {
-	ID             int32
-	Leader         int32 // broker id of the leader, -1 for none
-	LeaderEpoch    int32
-	Replicas       []int32
-	ISR            []int32
-	PartitionEpoch int32
+	ID          int32
+	Leader      int32 // broker id of the leader, -1 for none
+	LeaderEpoch int32
+	// LeaderBrokerEpoch is the broker epoch the leader was elected under (0: unknown).
+	LeaderBrokerEpoch int64
+	Replicas          []int32
+	ISR               []int32
+	PartitionEpoch    int32
 }
 
 type topicPartition struct {
@@ -221,7 +227,7 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			continue
 		}
 		p.fenced.Store(m.fenced.Load())
-		p.sessionValid = m.cfg.SessionValid
+		p.sessionValid, p.selfEpoch = m.cfg.SessionValid, m.cfg.SelfEpoch
 		m.mu.parts[tp] = p
 		m.follow(p, p.applyState(state[tp]))
 	}

@@ -77,11 +77,15 @@ type Partition struct {
 	cfg    atomic.Pointer[PartitionConfig]
 
 	leaderEpoch  atomic.Int32
-	leader       atomic.Bool // the partition state names this broker as leader
-	fenced       atomic.Bool // the broker has no session: it must not lead
-	sessionValid func() bool // the broker's lease is certainly alive
-	hw           atomic.Int64
-	savedHW      int64 // last checkpointed high watermark; owned by the checkpoint loop
+	leader       atomic.Bool  // the partition state names this broker as leader
+	fenced       atomic.Bool  // the broker has no session: it must not lead
+	sessionValid func() bool  // the broker's lease is certainly alive
+	selfEpoch    func() int64 // this broker's current registration (broker epoch)
+	// leaderBrokerEpoch is the broker epoch the partition state elected its leader
+	// under (0: unknown): leading needs it to be this broker's current one.
+	leaderBrokerEpoch atomic.Int64
+	hw                atomic.Int64
+	savedHW           int64 // last checkpointed high watermark; owned by the checkpoint loop
 
 	appendMu  sync.Mutex
 	producers producerStates // guarded by appendMu
@@ -194,7 +198,11 @@ func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 // IsLeader reports whether this replica leads: the partition state names this broker
 // and the broker holds its session.
 func (p *Partition) IsLeader() bool {
-	return p.leader.Load() && !p.fenced.Load() && (p.sessionValid == nil || p.sessionValid())
+	if !p.leader.Load() || p.fenced.Load() || (p.sessionValid != nil && !p.sessionValid()) {
+		return false
+	}
+	e := p.leaderBrokerEpoch.Load()
+	return e == 0 || p.selfEpoch == nil || e == p.selfEpoch()
 }
 
 // HighWatermark is the offset below which records are committed and visible to consumers.
