@@ -19,9 +19,12 @@ run: build
 	./skiff serve --listen localhost:9092 --etcd-client localhost:9093 --etcd-peer localhost:9094 --http localhost:9644 --data-dir ./skiff-data
 
 # Everything CI runs: installs what the tests need, checks formatting and vet,
-# then runs every test.
+# then runs every test, then every benchmark once (-benchtime 1x) so that none
+# can rot; measuring is `go test -bench` with a real -benchtime, or skiff bench
+# (docs/performance.md).
 test: test-deps check
 	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 20m -run '^$$' -bench . -benchtime 1x ./...
 
 test-deps:
 	./scripts/test-deps.sh
