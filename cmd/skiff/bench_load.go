@@ -435,7 +435,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		case <-finished:
 		}
 	}()
-	start := clock.now()
+	start, cpuStart := clock.now(), cpuTime()
 	until := int64(-1)
 	if o.duration > 0 {
 		until = start + int64(o.duration)
@@ -458,7 +458,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 	}
 	sampler := startSampler(progress, clock, &acked, producers, cons)
 	wg.Wait()
-	prodEnd := clock.now()
+	prodEnd, cpuEnd := clock.now(), cpuTime()
 	if err := errors.Join(errs...); err != nil {
 		sampler.stop()
 		return nil, err
@@ -475,6 +475,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		res.FirstError = producers[0].k.explain(err).Error()
 	}
 	res.setElapsed(prodEnd - start)
+	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
 	var lat histogram
 	var maxLag int64
 	for _, p := range producers {
@@ -547,8 +548,9 @@ func runBenchConsume(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		defer cancel()
 	}
 	sampler := startSampler(progress, clock, &cons.read, nil, cons)
+	cpuStart := cpuTime()
 	err = cons.run(runCtx, o.records, ends)
-	end := clock.now()
+	end, cpuEnd := clock.now(), cpuTime()
 	sampler.stop()
 	if err != nil {
 		return nil, err
@@ -559,6 +561,7 @@ func runBenchConsume(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		end = cons.last.Load() // finished: up to the last record, not the context's end
 	}
 	res.setElapsed(end)
+	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
 	return res, nil
 }
 

@@ -34,6 +34,9 @@ type benchResult struct {
 	Seconds       float64 `json:"seconds"`
 	RecordsPerSec float64 `json:"records_per_sec"`
 	MBPerSec      float64 `json:"mb_per_sec"`
+	// ClientCPUSeconds is the CPU time this process (producers and consumer)
+	// used during the run: on a small machine it is taken from the brokers.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
 
 	ProduceLatency *latencySummary `json:"produce_latency,omitempty"` // send (or due time) to ack
 	MaxSendLagMs   *float64        `json:"max_send_lag_ms,omitempty"` // --rate: furthest behind schedule
@@ -100,6 +103,9 @@ func (r *benchResult) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "records      %d acknowledged, %d failed, in %.2f s\n", r.Records, r.Failed, r.Seconds)
 	}
 	fmt.Fprintf(&b, "throughput   %.0f records/s   %.1f MB/s\n", r.RecordsPerSec, r.MBPerSec)
+	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {
+		fmt.Fprintf(&b, "client CPU   %.2f s (%.2f cores) in this process\n", r.ClientCPUSeconds, r.ClientCPUSeconds/r.Seconds)
+	}
 	if r.ProduceLatency != nil {
 		from := "send"
 		if r.Rate > 0 {

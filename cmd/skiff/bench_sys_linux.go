@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,4 +71,13 @@ func fdatasync(f *os.File) error {
 			return err
 		}
 	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used so far.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
