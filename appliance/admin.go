@@ -8,8 +8,13 @@ package appliance
 //	                                  with 400 (bad id), 404 (no such node), 409 (refused:
 //	                                  replicas left, last voter, quorum at risk, or the
 //	                                  node answering), 503 (no quorum) or 500.
+//	     ...&drain=true               a node holding replicas is marked for draining
+//	                                  instead (the controller moves its replicas away,
+//	                                  cluster/reassign.go): 202 and a RemoveResult with
+//	                                  Draining set; ask again until it answers 200.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,6 +88,9 @@ type BrokerStatus struct {
 	Rack string `json:"rack,omitempty"`
 	// Live: registered under a session now.
 	Live bool `json:"live"`
+	// Draining: the controller is moving the broker's replicas to other brokers
+	// (remove-node with drain); new replicas are not placed on it.
+	Draining bool `json:"draining,omitempty"`
 	// Replicas is the number of partition replicas assigned to it; Leaders the number
 	// of partitions it leads now.
 	Replicas int `json:"replicas"`
@@ -98,12 +106,16 @@ type PartitionStatus struct {
 	ISR       []int32 `json:"isr"`
 }
 
-// RemoveResult is the answer of a successful POST /v1/cluster/remove-node.
+// RemoveResult is the answer of a successful POST /v1/cluster/remove-node: the node
+// was removed (200), or, with drain, is being drained (202: Draining set, ReplicasLeft
+// partitions still have a replica on it).
 type RemoveResult struct {
-	NodeID     int32  `json:"node_id"`
-	MemberName string `json:"member_name,omitempty"`
-	MemberID   string `json:"member_id,omitempty"`
-	Message    string `json:"message"`
+	NodeID       int32  `json:"node_id"`
+	MemberName   string `json:"member_name,omitempty"`
+	MemberID     string `json:"member_id,omitempty"`
+	Draining     bool   `json:"draining,omitempty"`
+	ReplicasLeft int    `json:"replicas_left,omitempty"`
+	Message      string `json:"message"`
 }
 
 // adminError is a refusal with its HTTP status.
@@ -131,15 +143,24 @@ func (n *Node) adminRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("id %q: want a node id, a whole number (skiff cluster status lists them)", r.URL.Query().Get("id"))})
 			return
 		}
+		drain, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get("drain"), "false"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("drain %q: want true or false", r.URL.Query().Get("drain"))})
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
-		res, aerr := n.removeNode(ctx, int32(id))
+		res, aerr := n.removeNode(ctx, int32(id), drain)
 		if aerr != nil {
 			body := map[string]any{"error": aerr.msg}
 			if len(aerr.partitions) > 0 {
 				body["partitions"] = aerr.partitions
 			}
 			writeJSON(w, aerr.status, body)
+			return
+		}
+		if res.Draining {
+			writeJSON(w, http.StatusAccepted, res)
 			return
 		}
 		writeJSON(w, http.StatusOK, res)
@@ -192,11 +213,11 @@ func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
 	st.ClusterID, st.ControllerID = snap.ClusterID(), snap.Controller()
 	brokers := map[int32]*BrokerStatus{}
 	for _, b := range snap.Brokers() {
-		brokers[b.ID] = &BrokerStatus{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Live: true}
+		brokers[b.ID] = &BrokerStatus{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Live: true, Draining: snap.Draining(b.ID)}
 	}
 	broker := func(id int32) *BrokerStatus {
 		if brokers[id] == nil {
-			brokers[id] = &BrokerStatus{ID: id}
+			brokers[id] = &BrokerStatus{ID: id, Draining: snap.Draining(id)}
 		}
 		return brokers[id]
 	}
@@ -305,15 +326,17 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// removeNode removes node id from the cluster: refused while it holds replicas, when
-// it is the node answering, when its etcd member is the last voter, or when the
-// voting members left would not make a quorum; otherwise its etcd member is removed
-// (the node's process then stops), its record deleted and its broker session ended.
+// removeNode removes node id from the cluster: refused while it holds replicas (with
+// drain, the node is marked for draining instead and the answer says how many replicas
+// are left to move), when it is the node answering, when its etcd member is the last
+// voter, or when the voting members left would not make a quorum; otherwise its etcd
+// member is removed (the node's process then stops), its record and draining mark
+// deleted and its broker session ended.
 //
 // A topic created between the replica check and the removal could still place
 // replicas on the node; such partitions show up as offline in the status and can be
 // deleted.
-func (n *Node) removeNode(ctx context.Context, id int32) (RemoveResult, *adminError) {
+func (n *Node) removeNode(ctx context.Context, id int32, drain bool) (RemoveResult, *adminError) {
 	if !n.started() {
 		return RemoveResult{}, refuse(http.StatusServiceUnavailable, "the node is starting; try again when it is ready")
 	}
@@ -331,14 +354,14 @@ func (n *Node) removeNode(ctx context.Context, id int32) (RemoveResult, *adminEr
 	if err != nil {
 		return RemoveResult{}, refuse(http.StatusServiceUnavailable, "read the cluster metadata: %v", err)
 	}
-	if held := replicasOn(n.cache.Snapshot(), id); len(held) > 0 {
-		shown := held
-		more := ""
-		if len(shown) > 20 {
-			shown, more = shown[:20], fmt.Sprintf(" and %d more", len(held)-20)
+	snap := n.cache.Snapshot()
+	if held := replicasOn(snap, id); len(held) > 0 {
+		if drain {
+			return n.drainNode(ctx, snap, id, held)
 		}
-		e := refuse(http.StatusConflict, "node %d still holds replicas of %d partitions: %s%s; move or delete these partitions first (moving replicas between nodes is partition reassignment, which comes with replication)",
-			id, len(held), strings.Join(shown, ", "), more)
+		e := refuse(http.StatusConflict, "node %d still holds replicas of %d partitions: %s; move or delete these partitions first "+
+			"(skiff cluster remove-node %d --drain moves them to other nodes, one partition at a time, and then removes the node)",
+			id, len(held), listSome(held), id)
 		e.partitions = held
 		return RemoveResult{}, e
 	}
@@ -382,6 +405,9 @@ func (n *Node) removeNode(ctx context.Context, id int32) (RemoveResult, *adminEr
 		if err := n.store.ForgetNode(ctx, id); err != nil {
 			return RemoveResult{}, refuse(http.StatusInternalServerError, "%v", err)
 		}
+		if err := n.store.Undrain(ctx, id); err != nil {
+			return RemoveResult{}, refuse(http.StatusInternalServerError, "%v", err)
+		}
 		return RemoveResult{NodeID: id, Message: fmt.Sprintf("node %d had no etcd member left; its record and broker registration were removed", id)}, nil
 	}
 
@@ -407,6 +433,9 @@ func (n *Node) removeNode(ctx context.Context, id int32) (RemoveResult, *adminEr
 		case <-time.After(200 * time.Millisecond):
 		case <-ctx.Done():
 		}
+	}
+	if err := n.store.Undrain(ctx, id); err != nil {
+		n.logger.Warn("clearing the draining mark of a removed node", "removed_node_id", id, "err", err)
 	}
 	n.logger.Info("removed node from the cluster", "removed_node_id", id, "member", target.Name, "member_id", fmt.Sprintf("%x", target.ID))
 	return RemoveResult{
@@ -453,6 +482,82 @@ func (n *Node) checkQuorumWithout(ctx context.Context, members []*etcdserverpb.M
 			target.Name, len(others), healthy, need)
 	}
 	return nil
+}
+
+// drainNode marks node id for draining (idempotent) and says how far it got: held are
+// the partitions with a replica on it. Partitions whose records only node id has (it
+// is down and no other replica is in sync) cannot move until it returns; the answer
+// names them.
+func (n *Node) drainNode(ctx context.Context, snap *cluster.Snapshot, id int32, held []string) (RemoveResult, *adminError) {
+	if _, ok := snap.Broker(id); !ok && !snap.Draining(id) {
+		if known, err := n.nodeKnown(ctx, snap, id); err != nil {
+			return RemoveResult{}, err
+		} else if !known {
+			return RemoveResult{}, refuse(http.StatusNotFound, "there is no node %d in this cluster (skiff cluster status lists the nodes)", id)
+		}
+	}
+	if err := n.store.Drain(ctx, id); err != nil {
+		return RemoveResult{}, refuse(http.StatusServiceUnavailable, "%v", err)
+	}
+	msg := fmt.Sprintf("draining node %d: %s left to move to other nodes", id, countOf(len(held), "partition replica"))
+	if _, live := snap.Broker(id); !live {
+		var stuck []string
+		for _, t := range snap.Topics() {
+			for p, replicas := range t.Assignment {
+				if !slices.Contains(replicas, id) {
+					continue
+				}
+				st, _ := snap.Partition(t.Name, int32(p))
+				movable := false
+				for _, r := range st.ISR {
+					if _, ok := snap.Broker(r); ok && r != id {
+						movable = true
+					}
+				}
+				if !movable {
+					stuck = append(stuck, fmt.Sprintf("%s/%d", t.Name, p))
+				}
+			}
+		}
+		if len(stuck) > 0 {
+			msg += fmt.Sprintf("; node %d is down and is the only in-sync replica of %s: these cannot move until it returns (or delete them)", id, listSome(stuck))
+		}
+	}
+	return RemoveResult{NodeID: id, Draining: true, ReplicasLeft: len(held), Message: msg}, nil
+}
+
+// nodeKnown reports whether id names a node of this cluster: a node record, a
+// member with its default name, or a live broker.
+func (n *Node) nodeKnown(ctx context.Context, snap *cluster.Snapshot, id int32) (bool, *adminError) {
+	if _, ok := snap.Broker(id); ok {
+		return true, nil
+	}
+	nodes, err := n.store.Nodes(ctx, false)
+	if err != nil {
+		return false, refuse(http.StatusServiceUnavailable, "read the node records: %v", err)
+	}
+	for _, nm := range nodes {
+		if nm.NodeID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// listSome joins up to 20 names, saying how many more there are.
+func listSome(names []string) string {
+	if len(names) <= 20 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:20], ", ") + fmt.Sprintf(" and %d more", len(names)-20)
+}
+
+// countOf is "1 partition", "2 partitions".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // replicasOn lists "topic/partition" of every partition with a replica on broker id.

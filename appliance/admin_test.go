@@ -61,6 +61,8 @@ func TestAdminAPI(t *testing.T) {
 		{"POST", "id=x", http.StatusBadRequest, "want a node id"},
 		{"POST", "", http.StatusBadRequest, "want a node id"},
 		{"POST", "id=7", http.StatusNotFound, "there is no node 7 in this cluster"},
+		{"POST", "id=7&drain=true", http.StatusNotFound, "there is no node 7 in this cluster"},
+		{"POST", "id=7&drain=maybe", http.StatusBadRequest, "want true or false"},
 		{"POST", "id=1", http.StatusConflict, "node 1 is the node answering this request"},
 		{"GET", "id=7", http.StatusMethodNotAllowed, ""},
 	} {

@@ -33,6 +33,19 @@ func (s *Snapshot) Load() map[int32]BrokerLoad {
 	return load
 }
 
+// PlacementBrokers returns the brokers new replicas may go to: the live ones that are
+// not being drained (a draining broker is emptied by the controller, so placing a new
+// replica there would only make it move again).
+func (s *Snapshot) PlacementBrokers() []Broker {
+	var out []Broker
+	for _, b := range s.Brokers() {
+		if !s.draining[b.ID] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // PlaceReplicas chooses the replicas of count new partitions with replication factor
 // rf among brokers (the live ones), preferred leader first, as the controller places
 // new topics and new partitions of a topic:

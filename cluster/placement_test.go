@@ -168,6 +168,18 @@ func TestRackAlternating(t *testing.T) {
 	}
 }
 
+func TestPlacementBrokers(t *testing.T) {
+	s := snapOf([]int32{1, 2, 3}, false, [][]int32{{1}}, nil)
+	s.draining = map[int32]bool{2: true, 7: true}
+	var ids []int32
+	for _, b := range s.PlacementBrokers() {
+		ids = append(ids, b.ID)
+	}
+	if !slices.Equal(ids, []int32{1, 3}) {
+		t.Errorf("placement brokers %v, want [1 3] (2 drains)", ids)
+	}
+}
+
 func TestSnapshotLoad(t *testing.T) {
 	s := snapOf([]int32{1, 2, 3}, false, [][]int32{{1, 2}, {2, 3}, {1, 3}}, nil)
 	got := s.Load()

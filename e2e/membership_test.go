@@ -191,9 +191,68 @@ func TestMembership(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	ok = ok && t.Run("RemoveNodeWithDrain", func(t *testing.T) {
+		fifth := testnode.Start(outer, append([]string{"--join", nodes[2].EtcdClient}, clusterArgs...)...)
+		waitBrokers(t, fifth.Addr, 4)
+		if _, err := kadm.NewClient(newClient(t, fifth.Addr)).CreateTopic(ctx, 8, 1, nil, "moved"); err != nil {
+			t.Fatal(err)
+		}
+		before := roundTrip(t, fifth.Addr, "moved", 400)
+		t0 := time.Now()
+		out, stderr, err := testnode.Run(t, 2*time.Minute, "cluster", "remove-node", strconv.Itoa(int(fifth.ID)), "--drain", "--http", nodes[0].HTTPAddr)
+		if err != nil {
+			t.Fatalf("remove-node --drain: %v\n%s%s", err, out, stderr)
+		}
+		mustHave(t, out, fmt.Sprintf("draining node %d: 2 partition replicas left", fifth.ID), fmt.Sprintf("removed node %d", fifth.ID))
+		t.Logf("drained and removed in %v:\n%s", time.Since(t0), out)
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer wcancel()
+		if err := fifth.Wait(wctx); err == nil {
+			t.Error("the removed node exited with status 0")
+		}
+		md, err := adm.Metadata(ctx, "moved")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range md.Topics["moved"].Partitions {
+			if slices.Contains(p.Replicas, fifth.ID) || p.Leader == fifth.ID || p.Leader < 0 {
+				t.Errorf("partition %d after the drain: leader %d, replicas %v", p.Partition, p.Leader, p.Replicas)
+			}
+		}
+		// Every record written before the drain is still there: a second round trip
+		// reads the whole topic from the start.
+		after := readCounts(t, nodes[0].Addr, "moved", 400)
+		for p, n := range before {
+			if after[p] != n {
+				t.Errorf("partition %d held %d records before the drain, %d after", p, n, after[p])
+			}
+		}
+	})
 	if !ok {
 		t.Log("a step failed; the later ones did not run")
 	}
+}
+
+// readCounts reads topic from the start until it has n records and counts them per
+// partition.
+func readCounts(t *testing.T, addr, topic string, n int) map[int32]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cons := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	per := map[int32]int{}
+	for total := 0; total < n; {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %v (%d of %d records) of %s", per, total, n, topic)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			per[r.Partition]++
+			total++
+		})
+	}
+	return per
 }
 
 // waitBrokers waits until the node at addr lists count live brokers in Metadata (a

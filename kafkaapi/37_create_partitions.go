@@ -4,7 +4,7 @@ package kafkaapi
 //
 // Behaviour: each topic grows to count partitions. The new partitions are placed like
 // a new topic's (cluster.PlaceReplicas: rack-aware, leaders spread over the live
-// brokers with the load they already carry) at the topic's replication factor, or
+// brokers that are not being drained, with the load they already carry) at the topic's replication factor, or
 // take the request's assignment: one replica list per new partition, each with the
 // topic's replication factor of distinct live brokers (INVALID_REPLICA_ASSIGNMENT
 // otherwise). The topic and the new partitions' state are written in one etcd
@@ -95,7 +95,7 @@ func (s *Server) createPartitions(ctx context.Context, topic string, count int32
 			}
 			return assignment, nil
 		}
-		placed, err := cluster.PlaceReplicas(snap.Brokers(), snap.Load(), added, cur.ReplicationFactor)
+		placed, err := cluster.PlaceReplicas(snap.PlacementBrokers(), snap.Load(), added, cur.ReplicationFactor)
 		if err != nil {
 			return nil, newKafkaError(kerr.InvalidReplicationFactor, "topic %q has replication factor %d: %v", topic, cur.ReplicationFactor, err)
 		}

@@ -47,7 +47,7 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 		return cluster.Topic{}, newKafkaError(kerr.InvalidRequest, "topic %q is internal and cannot be created by clients", r.name)
 	}
 	snap := s.cache.Snapshot()
-	brokers := snap.Brokers()
+	brokers := snap.PlacementBrokers()
 
 	t := cluster.Topic{Name: r.name, ID: cluster.NewUUID(), Configs: r.configs}
 	if len(r.assignment) > 0 {
@@ -75,7 +75,7 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d must be at least 1", t.ReplicationFactor)
 		}
 		if int(t.ReplicationFactor) > len(brokers) {
-			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", t.ReplicationFactor, len(brokers))
+			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers (not counting brokers being drained)", t.ReplicationFactor, len(brokers))
 		}
 		var err error
 		if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, t.ReplicationFactor); err != nil {

@@ -76,13 +76,19 @@ func clusterRemoveNodeCommand() *cli.Command {
 		Usage:     "remove a node (and its etcd member) from the cluster",
 		ArgsUsage: "ID",
 		Description: "Removes node ID: its etcd member leaves the cluster and its process stops. Refused\n" +
-			"while the node holds replicas of any partition (delete those topics first), when it\n" +
-			"runs the last voting etcd member, when the members left would not make a quorum, and\n" +
-			"when --http names the node being removed (ask another node). A node that is down for\n" +
-			"good is removed the same way.",
+			"while the node holds replicas of any partition, unless --drain is given: the node is then\n" +
+			"marked for draining, the controller moves its replicas to other nodes one partition at a\n" +
+			"time (each new replica copies the log before the old one goes), and the command waits\n" +
+			"for that, printing progress, before it removes the node. Also refused when the node runs\n" +
+			"the last voting etcd member, when the members left would not make a quorum, and when\n" +
+			"--http names the node being removed (ask another node). A node that is down for good is\n" +
+			"removed the same way.",
 		HideHelpCommand: true,
-		Flags:           adminFlags(),
-		Action:          runClusterRemoveNode,
+		Flags: append(adminFlags(),
+			&cli.BoolFlag{Name: "drain", Usage: "move the node's partition replicas to other nodes first, then remove it"},
+			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Minute, Usage: "with --drain, give up waiting after `DURATION` (the draining goes on; run the command again)"},
+		),
+		Action: runClusterRemoveNode,
 	})
 }
 
@@ -112,12 +118,12 @@ func adminClientFrom(c *cli.Context) (*adminClient, error) {
 	return &adminClient{base: "http://" + addr, http: &http.Client{Timeout: timeout}}, nil
 }
 
-// do sends a request and decodes a 200 answer into out. Another status is an error
-// carrying the node's message.
-func (a *adminClient) do(ctx context.Context, method, path string, out any) error {
+// do sends a request and decodes a 200 or 202 answer into out, returning the status.
+// Another status is an error carrying the node's message.
+func (a *adminClient) do(ctx context.Context, method, path string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, a.base+path, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
@@ -125,26 +131,26 @@ func (a *adminClient) do(ctx context.Context, method, path string, out any) erro
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("no Skiff node answers at %s (%v): is `skiff serve` running there? Give a node's HTTP address with --http HOST:PORT (or SKIFF_HTTP)", a.base, err)
+		return 0, fmt.Errorf("no Skiff node answers at %s (%v): is `skiff serve` running there? Give a node's HTTP address with --http HOST:PORT (or SKIFF_HTTP)", a.base, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("read the answer of %s: %w", a.base, err)
+		return 0, fmt.Errorf("read the answer of %s: %w", a.base, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		var e struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
+			return resp.StatusCode, errors.New(e.Error)
 		}
-		return fmt.Errorf("%s %s: %s: %.200s (is %s a Skiff node's HTTP port?)", method, a.base+path, resp.Status, body, a.base)
+		return resp.StatusCode, fmt.Errorf("%s %s: %s: %.200s (is %s a Skiff node's HTTP port?)", method, a.base+path, resp.Status, body, a.base)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("%s answered %s with something that is not a cluster status (%v); is it a Skiff node's HTTP port?", a.base, path, err)
+		return resp.StatusCode, fmt.Errorf("%s answered %s with something that is not a cluster status (%v); is it a Skiff node's HTTP port?", a.base, path, err)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 func runClusterStatus(c *cli.Context) error {
@@ -156,7 +162,7 @@ func runClusterStatus(c *cli.Context) error {
 		return err
 	}
 	var st appliance.ClusterStatus
-	if err := a.do(c.Context, http.MethodGet, "/v1/cluster", &st); err != nil {
+	if _, err := a.do(c.Context, http.MethodGet, "/v1/cluster", &st); err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -241,6 +247,9 @@ func printClusterStatus(w io.Writer, st appliance.ClusterStatus) error {
 		if !b.Live {
 			addr = "DOWN (no session)"
 		}
+		if b.Draining {
+			addr += " (draining)"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\n", b.ID, addr, orDash(b.Rack), b.Replicas, b.Leaders)
 	}
 	if err := tw.Flush(); err != nil {
@@ -296,10 +305,38 @@ func runClusterRemoveNode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var res appliance.RemoveResult
-	if err := a.do(c.Context, http.MethodPost, "/v1/cluster/remove-node?id="+strconv.FormatInt(id, 10), &res); err != nil {
-		return fmt.Errorf("remove node %d: %w", id, err)
+	path := "/v1/cluster/remove-node?id=" + strconv.FormatInt(id, 10)
+	if c.Bool("drain") {
+		path += "&drain=true"
 	}
-	fmt.Fprintln(c.App.Writer, res.Message)
-	return nil
+	deadline := time.Now().Add(c.Duration("drain-timeout"))
+	last := -1
+	for {
+		var res appliance.RemoveResult
+		status, err := a.do(c.Context, http.MethodPost, path, &res)
+		if err != nil {
+			return fmt.Errorf("remove node %d: %w", id, err)
+		}
+		if status == http.StatusOK {
+			fmt.Fprintln(c.App.Writer, res.Message)
+			return nil
+		}
+		// 202: still draining.
+		if res.ReplicasLeft != last {
+			fmt.Fprintln(c.App.Writer, res.Message)
+			last = res.ReplicasLeft
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d is still draining after %v (%s left); the replicas keep moving: run the command again to wait and then remove the node",
+				id, c.Duration("drain-timeout"), countOf(res.ReplicasLeft, "partition replica"))
+		}
+		select {
+		case <-time.After(drainPollInterval):
+		case <-c.Context.Done():
+			return c.Context.Err()
+		}
+	}
 }
+
+// drainPollInterval is how often remove-node --drain asks how far the draining got.
+const drainPollInterval = 500 * time.Millisecond

@@ -129,3 +129,39 @@ func TestClusterFlagErrors(t *testing.T) {
 		mustContain(t, strings.Join(tc.args, " "), skiffErr(t, nil, tc.args...), tc.want)
 	}
 }
+
+// remove-node --drain asks again while the node drains (202), printing each change of
+// the count left, until the node is removed (200).
+func TestClusterRemoveNodeDrain(t *testing.T) {
+	answers := []appliance.RemoveResult{
+		{NodeID: 4, Draining: true, ReplicasLeft: 3, Message: "draining node 4: 3 partition replicas left to move to other nodes"},
+		{NodeID: 4, Draining: true, ReplicasLeft: 3, Message: "draining node 4: 3 partition replicas left to move to other nodes"},
+		{NodeID: 4, Draining: true, ReplicasLeft: 1, Message: "draining node 4: 1 partition replica left to move to other nodes"},
+		{NodeID: 4, Message: "removed node 4 (etcd member skiff-4) from the cluster"},
+	}
+	addr, reqs := adminServer(t, sampleStatus(), func(w http.ResponseWriter, r *http.Request) {
+		a := answers[0]
+		answers = answers[1:]
+		if a.Draining {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		json.NewEncoder(w).Encode(a)
+	})
+	out := skiffOK(t, nil, "cluster", "remove-node", "4", "--drain", "--http", addr)
+	want := "draining node 4: 3 partition replicas left to move to other nodes\n" +
+		"draining node 4: 1 partition replica left to move to other nodes\n" +
+		"removed node 4 (etcd member skiff-4) from the cluster\n"
+	if out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	if len(*reqs) != 4 || (*reqs)[0] != "POST /v1/cluster/remove-node?id=4&drain=true" {
+		t.Errorf("requests %v", *reqs)
+	}
+
+	addr, _ = adminServer(t, sampleStatus(), func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		json.NewEncoder(w).Encode(appliance.RemoveResult{NodeID: 4, Draining: true, ReplicasLeft: 2, Message: "draining node 4"})
+	})
+	msg := skiffErr(t, nil, "cluster", "remove-node", "4", "--drain", "--drain-timeout", "0s", "--http", addr)
+	mustContain(t, "drain timeout", msg, "node 4 is still draining after 0s (2 partition replicas left)", "run the command again")
+}
