@@ -62,7 +62,7 @@ func TestKcatBalancedConsumer(t *testing.T) {
 			}
 		})
 	}
-	shares := waitGroup(t, adm, "kcat-pair", "kcat-0", "kcat-1")
+	shares := waitGroup(t, adm, "kcat-pair", 4, "kcat-0", "kcat-1")
 	if len(shares["kcat-0"])+len(shares["kcat-1"]) != 4 {
 		t.Fatalf("the two kcat members share %v, want all 4 partitions", shares)
 	}

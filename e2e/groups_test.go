@@ -179,8 +179,10 @@ func produceValuesErr(addr, topic, prefix string, n int) error {
 }
 
 // waitGroup waits until group is Stable with exactly the named members (by client
-// id), each assigned at least one partition, and returns each member's partitions.
-func waitGroup(t *testing.T, adm *kadm.Client, group string, members ...string) map[string][]int32 {
+// id), each assigned at least one partition and all partitions (0..partitions-1)
+// assigned, and returns each member's partitions. (A cooperative rebalance passes
+// through Stable generations in which the partitions being moved are unassigned.)
+func waitGroup(t *testing.T, adm *kadm.Client, group string, partitions int, members ...string) map[string][]int32 {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -205,9 +207,14 @@ func waitGroup(t *testing.T, adm *kadm.Client, group string, members ...string) 
 			}
 		}
 		ok := len(out) == len(members)
+		all := map[int32]bool{}
 		for _, name := range members {
 			ok = ok && len(out[name]) > 0
+			for _, p := range out[name] {
+				all[p] = true
+			}
 		}
+		ok = ok && len(all) == partitions
 		if ok {
 			return out
 		}
@@ -287,7 +294,7 @@ func TestQueueModel(t *testing.T) {
 	})
 	startMember(t, n.Addr, topic, group, "alpha", l)
 	startMember(t, n.Addr, topic, group, "beta", l)
-	assigned := waitGroup(t, adm, group, "alpha", "beta", "victim")
+	assigned := waitGroup(t, adm, group, 6, "alpha", "beta", "victim")
 	for name, ps := range assigned {
 		if len(ps) != 2 {
 			t.Fatalf("member %s got partitions %v; the 6 partitions should be shared 2/2/2: %v", name, ps, assigned)
@@ -331,8 +338,8 @@ func TestQueueModel(t *testing.T) {
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no LeaveGroup, no last commit
 		t.Fatal(err)
 	}
+	<-childDone // every line it printed is read (Wait would close the pipe)
 	child.Wait()
-	<-childDone
 	killedAt := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	committed, err := adm.FetchOffsets(ctx, group)
@@ -340,7 +347,7 @@ func TestQueueModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := waitGroup(t, adm, group, "alpha", "beta")
+	after := waitGroup(t, adm, group, 6, "alpha", "beta")
 	t.Logf("the survivors own every partition %v after the kill", time.Since(killedAt).Round(time.Millisecond))
 	if got := len(after["alpha"]) + len(after["beta"]); got != 6 {
 		t.Fatalf("after the kill the survivors own %v", after)
@@ -397,7 +404,7 @@ func TestQueueModel(t *testing.T) {
 
 	// A fourth member joins and gets partitions; new records go to exactly one member.
 	startMember(t, n.Addr, topic, group, "delta", l)
-	final := waitGroup(t, adm, group, "alpha", "beta", "delta")
+	final := waitGroup(t, adm, group, 6, "alpha", "beta", "delta")
 	t.Logf("after delta joined: %v", final)
 	produceValues(t, n.Addr, topic, "c", 10_000)
 	waitCount(t, l, "c", 10_000)
@@ -443,8 +450,8 @@ func TestPubSub(t *testing.T) {
 	startMember(t, n.Addr, topic, "readers-a", "a1", la)
 	startMember(t, n.Addr, topic, "readers-a", "a2", la)
 	startMember(t, n.Addr, topic, "readers-b", "b1", lb)
-	waitGroup(t, adm, "readers-a", "a1", "a2")
-	waitGroup(t, adm, "readers-b", "b1")
+	waitGroup(t, adm, "readers-a", 4, "a1", "a2")
+	waitGroup(t, adm, "readers-b", 4, "b1")
 	const total = 20_000
 	produceValues(t, n.Addr, topic, "n", total)
 	for name, l := range map[string]*ledger{"readers-a": la, "readers-b": lb} {
