@@ -59,6 +59,15 @@ func TestForceNewCluster(t *testing.T) {
 
 	nodes[1].Kill()
 	nodes[2].Kill()
+	// The survivor reports no quorum in skiff cluster status (exit status 1), still
+	// printing the members it knows.
+	var statusOut string
+	poll(t, 30*time.Second, "skiff cluster status reports no quorum", func() bool {
+		out, stderr, err := testnode.Run(t, 30*time.Second, "cluster", "status", "--http", survivor.HTTPAddr)
+		statusOut = out + stderr
+		return err != nil
+	})
+	mustHave(t, statusOut, "etcd quorum: NO", "etcd members: 3", "has no quorum at node "+strconv.Itoa(int(survivor.ID)))
 	t0 := time.Now()
 	survivor.Stop()
 	t.Logf("survivor stopped without quorum in %v", time.Since(t0))
