@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"skiff/replication"
 )
 
 // Config is everything a node needs; cmd/skiff builds it from flags, the YAML file
@@ -76,6 +78,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MetaCacheBytes is Pebble's block cache (default: the offsets package's).
 	MetaCacheBytes int64
+	// FlushPolicy is the broker default of the topic config flush.policy:
+	// replicated, always or interval (docs/durability.md). Empty (the default): by
+	// replication factor, always for topics with one replica, replicated for more.
+	FlushPolicy string
+	// FlushInterval is the broker default of flush.ms, the fdatasync interval of
+	// flush.policy=interval (default 1 s).
+	FlushInterval time.Duration
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
 
@@ -128,6 +137,9 @@ func (c *Config) setDefaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 30 * time.Second
 	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -136,6 +148,14 @@ func (c *Config) setDefaults() {
 // Validate reports settings that cannot work, naming the setting.
 func (c Config) Validate() error {
 	var errs []error
+	if c.FlushPolicy != "" {
+		if _, err := replication.ParseFlushPolicy(c.FlushPolicy); err != nil {
+			errs = append(errs, fmt.Errorf("flush-policy %q: must be replicated, always or interval (or empty: by replication factor)", c.FlushPolicy))
+		}
+	}
+	if c.FlushInterval < 0 {
+		errs = append(errs, fmt.Errorf("flush-interval %v: must not be negative", c.FlushInterval))
+	}
 	for _, a := range []struct{ name, addr string }{
 		{"listen", c.Listen}, {"advertise", c.Advertise}, {"etcd-client", c.EtcdClient},
 		{"etcd-peer", c.EtcdPeer}, {"http", c.HTTP},

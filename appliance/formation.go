@@ -123,7 +123,7 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		}
 		nf.ClusterID, nf.MemberName = clusterID, ecfg.Name
 		nf.DataDirID = cluster.FormatUUID(cluster.NewUUID())
-		if err := writeNodeFile(cfg.DataDir, nf); err != nil {
+		if err := writeNodeFile(n.fs, cfg.DataDir, nf); err != nil {
 			return nf, fmt.Errorf("write node.json: %w", err)
 		}
 		n.logger.Info("node identity created", "node_id", nf.NodeID, "cluster_id", nf.ClusterID, "member", nf.MemberName)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"skiff/cluster"
 	"skiff/kafkaapi"
@@ -58,11 +59,18 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 
 // partitionConfig resolves a topic's effective configs into partition settings.
 func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
+	defaults := n.topicDefaults()
 	get := func(name string) int64 {
-		v, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, nil, name), 10, 64)
+		v, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, defaults, name), 10, 64)
 		return v
 	}
+	flush, err := replication.ParseFlushPolicy(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigFlushPolicy))
+	if err != nil { // validated when set; a value from a newer version: the safest
+		flush = replication.FlushAlways
+	}
 	return replication.PartitionConfig{
+		Flush:         flush,
+		FlushInterval: time.Duration(get(cluster.ConfigFlushMs)) * time.Millisecond,
 		Log: logstore.Config{
 			SegmentBytes:       get(cluster.ConfigSegmentBytes),
 			SegmentMs:          get(cluster.ConfigSegmentMs),
@@ -75,6 +83,19 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:     cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
 	}
+}
+
+// topicDefaults are the broker-level defaults of topic configs (keyed by topic
+// config name) that this node's settings give: flush.policy and flush.ms.
+func (n *Node) topicDefaults() map[string]string {
+	d := map[string]string{}
+	if n.cfg.FlushPolicy != "" {
+		d[cluster.ConfigFlushPolicy] = n.cfg.FlushPolicy
+	}
+	if ms := n.cfg.FlushInterval.Milliseconds(); ms != 1000 {
+		d[cluster.ConfigFlushMs] = strconv.FormatInt(ms, 10)
+	}
+	return d
 }
 
 // brokerConfigs are the settings DescribeConfigs reports for this broker.

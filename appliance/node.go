@@ -45,6 +45,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"skiff/cluster"
 	"skiff/embedetcd"
 	"skiff/groups"
@@ -58,6 +60,7 @@ type Node struct {
 	cfg    Config
 	logger *slog.Logger
 	id     int32
+	fs     vfs.FS // the data directory's files (Pebble, segments, node.json): vfs.Default
 
 	lock       *os.File
 	member     *embedetcd.Member
@@ -95,6 +98,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n := &Node{
 		cfg:      cfg,
 		logger:   cfg.Logger,
+		fs:       vfs.Default,
 		ready:    make(chan struct{}),
 		errc:     make(chan error, 4),
 		stop:     make(chan struct{}),
@@ -111,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	nf, known, err := readNodeFile(cfg.DataDir)
+	nf, known, err := readNodeFile(n.fs, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.id = nf.NodeID
 	n.logger = n.logger.With("broker_id", n.id)
 
-	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes}); err != nil {
+	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes, FS: n.fs}); err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
 	n.parts, err = replication.NewManager(replication.Config{
@@ -151,6 +155,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		FS:                     n.fs,
 	})
 	if err != nil {
 		return nil, err
@@ -198,6 +203,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		DefaultPartitions:        cfg.DefaultPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		BrokerConfigs:            n.brokerConfigs(),
+		TopicDefaults:            n.topicDefaults(),
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
 	}), n.store, n.cache, n.parts)

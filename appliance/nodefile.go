@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"skiff/internal/fileutil"
 )
@@ -25,12 +26,14 @@ type nodeFile struct {
 	DataDirID string `json:"data_dir_id"`
 }
 
-func nodeFilePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
+func nodeFilePath(fs vfs.FS, dataDir string) string { return fs.PathJoin(dataDir, "node.json") }
 
 // readNodeFile returns the stored identity, or ok=false for a data dir without one.
-func readNodeFile(dataDir string) (nodeFile, bool, error) {
+// fs is the data directory's filesystem (vfs.Default; crash tests use another).
+func readNodeFile(fs vfs.FS, dataDir string) (nodeFile, bool, error) {
 	var nf nodeFile
-	b, err := os.ReadFile(nodeFilePath(dataDir))
+	path := nodeFilePath(fs, dataDir)
+	b, err := fileutil.ReadFile(fs, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nf, false, nil
 	}
@@ -38,22 +41,24 @@ func readNodeFile(dataDir string) (nodeFile, bool, error) {
 		return nf, false, err
 	}
 	if err := json.Unmarshal(b, &nf); err != nil {
-		return nf, false, fmt.Errorf("%s is damaged: %w", nodeFilePath(dataDir), err)
+		return nf, false, fmt.Errorf("%s is damaged: %w", path, err)
 	}
 	if nf.Version != nodeFileVersion {
-		return nf, false, fmt.Errorf("%s has format version %d; this skiff reads version %d", nodeFilePath(dataDir), nf.Version, nodeFileVersion)
+		return nf, false, fmt.Errorf("%s has format version %d; this skiff reads version %d", path, nf.Version, nodeFileVersion)
 	}
 	if nf.NodeID <= 0 || nf.ClusterID == "" {
-		return nf, false, fmt.Errorf("%s is incomplete (node_id %d, cluster_id %q)", nodeFilePath(dataDir), nf.NodeID, nf.ClusterID)
+		return nf, false, fmt.Errorf("%s is incomplete (node_id %d, cluster_id %q)", path, nf.NodeID, nf.ClusterID)
 	}
 	return nf, true, nil
 }
 
-func writeNodeFile(dataDir string, nf nodeFile) error {
+// writeNodeFile replaces node.json atomically (fileutil.ReplaceFile): a crash
+// leaves the old file or the new one, never a part.
+func writeNodeFile(fs vfs.FS, dataDir string, nf nodeFile) error {
 	nf.Version = nodeFileVersion
 	b, err := json.MarshalIndent(nf, "", "  ")
 	if err != nil {
 		return err
 	}
-	return fileutil.WriteFileAtomic(nodeFilePath(dataDir), append(b, '\n'), 0o640)
+	return fileutil.ReplaceFile(fs, nodeFilePath(fs, dataDir), append(b, '\n'))
 }

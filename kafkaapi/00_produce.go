@@ -13,8 +13,11 @@ package kafkaapi
 // refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than
 // min.insync.replicas, and otherwise answered once the high watermark passes the
 // batch (every ISR member has it), or with REQUEST_TIMED_OUT after timeout_ms, or
-// NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile. acks must be -1, 0 or 1
-// (INVALID_REQUIRED_ACKS otherwise).
+// NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile. Under flush.policy=always
+// acks=1 and acks=-1 are also answered only once the leader's fdatasync covers the
+// batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
+// (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
+// KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
 // Not implemented: transactions (a transactional batch gets INVALID_TXN_STATE and a
 // transactional_id TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per-record errors (v8+).
@@ -37,7 +40,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 		p    *replication.Partition
 		last int64
 	}
-	var waits []pending // acks=all: answered once the high watermark passes them
+	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
@@ -73,7 +76,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			pr.BaseOffset = res.BaseOffset
 			pr.LogAppendTime = res.LogAppendTime
 			pr.LogStartOffset = p.LogStartOffset()
-			if req.Acks == -1 {
+			if req.Acks == -1 || req.Acks == 1 && p.SyncBeforeAck() {
 				waits = append(waits, pending{pr, p, res.LastOffset})
 			}
 		}
@@ -89,7 +92,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 		ctx, cancel := context.WithTimeout(c.ctx, timeout)
 		defer cancel()
 		for _, w := range waits {
-			if err := w.p.WaitHighWatermark(ctx, w.last); err != nil {
+			if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
 				w.pr.ErrorCode = kerr.RequestTimedOut.Code
 				if code := errorCode(err); code != kerr.UnknownServerError.Code {
 					w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile

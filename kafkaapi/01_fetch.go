@@ -204,6 +204,9 @@ func (s *Server) localPartition(topic string, id int32) (*replication.Partition,
 	if p := s.parts.Partition(topic, id); p != nil && p.IsLeader() {
 		return p, 0
 	}
+	if s.parts.Offline(topic, id) != nil {
+		return nil, kerr.KafkaStorageError.Code // its log could not be opened
+	}
 	if t, ok := s.cache.Topic(topic); ok && id >= 0 && id < t.Partitions {
 		return nil, kerr.NotLeaderForPartition.Code
 	}

@@ -340,7 +340,15 @@ func TestBadInput(t *testing.T) {
 		if _, err := parseResponse(3, 8, corr, frame); err != nil {
 			t.Fatalf("first frame after two acks=0 produces: %v", err)
 		}
-		if after := logEnd(t, admin, topic, 0); after != before+3 {
+		// The records become visible once synced (flush.policy=always, the default of
+		// a topic with one replica, moves the high watermark only over synced records).
+		deadline := time.Now().Add(5 * time.Second)
+		after := logEnd(t, admin, topic, 0)
+		for after < before+3 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+			after = logEnd(t, admin, topic, 0)
+		}
+		if after != before+3 {
 			t.Fatalf("log end %d after the acks=0 produce, want %d", after, before+3)
 		}
 		by.check(t)

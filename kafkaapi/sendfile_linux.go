@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -13,18 +12,19 @@ import (
 
 // sendFile sends n bytes of f starting at off to nc with sendfile(2), leaving f's own
 // offset alone so concurrent readers of the same segment do not interfere. It reports
-// ok=false, having sent nothing, when either side has no file descriptor; the caller
-// then copies.
-func sendFile(nc net.Conn, f *os.File, off, n int64) (sent int64, ok bool, err error) {
+// ok=false, having sent nothing, when either side has no file descriptor (f is then
+// not a syscall.Conn: a segment on an in-memory filesystem); the caller then copies.
+func sendFile(nc net.Conn, f io.ReaderAt, off, n int64) (sent int64, ok bool, err error) {
 	sc, isSC := nc.(syscall.Conn)
-	if !isSC {
+	fc, isFC := f.(syscall.Conn)
+	if !isSC || !isFC {
 		return 0, false, nil
 	}
 	dst, err := sc.SyscallConn()
 	if err != nil {
 		return 0, false, nil
 	}
-	src, err := f.SyscallConn()
+	src, err := fc.SyscallConn()
 	if err != nil {
 		return 0, false, nil
 	}

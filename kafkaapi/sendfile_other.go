@@ -3,9 +3,9 @@
 package kafkaapi
 
 import (
+	"io"
 	"net"
-	"os"
 )
 
 // sendFile is only zero-copy on Linux; elsewhere the caller copies.
-func sendFile(net.Conn, *os.File, int64, int64) (int64, bool, error) { return 0, false, nil }
+func sendFile(net.Conn, io.ReaderAt, int64, int64) (int64, bool, error) { return 0, false, nil }

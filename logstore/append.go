@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 
 	"skiff/internal/batch"
@@ -14,7 +15,10 @@ import (
 // batch is more than Config.SegmentMs younger than the segment's first batch.
 //
 // The batch is in the page cache when Append returns, not on disk: call Sync for
-// that. After a failed write or fsync every later Append returns that error.
+// that. A failed write (a full disk: ENOSPC, or EIO) is cut off again and
+// returned; the log stays as it was and later appends may succeed. After a failed
+// fsync (or a failed write that could not be cut off) every later Append returns
+// that error (see Failed).
 func (l *Log) Append(b []byte, leaderEpoch int32) (baseOffset int64, err error) {
 	h, err := batch.ParseHeader(b)
 	if err == nil && h.Size() != int64(len(b)) {
@@ -125,8 +129,9 @@ func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 		}
 		run := data[:runBytes]
 		if w, err := act.file.f.WriteAt(run, act.size); err != nil {
-			return l.latchLocked(fmt.Errorf("logstore: write %s at %d (%d of %d bytes written): %w", act.file.path, act.size, w, len(run), err))
+			return l.undoWriteLocked(act, fmt.Errorf("logstore: write %s at %d (%d of %d bytes written): %w", act.file.path, act.size, w, len(run), err))
 		}
+		l.written.Add(runBytes)
 		next := hs[n-1].NextOffset()
 
 		l.mu.Lock()
@@ -147,64 +152,153 @@ func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 	return nil
 }
 
-// rollLocked fsyncs and closes the active segment and starts a new one at base.
-// The caller holds appendMu.
+// undoWriteLocked handles a failed write to the active segment act: the file is
+// cut back to the segment's size, so that no part of the batch stays in the file
+// (the log's state in memory did not change). The write error is returned, not
+// latched: a full disk may have room again later. If the cut fails, the file's
+// contents are unknown and the error is latched. The caller holds appendMu.
+func (l *Log) undoWriteLocked(act *segment, werr error) error {
+	if err := truncateFile(act.file.f, act.size); err != nil {
+		return l.latchLocked(errors.Join(werr, fmt.Errorf("logstore: cut %s back to %d bytes: %w", act.file.path, act.size, err)))
+	}
+	return werr
+}
+
+// rollLocked closes the active segment and starts a new one at base. It does not
+// fsync (it runs under the append lock): the old segment and the new directory
+// entry are synced by the next Sync (or Close), which records the old segment as
+// closed in the index only then. The caller holds appendMu. A new segment that
+// cannot be created (a full disk) leaves the old one active and the log as it was.
 func (l *Log) rollLocked(base int64) error {
 	old := l.active()
-	if err := fdatasync(old.file.f); err != nil {
-		return l.latchLocked(fmt.Errorf("logstore: sync %s: %w", old.file.path, err))
-	}
-	m := old.meta()
-	m.Closed = true
-	if err := l.idx.PutSegment(m); err != nil {
-		return fmt.Errorf("logstore: roll: %w", err)
-	}
-	s, err := l.createSegment(base)
+	s, err := l.createSegment(base, false)
 	if err != nil {
-		return l.latchLocked(fmt.Errorf("logstore: roll: %w", err))
+		return l.failLocked(fmt.Errorf("logstore: roll: %w", err))
 	}
 	l.mu.Lock()
-	old.closed = true
+	old.closed, old.unsynced = true, true
 	l.mu.segs = append(l.mu.segs, s)
 	l.mu.ring = l.mu.ring[:0]
 	l.publishLocked()
 	l.mu.Unlock()
 	l.bytesSinceIndex = 0
-	// Everything before the new segment is on disk now.
-	return l.setRecoveryPointLocked(base, false)
+	l.rolledUnsynced.Store(true)
+	if err := l.idx.PutSegment(old.meta()); err != nil { // its final size, not yet closed
+		l.log.Warn("recording a rolled segment in the index", "file", old.file.path, "err", err) // derived data: recovery checks the segment
+	}
+	return nil
 }
 
-// Sync fdatasyncs the active segment and then records the log end offset as of
-// the call as the recovery point (rolled segments were synced when they were
-// rolled). It does not block appends while the fsync runs, so one Sync covers
-// every batch appended before it started (group commit). A failed fsync is
-// latched: every later Append and Sync returns it.
+// syncTarget is what one Sync fdatasyncs, taken under appendMu: the rolled segments
+// not yet synced, the directory if segment files were created in it, and the
+// active segment, each file with a reference.
+type syncTarget struct {
+	rolled     []*segment
+	active     *segment
+	dirChanges int64 // the directory needs a sync if this exceeds dirSynced
+	end        int64 // log end offset
+	written    int64 // bytes written
+	gen        uint64
+}
+
+func (l *Log) syncTargetLocked() syncTarget {
+	t := syncTarget{active: l.active(), dirChanges: l.dirChanges, written: l.written.Load(), gen: l.gen.Load()}
+	t.end = t.active.next
+	for _, s := range l.mu.segs {
+		if s.unsynced {
+			s.file.ref()
+			t.rolled = append(t.rolled, s)
+		}
+	}
+	t.active.file.ref()
+	return t
+}
+
+// sync fdatasyncs t's files, rolled segments first, then the directory, then the
+// active segment, and drops the references. Called without locks.
+func (l *Log) sync(t syncTarget, dirSynced int64) error {
+	var err error
+	for _, s := range t.rolled {
+		if err == nil {
+			err = syncFile(s.file.f, s.file.path)
+		}
+		_ = s.file.unref()
+	}
+	if err == nil && t.dirChanges > dirSynced {
+		err = l.syncDir()
+	}
+	if err == nil {
+		err = syncFile(t.active.file.f, t.active.file.path)
+	}
+	_ = t.active.file.unref() // the Log still holds a reference unless it was closed meanwhile
+	return err
+}
+
+// syncedLocked records that t was synced: its rolled segments become closed in the
+// index. The caller holds appendMu; a Truncate since t was taken (the generation
+// moved) voids it.
+func (l *Log) syncedLocked(t syncTarget) {
+	if l.gen.Load() != t.gen {
+		return
+	}
+	l.dirSynced = max(l.dirSynced, t.dirChanges)
+	for _, s := range t.rolled {
+		s.unsynced = false
+		if err := l.idx.PutSegment(s.meta()); err != nil {
+			l.log.Warn("recording a rolled segment in the index", "file", s.file.path, "err", err)
+		}
+	}
+	pending := false
+	for _, s := range l.mu.segs {
+		pending = pending || s.unsynced
+	}
+	l.rolledUnsynced.Store(pending)
+}
+
+// syncAllLocked fdatasyncs everything unsynced while holding appendMu (Close).
+func (l *Log) syncAllLocked() error {
+	t := l.syncTargetLocked()
+	if err := l.sync(t, l.dirSynced); err != nil {
+		return err
+	}
+	l.syncedLocked(t)
+	return nil
+}
+
+// Sync fdatasyncs everything appended so far (rolled segments not yet synced, the
+// directory, the active segment) and then records the log end offset as of the
+// call as the recovery point (SyncedOffset). It does not block appends while the
+// fsyncs run, so one Sync covers every batch appended before it started (group
+// commit). A failed fsync is latched: every later Append and Sync returns it, and
+// it is never retried as if it could succeed (the kernel may have dropped the
+// pages it failed to write).
 func (l *Log) Sync() error {
 	l.appendMu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.appendMu.Unlock()
 		return err
 	}
-	act := l.active()
-	end := act.next
-	gen := l.gen.Load()
-	act.file.ref()
+	t := l.syncTargetLocked()
+	dirSynced := l.dirSynced
 	l.appendMu.Unlock()
 
-	err := fdatasync(act.file.f)
-	_ = act.file.unref() // the Log still holds a reference unless it was closed meanwhile
+	err := l.sync(t, dirSynced)
 
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err != nil {
-		return l.latchLocked(fmt.Errorf("logstore: sync %s: %w", act.file.path, err))
+		return l.latchLocked(err)
 	}
 	if l.err != nil {
 		return l.err
 	}
-	truncated := l.gen.Load() != gen
-	if l.closing || truncated || end <= l.recoveryPoint {
+	if l.closing || l.gen.Load() != t.gen {
 		return nil // Close recorded its own point; a Truncate may have replaced synced data
 	}
-	return l.setRecoveryPointLocked(end, false)
+	l.syncedLocked(t)
+	l.markSyncedLocked(t.written)
+	if t.end <= l.recoveryPoint {
+		return nil
+	}
+	return l.setRecoveryPointLocked(t.end, false)
 }

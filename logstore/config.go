@@ -3,6 +3,8 @@ package logstore
 import (
 	"log/slog"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Defaults applied by Open to zero fields of Config. They follow Kafka's topic
@@ -46,6 +48,13 @@ type Config struct {
 
 	// Logger receives recovery and retention events. Default: discard.
 	Logger *slog.Logger
+
+	// FS is the filesystem of the segment files: Pebble's vfs.FS, so that a node
+	// can share one with its Pebble database and tests can run a log on a
+	// filesystem that loses unsynced data (internal/crashfs). Its files must also
+	// have a Truncate(size int64) error method, as vfs.Default's do (they embed
+	// *os.File). Default vfs.Default.
+	FS vfs.FS
 }
 
 func (c Config) withDefaults() Config {
@@ -69,6 +78,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
 	}
 	return c
 }

@@ -14,6 +14,12 @@ var (
 	// ErrNotContiguous: AppendReplica got batches whose base offset is not the log
 	// end offset (or the next offset of the batch before it).
 	ErrNotContiguous = errors.New("logstore: batch offsets not contiguous with the log")
+	// ErrSegmentMissing: Open found a segment file missing between two others, for
+	// offsets that had been synced (below the recovery point), or segment files
+	// that overlap. The log is not opened, and nothing is changed on disk: a log
+	// with a hole must not be served, and dropping the later segments would lose
+	// their records.
+	ErrSegmentMissing = errors.New("logstore: segment missing")
 )
 
 // CorruptionError reports invalid bytes found in a segment file while reading.

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"skiff/internal/fileutil"
 )
 
 // ringSize is how many of the active segment's latest index entries are kept in
@@ -22,13 +25,16 @@ type Log struct {
 	cfg Config
 	idx Index
 	log *slog.Logger
+	fs  vfs.FS
 
 	// appendMu serialises writers. The fields below it are used only with it held.
 	appendMu        sync.Mutex
-	err             error // latched write or fsync failure
+	err             error // latched failure: an fsync failed, or a failed write could not be undone
 	closing         bool  // Close or Delete ran
 	bytesSinceIndex int64 // bytes appended to the active segment since its last index entry
 	recoveryPoint   int64 // last recovery point handed to the index
+	dirChanges      int64 // segment files created in the directory since Open
+	dirSynced       int64 // dirChanges as of the last fsync of the directory
 
 	mu struct {
 		sync.RWMutex
@@ -43,6 +49,17 @@ type Log struct {
 	logStart atomic.Int64
 	logEnd   atomic.Int64
 	size     atomic.Int64
+
+	// synced is the recovery point as a published copy: every batch below it is on
+	// stable storage. Written with appendMu held.
+	synced atomic.Int64
+	// written counts the bytes appended since Open; syncedWritten is its value as of
+	// the start of the last successful sync. Both only grow; written with appendMu held.
+	written, syncedWritten atomic.Int64
+	// failed holds the latched error once there is one, for lock-free readers.
+	failed atomic.Pointer[error]
+	// rolledUnsynced is set while a rolled segment waits for its fdatasync.
+	rolledUnsynced atomic.Bool
 }
 
 // Open opens the log in dir, creating the directory if needed, and recovers it:
@@ -53,11 +70,11 @@ func Open(dir string, cfg Config, idx Index) (*Log, error) {
 	if idx == nil {
 		return nil, errors.New("logstore: open: nil Index")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	cfg = cfg.withDefaults()
+	if err := fileutil.MkdirAll(cfg.FS, dir, 0o755); err != nil { // durably: a new log's folder must not vanish
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
-	cfg = cfg.withDefaults()
-	l := &Log{dir: dir, cfg: cfg, idx: idx, log: cfg.Logger.With("dir", dir)}
+	l := &Log{dir: dir, cfg: cfg, idx: idx, log: cfg.Logger.With("dir", dir), fs: cfg.FS}
 	if err := l.recover(); err != nil {
 		for _, s := range l.mu.segs {
 			_ = s.file.unref()
@@ -78,6 +95,30 @@ func (l *Log) LogEndOffset() int64 { return l.logEnd.Load() }
 
 // Size returns the bytes of all segments.
 func (l *Log) Size() int64 { return l.size.Load() }
+
+// SyncedOffset returns the offset below which every batch is on stable storage
+// (the recovery point): Sync, a roll, Close and Open move it up; a Truncate below
+// it moves it down to the cut.
+func (l *Log) SyncedOffset() int64 { return l.synced.Load() }
+
+// UnsyncedBytes returns how many of the bytes appended since Open were not yet
+// covered by a successful fsync (what a power failure could take from this log).
+func (l *Log) UnsyncedBytes() int64 { return l.written.Load() - l.syncedWritten.Load() }
+
+// NeedsSync reports whether a rolled segment waits for its fdatasync: a roll does
+// not sync (it happens under the append lock), the next Sync does, so the owner
+// of the log should call Sync soon.
+func (l *Log) NeedsSync() bool { return l.rolledUnsynced.Load() }
+
+// Failed returns the latched error, or nil: once an fsync failed (or a failed write
+// could not be undone), the log takes no more writes until it is opened again.
+// Reads go on.
+func (l *Log) Failed() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // active returns the active segment; the caller holds appendMu or mu.
 func (l *Log) active() *segment { return l.mu.segs[len(l.mu.segs)-1] }
@@ -100,13 +141,35 @@ func (l *Log) writableLocked() error {
 	return l.err
 }
 
-// latchLocked records a write or fsync failure; every later write returns it.
+// latchLocked records a failure after which the log's bytes on disk are not known
+// (a failed fsync, or a failed write that could not be cut off again); every later
+// write returns it.
 func (l *Log) latchLocked(err error) error {
 	if l.err == nil {
 		l.err = err
-		l.log.Error("log write failed; the log accepts no more writes", "err", err)
+		l.failed.Store(&err)
+		l.log.Error("log storage failed; the log accepts no more writes until it is opened again", "err", err)
 	}
 	return l.err
+}
+
+// failLocked returns err from a writer, latching it first if it is a failed fsync.
+// Other failures (a write refused for lack of space, an index error) leave the log
+// as it was, and later writes may succeed. The caller holds appendMu.
+func (l *Log) failLocked(err error) error {
+	var se *syncError
+	if errors.As(err, &se) {
+		return l.latchLocked(err)
+	}
+	return err
+}
+
+// markSyncedLocked records that the fsync that started when written was w covered
+// those bytes. The caller holds appendMu.
+func (l *Log) markSyncedLocked(w int64) {
+	if w > l.syncedWritten.Load() {
+		l.syncedWritten.Store(w)
+	}
 }
 
 // Close syncs the active segment, records a recovery point at the log end (so a
@@ -129,9 +192,11 @@ func (l *Log) closeLocked() error {
 		errs = append(errs, l.err)
 	} else {
 		act := l.active()
-		if err := fdatasync(act.file.f); err != nil {
-			errs = append(errs, fmt.Errorf("logstore: sync %s: %w", act.file.path, err))
+		w := l.written.Load()
+		if err := l.syncAllLocked(); err != nil {
+			errs = append(errs, l.latchLocked(err))
 		} else {
+			l.markSyncedLocked(w)
 			if err := l.idx.PutSegment(act.meta()); err != nil {
 				errs = append(errs, err)
 			}
@@ -163,7 +228,7 @@ func (l *Log) Delete() error {
 	if errors.Is(err, l.err) {
 		err = nil // a latched write error does not matter to a deleted log
 	}
-	return errors.Join(err, l.idx.Delete(), os.RemoveAll(l.dir))
+	return errors.Join(err, l.idx.Delete(), l.fs.RemoveAll(l.dir))
 }
 
 // setRecoveryPointLocked persists a new recovery point; the caller holds appendMu.
@@ -175,5 +240,6 @@ func (l *Log) setRecoveryPointLocked(off int64, durable bool) error {
 		return fmt.Errorf("logstore: set recovery point: %w", err)
 	}
 	l.recoveryPoint = off
+	l.synced.Store(off)
 	return nil
 }

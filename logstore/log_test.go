@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"skiff/internal/batch"
 	"skiff/logstore"
 )
@@ -331,7 +333,7 @@ func TestSliceOutlivesSegment(t *testing.T) {
 	if !bytes.Equal(before.Bytes(), after.Bytes()) || before.Len() == 0 {
 		t.Fatalf("slice bytes changed: %d then %d", before.Len(), after.Len())
 	}
-	f := s.Ranges[0].File
+	f := s.Ranges[0].File.(vfs.File)
 	s.Release()
 	if _, err := f.Stat(); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("file still open after Release: %v", err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 
 	"skiff/internal/batch"
@@ -12,7 +11,11 @@ import (
 
 // Range is a byte range of a segment file holding whole batches, for sendfile.
 type Range struct {
-	File       *os.File
+	// File reads the segment. A segment on an OS filesystem (vfs.Default) is a file
+	// that also implements syscall.Conn, which sendfile needs; a segment on another
+	// filesystem (the in-memory ones of crash tests) is not, and is copied
+	// (io.NewSectionReader(File, Pos, Len)).
+	File       io.ReaderAt
 	Pos, Len   int64
 	BaseOffset int64 // base offset of the first batch in the range
 }
@@ -49,7 +52,7 @@ func (s *Slice) WriteTo(w io.Writer) (int64, error) {
 			return n, err
 		}
 		if m != r.Len {
-			return n, fmt.Errorf("logstore: %s truncated under a slice: %d of %d bytes", r.File.Name(), m, r.Len)
+			return n, fmt.Errorf("logstore: segment of base offset %d truncated under a slice: %d of %d bytes", r.BaseOffset, m, r.Len)
 		}
 	}
 	return n, nil

@@ -3,12 +3,15 @@ package logstore_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +34,7 @@ func locate(tb testing.TB, l *logstore.Log, want []appended) []loc {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		locs[i] = loc{file: s.Ranges[0].File.Name(), pos: s.Ranges[0].Pos}
+		locs[i] = loc{file: s.Ranges[0].File.(interface{ Name() string }).Name(), pos: s.Ranges[0].Pos}
 		s.Release()
 	}
 	return locs
@@ -466,4 +469,123 @@ func TestCrashLosesUnsyncedTail(t *testing.T) {
 			closeLog(t, l)
 		}
 	})
+}
+
+// TestRecoverIndexDamage extends the corruption table to the derived data and to
+// whole files, after the same unclean stop as TestRecoverCorruption: an index that
+// points past the end of a segment (the active one, a closed one, or with a closed
+// segment's next offset wrong) changes no answer and is fixed; an index lost
+// entirely is rebuilt from the segments; a segment missing between two others
+// makes Open fail with ErrSegmentMissing, naming the gap, and changes no file (the
+// partition is then offline, never served with a hole).
+func TestRecoverIndexDamage(t *testing.T) {
+	type damage func(t *testing.T, env indexEnv, dir string, metas []logstore.SegmentMeta, end int64)
+	inflate := func(k func(n int) int, closed bool, dSize, dNext int64) damage {
+		return func(t *testing.T, env indexEnv, dir string, metas []logstore.SegmentMeta, end int64) {
+			m := metas[k(len(metas))]
+			m.Size += dSize
+			m.NextOffset += dNext
+			m.Closed = closed
+			idx := env.Index()
+			if err := idx.PutSegment(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := idx.PutEntry(m.BaseOffset, logstore.IndexEntry{Offset: m.NextOffset + 50, Pos: m.Size + 3000, MaxTimestampBefore: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := idx.SetRecoveryPoint(end+1000, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first := func(int) int { return 0 }
+	last := func(n int) int { return n - 1 }
+	cases := map[string]struct {
+		damage  damage
+		missing bool // Open must fail with ErrSegmentMissing
+	}{
+		"index points past the end of the active segment":  {damage: inflate(last, false, 5000, 100)},
+		"index points past the end of a closed segment":    {damage: inflate(first, true, 5000, 100)},
+		"closed segment recorded with a wrong next offset": {damage: inflate(first, true, 0, 7)},
+		"index lost entirely": {damage: func(t *testing.T, env indexEnv, _ string, _ []logstore.SegmentMeta, _ int64) {
+			env.Wipe(t)
+		}},
+		"segment missing in the middle": {missing: true, damage: func(t *testing.T, _ indexEnv, dir string, metas []logstore.SegmentMeta, _ int64) {
+			if err := os.Remove(segmentFiles(t, dir)[1]); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, kind := range indexKinds {
+		for name, tc := range cases {
+			t.Run(kind.name+"/"+name, func(t *testing.T) {
+				env := kind.mk(t)
+				dir := t.TempDir()
+				cfg := crashCfg()
+				cfg.SegmentBytes = 8 << 10
+				l := openLog(t, dir, cfg, env.Index())
+				rng := rand.New(rand.NewPCG(42, 43))
+				want := appendN(t, l, rng, 52, 5, 1_000_000)
+				if err := l.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, appendN(t, l, rng, 8, 5, 2_000_000)...)
+				l.Crash()
+				metas, err := env.Index().Segments()
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.SortFunc(metas, func(a, b logstore.SegmentMeta) int { return int(a.BaseOffset - b.BaseOffset) })
+				if len(metas) < 3 {
+					t.Fatalf("test setup: %d segments, want at least 3", len(metas))
+				}
+				tc.damage(t, env, dir, metas, want[len(want)-1].next)
+				before := dirState(t, dir)
+
+				l, err = logstore.Open(dir, cfg, env.Index())
+				if tc.missing {
+					if err == nil {
+						l.Close()
+						t.Fatal("Open served a log with a missing segment")
+					}
+					gap := fmt.Sprintf("offsets %d..%d are missing", metas[1].BaseOffset, metas[2].BaseOffset-1)
+					if !errors.Is(err, logstore.ErrSegmentMissing) || !strings.Contains(err.Error(), gap) {
+						t.Fatalf("Open: %v; want ErrSegmentMissing saying %q", err, gap)
+					}
+					if after := dirState(t, dir); !maps.Equal(before, after) {
+						t.Fatalf("Open changed the files of a log it refused: %v, then %v", before, after)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				checkLog(t, l, want)
+				checkIndex(t, env.Index(), dir, l.LogEndOffset())
+				want = append(want, appendN(t, l, rand.New(rand.NewPCG(5, 5)), 10, 3, 3_000_000)...)
+				closeLog(t, l)
+				l = openLog(t, dir, cfg, env.Index())
+				checkLog(t, l, want)
+				closeLog(t, l)
+			})
+		}
+	}
+}
+
+// dirState maps each file of dir to its size.
+func dirState(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[e.Name()] = fi.Size()
+	}
+	return m
 }

@@ -2,10 +2,7 @@ package logstore
 
 import (
 	"fmt"
-	"os"
 	"time"
-
-	"skiff/internal/fileutil"
 )
 
 // ApplyRetention deletes whole segments from the oldest on while each one is
@@ -62,8 +59,8 @@ func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 		}
 		deletedSegments++
 	}
-	if err := fileutil.SyncDir(l.dir); err != nil {
-		return deletedSegments, fmt.Errorf("logstore: retention: sync dir: %w", err)
+	if err := l.syncDir(); err != nil {
+		return deletedSegments, l.latchLocked(err)
 	}
 	return deletedSegments, nil
 }
@@ -83,7 +80,7 @@ func (l *Log) deleteOldestLocked(s *segment) error {
 	l.publishLocked()
 	l.mu.Unlock()
 	l.log.Info("deleted segment by retention", "file", s.file.path, "log_start_offset", newStart)
-	err := os.Remove(s.file.path)
+	err := l.fs.Remove(s.file.path)
 	if uerr := s.file.unref(); err == nil {
 		err = uerr
 	}

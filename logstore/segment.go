@@ -2,14 +2,16 @@ package logstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"skiff/internal/batch"
 )
@@ -38,12 +40,12 @@ func parseSegmentName(name string) (int64, bool) {
 // while it uses the file. The descriptor is closed when the count drops to zero,
 // never earlier, so it cannot be reused for another file under a pending read.
 type segFile struct {
-	f    *os.File
+	f    vfs.File
 	path string
 	refs atomic.Int32
 }
 
-func newSegFile(f *os.File, path string) *segFile {
+func newSegFile(f vfs.File, path string) *segFile {
 	s := &segFile{f: f, path: path}
 	s.refs.Store(1)
 	return s
@@ -73,13 +75,17 @@ type segment struct {
 	maxTs   int64 // largest batch maxTimestamp, -1 when empty
 	firstTs int64 // maxTimestamp of the first batch (roll by age); -1 when empty
 	closed  bool  // rolled: no more appends
+	// unsynced: rolled but not yet fdatasynced (the next Sync or Close does it).
+	// Written with Log.appendMu held only.
+	unsynced bool
 }
 
+// meta is what the index records about s; Closed means rolled and on disk.
 func (s *segment) meta() SegmentMeta {
-	return SegmentMeta{BaseOffset: s.base, Size: s.size, NextOffset: s.next, MaxTimestamp: s.maxTs, Closed: s.closed}
+	return SegmentMeta{BaseOffset: s.base, Size: s.size, NextOffset: s.next, MaxTimestamp: s.maxTs, Closed: s.closed && !s.unsynced}
 }
 
-func segmentPath(dir string, base int64) string { return filepath.Join(dir, segmentName(base)) }
+func (l *Log) segmentPath(base int64) string { return l.fs.PathJoin(l.dir, segmentName(base)) }
 
 // Header reads start at headerReadMin bytes and double with every refill up to
 // headerReadMax: locating one batch costs one small read, and walking many small
@@ -148,7 +154,7 @@ func (r *headerReader) header(pos int64) (batch.Header, error) {
 // readBatch reads and fully checks (batch.Check) the batch at pos of f, whose
 // size is fileSize. buf is reused when large enough. It returns the header, the
 // batch bytes and an error describing why the bytes at pos are not a valid batch.
-func readBatch(f *os.File, pos, fileSize int64, buf []byte) (batch.Header, []byte, error) {
+func readBatch(f io.ReaderAt, pos, fileSize int64, buf []byte) (batch.Header, []byte, error) {
 	if fileSize-pos < batch.LogOverhead {
 		return batch.Header{}, buf, batch.ErrShort
 	}
@@ -176,7 +182,7 @@ func readBatch(f *os.File, pos, fileSize int64, buf []byte) (batch.Header, []byt
 
 // readHeaderAt reads and parses the header of the batch at pos of f without
 // checking its CRC; limit is the file size.
-func readHeaderAt(f *os.File, pos, limit int64) (batch.Header, error) {
+func readHeaderAt(f io.ReaderAt, pos, limit int64) (batch.Header, error) {
 	if limit-pos < batch.HeaderSize {
 		return batch.Header{}, batch.ErrShort
 	}
@@ -185,4 +191,59 @@ func readHeaderAt(f *os.File, pos, limit int64) (batch.Header, error) {
 		return batch.Header{}, err
 	}
 	return batch.ParseHeader(b[:])
+}
+
+// syncError is a failed fsync of a segment file or of the log's directory. Unlike
+// a failed write it is latched (see Log.fail and docs/durability.md).
+type syncError struct {
+	path string
+	err  error
+}
+
+func (e *syncError) Error() string { return fmt.Sprintf("logstore: sync %s: %v", e.path, e.err) }
+
+func (e *syncError) Unwrap() error { return e.err }
+
+// syncFile fdatasyncs f: its data and the metadata needed to read it back (its
+// size). An interrupted call is repeated; a failure is a *syncError.
+func syncFile(f vfs.File, path string) error {
+	for {
+		err := f.SyncData()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EINTR) {
+			return &syncError{path: path, err: err}
+		}
+	}
+}
+
+// syncDir fsyncs the log's directory (entries created or removed in it); a
+// failure is a *syncError.
+func (l *Log) syncDir() error {
+	d, err := l.fs.OpenDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("logstore: open %s: %w", l.dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &syncError{path: l.dir, err: err}
+	}
+	return nil
+}
+
+// truncater is a file that can be cut in place: vfs.Default's files (they embed
+// *os.File) and crash-test filesystems' are.
+type truncater interface{ Truncate(size int64) error }
+
+// truncateFile cuts f to size bytes.
+func truncateFile(f vfs.File, size int64) error {
+	t, ok := f.(truncater)
+	if !ok {
+		return fmt.Errorf("logstore: files of type %T cannot be truncated", f)
+	}
+	return t.Truncate(size)
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-
-	"skiff/internal/fileutil"
 )
 
 // Truncate removes the batch that contains offset and every batch after it, so
@@ -81,22 +79,32 @@ func (l *Log) Truncate(offset int64) error {
 	l.gen.Add(1)
 	l.mu.segs = segs[:i+1]
 	l.mu.ring = l.mu.ring[:0]
-	s.size, s.next, s.maxTs, s.firstTs, s.closed = pos, cut, maxTs, firstTs, false
+	s.size, s.next, s.maxTs, s.firstTs, s.closed, s.unsynced = pos, cut, maxTs, firstTs, false, false
 	l.logStart.Store(min(l.logStart.Load(), cut))
 	l.publishLocked()
 	l.mu.Unlock()
 
+	// Later segments go first, the last one first, so that a crash leaves a log
+	// that ends early (and is truncated again), never one with a hole.
 	var errs []error
-	for _, t := range later {
+	for j := len(later) - 1; j >= 0; j-- {
+		t := later[j]
 		errs = append(errs, l.removeSegment(t.base), t.file.unref())
 	}
+	if len(later) > 0 {
+		if err := l.syncDir(); err != nil {
+			return l.latchLocked(err)
+		}
+	}
 	errs = append(errs, l.idx.TruncateEntries(s.base, cut))
-	if err := s.file.f.Truncate(pos); err != nil {
+	if err := truncateFile(s.file.f, pos); err != nil {
 		return l.latchLocked(fmt.Errorf("logstore: truncate %s: %w", s.file.path, err))
 	}
-	if err := fdatasync(s.file.f); err != nil {
-		return l.latchLocked(fmt.Errorf("logstore: sync %s: %w", s.file.path, err))
+	w := l.written.Load()
+	if err := syncFile(s.file.f, s.file.path); err != nil {
+		return l.latchLocked(err)
 	}
+	l.markSyncedLocked(w)
 	l.bytesSinceIndex = pos
 	if e, ok, err := l.idx.LookupOffset(s.base, cut); err != nil {
 		errs = append(errs, err)
@@ -104,9 +112,6 @@ func (l *Log) Truncate(offset int64) error {
 		l.bytesSinceIndex = pos - e.Pos
 	}
 	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()))
-	if len(later) > 0 {
-		errs = append(errs, fileutil.SyncDir(l.dir))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
@@ -136,14 +141,15 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	old := l.mu.segs
 	l.mu.Unlock()
 	var errs []error
-	for _, t := range old {
-		errs = append(errs, l.removeSegment(t.base))
+	for j := len(old) - 1; j >= 0; j-- { // the last one first: no hole if interrupted
+		errs = append(errs, l.removeSegment(old[j].base))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return l.latchLocked(fmt.Errorf("logstore: truncate: %w", err))
 	}
-	s, err := l.createSegment(offset)
+	s, err := l.createSegment(offset, true)
 	if err != nil {
+		// The old segments are gone from the directory, and there is no active one.
 		return l.latchLocked(fmt.Errorf("logstore: truncate: %w", err))
 	}
 	l.mu.Lock()
@@ -157,6 +163,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		_ = t.file.unref()
 	}
 	l.bytesSinceIndex = 0
+	l.markSyncedLocked(l.written.Load()) // nothing unsynced is left
+	l.rolledUnsynced.Store(false)
 	if err := l.idx.SetLogStartOffset(offset); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // DefaultCacheBytes is the default size of Pebble's block cache. The node is meant
@@ -48,6 +49,10 @@ type Options struct {
 	CacheBytes int64
 	// MemTableBytes is the memtable size. Default DefaultMemTableBytes (4 MiB).
 	MemTableBytes uint64
+	// FS is the filesystem the database lives on; the node's segment files share
+	// it (logstore.Config.FS), and crash tests pass one that loses unsynced data.
+	// Default vfs.Default.
+	FS vfs.FS
 }
 
 // DB is the node's Pebble database. It is safe for concurrent use.
@@ -79,6 +84,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		Logger:             pebbleLogger{opts.Logger.With("component", "pebble")},
 		MemTableSize:       opts.MemTableBytes,
 		FormatMajorVersion: pebble.FormatNewest,
+		FS:                 opts.FS,
 	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"skiff/internal/fileutil"
 )
@@ -36,13 +37,14 @@ type epochEntry struct {
 // LeaderEpochFileCache), kept in memory and checkpointed to its file on every change.
 // Epochs and start offsets both increase along the slice. Guarded by the partition.
 type epochCache struct {
+	fs      vfs.FS
 	path    string
 	entries []epochEntry
 }
 
-func loadEpochs(dir string) (*epochCache, error) {
-	c := &epochCache{path: filepath.Join(dir, epochsFile)}
-	b, err := os.ReadFile(c.path)
+func loadEpochs(fs vfs.FS, dir string) (*epochCache, error) {
+	c := &epochCache{fs: fs, path: fs.PathJoin(dir, epochsFile)}
+	b, err := fileutil.ReadFile(fs, c.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}
@@ -93,7 +95,7 @@ func decodeEpochs(b []byte) ([]epochEntry, error) {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (c *epochCache) save() error {
-	return fileutil.WriteFileAtomic(c.path, encodeEpochs(c.entries), 0o640)
+	return fileutil.ReplaceFile(c.fs, c.path, encodeEpochs(c.entries))
 }
 
 // latest returns the newest epoch, or -1.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func TestEpochCache(t *testing.T) {
 	dir := t.TempDir()
-	c, err := loadEpochs(dir)
+	c, err := loadEpochs(vfs.Default, dir)
 	if err != nil || c.latest() != -1 {
 		t.Fatalf("empty: %v latest %d", err, c.latest())
 	}
@@ -38,14 +40,14 @@ func TestEpochCache(t *testing.T) {
 		}
 	}
 	// The checkpoint survives a reopen, and truncation drops later epochs.
-	c2, err := loadEpochs(dir)
+	c2, err := loadEpochs(vfs.Default, dir)
 	if err != nil || len(c2.entries) != 3 {
 		t.Fatalf("reload: %v %v", err, c2.entries)
 	}
 	if err := c2.truncateFrom(250); err != nil || c2.latest() != 2 {
 		t.Fatalf("truncate: %v latest %d", err, c2.latest())
 	}
-	if c3, err := loadEpochs(dir); err != nil || c3.latest() != 2 {
+	if c3, err := loadEpochs(vfs.Default, dir); err != nil || c3.latest() != 2 {
 		t.Fatalf("reload after truncate: %v", err)
 	}
 	// Damage is detected, whatever byte it hits.

@@ -199,6 +199,9 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 	byKey := make(map[topicPartition]*Partition, len(parts))
 	topics := make(map[string]int)
 	for _, p := range parts {
+		if !p.syncedForFetch() {
+			continue // it cannot report its log end as on disk; it falls out of the ISR
+		}
 		byKey[topicPartition{p.Topic, p.ID}] = p
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.ID, p.LeaderEpoch()
@@ -210,6 +213,9 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: p.Topic})
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(req.Topics) == 0 {
+		return errNothingToFetch
 	}
 	resp, err := conn.request(req, fetchTimeout)
 	if err != nil {
@@ -367,12 +373,32 @@ func (p *Partition) appendReplica(records []byte) error {
 	if err := p.log.AppendReplica(records); err != nil {
 		return err
 	}
+	if p.log.NeedsSync() && p.cfg.Load().Flush != FlushAlways {
+		p.requestSync() // a rolled segment (under always the next fetch syncs it)
+	}
 	var errs []error
 	for i := range hs {
 		errs = append(errs, p.epochs.assign(hs[i].LeaderEpoch, hs[i].BaseOffset))
 		p.producers.record(&hs[i])
 	}
 	return errors.Join(errs...)
+}
+
+// errNothingToFetch: every partition of a fetcher failed to sync its log.
+var errNothingToFetch = errors.New("replication: no partition can fetch: their logs cannot be synced")
+
+// syncedForFetch makes sure, under flush.policy=always, that what this follower
+// appended is on disk before its next fetch tells the leader its log end: one
+// fdatasync covers everything the previous fetch brought. It reports false when
+// the log cannot be synced (a latched fsync failure).
+func (p *Partition) syncedForFetch() bool {
+	if p.cfg.Load().Flush != FlushAlways || p.log.SyncedOffset() >= p.log.LogEndOffset() {
+		return p.log.Failed() == nil
+	}
+	if err := p.log.Sync(); err != nil && p.log.Failed() == nil {
+		p.logger.Warn("recording the recovery point", "err", err) // synced all the same
+	}
+	return p.log.Failed() == nil
 }
 
 // followHW moves a follower's high watermark to the leader's, capped at its own log end.

@@ -96,18 +96,20 @@ func (p *Partition) becomeLeader(s PartitionSpec) {
 	p.leader.Store(true)
 	p.logger.Info("leading", "leader_epoch", s.LeaderEpoch, "isr", s.ISR, "log_end_offset", p.log.LogEndOffset(), "high_watermark", p.hw.Load())
 	p.maybeAdvanceHW()
+	p.requestSync() // under flush.policy=always the high watermark waits for the log to be synced
 	p.notify()
 }
 
 // maybeAdvanceHW moves a leader's high watermark to the lowest log end offset of
-// its ISR. It never moves back.
+// its ISR (its own counted as ownEnd: under flush.policy=always, what it synced).
+// It never moves back.
 func (p *Partition) maybeAdvanceHW() {
 	p.stateMu.Lock()
 	if p.st.role != roleLeader {
 		p.stateMu.Unlock()
 		return
 	}
-	hw := p.log.LogEndOffset()
+	hw := p.ownEnd()
 	for _, r := range p.st.isr {
 		if r == p.self {
 			continue

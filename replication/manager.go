@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"skiff/internal/fileutil"
@@ -64,6 +64,10 @@ type Config struct {
 	Logger *slog.Logger
 	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
 	RetentionCheckInterval time.Duration
+	// FS is the filesystem of Dir (segments, leader-epoch checkpoints,
+	// partition.metadata); crash tests pass one that loses unsynced data. Default
+	// vfs.Default.
+	FS vfs.FS
 }
 
 // TopicSpec is one topic as the cluster metadata describes it, with the partitions
@@ -93,6 +97,14 @@ type topicPartition struct {
 	id    int32
 }
 
+// offlinePartition is a local replica that could not be opened (its log has a
+// missing segment, or its disk fails): it is not served, and not opened again
+// until the node restarts, so that it is reported once.
+type offlinePartition struct {
+	topicID [16]byte
+	err     error
+}
+
 // Manager opens, serves and deletes the partition replicas of this node.
 type Manager struct {
 	cfg    Config
@@ -101,6 +113,7 @@ type Manager struct {
 	mu struct {
 		sync.RWMutex
 		parts   map[topicPartition]*Partition
+		offline map[topicPartition]offlinePartition // replicas whose log cannot be opened
 		topics  map[string][16]byte
 		applied int64
 		changed chan struct{} // closed and replaced when applied moves
@@ -147,12 +160,16 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.BrokerAddr == nil {
 		cfg.BrokerAddr = func(int32) (string, bool) { return "", false }
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	if err := fileutil.MkdirAll(cfg.FS, cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("replication: create %s: %w", cfg.Dir, err)
 	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}),
 		fetchers: make(map[int32]*fetcher), following: make(map[*Partition]int32)}
 	m.mu.parts = make(map[topicPartition]*Partition)
+	m.mu.offline = make(map[topicPartition]offlinePartition)
 	m.mu.topics = make(map[string][16]byte)
 	m.mu.changed = make(chan struct{})
 	m.registerMetrics(cfg.Registerer)
@@ -217,13 +234,23 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		}
 		m.logger.Info("deleted partition", "topic", tp.topic, "partition", tp.id)
 	}
+	for tp, off := range m.mu.offline {
+		if t, ok := want[tp]; !ok || t.ID != off.topicID {
+			delete(m.mu.offline, tp) // the topic is gone (or another one has its name)
+		}
+	}
 	for tp, t := range want {
 		if _, ok := m.mu.parts[tp]; ok {
 			continue
 		}
+		if _, ok := m.mu.offline[tp]; ok {
+			continue
+		}
 		p, err := m.openLocked(tp, t)
 		if err != nil {
-			errs = append(errs, err)
+			m.mu.offline[tp] = offlinePartition{topicID: t.ID, err: err}
+			m.logger.Error("partition offline: its log cannot be opened, so it is not served (fix the data directory and restart the node)",
+				"topic", tp.topic, "partition", tp.id, "err", err)
 			continue
 		}
 		p.fenced.Store(m.fenced.Load())
@@ -240,6 +267,17 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		m.mu.changed = make(chan struct{})
 	}
 	return errors.Join(errs...)
+}
+
+// Offline returns why the local replica of topic/id is offline (its log could not
+// be opened when it was assigned here, or at start), or nil.
+func (m *Manager) Offline(topic string, id int32) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if off, ok := m.mu.offline[topicPartition{topic, id}]; ok {
+		return off.err
+	}
+	return nil
 }
 
 // WaitApplied blocks until Apply has run for metadata revision rev or later, or ctx ends.
@@ -264,26 +302,27 @@ const metadataFile = "partition.metadata"
 // openLocked opens a partition folder, first deleting one left by an older topic of
 // the same name (its partition.metadata names another topic id).
 func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error) {
+	fs := m.cfg.FS
 	key := PartitionKey(tp.topic, tp.id)
-	dir := filepath.Join(m.cfg.Dir, key)
+	dir := fs.PathJoin(m.cfg.Dir, key)
 	id := hex.EncodeToString(t.ID[:])
-	meta := filepath.Join(dir, metadataFile)
-	if b, err := os.ReadFile(meta); err == nil && strings.TrimSpace(string(b)) != "topic_id: "+id {
+	meta := fs.PathJoin(dir, metadataFile)
+	if b, err := fileutil.ReadFile(fs, meta); err == nil && strings.TrimSpace(string(b)) != "topic_id: "+id {
 		m.logger.Info("deleting partition of an older topic with the same name", "dir", dir)
-		if p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger); err == nil {
+		if p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger); err == nil {
 			if err := p.delete(); err != nil {
 				return nil, fmt.Errorf("delete old %s: %w", key, err)
 			}
-		} else if err := os.RemoveAll(dir); err != nil {
+		} else if err := fs.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("delete old %s: %w", key, err)
 		}
 	}
-	p, err := openPartition(dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger)
+	p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
 	}
-	if _, err := os.Stat(meta); errors.Is(err, os.ErrNotExist) {
-		if err := fileutil.WriteFileAtomic(meta, []byte("topic_id: "+id+"\n"), 0o640); err != nil {
+	if _, err := fs.Stat(meta); errors.Is(err, os.ErrNotExist) {
+		if err := fileutil.ReplaceFile(fs, meta, []byte("topic_id: "+id+"\n")); err != nil {
 			p.close()
 			return nil, fmt.Errorf("write %s: %w", meta, err)
 		}
@@ -292,7 +331,8 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 }
 
 func (m *Manager) removeStrayLocked(want map[topicPartition]TopicSpec) error {
-	entries, err := os.ReadDir(m.cfg.Dir)
+	fs := m.cfg.FS
+	names, err := fs.List(m.cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", m.cfg.Dir, err)
 	}
@@ -301,18 +341,21 @@ func (m *Manager) removeStrayLocked(want map[topicPartition]TopicSpec) error {
 		keys[PartitionKey(tp.topic, tp.id)] = true
 	}
 	var errs []error
-	for _, e := range entries {
-		if !e.IsDir() || keys[e.Name()] {
+	for _, name := range names {
+		dir := fs.PathJoin(m.cfg.Dir, name)
+		if keys[name] {
 			continue
 		}
-		dir := filepath.Join(m.cfg.Dir, e.Name())
+		if fi, err := fs.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
 		m.logger.Info("deleting folder of a partition that no topic has", "dir", dir)
-		idx := m.cfg.Store(e.Name())
-		l, err := logstore.Open(dir, logstore.Config{Logger: m.logger}, idx)
+		idx := m.cfg.Store(name)
+		l, err := logstore.Open(dir, logstore.Config{Logger: m.logger, FS: fs}, idx)
 		if err == nil {
 			err = l.Delete()
 		} else {
-			err = os.RemoveAll(dir)
+			err = errors.Join(idx.Delete(), fs.RemoveAll(dir))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete stray %s: %w", dir, err))

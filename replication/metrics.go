@@ -46,6 +46,26 @@ func (m *Manager) registerMetrics(reg prometheus.Registerer) {
 			return float64(worst)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skiff_unsynced_acknowledged_bytes",
+			Help: "Bytes in this node's replicas of partitions under flush.policy replicated or interval that producers may have been acknowledged for but that are not yet fdatasynced here: what a power failure of this node could take from its copies (under flush.policy=always nothing is acknowledged before it is synced).",
+		}, func() float64 {
+			var n int64
+			for _, p := range m.Partitions() {
+				if p.cfg.Load().Flush != FlushAlways {
+					n += p.UnsyncedBytes()
+				}
+			}
+			return float64(n)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skiff_offline_partitions",
+			Help: "Local replicas that are not served because their log could not be opened (a missing segment, a failing disk); see the log.",
+		}, func() float64 {
+			m.mu.RLock()
+			defer m.mu.RUnlock()
+			return float64(len(m.mu.offline))
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "skiff_partitions_leading", Help: "Partitions this broker leads.",
 		}, func() float64 {
 			n := 0

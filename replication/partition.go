@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"skiff/internal/batch"
@@ -27,6 +27,10 @@ type PartitionConfig struct {
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
+	// Flush is flush.policy (flush.go); the zero value is FlushReplicated.
+	Flush FlushPolicy
+	// FlushInterval is flush.ms, used by FlushInterval (0: sync after every append).
+	FlushInterval time.Duration
 }
 
 // AppendResult is what a producer is told about an appended batch.
@@ -96,6 +100,9 @@ type Partition struct {
 
 	waitMu  sync.Mutex
 	waiters map[chan<- struct{}]struct{} // guarded by waitMu
+
+	syncer   syncer // the flush.policy goroutine (flush.go)
+	stopOnce sync.Once
 }
 
 // replicaState is the partition's replication state as this replica knows it.
@@ -122,18 +129,19 @@ type followerProgress struct {
 	lastFetchTime time.Time
 }
 
-func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionConfig, store Store, self int32, logger *slog.Logger) (*Partition, error) {
+func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg PartitionConfig, store Store, self int32, logger *slog.Logger) (*Partition, error) {
+	cfg.Log.FS = fs
 	l, err := logstore.Open(dir, cfg.Log, store)
 	if err != nil {
 		return nil, err
 	}
-	epochs, err := loadEpochs(dir)
+	epochs, err := loadEpochs(fs, dir)
 	rebuildEpochs := errors.Is(err, errEpochsCorrupt)
 	if rebuildEpochs {
 		// Derived data: every batch carries its leader epoch, so the checkpoint is
 		// rebuilt from the log (losing only epochs that appended nothing).
 		logger.Warn("leader-epoch checkpoint damaged; rebuilding it from the log", "dir", dir, "err", err)
-		epochs, err = &epochCache{path: filepath.Join(dir, epochsFile)}, nil
+		epochs, err = &epochCache{fs: fs, path: fs.PathJoin(dir, epochsFile)}, nil
 	}
 	if err != nil {
 		l.Close()
@@ -186,11 +194,17 @@ func openPartition(dir, topic string, id int32, topicID [16]byte, cfg PartitionC
 	}
 	p.hw.Store(hw)
 	p.savedHW = hw
+	p.startSyncer()
 	return p, nil
 }
 
 // SetConfig replaces the partition's settings (topic configs changed).
-func (p *Partition) SetConfig(cfg PartitionConfig) { p.cfg.Store(&cfg) }
+func (p *Partition) SetConfig(cfg PartitionConfig) {
+	old := p.cfg.Swap(&cfg)
+	if old.Flush != cfg.Flush || old.FlushInterval != cfg.FlushInterval {
+		p.requestSync() // the syncer picks up the new policy
+	}
+}
 
 // LeaderEpoch is the epoch of the current leadership of this partition.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
@@ -282,6 +296,9 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	h.BaseOffset = base
 	p.producers.record(&h)
 	p.appendMu.Unlock()
+	if cfg.wantsSyncOnAppend() || p.log.NeedsSync() {
+		p.requestSync()
+	}
 
 	res.BaseOffset, res.LastOffset = base, h.LastOffset()
 	p.maybeAdvanceHW()
@@ -410,6 +427,12 @@ func (p *Partition) checkpointHW() error {
 	return nil
 }
 
-func (p *Partition) close() error { return errors.Join(p.checkpointHW(), p.log.Close()) }
+func (p *Partition) close() error {
+	p.stopSyncer()
+	return errors.Join(p.checkpointHW(), p.log.Close())
+}
 
-func (p *Partition) delete() error { return p.log.Delete() }
+func (p *Partition) delete() error {
+	p.stopSyncer()
+	return p.log.Delete()
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 
@@ -334,7 +335,7 @@ func TestEpochsRebuiltFromLog(t *testing.T) {
 	if e, end := m.Partition("t", 0).EndOffsetForEpoch(3); e != 3 || end != 2 {
 		t.Fatalf("after rebuild: epoch 3 ends at (%d, %d), want (3, 2)", e, end)
 	}
-	if _, err := loadEpochs(filepath.Join(dir, "topics", "t-0")); err != nil {
+	if _, err := loadEpochs(vfs.Default, filepath.Join(dir, "topics", "t-0")); err != nil {
 		t.Fatalf("rebuilt checkpoint not saved: %v", err)
 	}
 }

@@ -89,6 +89,8 @@ func runServe(c *cli.Context) error {
 		MaxRequestBytes:              int32(vals.int("socket-request-max-bytes")),
 		IdleTimeout:                  vals.duration("connections-max-idle"),
 		RetentionCheckInterval:       vals.duration("log-retention-check-interval"),
+		FlushPolicy:                  vals.str("flush-policy"),
+		FlushInterval:                vals.duration("flush-interval"),
 		ShutdownTimeout:              vals.duration("shutdown-timeout"),
 		Groups:                       groupConfig(vals),
 		Version:                      version,

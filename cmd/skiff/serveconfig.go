@@ -59,6 +59,8 @@ var serveSettings = []setting{
 	{"socket-request-max-bytes", kindInt, "104857600", "largest Kafka request frame accepted; larger ones close the connection (socket.request.max.bytes)"},
 	{"connections-max-idle", kindDuration, "10m", "close Kafka connections idle this long (connections.max.idle.ms)"},
 	{"log-retention-check-interval", kindDuration, "5m", "how often retention deletes old segments (log.retention.check.interval.ms)"},
+	{"flush-policy", kindString, "", "default flush.policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)"},
+	{"flush-interval", kindDuration, "1s", "default flush.ms of topics: how often flush.policy=interval fdatasyncs (log.flush.interval.ms)"},
 	{"shutdown-timeout", kindDuration, "30s", "how long a stop waits for in-flight requests before closing connections"},
 	{"group-min-session-timeout", kindDuration, "6s", "shortest session timeout a consumer group member may ask for (group.min.session.timeout.ms)"},
 	{"group-max-session-timeout", kindDuration, "30m", "longest session timeout a consumer group member may ask for (group.max.session.timeout.ms)"},
