@@ -21,10 +21,10 @@
 //   - Replica placement for new topics and partitions: PlaceReplicas
 //     (rack-aware, leaders spread with the brokers' existing load).
 //
-// Today one node is the whole cluster: CreateTopic makes the first replica
-// of each partition's assignment its leader. The multi-node issue adds the
-// controller (an election under /skiff/controller/) that places replicas and
-// moves leadership with AlterPartition; the layout already has room for it.
+// CreateTopic makes the first replica of each partition's assignment its
+// leader; after that, leadership moves only through the elected controller
+// (controller.go: failover, rebalance, draining) and ISRs through the
+// leaders' AlterPartition, every write a compare-and-swap.
 //
 // Lock order: Store.pid.mu is the only Store lock and is never held while
 // taking another. Cache has no lock on its read path; its watch goroutine

@@ -146,7 +146,7 @@ func TestMembership(t *testing.T) {
 			}
 		}
 		id := strconv.Itoa(int(fourth.ID))
-		_, stderr, err := testnode.Run(t, 30*time.Second, "cluster", "remove-node", id, "--http", nodes[0].HTTPAddr)
+		_, stderr, err := testnode.Run(t, 30*time.Second, "cluster", "remove-node", id, "--drain=false", "--http", nodes[0].HTTPAddr)
 		if err == nil {
 			t.Fatal("removed a node holding replicas")
 		}

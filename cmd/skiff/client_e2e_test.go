@@ -109,10 +109,11 @@ func testTopicCommands(t *testing.T, b string) {
 
 	desc := skiffOK(t, nil, "topic", "describe", topic, "-b", b)
 	mustContain(t, "describe", desc, "topic:               "+topic+"\n", "partitions:          3\n", "replication factor:  1\n",
-		"PARTITION  LEADER  EPOCH  REPLICAS  ISR  OFFLINE")
+		"PARTITION  LEADER  EPOCH  REPLICAS  ISR  OFFLINE  HIGH WATERMARK  LOG END")
 	for p := range 3 {
-		// partition, leader (a broker id), epoch, one replica which is in sync.
-		row := regexp.MustCompile(fmt.Sprintf(`(?m)^%d +(\d+) +\d+ +(\d+) +(\d+) +- *$`, p))
+		// partition, leader (a broker id), epoch, one replica which is in sync, no
+		// offline replica, then high watermark and log end (nothing produced yet: 0).
+		row := regexp.MustCompile(fmt.Sprintf(`(?m)^%d +(\d+) +\d+ +(\d+) +(\d+) +- +0 +0 *$`, p))
 		m := row.FindStringSubmatch(desc)
 		if m == nil || m[1] != m[2] || m[2] != m[3] {
 			t.Errorf("describe: no healthy row for partition %d (%q):\n%s", p, m, desc)

@@ -75,17 +75,17 @@ func clusterRemoveNodeCommand() *cli.Command {
 		Name:      "remove-node",
 		Usage:     "remove a node (and its etcd member) from the cluster",
 		ArgsUsage: "ID",
-		Description: "Removes node ID: its etcd member leaves the cluster and its process stops. Refused\n" +
-			"while the node holds replicas of any partition, unless --drain is given: the node is then\n" +
-			"marked for draining, the controller moves its replicas to other nodes one partition at a\n" +
-			"time (each new replica copies the log before the old one goes), and the command waits\n" +
-			"for that, printing progress, before it removes the node. Also refused when the node runs\n" +
-			"the last voting etcd member, when the members left would not make a quorum, and when\n" +
-			"--http names the node being removed (ask another node). A node that is down for good is\n" +
-			"removed the same way.",
+		Description: "Removes node ID: its etcd member leaves the cluster and its process stops. First\n" +
+			"the node is drained: the controller moves its partition replicas to other nodes one\n" +
+			"partition at a time (each new replica copies the log and joins the ISR before the old one\n" +
+			"goes), and the command waits for that, printing progress, before it removes the node.\n" +
+			"With --drain=false it is refused instead while the node holds replicas. Also refused when\n" +
+			"the node runs the last voting etcd member, when the members left would not make a quorum,\n" +
+			"and when --http names the node being removed (ask another node). A node that is down for\n" +
+			"good is removed the same way (its replicas are copied from the other replicas).",
 		HideHelpCommand: true,
 		Flags: append(adminFlags(),
-			&cli.BoolFlag{Name: "drain", Usage: "move the node's partition replicas to other nodes first, then remove it"},
+			&cli.BoolFlag{Name: "drain", Value: true, Usage: "move the node's partition replicas to other nodes first, then remove it (--drain=false: refuse while it holds any)"},
 			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Minute, Usage: "with --drain, give up waiting after `DURATION` (the draining goes on; run the command again)"},
 		),
 		Action: runClusterRemoveNode,

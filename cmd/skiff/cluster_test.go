@@ -106,9 +106,10 @@ func TestClusterRemoveNode(t *testing.T) {
 	})
 	out := skiffOK(t, nil, "cluster", "remove-node", "3", "--http", addr)
 	mustContain(t, "output", out, "removed node 3")
-	msg := skiffErr(t, nil, "cluster", "remove-node", "--http", addr, "2")
+	msg := skiffErr(t, nil, "cluster", "remove-node", "--http", addr, "--drain=false", "2")
 	mustContain(t, "refusal", msg, "remove node 2: node 2 still holds replicas", "t/0", "move or delete these partitions first")
-	if want := []string{"POST /v1/cluster/remove-node?id=3", "POST /v1/cluster/remove-node?id=2"}; strings.Join(*reqs, ";") != strings.Join(want, ";") {
+	// Draining is the default; --drain=false asks the node to refuse instead.
+	if want := []string{"POST /v1/cluster/remove-node?id=3&drain=true", "POST /v1/cluster/remove-node?id=2"}; strings.Join(*reqs, ";") != strings.Join(want, ";") {
 		t.Errorf("requests %v, want %v", *reqs, want)
 	}
 }
