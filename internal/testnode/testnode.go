@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +137,41 @@ func StartCluster(t testing.TB, count int, args ...string) []*Node {
 	for i := 1; i < count; i++ {
 		nodes = append(nodes, Start(t, append([]string{"--join", nodes[0].EtcdClient}, args...)...))
 	}
+	// Every node must know every broker before a test creates a topic through it, or
+	// the topic could be placed on fewer brokers than the test means.
+	for _, n := range nodes {
+		n.waitLiveBrokers(count)
+	}
 	return nodes
+}
+
+// waitLiveBrokers waits until the node's admin API lists count live brokers.
+func (n *Node) waitLiveBrokers(count int) {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var st struct {
+			Brokers []struct{ Live bool } `json:"brokers"`
+		}
+		live := 0
+		if resp, err := http.Get("http://" + n.HTTPAddr + "/v1/cluster"); err == nil {
+			if json.NewDecoder(resp.Body).Decode(&st) == nil {
+				for _, b := range st.Brokers {
+					if b.Live {
+						live++
+					}
+				}
+			}
+			resp.Body.Close()
+		}
+		if live == count {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("node %d lists %d live brokers, want %d", n.ID, live, count)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+	}
 }
 
 // Restart starts the node again on its data directory (after Kill or Stop) and
