@@ -21,7 +21,9 @@
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
 //  2. stop campaigning for controller (resigning if elected), then end the broker
-//     session (the lease is revoked: the cluster sees the broker go);
+//     session (the lease is revoked: the cluster sees the broker go; without etcd
+//     quorum it is left to expire instead of waiting for a revoke that cannot
+//     happen);
 //  3. stop applying metadata and close the cache;
 //  4. close the group coordinator (it stops appending to and applying its
 //     __consumer_offsets partitions);
@@ -253,6 +255,17 @@ func (n *Node) staleLeadership(snap *cluster.Snapshot) bool {
 	return false
 }
 
+// quorum reports whether the etcd member can serve linearizable requests now (asked
+// with a one-second limit).
+func (n *Node) quorum() bool {
+	if n.member == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return n.member.Healthy(ctx) == nil
+}
+
 // status reports what the node is doing: logged, and handed to Config.OnStatus.
 func (n *Node) status(s string) {
 	n.logger.Info(s)
@@ -330,9 +343,12 @@ func (n *Node) Close() error {
 		if n.sessionEnd != nil {
 			<-n.sessionEnd
 		}
-		if sess := n.session.Load(); sess != nil {
-			// Without quorum the lease cannot be revoked; it then expires on its own,
-			// which is no reason to fail the stop.
+		if sess := n.session.Load(); sess != nil && !n.quorum() {
+			// Without quorum the lease cannot be revoked (a revoke would wait out its
+			// timeout); it expires on its own within the session timeout.
+			n.logger.Warn("etcd has no quorum: the broker session is left to expire")
+			sess.Abandon()
+		} else if sess != nil {
 			if err := sess.Close(); err != nil {
 				n.logger.Warn("broker session not revoked; it expires within the session timeout", "err", err)
 			}

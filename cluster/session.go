@@ -184,6 +184,17 @@ func (s *Session) Lease() clientv3.LeaseID { return s.s.Lease() }
 // or Close was called.
 func (s *Session) Done() <-chan struct{} { return s.s.Done() }
 
+// Abandon stops keeping the lease alive without revoking it (the key then expires
+// within the TTL): for a broker stopping while etcd has no quorum, where a revoke
+// would only wait for its timeout. Close after Abandon does nothing.
+func (s *Session) Abandon() {
+	s.closeOnce.Do(func() {
+		s.stopWatch()
+		s.validUntil.Store(0)
+		s.s.Orphan()
+	})
+}
+
 // Close revokes the lease, which deletes the broker key at once. It is
 // idempotent.
 func (s *Session) Close() error {

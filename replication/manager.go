@@ -127,7 +127,10 @@ type Manager struct {
 	following map[*Partition]int32 // the leader each follower fetches from; guarded by fetchMu
 
 	stop chan struct{}
-	wg   sync.WaitGroup // background loops
+	// ctx ends with Close, cutting short the metadata writes of the background loops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background loops
 }
 
 // SetFenced stops (true) or resumes (false) leadership of every local partition: a
@@ -168,6 +171,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}),
 		fetchers: make(map[int32]*fetcher), following: make(map[*Partition]int32)}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.parts = make(map[topicPartition]*Partition)
 	m.mu.offline = make(map[topicPartition]offlinePartition)
 	m.mu.topics = make(map[string][16]byte)
@@ -399,6 +403,7 @@ func (m *Manager) Close() error {
 	}
 	m.mu.closed = true
 	close(m.stop)
+	m.cancel()
 	parts := m.mu.parts
 	m.mu.parts = nil
 	m.mu.Unlock()

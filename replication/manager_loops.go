@@ -58,7 +58,7 @@ func (m *Manager) isrLoop() {
 				p.isrChanged(isr, epoch, true)
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 			next, err := m.cfg.AlterISR(ctx, p.Topic, p.ID, epoch, isr)
 			cancel()
 			if err != nil {
