@@ -14,6 +14,15 @@
 // one; only it is ever written. Other files in the directory (for example the
 // replication layer's leader-epochs checkpoint) are left alone.
 //
+// # Filesystem and durability
+//
+// Files are reached through Config.FS, Pebble's vfs.FS (vfs.Default in production,
+// internal/crashfs in crash tests). Append writes to the page cache only; Sync
+// fdatasyncs everything appended so far (rolled segments, the folder, the active
+// segment) without blocking appends, and SyncedOffset reports how far that got.
+// A failed write is cut off and returned, and the log goes on; a failed fsync is
+// latched (Failed). See docs/durability.md.
+//
 // # Index
 //
 // Segments are the truth. Everything else (segment metadata, a sparse offset

@@ -91,9 +91,10 @@ type Partition struct {
 	hw                atomic.Int64
 	savedHW           int64 // last checkpointed high watermark; owned by the checkpoint loop
 
-	appendMu  sync.Mutex
-	producers producerStates // guarded by appendMu
-	epochs    *epochCache    // guarded by appendMu
+	appendMu      sync.Mutex
+	producers     producerStates // guarded by appendMu
+	epochs        *epochCache    // guarded by appendMu
+	appendFailing bool           // the last append failed (for logging); guarded by appendMu
 
 	stateMu sync.Mutex
 	st      replicaState // guarded by stateMu
@@ -290,8 +291,16 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	}
 	base, err := p.log.Append(records, p.leaderEpoch.Load())
 	if err != nil {
+		if !p.appendFailing {
+			p.appendFailing = true // logged once per run of failures
+			p.logger.Warn("appends refused by the disk (producers get KAFKA_STORAGE_ERROR); reads go on", "err", err)
+		}
 		p.appendMu.Unlock()
 		return res, fmt.Errorf("append to %s-%d: %v: %w", p.Topic, p.ID, err, kerr.KafkaStorageError)
+	}
+	if p.appendFailing {
+		p.appendFailing = false
+		p.logger.Info("appends succeed again")
 	}
 	h.BaseOffset = base
 	p.producers.record(&h)
