@@ -61,6 +61,19 @@ type Config struct {
 	MaxRequestBytes int32
 	// IdleTimeout is connections.max.idle.ms (default 10 minutes).
 	IdleTimeout time.Duration
+	// ReadTimeout bounds receiving one Kafka request frame from its first byte
+	// (default 30 s; see kafkaapi.Config.ReadTimeout).
+	ReadTimeout time.Duration
+	// MaxConnections is max.connections (default 10000).
+	MaxConnections int
+	// MaxConnectionsPerIP is max.connections.per.ip (default 0: unlimited).
+	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes is queued.max.request.bytes, the memory all Kafka
+	// requests in progress may take (default 256 MiB; see kafkaapi.Config).
+	QueuedMaxRequestBytes int64
+	// MaxPartitionsPerRequest bounds the partitions one Kafka request may name
+	// (default 100000).
+	MaxPartitionsPerRequest int
 	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
 	RetentionCheckInterval time.Duration
 	// DisableAutoLeaderRebalance turns auto.leader.rebalance.enable off (default on:
@@ -121,6 +134,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10000
+	}
+	if c.QueuedMaxRequestBytes <= 0 {
+		c.QueuedMaxRequestBytes = 256 << 20
+	}
+	if c.MaxPartitionsPerRequest <= 0 {
+		c.MaxPartitionsPerRequest = 100000
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = 5 * time.Minute
@@ -195,6 +220,26 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes < 0 {
 		errs = append(errs, fmt.Errorf("socket-request-max-bytes %d: must be positive", c.MaxRequestBytes))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max-connections %d: must be positive", c.MaxConnections))
+	}
+	if c.MaxConnectionsPerIP < 0 {
+		errs = append(errs, fmt.Errorf("max-connections-per-ip %d: must be positive, or 0 for no limit", c.MaxConnectionsPerIP))
+	}
+	if c.MaxPartitionsPerRequest < 0 {
+		errs = append(errs, fmt.Errorf("max-partitions-per-request %d: must be positive", c.MaxPartitionsPerRequest))
+	}
+	if c.QueuedMaxRequestBytes < 0 {
+		errs = append(errs, fmt.Errorf("queued-max-request-bytes %d: must be positive", c.QueuedMaxRequestBytes))
+	} else if c.QueuedMaxRequestBytes > 0 {
+		maxReq := int64(c.MaxRequestBytes)
+		if maxReq <= 0 {
+			maxReq = 100 << 20
+		}
+		if c.QueuedMaxRequestBytes < maxReq {
+			errs = append(errs, fmt.Errorf("queued-max-request-bytes %d: must be at least socket-request-max-bytes (%d), or no request of that size could be read", c.QueuedMaxRequestBytes, maxReq))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package appliance
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -101,6 +102,10 @@ func (n *Node) topicDefaults() map[string]string {
 // brokerConfigs are the settings DescribeConfigs reports for this broker.
 func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
 	c := n.cfg
+	perIP := c.MaxConnectionsPerIP
+	if perIP == 0 {
+		perIP = math.MaxInt32 // Kafka's value for no limit
+	}
 	return []kafkaapi.BrokerConfig{
 		{Name: "broker.id", Value: strconv.Itoa(int(n.id)), Type: cluster.ConfigTypeInt},
 		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(c.AutoCreateTopics), Type: cluster.ConfigTypeBoolean, IsDefault: c.AutoCreateTopics},
@@ -108,6 +113,9 @@ func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
 		{Name: "default.replication.factor", Value: strconv.Itoa(int(c.DefaultReplicationFactor)), Type: cluster.ConfigTypeShort, IsDefault: c.DefaultReplicationFactor == 1},
 		{Name: "socket.request.max.bytes", Value: strconv.Itoa(int(c.MaxRequestBytes)), Type: cluster.ConfigTypeInt, IsDefault: c.MaxRequestBytes == 100<<20},
 		{Name: "connections.max.idle.ms", Value: strconv.FormatInt(c.IdleTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
+		{Name: "max.connections", Value: strconv.Itoa(c.MaxConnections), Type: cluster.ConfigTypeInt, IsDefault: c.MaxConnections == 10000},
+		{Name: "max.connections.per.ip", Value: strconv.Itoa(perIP), Type: cluster.ConfigTypeInt, IsDefault: c.MaxConnectionsPerIP == 0},
+		{Name: "queued.max.request.bytes", Value: strconv.FormatInt(c.QueuedMaxRequestBytes, 10), Type: cluster.ConfigTypeLong, IsDefault: c.QueuedMaxRequestBytes == 256<<20},
 		{Name: "log.retention.check.interval.ms", Value: strconv.FormatInt(c.RetentionCheckInterval.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
 		{Name: "broker.session.timeout.ms", Value: strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeInt},
 	}

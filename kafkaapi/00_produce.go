@@ -81,6 +81,10 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			}
 		}
 	}
+	// Every batch is appended or refused: nothing below reads the request's records,
+	// so its frame and memory go back before the wait for replicas (which needs the
+	// followers' fetches to be read, and so budget to be free).
+	c.releaseFrame()
 	if req.Acks == 0 {
 		return nil
 	}

@@ -182,7 +182,9 @@ func (s *Server) writeFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest,
 			w.ranges(p.slice.Ranges)
 		}
 	}
-	return w.writeTo(c.nc, s.metrics, s.cfg.IdleTimeout)
+	err := w.writeTo(c.nc, s.metrics, s.cfg.IdleTimeout)
+	w.release()
+	return err
 }
 
 // checkLeaderEpoch compares a client's current_leader_epoch (-1: no check) with ours.

@@ -43,11 +43,8 @@ func (s *Server) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) kmsg
 			err = newKafkaError(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
 		} else {
 			r := topicRequest{name: t.Topic, partitions: t.NumPartitions, replicationFactor: t.ReplicationFactor, validateOnly: req.ValidateOnly}
-			for _, a := range t.ReplicaAssignment {
-				for int(a.Partition) >= len(r.assignment) {
-					r.assignment = append(r.assignment, nil)
-				}
-				r.assignment[a.Partition] = a.Replicas
+			if len(t.ReplicaAssignment) > 0 {
+				r.assignment, err = replicaAssignment(t.ReplicaAssignment)
 			}
 			if len(t.Configs) > 0 {
 				r.configs = make(map[string]string, len(t.Configs))
@@ -58,9 +55,11 @@ func (s *Server) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) kmsg
 					r.configs[kv.Name] = *kv.Value
 				}
 			}
-			var tp cluster.Topic
-			if tp, err = s.createTopic(ctx, r); err == nil {
-				rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
+			if err == nil {
+				var tp cluster.Topic
+				if tp, err = s.createTopic(ctx, r); err == nil {
+					rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
+				}
 			}
 		}
 		if err != nil {
@@ -74,4 +73,20 @@ func (s *Server) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) kmsg
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// replicaAssignment orders an explicit assignment by partition. As in Kafka, the
+// partitions must be 0..n-1, each listed once (INVALID_REPLICA_ASSIGNMENT).
+func replicaAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) ([][]int32, error) {
+	out := make([][]int32, len(as))
+	for _, a := range as {
+		if a.Partition < 0 || int(a.Partition) >= len(as) || out[a.Partition] != nil {
+			return nil, newKafkaError(kerr.InvalidReplicaAssignment, "partitions of a replica assignment must be 0..%d, each listed once; got partition %d", len(as)-1, a.Partition)
+		}
+		out[a.Partition] = a.Replicas
+		if out[a.Partition] == nil {
+			out[a.Partition] = []int32{}
+		}
+	}
+	return out, nil
 }

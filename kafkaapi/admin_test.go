@@ -32,6 +32,14 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "compact"), NumPartitions: 1, ReplicationFactor: 1, Configs: cfg("cleanup.policy", "compact")}, kerr.InvalidConfig.Code},
 		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "assign"), NumPartitions: -1, ReplicationFactor: -1,
 			ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{7}}}}, kerr.InvalidReplicaAssignment.Code},
+		// Partition numbers outside 0..n-1 (these crashed the node, and a huge one
+		// allocated a list of that length).
+		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "assign-neg"), NumPartitions: -1, ReplicationFactor: -1,
+			ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: -1, Replicas: []int32{1}}}}, kerr.InvalidReplicaAssignment.Code},
+		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "assign-huge"), NumPartitions: -1, ReplicationFactor: -1,
+			ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 1 << 30, Replicas: []int32{1}}}}, kerr.InvalidReplicaAssignment.Code},
+		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "assign-twice"), NumPartitions: -1, ReplicationFactor: -1,
+			ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1}}, {Partition: 0, Replicas: []int32{1}}}}, kerr.InvalidReplicaAssignment.Code},
 		{kmsg.CreateTopicsRequestTopic{Topic: "__consumer_offsets", NumPartitions: 1, ReplicationFactor: 1}, kerr.InvalidRequest.Code},
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()

@@ -16,17 +16,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// errRefused: the connection is closed for a refusal that has been logged already.
+var errRefused = errors.New("kafkaapi: request refused")
+
+// responseBufSize is the buffer a response starts in; it grows as needed.
+const responseBufSize = 4 << 10
+
 // conn is one client connection. Its loop reads a frame, handles it and writes the
 // answer before reading the next, so responses are in request order.
 type conn struct {
 	srv    *Server
 	nc     net.Conn
+	host   string // remote IP address: the key of per-address limits and refusal logs
 	logger *slog.Logger
 	ctx    context.Context
 
-	rbuf []byte       // request frame, reused
-	wbuf []byte       // response bytes, reused
-	fw   *frameWriter // Fetch responses, reused
+	// The request in hand: its frame buffer (borrowed from the pool) and the bytes it
+	// holds of the server's budget. Both are returned by releaseFrame.
+	frame []byte
+	held  int64
+
+	fw *frameWriter // Fetch responses
 
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read
@@ -36,6 +46,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{
 		srv:    s,
 		nc:     nc,
+		host:   hostOf(nc.RemoteAddr()),
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
 		ctx:    s.ctx,
 	}
@@ -49,61 +60,131 @@ func (c *conn) stopReading() {
 	c.mu.Unlock()
 }
 
-// armRead sets the deadline for the next read unless the connection is stopping.
-func (c *conn) armRead() bool {
+// armRead sets the deadline of the next reads to now+d unless the connection is
+// stopping.
+func (c *conn) armRead(d time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return false
 	}
-	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	c.nc.SetReadDeadline(time.Now().Add(d))
 	return true
 }
 
 func (c *conn) serve() {
 	defer c.nc.Close()
+	defer c.releaseFrame()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()
-	var sizeBuf [4]byte
 	for {
-		if !c.armRead() {
-			return
-		}
-		if _, err := io.ReadFull(c.nc, sizeBuf[:]); err != nil {
-			c.logReadErr("read frame size", err)
-			return
-		}
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 10 || size > c.srv.cfg.MaxRequestBytes {
-			c.logger.Warn("closing connection: request frame size out of range",
-				"size", size, "max", c.srv.cfg.MaxRequestBytes)
-			return
-		}
-		if cap(c.rbuf) < int(size) {
-			c.rbuf = make([]byte, size)
-		}
-		// The frame is handed to the handler and may be referenced by it (record
-		// bytes), so a frame is only reused once the answer is written.
-		frame := c.rbuf[:size]
-		if _, err := io.ReadFull(c.nc, frame); err != nil {
-			c.logReadErr("read frame", err)
+		frame, err := c.readFrame()
+		if err != nil {
 			return
 		}
 		if err := c.handle(frame); err != nil {
-			c.logger.Warn("closing connection", "err", err)
+			if !errors.Is(err, errRefused) {
+				c.logger.Warn("closing connection", "err", err)
+			}
 			return
 		}
-		// Do not keep a huge buffer alive for an idle connection.
-		if cap(c.rbuf) > 1<<20 {
-			c.rbuf = nil
-		}
+		c.releaseFrame()
 	}
 }
 
-func (c *conn) logReadErr(what string, err error) {
+// readFrame reads the next request frame into a buffer borrowed from the pool, after
+// taking the memory the request may need from the server's budget. Between frames the
+// connection may be silent for IdleTimeout; from the first byte of a frame, all of it
+// must arrive within ReadTimeout (or IdleTimeout if shorter). Any error has been
+// logged and closes the connection.
+func (c *conn) readFrame() ([]byte, error) {
+	cfg := &c.srv.cfg
+	if !c.armRead(cfg.IdleTimeout) {
+		return nil, errRefused
+	}
+	// The size prefix and the API key: the key tells how much memory the request
+	// may take. A frame of fewer than 2 bytes is refused before its key is needed.
+	var head [6]byte
+	n, err := c.nc.Read(head[:])
+	if err != nil {
+		c.logReadErr("read frame size", err, false)
+		return nil, err
+	}
+	frameTimeout := min(cfg.ReadTimeout, cfg.IdleTimeout)
+	if !c.armRead(frameTimeout) {
+		return nil, errRefused
+	}
+	if n < 4 {
+		if _, err := io.ReadFull(c.nc, head[n:4]); err != nil {
+			c.logReadErr("read frame size", err, true)
+			return nil, err
+		}
+		n = 4
+	}
+	size := int32(binary.BigEndian.Uint32(head[:]))
+	if size < 10 || size > cfg.MaxRequestBytes {
+		c.refuse("request_size", "closing connection: request frame size out of range (socket-request-max-bytes)",
+			"size", size, "max", cfg.MaxRequestBytes)
+		return nil, errRefused
+	}
+	if n < 6 {
+		if _, err := io.ReadFull(c.nc, head[n:6]); err != nil {
+			c.logReadErr("read frame", err, true)
+			return nil, err
+		}
+	}
+	key := int16(binary.BigEndian.Uint16(head[4:]))
+	weight := requestWeight(key, size)
+	if limit := cfg.QueuedMaxRequestBytes; weight > limit {
+		c.refuse("request_memory", "closing connection: the request could take more memory to decode than queued-max-request-bytes",
+			"api_key", key, "size", size, "memory", weight, "queued_max_request_bytes", limit)
+		return nil, errRefused
+	}
+	if err := c.srv.budget.acquire(c.ctx, weight); err != nil {
+		return nil, err // shutting down
+	}
+	c.held = weight
+	frame := getBuf(int(size))
+	c.frame = frame
+	copy(frame, head[4:6])
+	// Time spent waiting for the budget is not the client's.
+	if !c.armRead(frameTimeout) {
+		return nil, errRefused
+	}
+	if _, err := io.ReadFull(c.nc, frame[2:]); err != nil {
+		c.logReadErr("read frame", err, true)
+		return nil, err
+	}
+	return frame, nil
+}
+
+// releaseFrame returns the request's frame to the pool and its memory to the budget;
+// nothing may use the frame afterwards (record bytes and member metadata alias it).
+// Handlers that wait after they are done with the frame (Produce with acks=all) call
+// it early. It is idempotent.
+func (c *conn) releaseFrame() {
+	if c.frame != nil {
+		putBuf(c.frame)
+		c.frame = nil
+	}
+	c.srv.budget.release(c.held)
+	c.held = 0
+}
+
+// refuse logs a refusal of this client (once per address and reason within a
+// window, see refusalLog) and counts it.
+func (c *conn) refuse(reason, msg string, args ...any) {
+	c.srv.metrics.requestErrors.WithLabelValues(reason).Inc()
+	c.srv.refusals.refuse(reason, c.host, msg, append(args, "remote", c.nc.RemoteAddr().String())...)
+}
+
+func (c *conn) logReadErr(what string, err error, midFrame bool) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded) && c.srv.closing():
+	case errors.As(err, &ne) && ne.Timeout() && midFrame:
+		c.refuse("read_timeout", "closing connection: request frame not received in time (socket-read-timeout)",
+			"socket_read_timeout", min(c.srv.cfg.ReadTimeout, c.srv.cfg.IdleTimeout))
 	case errors.As(err, &ne) && ne.Timeout():
 		c.logger.Info("closing idle connection", "idle_timeout", c.srv.cfg.IdleTimeout)
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -116,25 +197,27 @@ func (c *conn) logReadErr(what string, err error) {
 // handle decodes one request frame, runs its handler and writes the answer. An error
 // means the connection must be closed (the stream cannot be trusted any more).
 func (c *conn) handle(frame []byte) error {
-	hdr, body, err := parseHeaderPrefix(frame)
-	if err != nil {
-		return err
-	}
-	if !supported(hdr.key, hdr.version) {
+	d, err := decodeFrame(frame, c.srv.cfg.MaxPartitionsPerRequest)
+	switch {
+	case errors.Is(err, errTooManyPartitions):
+		c.refuse("too_many_partitions", "closing connection: request names too many partitions (max-partitions-per-request)",
+			"client_id", d.hdr.clientID, "err", err)
+		return errRefused
+	case err != nil:
+		c.refuse("malformed_request", "closing connection: malformed request",
+			"client_id", d.hdr.clientID, "err", err)
+		return errRefused
+	case d.req == nil:
 		c.srv.metrics.requestErrors.WithLabelValues("unsupported").Inc()
-		return c.writeUnsupported(hdr)
+		return c.writeUnsupported(d.hdr)
 	}
-	req := kmsg.RequestForKey(hdr.key)
-	req.SetVersion(hdr.version)
-	if req.IsFlexible() {
-		if body, err = skipTags(body); err != nil {
-			return fmt.Errorf("%s v%d: %w", kmsg.NameForKey(hdr.key), hdr.version, err)
-		}
-	}
-	if err := req.ReadFrom(body); err != nil {
-		c.srv.metrics.requestErrors.WithLabelValues("decode").Inc()
-		return fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(hdr.key), hdr.version, err)
-	}
+	// Decoded: the request now holds its frame and its decoded entries, usually far
+	// less than it could have taken to decode.
+	keep := heldWeight(int32(len(frame)), d.entries, c.held)
+	c.srv.budget.release(c.held - keep)
+	c.held = keep
+
+	hdr, req := d.hdr, d.req
 	c.srv.metrics.requests.WithLabelValues(kmsg.NameForKey(hdr.key)).Inc()
 	if r, ok := req.(*kmsg.FetchRequest); ok {
 		return c.srv.handleFetch(c, &hdr, r)
@@ -149,18 +232,16 @@ func (c *conn) handle(frame []byte) error {
 // writeResponse frames resp: size, correlation id, the header's tagged fields for
 // flexible responses (never for ApiVersions), then the body.
 func (c *conn) writeResponse(hdr *requestHeader, resp kmsg.Response) error {
-	b := append(c.wbuf[:0], 0, 0, 0, 0)
+	b := append(getBuf(responseBufSize)[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(hdr.correlationID))
 	if resp.IsFlexible() && hdr.key != 18 {
 		b = append(b, 0)
 	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	c.wbuf = b
-	if cap(c.wbuf) > 1<<20 {
-		c.wbuf = nil
-	}
-	return c.write(b)
+	err := c.write(b)
+	putBuf(b)
+	return err
 }
 
 func (c *conn) write(b []byte) error {
@@ -184,13 +265,14 @@ func (c *conn) writeUnsupported(hdr requestHeader) error {
 		resp.ApiKeys = apiKeys()
 		return c.writeResponse(&hdr, resp)
 	}
-	b := append(c.wbuf[:0], 0, 0, 0, 6)
-	b = binary.BigEndian.AppendUint32(b, uint32(hdr.correlationID))
-	b = binary.BigEndian.AppendUint16(b, uint16(kerr.UnsupportedVersion.Code))
-	return c.write(b)
+	var b [10]byte
+	binary.BigEndian.PutUint32(b[0:], 6)
+	binary.BigEndian.PutUint32(b[4:], uint32(hdr.correlationID))
+	binary.BigEndian.PutUint16(b[8:], uint16(kerr.UnsupportedVersion.Code))
+	return c.write(b[:])
 }
 
-// fetchWriter returns the connection's reusable Fetch frame writer.
+// fetchWriter returns the connection's Fetch frame writer.
 func (c *conn) fetchWriter() *frameWriter {
 	if c.fw == nil {
 		c.fw = &frameWriter{}

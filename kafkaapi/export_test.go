@@ -4,3 +4,10 @@ package kafkaapi
 // current_leader_epoch (FENCED_LEADER_EPOCH) cannot be produced over the wire on a
 // single node, whose partitions stay at leader epoch 0.
 var CheckLeaderEpoch = checkLeaderEpoch
+
+// ServedRequests and EncodeFrame give the connection fuzz target the decode fuzz
+// target's seeds: one request per served key and version, framed without the size.
+var (
+	ServedRequests = servedRequests
+	EncodeFrame    = encodeFrame
+)

@@ -26,9 +26,20 @@ type framePart struct {
 }
 
 func (w *frameWriter) reset() {
-	w.buf = append(w.buf[:0], 0, 0, 0, 0) // frame size, filled in by finish
+	w.buf = append(getBuf(responseBufSize)[:0], 0, 0, 0, 0) // frame size, filled in by writeTo
 	w.pieces = w.pieces[:0]
 	w.size = 0
+}
+
+// release returns the writer's buffers once the frame is written, so that an idle
+// connection holds none.
+func (w *frameWriter) release() {
+	putBuf(w.buf)
+	w.buf = nil
+	clear(w.pieces) // they point at file ranges released by now
+	if cap(w.pieces) > 1024 {
+		w.pieces = nil
+	}
 }
 
 func (w *frameWriter) int16(v int16) { w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(v)) }

@@ -2,6 +2,7 @@ package kafkaapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,6 +76,9 @@ func sharedNode(t testing.TB) *appliance.Node {
 	return shared.node
 }
 
+// fuzzCleanup closes FuzzConn's node, when it was started.
+var fuzzCleanup = func() error { return nil }
+
 func closeShared() error {
 	var err error
 	if shared.node != nil {
@@ -83,7 +87,7 @@ func closeShared() error {
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
-	return err
+	return errors.Join(err, fuzzCleanup())
 }
 
 // testLogger discards node logs unless SKIFF_TEST_LOG is set.

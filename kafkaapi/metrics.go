@@ -4,7 +4,11 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the server's Prometheus series.
 type Metrics struct {
-	connections   prometheus.Gauge
+	connections prometheus.Gauge
+	// connectionsRefused counts connections closed at accept, by limit.
+	connectionsRefused *prometheus.CounterVec
+	// requestBytes is the memory taken from queued.max.request.bytes.
+	requestBytes  prometheus.Gauge
 	requests      *prometheus.CounterVec
 	requestErrors *prometheus.CounterVec
 	// sendfileBytes counts record bytes sent from segment files with sendfile (zero copy).
@@ -20,11 +24,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skiff_connections", Help: "Open Kafka client connections.",
 		}),
+		connectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skiff_connections_refused_total", Help: "Kafka connections closed at accept, by limit (max_connections, max_connections_per_ip).",
+		}, []string{"reason"}),
+		requestBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skiff_request_memory_bytes", Help: "Memory taken by requests being read, decoded and handled (bounded by queued-max-request-bytes).",
+		}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_requests_total", Help: "Kafka requests handled, by API.",
 		}, []string{"api"}),
 		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skiff_request_errors_total", Help: "Kafka requests refused before handling, by reason.",
+			Name: "skiff_request_errors_total", Help: "Kafka requests refused before handling, by reason (request_size, request_memory, read_timeout, malformed_request, too_many_partitions, unsupported).",
 		}, []string{"reason"}),
 		sendfileBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skiff_fetch_bytes_sendfile_total", Help: "Record bytes sent to fetchers with sendfile (zero copy).",
@@ -34,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes)
+		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes)
 	}
 	return m
 }

@@ -6,7 +6,9 @@
 // concurrency comes from connections. kmsg (franz-go) decodes requests and encodes
 // responses; only headers and the Fetch response are written by hand.
 //
-// Lock order: Server.mu only; no lock is held while a request is handled.
+// Lock order: Server.mu, then refusalLog.mu or budget.mu (never both); no lock is held
+// while a request is handled. Limits against hostile clients: limits.go and
+// docs/limits.md.
 package kafkaapi
 
 import (
@@ -30,9 +32,31 @@ type Config struct {
 	// MaxRequestBytes is socket.request.max.bytes: a larger frame closes the
 	// connection (default 100 MiB).
 	MaxRequestBytes int32
-	// IdleTimeout is connections.max.idle.ms: a connection silent this long is closed
-	// (default 10 minutes). It also bounds the time to send one whole request frame.
+	// IdleTimeout is connections.max.idle.ms: a connection silent this long between
+	// requests is closed (default 10 minutes).
 	IdleTimeout time.Duration
+	// ReadTimeout bounds the time to receive one request frame from its first byte
+	// (IdleTimeout if shorter); a client still sending it then is closed (slowloris).
+	// Default 30 s.
+	ReadTimeout time.Duration
+	// MaxConnections is max.connections: a connection accepted while this many are
+	// open is closed at once (default 10000).
+	MaxConnections int
+	// MaxConnectionsPerIP is max.connections.per.ip: a connection accepted while
+	// this many from the same address are open is closed at once (default 0:
+	// unlimited, as in Kafka).
+	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the memory all requests
+	// being read, decoded and handled may take together. A request takes its frame
+	// size (Produce) or decodeFactor times it (other APIs, for the decoded structs)
+	// before its frame is read, and waits until that much is free; once decoded it
+	// keeps its frame and entryBytes per entry. A request that could need more than
+	// all of it closes the connection. Default 256 MiB, at least MaxRequestBytes.
+	QueuedMaxRequestBytes int64
+	// MaxPartitionsPerRequest bounds the partitions (topics, groups... for requests
+	// without partitions; see requestEntries) of one request; a request naming more
+	// closes the connection (default 100000).
+	MaxPartitionsPerRequest int
 	// DisableAutoCreateTopics turns auto.create.topics.enable off: Metadata then never
 	// creates unknown topics (default: it does, when the request allows it).
 	DisableAutoCreateTopics bool
@@ -67,6 +91,19 @@ func (c *Config) setDefaults() {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 10 * time.Minute
 	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10000
+	}
+	if c.QueuedMaxRequestBytes <= 0 {
+		c.QueuedMaxRequestBytes = 256 << 20
+	}
+	c.QueuedMaxRequestBytes = max(c.QueuedMaxRequestBytes, int64(c.MaxRequestBytes))
+	if c.MaxPartitionsPerRequest <= 0 {
+		c.MaxPartitionsPerRequest = 100000
+	}
 	if c.DefaultPartitions <= 0 {
 		c.DefaultPartitions = 1
 	}
@@ -96,6 +133,9 @@ type Server struct {
 	parts   *replication.Manager
 	metrics *Metrics
 
+	budget   *budget     // QueuedMaxRequestBytes
+	refusals *refusalLog // refusals logged once per client address and reason
+
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
 
@@ -103,6 +143,7 @@ type Server struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
+		perHost   map[string]int // open connections by remote address
 		closing   bool
 	}
 	wg sync.WaitGroup // connection loops
@@ -115,6 +156,9 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.perHost = make(map[string]int)
+	s.budget = newBudget(cfg.QueuedMaxRequestBytes, func(used int64) { s.metrics.requestBytes.Set(float64(used)) })
+	s.refusals = newRefusalLog(cfg.Logger)
 	return s
 }
 
@@ -157,7 +201,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			return ErrServerClosed
 		}
+		if reason, msg, args := s.admitLocked(c.host); reason != "" {
+			s.mu.Unlock()
+			nc.Close()
+			s.metrics.connectionsRefused.WithLabelValues(reason).Inc()
+			s.refusals.refuse(reason, c.host, msg, args...)
+			continue
+		}
 		s.mu.conns[c] = struct{}{}
+		s.mu.perHost[c.host]++
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -165,9 +217,27 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.serve()
 			s.mu.Lock()
 			delete(s.mu.conns, c)
+			if s.mu.perHost[c.host]--; s.mu.perHost[c.host] <= 0 {
+				delete(s.mu.perHost, c.host)
+			}
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// admitLocked checks a new connection from host against max.connections and
+// max.connections.per.ip; it returns the reason and log line of a refusal, or "".
+// Connections beyond a limit are closed at once, as Kafka does.
+func (s *Server) admitLocked(host string) (reason, msg string, args []any) {
+	if n := len(s.mu.conns); n >= s.cfg.MaxConnections {
+		return "max_connections", "closing new connection: the node has max-connections open",
+			[]any{"max_connections", s.cfg.MaxConnections}
+	}
+	if limit := s.cfg.MaxConnectionsPerIP; limit > 0 && s.mu.perHost[host] >= limit {
+		return "max_connections_per_ip", "closing new connection: this address has max-connections-per-ip open",
+			[]any{"max_connections_per_ip", limit}
+	}
+	return "", "", nil
 }
 
 // Shutdown stops accepting, lets every request being handled finish and answer
