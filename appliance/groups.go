@@ -82,8 +82,9 @@ func (n *Node) startGroups() {
 }
 
 // applyGroups makes the coordinator lead exactly the partitions of
-// __consumer_offsets whose leader is this node and whose replica is open here; each
-// new leadership (or leader epoch) reloads that partition's groups from its log.
+// __consumer_offsets whose leader is this node and whose replica is open here (each
+// new leadership or leader epoch reloads that partition's groups from its log), and
+// keeps applying the committed records of the partitions it holds as a follower.
 func (n *Node) applyGroups(snap *cluster.Snapshot) {
 	if n.groups == nil {
 		return
@@ -92,6 +93,9 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 	if !ok {
 		for _, p := range n.groups.Led() {
 			n.groups.Resign(p)
+		}
+		for p := int32(0); p < n.groups.Followed(); p++ {
+			n.groups.Unfollow(p)
 		}
 		return
 	}
@@ -105,10 +109,16 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 	for p := int32(0); p < t.Partitions; p++ {
 		part := n.parts.Partition(cluster.OffsetsTopic, p)
 		st, ok := snap.Partition(cluster.OffsetsTopic, p)
-		if part != nil && ok && st.Leader == n.id {
+		switch {
+		case part != nil && ok && st.Leader == n.id:
 			n.groups.Elect(p, st.LeaderEpoch, part)
-		} else {
+		case part != nil:
+			// A follower replica: keep Pebble current so an election here serves at once.
 			n.groups.Resign(p)
+			n.groups.Follow(p, part)
+		default:
+			n.groups.Resign(p)
+			n.groups.Unfollow(p)
 		}
 	}
 }

@@ -153,10 +153,11 @@ type Coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		shards map[int32]*shard
-		groups map[string]*group
-		expiry Timer
-		closed bool
+		shards    map[int32]*shard
+		followers map[int32]*follower // partitions followed here (follow.go)
+		groups    map[string]*group
+		expiry    Timer
+		closed    bool
 	}
 }
 
@@ -165,6 +166,7 @@ func New(cfg Config) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, logger: cfg.Logger, clock: cfg.Clock}
 	c.mu.shards = make(map[int32]*shard)
+	c.mu.followers = make(map[int32]*follower)
 	c.mu.groups = make(map[string]*group)
 	c.mu.expiry = c.clock.AfterFunc(cfg.RetentionCheckInterval, c.expiryTick)
 	return c
@@ -215,6 +217,7 @@ func (c *Coordinator) Elect(id, epoch int32, log Log) {
 	if old != nil {
 		c.Resign(id)
 	}
+	c.Unfollow(id) // one writer of the partition's Pebble state at a time
 	sh := newShard(c, id, log)
 	sh.epoch = epoch
 	c.mu.Lock()
@@ -281,11 +284,18 @@ func (c *Coordinator) Close() error {
 	for id := range c.mu.shards {
 		ids = append(ids, id)
 	}
+	followed := make([]int32, 0, len(c.mu.followers))
+	for id := range c.mu.followers {
+		followed = append(followed, id)
+	}
 	c.mu.Unlock()
 	c.expiryMu.Lock() // wait for an expiry run in progress
 	c.expiryMu.Unlock()
 	for _, id := range ids {
 		c.Resign(id)
+	}
+	for _, id := range followed {
+		c.Unfollow(id)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
+	"skiff/logstore"
 	"skiff/offsets"
 )
 
@@ -236,27 +238,35 @@ func (sh *shard) publish(applied int64) {
 }
 
 // apply applies the log from offset from up to (at most) hw to Pebble and returns
-// the offset it got to. Records below the log start (deleted by retention) are
-// skipped; records that do not parse are logged and skipped.
+// the offset it got to.
 func (sh *shard) apply(from, hw int64) (int64, error) {
-	if start := sh.log.LogStartOffset(); from < start {
-		from = start
+	return applyLog(sh.log.Read, sh.store, sh.id, sh.log.LogStartOffset(), from, hw, sh.c.logger)
+}
+
+// applyLog applies the records of __consumer_offsets partition id from offset from
+// up to (at most) hw to store, reading them with read, and returns the offset it got
+// to. Records below the log start (deleted by retention) are skipped; records that do
+// not parse are logged and skipped. Leaders and followers apply the same way.
+func applyLog(read func(offset, maxBytes int64) (*logstore.Slice, error), store *offsets.GroupShard,
+	id int32, logStart, from, hw int64, logger *slog.Logger) (int64, error) {
+	if from < logStart {
+		from = logStart
 	}
 	for from < hw {
-		s, err := sh.log.Read(from, readChunk)
+		s, err := read(from, readChunk)
 		if err != nil {
-			return from, fmt.Errorf("read __consumer_offsets-%d at %d: %w", sh.id, from, err)
+			return from, fmt.Errorf("read __consumer_offsets-%d at %d: %w", id, from, err)
 		}
 		var buf bytes.Buffer
 		_, err = s.WriteTo(&buf)
 		s.Release()
 		if err != nil {
-			return from, fmt.Errorf("read __consumer_offsets-%d at %d: %w", sh.id, from, err)
+			return from, fmt.Errorf("read __consumer_offsets-%d at %d: %w", id, from, err)
 		}
 		if buf.Len() == 0 {
 			return from, nil // nothing below the high watermark yet
 		}
-		b := sh.store.NewBatch()
+		b := store.NewBatch()
 		next := from
 		err = batch.Split(buf.Bytes(), func(h batch.Header, raw []byte) error {
 			if h.NextOffset() <= next || h.BaseOffset >= hw {
@@ -271,24 +281,24 @@ func (sh *shard) apply(from, hw int64) (int64, error) {
 					return nil
 				}
 				if err := applyRecord(b, r, h.MaxTimestamp); err != nil {
-					sh.c.logger.Warn("group coordinator: skipping a record it cannot read", "partition", sh.id, "offset", r.Offset, "err", err)
+					logger.Warn("group coordinator: skipping a record it cannot read", "partition", id, "offset", r.Offset, "err", err)
 				}
 				return nil
 			})
 			if rerr != nil {
-				sh.c.logger.Warn("group coordinator: skipping a batch it cannot read", "partition", sh.id, "offset", h.BaseOffset, "err", rerr)
+				logger.Warn("group coordinator: skipping a batch it cannot read", "partition", id, "offset", h.BaseOffset, "err", rerr)
 			}
 			next = h.NextOffset()
 			return nil
 		})
 		if err != nil {
-			return from, fmt.Errorf("__consumer_offsets-%d at %d: %w", sh.id, from, err)
+			return from, fmt.Errorf("__consumer_offsets-%d at %d: %w", id, from, err)
 		}
 		if next == from {
 			return from, nil
 		}
 		if err := b.Commit(next); err != nil {
-			return from, fmt.Errorf("apply __consumer_offsets-%d up to %d: %w", sh.id, next, err)
+			return from, fmt.Errorf("apply __consumer_offsets-%d up to %d: %w", id, next, err)
 		}
 		from = next
 	}

@@ -406,5 +406,6 @@ func (p *Partition) followHW(leaderHW int64) {
 	hw := min(leaderHW, p.log.LogEndOffset())
 	if hw > p.hw.Load() {
 		p.hw.Store(hw)
+		p.notify() // wakes readers of committed records (ReadCommitted)
 	}
 }

@@ -331,6 +331,21 @@ func (p *Partition) Read(offset, maxBytes int64) (*logstore.Slice, error) {
 	return p.read(offset, maxBytes, hw)
 }
 
+// ReadCommitted returns whole batches from offset below this replica's high
+// watermark, whatever its role: a follower's committed records, for the applier of
+// __consumer_offsets that keeps a follower's Pebble current. It never reads above the
+// high watermark, which a follower never truncates below.
+func (p *Partition) ReadCommitted(offset, maxBytes int64) (*logstore.Slice, error) {
+	hw := p.hw.Load()
+	if offset >= hw {
+		return &logstore.Slice{NextOffset: offset}, nil
+	}
+	if offset < p.log.LogStartOffset() {
+		return nil, fmt.Errorf("offset %d before the log start %d: %w", offset, p.log.LogStartOffset(), kerr.OffsetOutOfRange)
+	}
+	return p.read(offset, maxBytes, hw)
+}
+
 func (p *Partition) read(offset, maxBytes, maxOffset int64) (*logstore.Slice, error) {
 	s, err := p.log.Read(offset, maxBytes, maxOffset)
 	if err != nil {
