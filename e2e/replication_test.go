@@ -70,12 +70,31 @@ func TestReplicatedTopic(t *testing.T) {
 	victim := md.Topics["rf3"].Partitions[0].Leader
 	var rest []*testnode.Node
 	for _, n := range nodes {
-		if n.ID == victim {
-			n.Kill()
-		} else {
+		if n.ID != victim {
 			rest = append(rest, n)
 		}
 	}
+	// A producer (acks=all) that keeps writing to partition 0 through the failover
+	// measures the time from the leader's death to the first record acknowledged by
+	// the new leader.
+	probe := newClient(t, rest[0].Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(30*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.MetadataMinAge(100*time.Millisecond)) // franz-go refreshes metadata at most every 5 s by default
+	if err := probe.ProduceSync(ctx, &kgo.Record{Topic: "rf3", Partition: 0, Value: []byte("99999998")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	acked = append(acked, "99999998")
+	for _, n := range nodes {
+		if n.ID == victim {
+			n.Kill()
+		}
+	}
+	killed := time.Now()
+	if err := probe.ProduceSync(ctx, &kgo.Record{Topic: "rf3", Partition: 0, Value: []byte("99999999")}).FirstErr(); err != nil {
+		t.Fatalf("produce through the failover: %v", err)
+	}
+	acked = append(acked, "99999999")
+	t.Logf("first record acknowledged by the new leader %v after the leader was SIGKILLed (session timeout 2 s)", time.Since(killed))
 	took = poll(t, 30*time.Second, "partition 0 led by a survivor", func() bool {
 		md, err := metadata(t, rest[0].Addr, "rf3")
 		if err != nil {
