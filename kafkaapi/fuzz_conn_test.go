@@ -71,21 +71,15 @@ func FuzzConn(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 12, 0, 18, 0, 3, 0, 0, 0, 1, 0, 0, 0}, true)
 	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
 		const apiVersionsCorr = -7
-		var stream []byte
-		corrs := []int32{}
-		if raw {
-			stream = data
-		} else {
+		stream := data
+		if !raw {
 			stream = binary.BigEndian.AppendUint32(nil, uint32(len(data)))
 			stream = append(stream, data...)
-			if len(data) >= 8 {
-				corrs = append(corrs, int32(binary.BigEndian.Uint32(data[4:])))
-			}
 			av := kmsg.NewPtrApiVersionsRequest()
 			av.SetVersion(0)
 			stream = append(stream, encodeRequest(av, apiVersionsCorr)...)
-			corrs = append(corrs, apiVersionsCorr)
 		}
+		corrs := streamCorrelations(stream, 1<<20)
 		nc, err := net.DialTimeout("tcp", addr, ioTimeout)
 		if err != nil {
 			t.Fatal(err)
@@ -131,4 +125,20 @@ func FuzzConn(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// streamCorrelations returns the correlation ids of the whole request frames at the
+// start of stream, up to the first the server must refuse (a size below 10 or above
+// maxSize): the requests that may be answered, in order.
+func streamCorrelations(stream []byte, maxSize int) []int32 {
+	var corrs []int32
+	for len(stream) >= 4 {
+		size := int(int32(binary.BigEndian.Uint32(stream)))
+		if size < 10 || size > maxSize || size > len(stream)-4 {
+			break
+		}
+		corrs = append(corrs, int32(binary.BigEndian.Uint32(stream[8:])))
+		stream = stream[4+size:]
+	}
+	return corrs
 }
