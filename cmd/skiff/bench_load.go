@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -228,7 +229,9 @@ type loadConsumer struct {
 	lat   *latencyRecorder // e2e latency of timed records
 	read  loadCounters     // records and value bytes read
 	last  atomic.Int64     // clock time of the latest record read
-	// untimedRead counts warm-up records read.
+	// onlyTimed leaves warm-up records out of read (e2e mode, where they are
+	// not part of the run); untimedRead counts them.
+	onlyTimed   bool
 	untimedRead atomic.Int64
 }
 
@@ -282,17 +285,19 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 			if limit > 0 && c.read.records.Load()+n >= limit {
 				return // past --records: read, not counted
 			}
+			next[r.Partition] = r.Offset + 1
+			if len(r.Value) >= minRecordSize {
+				if stamp := int64(binary.LittleEndian.Uint64(r.Value)); stamp == untimed {
+					c.untimedRead.Add(1)
+					if c.onlyTimed {
+						return
+					}
+				} else if stamp >= 0 && stamp <= now {
+					c.lat.record(now - stamp)
+				}
+			}
 			n++
 			bytes += int64(len(r.Key) + len(r.Value))
-			next[r.Partition] = r.Offset + 1
-			if len(r.Value) < minRecordSize {
-				return
-			}
-			if stamp := int64(binary.LittleEndian.Uint64(r.Value)); stamp == untimed {
-				c.untimedRead.Add(1)
-			} else if stamp >= 0 && stamp <= now {
-				c.lat.record(now - stamp)
-			}
 		})
 		if n > 0 {
 			c.read.records.Add(n)
@@ -307,59 +312,28 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 func listOffsets(ctx context.Context, k *kafkaClient, topic string) (start, end map[int32]int64, err error) {
 	ctx, cancel := k.requestCtx(ctx)
 	defer cancel()
-	collect := func(what string, list func(context.Context, ...string) (map[string]map[int32]int64, error)) (map[int32]int64, error) {
-		m, err := list(ctx, topic)
+	collect := func(what string, l kadm.ListedOffsets, err error) (map[int32]int64, error) {
+		if err == nil {
+			err = l.Error()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list %s offsets of %q: %w", what, topic, k.explain(err))
 		}
-		return m[topic], nil
+		m := make(map[int32]int64, len(l[topic]))
+		for p, o := range l[topic] {
+			m[p] = o.Offset
+		}
+		return m, nil
 	}
-	if start, err = collect("start", k.startOffsets); err != nil {
+	l, err := k.adm.ListStartOffsets(ctx, topic)
+	if start, err = collect("start", l, err); err != nil {
 		return nil, nil, err
 	}
-	if end, err = collect("end", k.endOffsets); err != nil {
+	l, err = k.adm.ListEndOffsets(ctx, topic)
+	if end, err = collect("end", l, err); err != nil {
 		return nil, nil, err
 	}
 	return start, end, nil
-}
-
-func (k *kafkaClient) startOffsets(ctx context.Context, topics ...string) (map[string]map[int32]int64, error) {
-	l, err := k.adm.ListStartOffsets(ctx, topics...)
-	return listed(l.Error(), err, func(f func(string, int32, int64)) {
-		for t, ps := range l {
-			for p, o := range ps {
-				f(t, p, o.Offset)
-			}
-		}
-	})
-}
-
-func (k *kafkaClient) endOffsets(ctx context.Context, topics ...string) (map[string]map[int32]int64, error) {
-	l, err := k.adm.ListEndOffsets(ctx, topics...)
-	return listed(l.Error(), err, func(f func(string, int32, int64)) {
-		for t, ps := range l {
-			for p, o := range ps {
-				f(t, p, o.Offset)
-			}
-		}
-	})
-}
-
-func listed(partErr, err error, each func(func(string, int32, int64))) (map[string]map[int32]int64, error) {
-	if err == nil {
-		err = partErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]map[int32]int64)
-	each(func(t string, p int32, o int64) {
-		if out[t] == nil {
-			out[t] = make(map[int32]int64)
-		}
-		out[t][p] = o
-	})
-	return out, nil
 }
 
 // runBenchProduce is produce and e2e mode.
@@ -398,6 +372,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 			return nil, err
 		}
 		defer cons.k.Close()
+		cons.onlyTimed = true
 	}
 	consCtx, consCancel := context.WithCancel(ctx)
 	defer consCancel()
@@ -416,8 +391,6 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		if err := waitUntil(ctx, cfg.timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
 			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.timeout)
 		}
-		cons.read.records.Store(0)
-		cons.read.bytes.Store(0)
 	}
 
 	// The run. Each producer gets an equal share of --records and of --rate.
