@@ -403,7 +403,7 @@ func testConsumeGroup(t *testing.T, b string) {
 	}
 	for _, v := range vs {
 		if _, ok := v.KeyMaxVersion(11); !ok { // JoinGroup
-			t.Skip("the broker does not serve JoinGroup yet, so --group cannot work")
+			t.Fatalf("broker %d does not advertise JoinGroup, so --group cannot work", v.NodeID)
 		}
 	}
 	topic := uniqueTopic("group")
