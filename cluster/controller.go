@@ -168,7 +168,9 @@ func (c *Controller) apply(ctx context.Context, snap *Snapshot, rebalance bool, 
 		}
 		rev = max(rev, r)
 		c.cfg.Logger.Info("partition leadership changed", "topic", ch.topic, "partition", ch.partition,
-			"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "reason", ch.reason)
+			"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR,
+			"isr_broker_epochs", next.ISREpochs, "reason", ch.reason, "brokers", brokerEpochs(snap),
+			"was_isr", ch.prev.ISR, "was_isr_broker_epochs", ch.prev.ISREpochs)
 	}
 	for _, st := range planReassign(snap) {
 		r, err := c.store.SetReplicas(ctx, st.topic, st.partition, st.replicas, st.next, fence)
@@ -197,4 +199,13 @@ func parseBrokerID(s string) (int32, error) {
 		return NoLeader, fmt.Errorf("%w: controller value %q", ErrCorrupt, s)
 	}
 	return int32(n), nil
+}
+
+// brokerEpochs lists the live brokers' epochs as "id@epoch", for log lines.
+func brokerEpochs(snap *Snapshot) []string {
+	var out []string
+	for _, b := range snap.Brokers() {
+		out = append(out, fmt.Sprintf("%d@%d", b.ID, b.Epoch))
+	}
+	return out
 }

@@ -11,6 +11,7 @@ type leaderChange struct {
 	partition int32
 	expected  int32 // partition epoch the change applies to
 	next      PartitionState
+	prev      PartitionState // the state the change replaces, for the log
 	reason    string
 }
 
@@ -40,7 +41,7 @@ func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 				continue
 			}
 			if ch, ok := planPartition(snap, st, replicas, unclean, rebalance); ok {
-				ch.topic, ch.partition, ch.expected = t.Name, int32(p), st.PartitionEpoch
+				ch.topic, ch.partition, ch.expected, ch.prev = t.Name, int32(p), st.PartitionEpoch, st
 				out = append(out, ch)
 			}
 		}
