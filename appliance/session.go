@@ -29,18 +29,28 @@ func (n *Node) selfEpoch() int64 {
 // partitions this broker leads.
 func (n *Node) sessionLoop(self cluster.Broker) {
 	defer close(n.sessionEnd)
+	check := time.NewTicker(n.cfg.SessionTimeout / 4)
+	defer check.Stop()
 	for {
 		sess := n.session.Load()
-		select {
-		case <-sess.Done():
-		case <-n.stop:
-			return
+	wait:
+		for {
+			select {
+			case <-sess.Done():
+				break wait
+			case <-check.C:
+				// A keep-alive stream can stay silent after an etcd leader change
+				// while the lease expires: do not wait for it to say so.
+				if sess.Lapsed() {
+					break wait
+				}
+			case <-n.stop:
+				return
+			}
 		}
 		n.parts.SetFenced(true)
 		n.status("broker session lost: not leading any partition until it is back")
-		if err := sess.Close(); err != nil {
-			n.logger.Debug("closing the lost session", "err", err)
-		}
+		sess.Abandon() // the lease is gone or going; a revoke could only wait
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.SessionTimeout)
 			next, err := n.store.RegisterBroker(ctx, self, n.cfg.SessionTimeout)

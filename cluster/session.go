@@ -172,6 +172,18 @@ func (s *Session) Valid() bool {
 // Epoch returns the broker epoch of this registration (Broker.Epoch).
 func (s *Session) Epoch() int64 { return s.epoch }
 
+// Lapsed reports whether no keep-alive answer has arrived for a whole TTL: the
+// lease has expired at etcd, even if the keep-alive stream has not said so (a stream
+// stuck behind an etcd leader change). The broker should register again.
+func (s *Session) Lapsed() bool {
+	select {
+	case <-s.s.Done():
+		return true
+	default:
+	}
+	return time.Now().UnixNano() > s.validUntil.Load()+int64(s.ttl/2)
+}
+
 // Broker returns the registered broker.
 func (s *Session) Broker() Broker { return s.broker }
 
