@@ -1,8 +1,6 @@
 package appliance
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"net"
 	"slices"
@@ -131,36 +129,4 @@ func (n *Node) brokerAddr(id int32) (string, bool) {
 		return "", false
 	}
 	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), true
-}
-
-// alterISR writes a leader's ISR change with a compare-and-swap on the partition
-// epoch (Kafka's AlterPartition): it fails if the controller or another leader
-// changed the partition meanwhile.
-func (n *Node) alterISR(ctx context.Context, topic string, partition, partitionEpoch int32, isr []int32) (int32, error) {
-	st, ok := n.cache.Partition(topic, partition)
-	if !ok {
-		return 0, fmt.Errorf("no state for %s-%d", topic, partition)
-	}
-	// Members are stamped with the registration they are in sync under: kept ones
-	// keep theirs, admitted ones get their current one, this leader its own.
-	next := cluster.PartitionState{Leader: n.id, LeaderEpoch: st.LeaderEpoch}.WithISR(isr, func(b int32) int64 {
-		switch {
-		case b == n.id:
-			return n.selfEpoch()
-		case st.EpochOf(b) != 0:
-			return st.EpochOf(b)
-		}
-		return n.cache.Snapshot().BrokerEpoch(b)
-	})
-	if st.Leader != n.id || st.PartitionEpoch != partitionEpoch {
-		return 0, fmt.Errorf("%s-%d moved on (leader %d, partition epoch %d)", topic, partition, st.Leader, st.PartitionEpoch)
-	}
-	done, rev, err := n.store.AlterPartition(ctx, topic, partition, partitionEpoch, next)
-	if err != nil {
-		return 0, err
-	}
-	if err := n.cache.WaitRevision(ctx, rev); err != nil {
-		return 0, err
-	}
-	return done.PartitionEpoch, nil
 }

@@ -32,6 +32,10 @@ import (
 	"skiff/logstore"
 )
 
+// ErrISRUnchanged is wrapped by a Config.AlterISR error that wrote nothing because
+// no part of the proposed change could be made yet.
+var ErrISRUnchanged = errors.New("replication: ISR change cannot be made yet")
+
 // Config configures a Manager.
 type Config struct {
 	// BrokerID is this node's broker id: a partition leads here when its state names it.
@@ -52,9 +56,11 @@ type Config struct {
 	// BrokerAddr returns the Kafka address of a broker, to fetch from leaders.
 	BrokerAddr func(id int32) (string, bool)
 	// AlterISR writes a leader's new ISR for a partition if its partition epoch is
-	// still partitionEpoch, and returns the new partition epoch. Nil: ISR changes are
-	// not written (a lone node, tests).
-	AlterISR func(ctx context.Context, topic string, partition, partitionEpoch int32, isr []int32) (int32, error)
+	// still partitionEpoch, and returns the ISR written (it may leave out replicas
+	// it cannot admit yet) and the new partition epoch. An error wrapping
+	// ErrISRUnchanged means nothing was written and the leader should try again
+	// later. Nil: ISR changes are not written (a lone node, tests).
+	AlterISR func(ctx context.Context, topic string, partition, partitionEpoch int32, isr []int32) ([]int32, int32, error)
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
 	// this long leaves the ISR (default 30 s).
 	ReplicaLagMax time.Duration

@@ -2,6 +2,8 @@ package replication
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -59,13 +61,18 @@ func (m *Manager) isrLoop() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
-			next, err := m.cfg.AlterISR(ctx, p.Topic, p.ID, epoch, isr)
+			written, next, err := m.cfg.AlterISR(ctx, p.Topic, p.ID, epoch, isr)
 			cancel()
 			if err != nil {
-				p.logger.Warn("ISR change not written", "isr", isr, "err", err)
+				level := slog.LevelWarn
+				if errors.Is(err, ErrISRUnchanged) {
+					level = slog.LevelDebug // retried on the next tick
+				}
+				p.logger.Log(m.ctx, level, "ISR change not written", "isr", isr, "err", err)
 				p.isrChanged(nil, 0, false)
 				continue
 			}
+			isr = written
 			p.logger.Info("ISR changed", "isr", isr, "partition_epoch", next)
 			if old := p.ISR(); len(isr) < len(old) {
 				m.metrics.isrShrinks.Inc()
