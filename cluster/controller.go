@@ -78,11 +78,24 @@ func (s *Store) ControllerID(ctx context.Context) (int32, error) {
 	return parseBrokerID(string(resp.Kvs[0].Value))
 }
 
-// Close stops campaigning and resigns.
+// closeWait bounds how long Close waits for the campaign to end: a campaign
+// cancelled while waiting resigns with the etcd client's own context
+// (concurrency.Election.Campaign), which without quorum waits until the client
+// closes.
+const closeWait = 3 * time.Second
+
+// Close stops campaigning and resigns. If resigning cannot finish (etcd has no
+// quorum) it returns after closeWait; the campaign then ends when the etcd client
+// closes, and the candidacy key expires with the broker's lease.
 func (c *Controller) Close() error {
 	c.once.Do(func() { c.stop() })
-	<-c.done
-	return nil
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(closeWait):
+		c.cfg.Logger.Warn("controller candidacy not withdrawn (no etcd quorum?); it expires with the broker session", "waited", closeWait)
+		return nil
+	}
 }
 
 func (c *Controller) run(ctx context.Context) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"skiff/embedetcd"
 )
 
@@ -26,33 +28,7 @@ func freeAddr(t *testing.T) string {
 // once quorum is back it lists again and follows new writes.
 func TestCacheSurvivesQuorumLoss(t *testing.T) {
 	ctx := testCtx(t)
-	cfgs := []embedetcd.Config{
-		{Name: "a", Dir: filepath.Join(t.TempDir(), "a"), ClientAddr: freeAddr(t), PeerAddr: freeAddr(t), Logger: quiet},
-		{Name: "b", Dir: filepath.Join(t.TempDir(), "b"), ClientAddr: freeAddr(t), PeerAddr: freeAddr(t), Logger: quiet},
-	}
-	initial := "a=http://" + cfgs[0].PeerAddr + ",b=http://" + cfgs[1].PeerAddr
-	cfgs[0].InitialCluster, cfgs[1].InitialCluster = initial, initial
-	start := func(cfg embedetcd.Config) <-chan *embedetcd.Member {
-		ch := make(chan *embedetcd.Member, 1)
-		go func() {
-			m, err := embedetcd.Start(ctx, cfg)
-			if err != nil {
-				t.Error(err)
-			}
-			ch <- m
-		}()
-		return ch
-	}
-	chA, chB := start(cfgs[0]), start(cfgs[1])
-	a, b := <-chA, <-chB
-	if a == nil || b == nil {
-		for _, m := range []*embedetcd.Member{a, b} {
-			if m != nil {
-				m.Close()
-			}
-		}
-		t.FailNow()
-	}
+	a, b, restartB := startPair(t, ctx)
 	defer a.Close()
 
 	s := New(a.Client(), quiet)
@@ -92,10 +68,7 @@ func TestCacheSurvivesQuorumLoss(t *testing.T) {
 		t.Fatal("member healthy without quorum")
 	}
 
-	b = <-start(cfgs[1]) // same data and addresses: quorum is back
-	if b == nil {
-		t.FailNow()
-	}
+	b = restartB() // same data and addresses: quorum is back
 	defer b.Close()
 	rev, err = s.CreateTopic(ctx, Topic{Name: "after", Partitions: 1, ReplicationFactor: 1, Assignment: oneReplica(1, 1)})
 	if err != nil {
@@ -109,5 +82,93 @@ func TestCacheSurvivesQuorumLoss(t *testing.T) {
 	}
 	if _, ok := c.Topic("before"); !ok {
 		t.Fatal("topic created before quorum loss missing")
+	}
+}
+
+// startPair starts a two-member etcd cluster (a loses quorum when b stops) and
+// returns a function that starts b again with the same data and addresses.
+func startPair(t *testing.T, ctx context.Context) (a, b *embedetcd.Member, restartB func() *embedetcd.Member) {
+	t.Helper()
+	cfgs := []embedetcd.Config{
+		{Name: "a", Dir: filepath.Join(t.TempDir(), "a"), ClientAddr: freeAddr(t), PeerAddr: freeAddr(t), Logger: quiet},
+		{Name: "b", Dir: filepath.Join(t.TempDir(), "b"), ClientAddr: freeAddr(t), PeerAddr: freeAddr(t), Logger: quiet},
+	}
+	initial := "a=http://" + cfgs[0].PeerAddr + ",b=http://" + cfgs[1].PeerAddr
+	cfgs[0].InitialCluster, cfgs[1].InitialCluster = initial, initial
+	start := func(cfg embedetcd.Config) <-chan *embedetcd.Member {
+		ch := make(chan *embedetcd.Member, 1)
+		go func() {
+			m, err := embedetcd.Start(ctx, cfg)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- m
+		}()
+		return ch
+	}
+	chA, chB := start(cfgs[0]), start(cfgs[1])
+	a, b = <-chA, <-chB
+	if a == nil || b == nil {
+		for _, m := range []*embedetcd.Member{a, b} {
+			if m != nil {
+				m.Close()
+			}
+		}
+		t.FailNow()
+	}
+	return a, b, func() *embedetcd.Member {
+		m := <-start(cfgs[1])
+		if m == nil {
+			t.FailNow()
+		}
+		return m
+	}
+}
+
+// TestControllerCloseWithoutQuorum: a broker waiting for the controllership stops
+// while etcd has no quorum. etcd's Campaign resigns with the client's own context
+// then, which waits for quorum; Close must return anyway (a node stopping last in
+// its cluster hung in Close).
+func TestControllerCloseWithoutQuorum(t *testing.T) {
+	ctx := testCtx(t)
+	a, b, _ := startPair(t, ctx)
+	defer a.Close()
+	s := New(a.Client(), quiet)
+	cache := startCache(t, a.Client())
+	candidate := func(id int32) *Controller {
+		sess, err := s.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sess.Abandon)
+		return StartController(s, cache, ControllerConfig{BrokerID: id, Session: func() *Session { return sess }, Logger: quiet})
+	}
+	first := candidate(1)
+	defer first.Close()
+	waitFor(t, 15*time.Second, "broker 1 elected", first.Active)
+	second := candidate(2)
+	waitFor(t, 15*time.Second, "broker 2 campaigning", func() bool {
+		resp, err := a.Client().Get(ctx, prefixController, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 2
+	})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		second.Close()
+		close(closed)
+	}()
+	took := waitFor(t, 3*closeWait, "the waiting candidate's Close returns", func() bool {
+		select {
+		case <-closed:
+			return true
+		default:
+			return false
+		}
+	})
+	t.Logf("Close returned %v after the call, without quorum", took)
+	if second.Active() {
+		t.Fatal("broker 2 became controller without quorum")
 	}
 }
