@@ -20,6 +20,7 @@ import (
 // broker gone; Done reports that.
 type Session struct {
 	s      *concurrency.Session
+	client *clientv3.Client // the session's own lessor; see sessionClient
 	broker Broker
 	ttl    time.Duration
 	// validUntil (Unix nanoseconds) is when the lease may have expired at the
@@ -55,19 +56,21 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: grant lease for broker %d: %w", b.ID, err)
 	}
+	client := sessionClient(s.client)
 	// The session's own context is the client's: keep-alives outlive ctx.
-	cs, err := concurrency.NewSession(s.client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(secs)))
+	cs, err := concurrency.NewSession(client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(secs)))
 	if err != nil {
+		client.Close()
 		return nil, errors.Join(fmt.Errorf("cluster: keep lease of broker %d alive: %w", b.ID, err), s.revoke(lease.ID))
 	}
-	sess := &Session{s: cs, broker: b, ttl: time.Duration(secs) * time.Second}
+	sess := &Session{s: cs, client: client, broker: b, ttl: time.Duration(secs) * time.Second}
 	sess.validUntil.Store(time.Now().Add(sess.ttl / 2).UnixNano())
-	wctx, stop := context.WithCancel(s.client.Ctx())
+	wctx, stop := context.WithCancel(client.Ctx())
 	sess.stopWatch = stop
-	answers, err := s.client.KeepAlive(wctx, lease.ID)
+	answers, err := client.KeepAlive(wctx, lease.ID)
 	if err != nil {
 		stop()
-		return nil, errors.Join(fmt.Errorf("cluster: watch keep-alives of broker %d: %w", b.ID, err), cs.Close())
+		return nil, errors.Join(fmt.Errorf("cluster: watch keep-alives of broker %d: %w", b.ID, err), sess.Close())
 	}
 	go sess.watchKeepAlives(answers)
 	if sess.epoch, err = s.putBroker(ctx, b, lease.ID); err != nil {
@@ -77,6 +80,25 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 		"rack", b.Rack, "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl_s", secs)
 	return sess, nil
 }
+
+// sessionClient returns a client that shares c's connection, reads, writes and
+// watches, but has a lessor of its own, so that a session's keep-alives travel on
+// a stream of their own. An etcd member forwards the keep-alives of one stream to
+// the etcd leader one at a time, and one sent towards a leader that was just cut
+// off holds the stream up for etcd's request timeout (5 s plus two election
+// timeouts), longer than a broker session lives: a broker that registers again
+// after losing its session must not queue behind it. Closing the returned client
+// closes only its lessor.
+func sessionClient(c *clientv3.Client) *clientv3.Client {
+	v := clientv3.NewCtxClient(c.Ctx(), clientv3.WithZapLogger(c.GetLogger()))
+	v.KV, v.Watcher, v.Lease = c.KV, sharedWatcher{c.Watcher}, clientv3.NewLease(c)
+	return v
+}
+
+// sharedWatcher is a Watcher that a session client's Close leaves open.
+type sharedWatcher struct{ clientv3.Watcher }
+
+func (sharedWatcher) Close() error { return nil }
 
 func (s *Store) revoke(id clientv3.LeaseID) error {
 	ctx, cancel := context.WithTimeout(s.client.Ctx(), 5*time.Second)
@@ -204,6 +226,7 @@ func (s *Session) Abandon() {
 		s.stopWatch()
 		s.validUntil.Store(0)
 		s.s.Orphan()
+		s.client.Close() // ends its keep-alive stream, wherever it is stuck
 	})
 }
 
@@ -216,6 +239,7 @@ func (s *Session) Close() error {
 		if err := s.s.Close(); err != nil {
 			s.closeErr = fmt.Errorf("cluster: close session of broker %d: %w", s.broker.ID, err)
 		}
+		s.client.Close()
 	})
 	return s.closeErr
 }
