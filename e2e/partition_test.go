@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -21,7 +23,13 @@ func TestFaultLeaderPartitioned(t *testing.T) {
 	}
 	lab := netlab.New(t, 4)
 	client := lab.Host(4)
-	clientOpts = []kgo.Opt{kgo.Dialer(client.DialContext)}
+	clientOpts = []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// A custom dialer replaces kgo.DialTimeout: without a bound, a dial to the
+		// cut-off node retries its SYN for minutes and stalls the client meanwhile.
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return client.DialContext(ctx, network, addr)
+	})}
 	t.Cleanup(func() { clientOpts = nil })
 
 	var nodes []*testnode.Node
