@@ -28,6 +28,10 @@ type Config struct {
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz (default ":9644").
 	HTTP string
+	// Pprof adds Go's profiler (net/http/pprof) under /debug/pprof/ to the HTTP
+	// address. Off by default: a profile costs the node CPU while it runs and shows
+	// its internals to whoever reaches the port.
+	Pprof bool
 	// NodeName names the etcd member (default: skiff-<node id>).
 	NodeName string
 	// EtcdAdvertiseClient and EtcdAdvertisePeer are the etcd addresses other nodes

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -40,7 +41,20 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	n.adminRoutes(mux) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	if n.cfg.Pprof {
+		profilerRoutes(mux)
+	}
 	return mux
+}
+
+// profilerRoutes serves net/http/pprof on mux (not on http.DefaultServeMux, which
+// importing the package fills for whoever serves that).
+func profilerRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index) // also the named profiles: heap, goroutine, allocs...
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // CheckReady is the /readyz check: nil only while the node serves (started, not

@@ -71,6 +71,7 @@ func runServe(c *cli.Context) error {
 		EtcdClient:                   vals.str("etcd-client"),
 		EtcdPeer:                     vals.str("etcd-peer"),
 		HTTP:                         vals.str("http"),
+		Pprof:                        vals.bool("pprof"),
 		NodeName:                     vals.str("node-name"),
 		Bootstrap:                    vals.bool("bootstrap"),
 		Join:                         splitList(vals.str("join")),

@@ -39,6 +39,7 @@ var serveSettings = []setting{
 	{"etcd-client", kindString, ":9093", "embedded etcd client listen address HOST:PORT (cluster-internal)"},
 	{"etcd-peer", kindString, ":9094", "embedded etcd peer listen address HOST:PORT (cluster-internal)"},
 	{"http", kindString, ":9644", "HTTP listen address for /metrics, /healthz and /readyz"},
+	{"pprof", kindBool, "false", "also serve Go's profiler under /debug/pprof/ on the HTTP address (CPU, heap and goroutine profiles; docs/performance.md)"},
 	{"node-name", kindString, "", "name of this node's etcd member (default: skiff-<node id>)"},
 	{"bootstrap", kindBool, "false", "start a new cluster (also what an empty data directory without --join does)"},
 	{"join", kindString, "", "join the cluster of running nodes at HOST:PORT[,HOST:PORT] (their etcd-client addresses) when the data directory is empty"},
