@@ -115,6 +115,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultQueuedMaxRequestBytes is the default Config.QueuedMaxRequestBytes.
+const DefaultQueuedMaxRequestBytes = 256 << 20
+
 func (c *Config) setDefaults() {
 	def := func(s *string, v string) {
 		if *s == "" {
@@ -146,7 +149,7 @@ func (c *Config) setDefaults() {
 		c.MaxConnections = 10000
 	}
 	if c.QueuedMaxRequestBytes <= 0 {
-		c.QueuedMaxRequestBytes = 256 << 20
+		c.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
 	if c.MaxPartitionsPerRequest <= 0 {
 		c.MaxPartitionsPerRequest = 100000

@@ -105,6 +105,7 @@ func runServe(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	memLimit := setMemoryLimit(cfg.QueuedMaxRequestBytes, os.Getenv("GOMEMLIMIT"))
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -132,7 +133,7 @@ func runServe(c *cli.Context) error {
 	}()
 	select {
 	case <-node.Ready():
-		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID())
+		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID(), "memory_limit_mib", memLimit>>20)
 		status := fmt.Sprintf("ready: Kafka on %s, HTTP on %s, data in %s", node.KafkaAddr(), node.HTTPAddr(), cfg.DataDir)
 		sd.Ready(status)
 		sd.StartWatchdog(node.CheckAlive, status)

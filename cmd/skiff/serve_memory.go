@@ -1,0 +1,31 @@
+package main
+
+import (
+	"runtime/debug"
+
+	"skiff/appliance"
+)
+
+// memoryHeadroom is what a node uses besides the requests it is reading and
+// handling: about 40 MB idle and 71 MB under a produce benchmark
+// (docs/performance.md), most of it Pebble's cache and memtables, etcd and the
+// Go runtime.
+const memoryHeadroom = 256 << 20
+
+// setMemoryLimit gives the Go runtime a soft memory limit, unless GOMEMLIMIT (env)
+// already set one: the memory requests may take together
+// (queued-max-request-bytes, requestBudget) plus headroom, 512 MiB by default.
+// Near the limit the collector runs more often rather than letting the heap grow
+// to twice what is live (GOGC=100) after a burst of large requests; it is a
+// target, not a cap that fails allocations. It returns the limit in effect.
+func setMemoryLimit(requestBudget int64, env string) int64 {
+	if env != "" {
+		return debug.SetMemoryLimit(-1) // the runtime read GOMEMLIMIT at start
+	}
+	if requestBudget <= 0 {
+		requestBudget = appliance.DefaultQueuedMaxRequestBytes
+	}
+	limit := requestBudget + memoryHeadroom
+	debug.SetMemoryLimit(limit)
+	return limit
+}
