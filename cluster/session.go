@@ -166,7 +166,7 @@ func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
 	return errors.New("watch ended")
 }
 
-// watchKeepAlives moves validUntil with every keep-alive answer (the client's
+// watchKeepAlives moves validUntil with every keep-alive answer (the session's
 // lessor shares one keep-alive stream between this and concurrency.Session).
 func (s *Session) watchKeepAlives(answers <-chan *clientv3.LeaseKeepAliveResponse) {
 	for a := range answers {
