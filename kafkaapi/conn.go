@@ -229,19 +229,26 @@ func (c *conn) handle(frame []byte) error {
 	return c.writeResponse(&hdr, resp)
 }
 
-// writeResponse frames resp: size, correlation id, the header's tagged fields for
-// flexible responses (never for ApiVersions), then the body.
+// writeResponse writes resp as the answer to the request with header hdr.
 func (c *conn) writeResponse(hdr *requestHeader, resp kmsg.Response) error {
-	b := append(getBuf(responseBufSize)[:0], 0, 0, 0, 0)
+	b := appendResponse(getBuf(responseBufSize)[:0], hdr, resp)
+	err := c.write(b)
+	putBuf(b)
+	return err
+}
+
+// appendResponse appends resp's frame to dst: size, correlation id, the header's
+// tagged fields for flexible responses (never for ApiVersions), then the body.
+func appendResponse(dst []byte, hdr *requestHeader, resp kmsg.Response) []byte {
+	start := len(dst)
+	b := append(dst, 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(hdr.correlationID))
 	if resp.IsFlexible() && hdr.key != 18 {
 		b = append(b, 0)
 	}
 	b = resp.AppendTo(b)
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	err := c.write(b)
-	putBuf(b)
-	return err
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	return b
 }
 
 func (c *conn) write(b []byte) error {

@@ -42,7 +42,8 @@ func benchCommand() *cli.Command {
 MB/s (1 MB = 10^6 bytes of record values) and latency percentiles; baseline
 measures what this machine can do without a broker (disk write, loopback TCP,
 sendfile). With --baseline, produce, consume and e2e measure the baseline in
-the same run and print their result beside it as ratios: on a shared machine
+the same run and print their result beside it as ratios (produce also against a
+Kafka server that only appends, with the same client and settings): on a shared machine
 the ratio is the figure to compare, not the absolute. docs/performance.md has
 the targets and how to reproduce them.`,
 		Subcommands: []*cli.Command{
@@ -50,6 +51,7 @@ the targets and how to reproduce them.`,
 			benchLoadCommand(benchConsume),
 			benchLoadCommand(benchE2E),
 			benchBaselineCommand(),
+			benchNullServerCommand(),
 		},
 	}
 }
@@ -265,6 +267,16 @@ func runBenchLoad(c *cli.Context, mode benchMode) error {
 	if isTerminal(c.App.ErrWriter) {
 		progress = newProgressLine(c.App.ErrWriter)
 	}
+	// The null server goes first, on the memory the run will have: its files are
+	// gone again when the run starts, whereas the run's stay cached afterwards.
+	var null *baselineRow
+	if o.baseline && mode == benchProduce && o.rate == 0 {
+		row, err := nullServerBaseline(ctx, cfg, o)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		null = &row
+	}
 	var res *benchResult
 	switch mode {
 	case benchConsume:
@@ -276,9 +288,13 @@ func runBenchLoad(c *cli.Context, mode benchMode) error {
 		return err
 	}
 	if o.baseline {
+		syncFilesystems() // what the run left dirty (gigabytes), or the baselines pay for it
 		bl, err := measureBaseline(c.Context, o.dir, baselineVolume(res.Bytes), nil)
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
+		}
+		if null != nil {
+			bl.Rows = append(bl.Rows, *null)
 		}
 		res.setBaseline(bl)
 	}

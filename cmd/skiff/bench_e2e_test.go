@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"skiff/internal/testnode"
 )
 
 // benchJSON runs a bench command with --json and decodes its result.
@@ -56,20 +60,28 @@ func TestBenchE2E(t *testing.T) {
 		t.Errorf("e2e p50 %v ms far below produce p50 %v ms", e.E2ELatency.P50, e.ProduceLatency.P50)
 	}
 
-	// Several producers, acks=1, compression, linger, and the baseline beside it.
+	// Several producers, acks=1, compression, linger, and the baseline beside it,
+	// the null Kafka server's run included.
+	skiffExecutable = func() (string, error) { return testnode.Binary(t), nil }
+	t.Cleanup(func() { skiffExecutable = os.Executable })
 	dir := t.TempDir()
 	r := benchJSON(t, "bench", "produce", "-b", b, "-t", uniqueTopic("bench2"), "--records", "1001", "-k", "2",
 		"--acks", "1", "-z", "lz4", "--linger", "0", "--baseline", "--dir", dir)
 	if r.Records != 1001 || r.Producers != 2 || r.Acks != "1" || r.Compression != "lz4" || r.LingerMs == nil || *r.LingerMs != 0 {
 		t.Fatalf("produce -k 2: %+v", r)
 	}
-	if r.Baseline == nil || len(r.Baseline.Rows) != 5 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 {
+	if r.Baseline == nil || len(r.Baseline.Rows) != 6 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
+		r.Ratios["null_kafka_server"] <= 0 {
 		t.Fatalf("baseline: %+v ratios %v", r.Baseline, r.Ratios)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+		t.Errorf("the baselines left %v in --dir", left)
 	}
 
 	// Text output with the baseline.
 	out := skiffOK(t, nil, "bench", "produce", "-b", b, "-t", topic, "--records", "200", "--baseline", "--dir", dir)
-	mustContain(t, "produce text", out, "200 acknowledged, 0 failed", "produce latency (ms, send to ack)", "ratio", "loopback TCP")
+	mustContain(t, "produce text", out, "200 acknowledged, 0 failed", "produce latency (ms, send to ack)", "ratio", "loopback TCP",
+		"Kafka server that only appends")
 
 	// An empty topic and a missing one are refused with a hint.
 	empty := uniqueTopic("bench-empty")

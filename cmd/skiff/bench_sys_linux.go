@@ -81,3 +81,7 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// syncFilesystems writes back every dirty page of the machine (sync(2)), so that a
+// measurement does not pay for the writeback of the one before it.
+func syncFilesystems() { unix.Sync() }
