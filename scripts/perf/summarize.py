@@ -25,7 +25,7 @@ for name in ['single-produce','single-produce-always','single-produce-2','rf3-pr
     rs=by.get(name,[])
     print(f"\n{name}: n={len(rs)}")
     print("  MB/s:", fmt([get(r,'result.mb_per_sec') for r in rs]))
-    for b in ['loopback_tcp','page_cache_write','fdatasync_write','sendfile_loopback','copy_loopback']:
+    for b in ['loopback_tcp','page_cache_write','fdatasync_write','sendfile_loopback','copy_loopback','null_kafka_server']:
         print(f"  baseline {b}:", fmt([next((x['mb_per_sec'] for x in (get(r,'result.baseline.rows') or []) if x['name']==b),None) for r in rs]), " ratio:", fmt([get(r,'result.ratios.'+b) for r in rs],"%.3f"))
     print("  client cpu s:", fmt([get(r,'result.client_cpu_seconds') for r in rs],"%.2f"), " server cpu s:", fmt([r.get('server_cpu_s') for r in rs],"%.2f"), " secs:", fmt([get(r,'result.seconds') for r in rs],"%.2f"))
     print("  rss max MB:", fmt([r.get('rss_max_kb',0)/1024 for r in rs]), " hwm MB:", fmt([r.get('hwm_kb',0)/1024 for r in rs]))
