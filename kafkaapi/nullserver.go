@@ -20,15 +20,15 @@ import (
 
 // NullServer is the least a Kafka server can do for a producer: it answers
 // ApiVersions, Metadata (itself, the leader of every partition), CreateTopics,
-// InitProducerId and Produce, and appends each produced partition's record bytes to
-// a file of that partition, without checking, indexing or syncing them, and with no
-// replication, sessions or metadata store. skiff bench produce --baseline runs its own load
-// against one, so that a broker's throughput can be read as a ratio of what the same
-// client reaches against a server that does no broker work.
+// InitProducerId and Produce, and appends each produced partition's record bytes
+// to a file of that partition, without checking, indexing or syncing them, and
+// with no replication, sessions or metadata store. skiff bench produce --baseline
+// runs its own load against one, so that a broker's throughput can be read as a
+// ratio of what the same client reaches against a server that does no broker work.
 type NullServer struct {
 	ln  net.Listener
-	dir string // holds the partitions' files, removed by Close
-	pid atomic.Int64
+	dir string       // holds the partitions' files, removed by Close
+	pid atomic.Int64 // the last producer id handed out
 
 	mu     sync.Mutex
 	topics map[string][]*nullPartition

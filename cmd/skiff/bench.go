@@ -42,10 +42,10 @@ func benchCommand() *cli.Command {
 MB/s (1 MB = 10^6 bytes of record values) and latency percentiles; baseline
 measures what this machine can do without a broker (disk write, loopback TCP,
 sendfile). With --baseline, produce, consume and e2e measure the baseline in
-the same run and print their result beside it as ratios (produce also against a
-Kafka server that only appends, with the same client and settings): on a shared machine
-the ratio is the figure to compare, not the absolute. docs/performance.md has
-the targets and how to reproduce them.`,
+the same run and print their result beside it as ratios (produce also against
+a Kafka server that only appends, with the same client and settings): on a
+shared machine the ratio is the figure to compare, not the absolute.
+docs/performance.md has the targets and how to reproduce them.`,
 		Subcommands: []*cli.Command{
 			benchLoadCommand(benchProduce),
 			benchLoadCommand(benchConsume),

@@ -17,7 +17,7 @@ import (
 
 // nullServerBaseline runs the produce load (the same records or duration, client and
 // settings) against a kafkaapi.NullServer: a Kafka server that only appends what it is
-// sent to a file in --dir. It runs in a process of its own, as a broker does
+// sent to files (one per partition) in --dir. It runs in a process of its own, as a broker does
 // (skiff bench null-server). Its throughput is the most this client reaches on
 // this machine against a server that does no broker work, so the ratio to it says
 // how much of that the broker keeps.
@@ -71,14 +71,15 @@ var skiffExecutable = os.Executable
 func benchNullServerCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "null-server",
-		Usage:  "serve produce requests by appending them to a file, and nothing else (the baseline of produce --baseline)",
+		Usage:  "serve produce requests by appending them to files, and nothing else (the baseline of produce --baseline)",
 		Hidden: true,
 		Description: `Listens on 127.0.0.1 (a port the kernel chooses), prints HOST:PORT on standard
 output, and answers ApiVersions, Metadata, CreateTopics, InitProducerId and Produce,
-appending produced record bytes to a file in --dir without checking, indexing or
-syncing them. It stops, removing the file, when standard input closes.`,
+appending produced record bytes to one file per partition, in a directory it makes
+in --dir, without checking, indexing or syncing them. It stops, removing them, when
+standard input closes.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Value: ".", Usage: "append to a file in `DIR`"},
+			&cli.StringFlag{Name: "dir", Value: ".", Usage: "append to files in `DIR`"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := unexpectedArgs(c, 0, ": bench null-server takes no arguments"); err != nil {
