@@ -64,23 +64,11 @@ func proposeISR(st cluster.PartitionState, self int32, selfEpoch int64, isr []in
 		keep = append(keep, b)
 		epochs[b] = e
 	}
-	if sameMembers(keep, st.ISR) {
+	if slices.Equal(slices.Sorted(slices.Values(keep)), slices.Sorted(slices.Values(st.ISR))) {
 		return st, fmt.Errorf("%w: replicas %v have no broker registration yet", replication.ErrISRUnchanged, without(isr, keep))
 	}
 	next := cluster.PartitionState{Leader: self, LeaderEpoch: st.LeaderEpoch}
 	return next.WithISR(keep, func(b int32) int64 { return epochs[b] }), nil
-}
-
-func sameMembers(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // without returns the members of all that are not in some.
