@@ -23,28 +23,7 @@ func BenchmarkProduceConsume1KiB(b *testing.B) {
 	topic := fmt.Sprintf("bench-%d", b.N)
 	createTopicB(b, n.Addr, topic, 6)
 	b.Run("produce", func(b *testing.B) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cl.Close()
-		ctx := context.Background()
-		var failed atomic.Int64
-		b.SetBytes(int64(len(value)))
-		b.ResetTimer()
-		for range b.N {
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if f := failed.Load(); f > 0 {
-			b.Fatalf("%d records failed", f)
-		}
+		produceAll(b, n.Addr, topic, value)
 	})
 	b.Run("consume", func(b *testing.B) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -78,33 +57,40 @@ func BenchmarkProduceRF(b *testing.B) {
 		b.Run(fmt.Sprintf("rf%d", rf), func(b *testing.B) {
 			topic := fmt.Sprintf("rf%d-%d", rf, benchTopics.Add(1)) // each round its own topic
 			createTopicRF(b, nodes[0].Addr, topic, 6, rf)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].Addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cl.Close()
-			ctx := context.Background()
-			var failed atomic.Int64
-			b.SetBytes(int64(len(value)))
-			b.ResetTimer()
-			for range b.N {
-				cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed.Add(1)
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			if f := failed.Load(); f > 0 {
-				b.Fatalf("%d records failed", f)
-			}
+			produceAll(b, nodes[0].Addr, topic, value)
 		})
 	}
 }
 
 var benchTopics atomic.Int64
+
+// produceAll produces b.N records of value to topic with franz-go's defaults (no
+// compression) as the timed part of a benchmark, and fails it if any record fails.
+func produceAll(b *testing.B, addr, topic string, value []byte) {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	var failed atomic.Int64
+	b.SetBytes(int64(len(value)))
+	b.ResetTimer()
+	for range b.N {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d records failed", f)
+	}
+}
 
 // benchValue is a 1 KiB record value that does not compress to nothing.
 func benchValue() []byte {

@@ -43,6 +43,17 @@ func createTopicB(t testing.TB, addr, topic string, partitions int32) {
 // rf > 1) and waits until every partition's ISR is complete.
 func createTopicRF(t testing.TB, addr, topic string, partitions int32, rf int16) {
 	t.Helper()
+	var configs map[string]string
+	if rf > 1 {
+		configs = map[string]string{"min.insync.replicas": "2"}
+	}
+	createTopicWith(t, addr, topic, partitions, rf, configs)
+}
+
+// createTopicWith creates a topic with replication factor rf and configs, and waits
+// until every partition has a leader and a complete ISR.
+func createTopicWith(t testing.TB, addr, topic string, partitions int32, rf int16, configs map[string]string) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +62,11 @@ func createTopicRF(t testing.TB, addr, topic string, partitions int32, rf int16)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var configs map[string]*string
-	if rf > 1 {
-		two := "2"
-		configs = map[string]*string{"min.insync.replicas": &two}
+	cs := map[string]*string{}
+	for k, v := range configs {
+		cs[k] = &v
 	}
-	resp, err := adm.CreateTopic(ctx, partitions, rf, configs, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, cs, topic)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
 	}
@@ -65,7 +75,7 @@ func createTopicRF(t testing.TB, addr, topic string, partitions int32, rf int16)
 		if err != nil {
 			t.Fatal(err)
 		}
-		full := true
+		full := len(md.Topics[topic].Partitions) == int(partitions)
 		for _, p := range md.Topics[topic].Partitions {
 			full = full && len(p.ISR) == int(rf) && p.Leader >= 0
 		}
