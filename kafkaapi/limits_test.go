@@ -1,7 +1,6 @@
 package kafkaapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -14,26 +13,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/appliance"
+	"skiff/internal/syncbuf"
 )
 
 // logSink collects a node's JSON log lines.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+type logSink struct{ syncbuf.Buffer }
 
 // refusals counts the log lines of refusals with reason, by client address.
 func (s *logSink) refusals(reason string) map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := map[string]int{}
-	for _, line := range strings.Split(s.b.String(), "\n") {
+	for _, line := range strings.Split(s.String(), "\n") {
 		var rec struct{ Reason, Client string }
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Reason == reason {
 			out[rec.Client]++

@@ -1,7 +1,6 @@
 package logstore_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,10 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"skiff/internal/batch"
+	"skiff/internal/syncbuf"
 	"skiff/logstore"
 )
 
@@ -38,24 +37,6 @@ func locate(tb testing.TB, l *logstore.Log, want []appended) []loc {
 		s.Release()
 	}
 	return locs
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func patchFile(tb testing.TB, path string, pos int64, b []byte) {
@@ -238,7 +219,7 @@ func TestRecoverCorruption(t *testing.T) {
 			t.Run(kind.name+"/"+name, func(t *testing.T) {
 				env := kind.mk(t)
 				dir := t.TempDir()
-				var logs syncBuffer
+				var logs syncbuf.Buffer
 				cfg := crashCfg()
 				cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 				want, locs := crashedLog(t, env, dir, cfg)

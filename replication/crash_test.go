@@ -25,6 +25,7 @@ import (
 	"skiff/internal/batch"
 	"skiff/internal/batchtest"
 	"skiff/internal/crashfs"
+	"skiff/internal/syncbuf"
 	"skiff/logstore"
 	"skiff/offsets"
 )
@@ -463,7 +464,7 @@ func TestOfflineMissingSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	db, err := offsets.Open("/data/meta", offsets.Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -509,24 +510,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
 	}
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"skiff/internal/netlab"
+	"skiff/internal/syncbuf"
 )
 
 var (
@@ -81,7 +82,7 @@ type Node struct {
 
 	t    testing.TB
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	done chan struct{} // closed when the process has exited
 	err  error         // exit error, valid after done
 }
@@ -235,7 +236,7 @@ func (n *Node) Restart() {
 	}
 	n.cmd.Env = cleanEnv()
 	if n.logs == nil {
-		n.logs = &syncBuffer{}
+		n.logs = &syncbuf.Buffer{}
 	}
 	pr, pw := io.Pipe()
 	n.cmd.Stderr = pw
@@ -354,23 +355,6 @@ func (n *Node) PID() int { return n.cmd.Process.Pid }
 // Logs returns everything the node logged so far (all runs).
 func (n *Node) Logs() string { return n.logs.String() }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // WipeStorage deletes the node's partition data and Pebble database (topics/ and
 // meta/) while it is stopped, keeping its identity (node.json) and its etcd member:
 // a broker whose disks were replaced.
@@ -422,7 +406,7 @@ func (n *Node) ServeExpectExit(timeout time.Duration, args ...string) (output st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Binary(n.t), args...)
 	cmd.Env = cleanEnv()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err = cmd.Run()
