@@ -13,18 +13,10 @@ import (
 func TestNodeFileCrash(t *testing.T) {
 	want := nodeFile{NodeID: 3, ClusterID: "cDfYfBU7R4eyw0rzl1M-Ig", MemberName: "host-a", DataDirID: "tY2C0m3xQhWb1x0yq9wJbA"}
 	newFS := func(seed uint64) *crashfs.FS {
-		fs := crashfs.New(seed)
-		if err := fs.MkdirAll("/data", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		d, err := fs.OpenDir("/")
+		fs, err := crashfs.NewWithDir(seed, "/data")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		d.Close()
 		return fs
 	}
 	// The mutating operations of one write.

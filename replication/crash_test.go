@@ -79,18 +79,10 @@ func (n *crashNode) close(t *testing.T) {
 // node finds it after installation.
 func newCrashFS(t *testing.T, seed uint64) *crashfs.FS {
 	t.Helper()
-	fs := crashfs.New(seed)
-	if err := fs.MkdirAll("/data", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d, err := fs.OpenDir("/")
+	fs, err := crashfs.NewWithDir(seed, "/data")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
 	return fs
 }
 

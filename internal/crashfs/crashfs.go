@@ -53,6 +53,24 @@ func New(seed uint64) *FS {
 	return &FS{mem: vfs.NewCrashableMem(), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
+// NewWithDir is New with dir already created and made durable, as a node finds its
+// data directory after installation.
+func NewWithDir(seed uint64, dir string) (*FS, error) {
+	fs := New(seed)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d, err := fs.OpenDir("/")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
 // SetInjector makes every later operation first ask inj whether it fails (nil:
 // none does). Truncate is offered as an errorfs.OpFileWrite (errorfs has no kind
 // for it).
