@@ -8,13 +8,13 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"skiff/internal/syncbuf"
 	"skiff/internal/testnode"
 )
 
@@ -117,22 +117,11 @@ func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, want int
 }
 
 // lineSink collects the lines written to it (a process's stdout).
-type lineSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *lineSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
+type lineSink struct{ syncbuf.Buffer }
 
 func (s *lineSink) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(s.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(s.String()))
 	for sc.Scan() {
 		out = append(out, sc.Text())
 	}
