@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestNullServer: franz-go's idempotent producer creates a topic on a NullServer
@@ -71,5 +73,52 @@ func TestNullServer(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNullServerBadProduce: records that are not batches, and partitions or topics
+// that do not exist, get their Kafka error codes, and nothing is written.
+func TestNullServerBadProduce(t *testing.T) {
+	s, err := StartNullServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "null"); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 1000
+	for _, tp := range []struct {
+		topic     string
+		partition int32
+		records   []byte
+	}{{"null", 0, []byte("not a record batch at all, but long enough to be parsed as one")}, {"null", 5, nil}, {"missing", 0, nil}} {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = tp.topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = tp.partition, tp.records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int16{kerr.CorruptMessage.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code}
+	for i, rt := range resp.Topics {
+		if got := rt.Partitions[0].ErrorCode; got != want[i] {
+			t.Errorf("%s-%d: error %d, want %d", rt.Topic, rt.Partitions[0].Partition, got, want[i])
+		}
+	}
+	if end := s.topics["null"][0].end; end != 0 {
+		t.Errorf("%d bytes written for refused records", end)
 	}
 }
