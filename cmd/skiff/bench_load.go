@@ -87,62 +87,100 @@ func (c *loadCounters) firstErr() error {
 // reused once acknowledged, so that the client does not allocate per record
 // (fresh memory is slow on small machines and would be measured as the broker's).
 type loadProducer struct {
-	k      *kafkaClient
-	clock  benchClock
-	size   int
-	lat    *latencyRecorder
-	acked  *loadCounters
-	pool   sync.Pool // *kgo.Record with a len(size) value
-	maxLag atomic.Int64
-	sent   int64 // records handed to the client; read after run returns
+	k     *kafkaClient
+	clock benchClock
+	lat   *latencyRecorder
+	acked *loadCounters
+	// stampValues writes each record's stamp into its value's first 8 bytes,
+	// for the e2e consumer. Otherwise the stamp is only in the record's
+	// Timestamp and values are written once: touching each value twice more
+	// costs two cache misses per record, a tenth of the client's CPU.
+	stampValues bool
+	free        recordFreeList
+	maxLag      atomic.Int64
+	sent        int64 // records handed to the client; read after run returns
 }
 
-func newLoadProducer(k *kafkaClient, clock benchClock, size int, acked *loadCounters) *loadProducer {
-	p := &loadProducer{k: k, clock: clock, size: size, lat: new(latencyRecorder), acked: acked}
-	seed := rand.Uint64()
-	p.pool.New = func() any {
-		// Lower-case letters: compressible the way text is, unlike random bytes.
-		rng := rand.New(rand.NewPCG(seed, rand.Uint64()))
-		v := make([]byte, size)
-		for i := range v {
-			v[i] = 'a' + byte(rng.IntN(26))
-		}
-		return &kgo.Record{Value: v}
-	}
+func newLoadProducer(k *kafkaClient, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
+	p := &loadProducer{k: k, clock: clock, lat: new(latencyRecorder), acked: acked, stampValues: stampValues}
+	p.free.size = size
+	p.free.seed = rand.Uint64()
 	return p
+}
+
+// recordFreeList hands out records with a value of size bytes and takes them
+// back once acknowledged. Unlike a sync.Pool it is not emptied by garbage
+// collections, so a run creates at most as many records as the client buffers.
+type recordFreeList struct {
+	size int
+	seed uint64
+	mu   sync.Mutex
+	free []*kgo.Record
+	made uint64
+}
+
+func (l *recordFreeList) get() *kgo.Record {
+	l.mu.Lock()
+	if n := len(l.free); n > 0 {
+		r := l.free[n-1]
+		l.free = l.free[:n-1]
+		l.mu.Unlock()
+		return r
+	}
+	l.made++
+	rng := rand.New(rand.NewPCG(l.seed, l.made))
+	l.mu.Unlock()
+	// Lower-case letters: compressible the way text is, unlike random bytes.
+	v := make([]byte, l.size)
+	for i := 0; i < len(v); i += 8 {
+		x := rng.Uint64()
+		for j := i; j < min(i+8, len(v)); j++ {
+			v[j] = 'a' + byte(x%26)
+			x /= 26
+		}
+	}
+	return &kgo.Record{Value: v}
+}
+
+// put takes r back; the client does not touch a record after its promise.
+func (l *recordFreeList) put(r *kgo.Record) {
+	*r = kgo.Record{Value: r.Value}
+	l.mu.Lock()
+	l.free = append(l.free, r)
+	l.mu.Unlock()
+}
+
+// stamp marks r with its send (or due) time: in the Timestamp, which is the
+// record's Kafka timestamp too, and for the e2e consumer in the value.
+func (p *loadProducer) stamp(r *kgo.Record, stamp int64) {
+	r.Timestamp = p.clock.start.Add(time.Duration(stamp))
+	if p.stampValues {
+		binary.LittleEndian.PutUint64(r.Value, uint64(stamp))
+	}
 }
 
 // promise runs on the client's promise goroutine, once per record.
 func (p *loadProducer) promise(r *kgo.Record, err error) {
 	now := p.clock.now()
-	stamp := int64(binary.LittleEndian.Uint64(r.Value))
 	if err != nil {
 		p.acked.fail(err)
 	} else {
 		p.acked.records.Add(1)
 		p.acked.bytes.Add(int64(len(r.Value)))
-		if stamp != untimed {
-			p.lat.record(now - stamp)
-		}
+		p.lat.record(now - int64(r.Timestamp.Sub(p.clock.start)))
 	}
-	// The client does not touch a record after its promise.
-	*r = kgo.Record{Value: r.Value}
-	p.pool.Put(r)
+	p.free.put(r)
 }
 
 func (p *loadProducer) produce(stamp int64) {
-	r := p.pool.Get().(*kgo.Record)
-	binary.LittleEndian.PutUint64(r.Value, uint64(stamp))
+	r := p.free.get()
+	p.stamp(r, stamp)
 	// Not the run's context: an interrupt stops the loop between records rather
 	// than failing the records buffered.
 	p.k.cl.Produce(context.Background(), r, p.promise)
 	p.sent++
 }
 
-// run produces until quota records are sent (quota < 0: no limit), the clock
-// reaches until (until < 0: never), or stop is closed. With interval > 0, record
-// i is due at start+i*interval and stamped with that due time, whenever it is
-// sent. It returns after every record sent has been acknowledged or has failed.
 func (p *loadProducer) run(stop <-chan struct{}, quota, start, until int64, interval float64) error {
 	for i := int64(0); quota < 0 || i < quota; i++ {
 		if i&63 == 0 && stopped(stop) {
@@ -193,9 +231,8 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 	var mu sync.Mutex
 	var first error
 	for range n {
-		r := p.pool.Get().(*kgo.Record)
-		stamp := int64(untimed)
-		binary.LittleEndian.PutUint64(r.Value, uint64(stamp))
+		r := p.free.get()
+		p.stamp(r, untimed)
 		wg.Add(1)
 		p.k.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 			if err != nil {
@@ -203,8 +240,7 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 				first = cmpOr(first, err)
 				mu.Unlock()
 			}
-			*r = kgo.Record{Value: r.Value}
-			p.pool.Put(r)
+			p.free.put(r)
 			wg.Done()
 		})
 	}
@@ -357,7 +393,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 			return nil, err
 		}
 		defer k.Close()
-		producers[i] = newLoadProducer(k, clock, o.recordSize, &acked)
+		producers[i] = newLoadProducer(k, clock, o.recordSize, o.mode == benchE2E, &acked)
 	}
 
 	// e2e: the consumer starts at the current ends and must have read the
