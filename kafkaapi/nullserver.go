@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,17 +19,22 @@ import (
 	"skiff/internal/batch"
 )
 
-// NullServer is the least a Kafka server can do for a producer: it answers
-// ApiVersions, Metadata (itself, the leader of every partition), CreateTopics,
-// InitProducerId and Produce, and appends each produced partition's record bytes
-// to a file of that partition, without checking, indexing or syncing them, and
-// with no replication, sessions or metadata store. skiff bench produce --baseline
-// runs its own load against one, so that a broker's throughput can be read as a
-// ratio of what the same client reaches against a server that does no broker work.
+// NullServer is the least a Kafka server can do for a producer and a consumer:
+// it answers ApiVersions, Metadata (itself, the leader of every partition),
+// CreateTopics, InitProducerId and Produce, and appends each produced partition's
+// batches to a file of that partition with their base offsets set, without
+// checking their CRCs, indexing more than their positions in memory, or syncing
+// them, and with no replication, sessions or metadata store. It answers
+// ListOffsets and Fetch from those files (nullserver_fetch.go). skiff bench
+// produce|consume --baseline runs its own load against one, so that a broker's
+// throughput can be read as a ratio of what the same client reaches against a
+// server that does no broker work.
 type NullServer struct {
 	ln  net.Listener
 	dir string       // holds the partitions' files, removed by Close
 	pid atomic.Int64 // the last producer id handed out
+	// metrics count the fetched bytes sent with sendfile and copied; nobody reads them.
+	metrics *Metrics
 
 	mu     sync.Mutex
 	topics map[string][]*nullPartition
@@ -38,18 +44,25 @@ type NullServer struct {
 }
 
 type nullPartition struct {
-	file *os.File
-	mu   sync.Mutex
-	next int64 // offset of the next record
-	end  int64 // bytes in file
+	file    *os.File
+	mu      sync.Mutex
+	next    int64       // offset of the next record
+	end     int64       // bytes in file
+	batches []nullBatch // every batch in the file, in offset order
 }
+
+// nullBatch is where a batch starts in its partition's file.
+type nullBatch struct{ base, pos int64 }
 
 // nullServerMaxRequest is the largest request frame a NullServer reads (Server's
 // default socket.request.max.bytes).
 const nullServerMaxRequest = 100 << 20
 
+// nullServerWriteTimeout bounds the writing of one fetch answer.
+const nullServerWriteTimeout = time.Minute
+
 // nullServerKeys are the APIs a NullServer answers, at Server's versions.
-var nullServerKeys = []int16{0, 3, 18, 19, 22}
+var nullServerKeys = []int16{0, 1, 2, 3, 18, 19, 22}
 
 // StartNullServer listens on 127.0.0.1 (a port the kernel chooses) and appends to
 // files in a new directory in dir, removed by Close.
@@ -63,7 +76,8 @@ func StartNullServer(dir string) (*NullServer, error) {
 		os.RemoveAll(d)
 		return nil, fmt.Errorf("null server: %w", err)
 	}
-	s := &NullServer{ln: ln, dir: d, topics: map[string][]*nullPartition{}, conns: map[net.Conn]struct{}{}}
+	s := &NullServer{ln: ln, dir: d, topics: map[string][]*nullPartition{}, conns: map[net.Conn]struct{}{},
+		metrics: NewMetrics(nil)}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -121,6 +135,7 @@ func (s *NullServer) serve(c net.Conn) {
 		c.Close()
 	}()
 	var size [4]byte
+	var fw frameWriter
 	for {
 		if _, err := io.ReadFull(c, size[:]); err != nil {
 			return
@@ -135,11 +150,19 @@ func (s *NullServer) serve(c net.Conn) {
 		var d decodedRequest
 		if err == nil {
 			if d, err = decodeFrame(frame, 0); err == nil {
-				switch {
-				case d.req != nil:
+				switch req := d.req.(type) {
+				case *kmsg.FetchRequest: // written straight to c, with sendfile
+					putBuf(frame)
+					if err := s.fetch(c, &fw, &d.hdr, req); err != nil {
+						return
+					}
+					continue
+				case nil:
+					if d.hdr.key == 18 { // a newer ApiVersions: say which versions to use
+						resp = nullApiVersions(0, kerr.UnsupportedVersion.Code)
+					}
+				default:
 					resp = s.handle(d.req)
-				case d.hdr.key == 18: // a newer ApiVersions: say which versions to use
-					resp = nullApiVersions(0, kerr.UnsupportedVersion.Code)
 				}
 			}
 		}
@@ -185,6 +208,8 @@ func (s *NullServer) handle(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.ProduceRequest:
 		return s.produce(req)
+	case *kmsg.ListOffsetsRequest:
+		return s.listOffsets(req)
 	}
 	return nil
 }
@@ -274,30 +299,46 @@ func (s *NullServer) produce(req *kmsg.ProduceRequest) kmsg.Response {
 	return resp
 }
 
+// append writes records, a run of batches, at the end of the partition's file
+// with their base offsets set (records is the request's buffer, so it is
+// patched in place), and returns the first one's.
 func (s *NullServer) append(topic string, partition int32, records []byte) (int64, int16) {
-	var count int64
+	p := s.partition(topic, partition)
+	if p == nil {
+		return -1, kerr.UnknownTopicOrPartition.Code
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.batches)
+	next, pos := p.next, p.end
 	for b := records; len(b) > 0; {
 		h, err := batch.ParseHeader(b)
 		if err != nil || h.Size() > int64(len(b)) {
+			p.batches = p.batches[:n]
 			return -1, kerr.CorruptMessage.Code
 		}
-		count += int64(h.LastOffsetDelta) + 1
+		binary.BigEndian.PutUint64(b, uint64(next))
+		p.batches = append(p.batches, nullBatch{base: next, pos: pos})
+		next += int64(h.LastOffsetDelta) + 1
+		pos += h.Size()
 		b = b[h.Size():]
 	}
+	if _, err := p.file.WriteAt(records, p.end); err != nil {
+		p.batches = p.batches[:n]
+		return -1, kerr.KafkaStorageError.Code
+	}
+	base := p.next
+	p.next, p.end = next, pos
+	return base, 0
+}
+
+// partition is the topic's partition, or nil when there is none.
+func (s *NullServer) partition(topic string, partition int32) *nullPartition {
 	s.mu.Lock()
 	parts := s.topics[topic]
 	s.mu.Unlock()
 	if partition < 0 || int(partition) >= len(parts) {
-		return -1, kerr.UnknownTopicOrPartition.Code
+		return nil
 	}
-	p := parts[partition]
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := p.file.WriteAt(records, p.end); err != nil {
-		return -1, kerr.KafkaStorageError.Code
-	}
-	base := p.next
-	p.next += count
-	p.end += int64(len(records))
-	return base, 0
+	return parts[partition]
 }

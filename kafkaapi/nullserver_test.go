@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -121,4 +122,114 @@ func TestNullServerBadProduce(t *testing.T) {
 	if end := s.topics["null"][0].end; end != 0 {
 		t.Errorf("%d bytes written for refused records", end)
 	}
+}
+
+// TestNullServerConsume: what a producer wrote to a NullServer, a consumer reads
+// back from the start, every record once, in order, at its offset; ListOffsets
+// says where the partitions end; a fetch with a small partition_max_bytes still
+// gets one whole batch, and an offset past the end is OFFSET_OUT_OF_RANGE.
+func TestNullServerConsume(t *testing.T) {
+	s, err := StartNullServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), kgo.DefaultProduceTopic("null"),
+		kgo.ProducerBatchMaxBytes(16<<10), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "null"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4000
+	for i := range n {
+		r := &kgo.Record{Value: []byte(fmt.Sprintf("record %d %0200d", i, i)), Partition: int32(i % 2)}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("record %d: %v", i, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != n/2 {
+			t.Errorf("partition %d: end offset %d (%v), want %d", o.Partition, o.Offset, o.Err, n/2)
+		}
+	})
+
+	starts, err := adm.ListStartOffsets(ctx, "null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 0 {
+			t.Errorf("partition %d: start offset %d (%v), want 0", o.Partition, o.Offset, o.Err)
+		}
+	})
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), kgo.FetchMaxPartitionBytes(1),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"null": {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	next := map[int32]int64{}
+	for got := 0; got < n; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatalf("after %d records: %v", got, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			i := int(r.Offset)*2 + int(r.Partition)
+			if r.Offset != next[r.Partition] || string(r.Value) != fmt.Sprintf("record %d %0200d", i, i) {
+				t.Fatalf("partition %d: offset %d value %.20q, want offset %d", r.Partition, r.Offset, r.Value, next[r.Partition])
+			}
+			next[r.Partition]++
+			got++
+		})
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "null"
+	for _, off := range []int64{n/2 + 1, 7} {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, off, 1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	past, mid := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	if past.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Errorf("fetch past the end: error %d, want OFFSET_OUT_OF_RANGE", past.ErrorCode)
+	}
+	if mid.ErrorCode != 0 || mid.HighWatermark != n/2 {
+		t.Fatalf("fetch at 7: error %d, high watermark %d", mid.ErrorCode, mid.HighWatermark)
+	}
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "null", Partition: 0, Offset: 7}, &mid, kgo.DefaultDecompressor(), nil)
+	if fp.Err != nil || len(fp.Records) == 0 || fp.Records[0].Offset != 7 {
+		t.Fatalf("fetch at 7 with partition_max_bytes 1: %d records from %v (%v), want one batch from 7", len(fp.Records), firstOffset(fp.Records), fp.Err)
+	}
+}
+
+func firstOffset(rs []*kgo.Record) any {
+	if len(rs) == 0 {
+		return "none"
+	}
+	return rs[0].Offset
 }

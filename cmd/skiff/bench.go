@@ -42,9 +42,10 @@ func benchCommand() *cli.Command {
 MB/s (1 MB = 10^6 bytes of record values) and latency percentiles; baseline
 measures what this machine can do without a broker (disk write, loopback TCP,
 sendfile). With --baseline, produce, consume and e2e measure the baseline in
-the same run and print their result beside it as ratios (produce also against
-a Kafka server that only appends, with the same client and settings): on a
-shared machine the ratio is the figure to compare, not the absolute.
+the same run and print their result beside it as ratios (produce and consume
+also against a Kafka server that only appends and sends back, with the same
+client and settings): on a shared machine the ratio is the figure to compare,
+not the absolute.
 docs/performance.md has the targets and how to reproduce them.`,
 		Subcommands: []*cli.Command{
 			benchLoadCommand(benchProduce),
@@ -271,7 +272,7 @@ func runBenchLoad(c *cli.Context, mode benchMode) error {
 	// gone again when the run starts, whereas the run's stay cached afterwards.
 	var null *baselineRow
 	if o.baseline && mode == benchProduce && o.rate == 0 {
-		row, err := nullServerBaseline(ctx, cfg, o)
+		row, err := nullProduceBaseline(ctx, cfg, o)
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
@@ -286,6 +287,16 @@ func runBenchLoad(c *cli.Context, mode benchMode) error {
 	}
 	if err != nil {
 		return err
+	}
+	// Only now does a consume run know how many records the null server must
+	// hold; and its data was written before it, so the null server writes its
+	// own after it, on the memory the run had.
+	if o.baseline && mode == benchConsume {
+		row, err := nullConsumeBaseline(ctx, cfg, o, res)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		null = &row
 	}
 	if o.baseline {
 		syncFilesystems() // what the run left dirty (gigabytes), or the baselines pay for it

@@ -83,6 +83,15 @@ func TestBenchE2E(t *testing.T) {
 	mustContain(t, "produce text", out, "200 acknowledged, 0 failed", "produce latency (ms, send to ack)", "ratio", "loopback TCP",
 		"Kafka server that only appends")
 
+	// consume --baseline reads as many records from a null Kafka server.
+	c = benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--baseline", "--dir", dir)
+	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 6 || c.Ratios["null_kafka_server"] <= 0 {
+		t.Fatalf("consume --baseline: %d records, baseline %+v ratios %v", c.Records, c.Baseline, c.Ratios)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+		t.Errorf("the consume baselines left %v in --dir", left)
+	}
+
 	// An empty topic and a missing one are refused with a hint.
 	empty := uniqueTopic("bench-empty")
 	skiffOK(t, nil, "topic", "create", empty, "-b", b)

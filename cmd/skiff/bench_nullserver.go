@@ -10,51 +10,35 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"skiff/kafkaapi"
 )
 
-// nullServerBaseline runs the produce load (the same records or duration, client and
-// settings) against a kafkaapi.NullServer: a Kafka server that only appends what it is
-// sent to files (one per partition) in --dir. It runs in a process of its own, as a broker does
-// (skiff bench null-server). Its throughput is the most this client reaches on
-// this machine against a server that does no broker work, so the ratio to it says
-// how much of that the broker keeps.
-func nullServerBaseline(ctx context.Context, cfg clientConfig, o benchOpts) (baselineRow, error) {
-	self, err := skiffExecutable()
-	if err != nil {
-		return baselineRow{}, fmt.Errorf("null Kafka server: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, self, "bench", "null-server", "--dir", o.dir)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+// A null-server baseline runs the same load (the same records or duration, client
+// and settings) against a kafkaapi.NullServer: a Kafka server that only appends
+// what it is sent to files (one per partition) in --dir and sends them back. It
+// runs in a process of its own, as a broker does (skiff bench null-server). Its
+// throughput is the most this client reaches on this machine against a server
+// that does no broker work, so the ratio to it says how much of that the broker
+// keeps.
+
+// nullProduceBaseline is the produce load against a null server.
+func nullProduceBaseline(ctx context.Context, cfg clientConfig, o benchOpts) (baselineRow, error) {
+	addr, stop, err := startNullServer(ctx, o.dir)
 	if err != nil {
 		return baselineRow{}, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return baselineRow{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return baselineRow{}, fmt.Errorf("null Kafka server: %w", err)
-	}
-	defer func() {
-		stdin.Close() // it stops when its standard input closes
-		cmd.Wait()
-	}()
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		return baselineRow{}, fmt.Errorf("null Kafka server did not start: %w", err)
-	}
-	cfg.brokers = []string{strings.TrimSpace(addr)}
+	defer stop()
+	cfg.brokers = []string{addr}
 	o.rf, o.configs = 1, nil
 	res, err := runBenchProduce(ctx, cfg, o, nil)
+	if err == nil && res.Failed > 0 {
+		err = fmt.Errorf("%d records failed (first error: %s)", res.Failed, res.FirstError)
+	}
 	if err != nil {
 		return baselineRow{}, fmt.Errorf("null Kafka server: %w", err)
-	}
-	if res.Failed > 0 {
-		return baselineRow{}, fmt.Errorf("null Kafka server: %d records failed (first error: %s)", res.Failed, res.FirstError)
 	}
 	return baselineRow{
 		Name:     "null_kafka_server",
@@ -64,6 +48,74 @@ func nullServerBaseline(ctx context.Context, cfg clientConfig, o benchOpts) (bas
 	}, nil
 }
 
+// nullConsumeBaseline fills a null server with as many records as run read, of
+// its average size, in as many partitions, with franz-go's producer defaults,
+// writes them back to disk, and then reads them with the consume load.
+func nullConsumeBaseline(ctx context.Context, cfg clientConfig, o benchOpts, run *benchResult) (baselineRow, error) {
+	if run.Records == 0 {
+		return baselineRow{}, errors.New("null Kafka server: the run read no records")
+	}
+	addr, stop, err := startNullServer(ctx, o.dir)
+	if err != nil {
+		return baselineRow{}, err
+	}
+	defer stop()
+	cfg.brokers = []string{addr}
+	fill := benchOpts{mode: benchProduce, topic: o.topic, records: run.Records,
+		recordSize: max(int(run.Bytes/run.Records), minRecordSize), partitions: max(run.Partitions, 1),
+		rf: 1, producers: 1, acks: kgo.AllISRAcks(), acksName: "all", idempotent: true,
+		compression: kgo.NoCompression(), codecName: "none", linger: -1}
+	res, err := runBenchProduce(ctx, cfg, fill, nil)
+	if err == nil && res.Failed > 0 {
+		err = fmt.Errorf("%d records failed (first error: %s)", res.Failed, res.FirstError)
+	}
+	if err != nil {
+		return baselineRow{}, fmt.Errorf("null Kafka server: fill: %w", err)
+	}
+	syncFilesystems() // as the broker's data is, not dirty
+	if res, err = runBenchConsume(ctx, cfg, o, nil); err != nil {
+		return baselineRow{}, fmt.Errorf("null Kafka server: %w", err)
+	}
+	return baselineRow{
+		Name:     "null_kafka_server",
+		Desc:     "same consumer, Kafka server that only sends its files",
+		MBPerSec: res.MBPerSec,
+		Seconds:  res.Seconds,
+	}, nil
+}
+
+// startNullServer starts skiff bench null-server with its files in dir and
+// returns its address and a function that stops it.
+func startNullServer(ctx context.Context, dir string) (addr string, stop func(), err error) {
+	self, err := skiffExecutable()
+	if err != nil {
+		return "", nil, fmt.Errorf("null Kafka server: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, self, "bench", "null-server", "--dir", dir)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("null Kafka server: %w", err)
+	}
+	stop = func() {
+		stdin.Close() // it stops when its standard input closes
+		cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("null Kafka server did not start: %w", err)
+	}
+	return strings.TrimSpace(line), stop, nil
+}
+
 // skiffExecutable is the skiff binary that runs the null server: this one (tests,
 // which run commands inside the test binary, point it at a built skiff).
 var skiffExecutable = os.Executable
@@ -71,13 +123,13 @@ var skiffExecutable = os.Executable
 func benchNullServerCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "null-server",
-		Usage:  "serve produce requests by appending them to files, and nothing else (the baseline of produce --baseline)",
+		Usage:  "append produced records to files and serve fetches from them, and nothing else (the baseline of produce and consume --baseline)",
 		Hidden: true,
 		Description: `Listens on 127.0.0.1 (a port the kernel chooses), prints HOST:PORT on standard
 output, and answers ApiVersions, Metadata, CreateTopics, InitProducerId and Produce,
-appending produced record bytes to one file per partition, in a directory it makes
-in --dir, without checking, indexing or syncing them. It stops, removing them, when
-standard input closes.`,
+appending produced batches to one file per partition, in a directory it makes in
+--dir, without checking or syncing them, and ListOffsets and Fetch from those files.
+It stops, removing them, when standard input closes.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: ".", Usage: "append to files in `DIR`"},
 		},
