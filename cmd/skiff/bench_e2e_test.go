@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"skiff/internal/testnode"
 )
@@ -97,4 +105,62 @@ func TestBenchE2E(t *testing.T) {
 	skiffOK(t, nil, "topic", "create", empty, "-b", b)
 	mustContain(t, "empty", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", empty), "is empty", "skiff bench produce")
 	mustContain(t, "missing", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", uniqueTopic("nope")), "does not exist")
+}
+
+// TestNullServerProcess: skiff bench null-server ignores SIGINT (a terminal's ^C
+// reaches the whole process group, and the bench stops it when its load has
+// stopped), and on the end of its standard input or on SIGTERM stops and removes
+// its files.
+func TestNullServerProcess(t *testing.T) {
+	bin := testnode.Binary(t)
+	for _, stopBy := range []string{"stdin", "SIGTERM"} {
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "bench", "null-server", "--dir", dir)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("null server: %v", err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.TrimSpace(line)), kgo.DefaultProduceTopic("t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after SIGINT")}).FirstErr(); err != nil {
+			t.Fatalf("produce after SIGINT: %v", err)
+		}
+		cancel()
+		cl.Close()
+		if files, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(files) != 1 {
+			t.Fatalf("files %v, want the partition's", files)
+		}
+		if stopBy == "stdin" {
+			stdin.Close()
+		} else if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("stopped by %s: %v", stopBy, err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+			t.Errorf("stopped by %s, it left %v", stopBy, left)
+		}
+	}
 }

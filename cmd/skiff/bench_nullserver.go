@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
@@ -26,7 +28,7 @@ import (
 
 // nullProduceBaseline is the produce load against a null server.
 func nullProduceBaseline(ctx context.Context, cfg clientConfig, o benchOpts) (baselineRow, error) {
-	addr, stop, err := startNullServer(ctx, o.dir)
+	addr, stop, err := startNullServer(o.dir)
 	if err != nil {
 		return baselineRow{}, err
 	}
@@ -55,7 +57,7 @@ func nullConsumeBaseline(ctx context.Context, cfg clientConfig, o benchOpts, run
 	if run.Records == 0 {
 		return baselineRow{}, errors.New("null Kafka server: the run read no records")
 	}
-	addr, stop, err := startNullServer(ctx, o.dir)
+	addr, stop, err := startNullServer(o.dir)
 	if err != nil {
 		return baselineRow{}, err
 	}
@@ -86,12 +88,14 @@ func nullConsumeBaseline(ctx context.Context, cfg clientConfig, o benchOpts, run
 
 // startNullServer starts skiff bench null-server with its files in dir and
 // returns its address and a function that stops it.
-func startNullServer(ctx context.Context, dir string) (addr string, stop func(), err error) {
+func startNullServer(dir string) (addr string, stop func(), err error) {
 	self, err := skiffExecutable()
 	if err != nil {
 		return "", nil, fmt.Errorf("null Kafka server: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, self, "bench", "null-server", "--dir", dir)
+	// Not stopped by ctx with a kill: it removes its files when its standard
+	// input closes, which stop does when the load has stopped.
+	cmd := exec.Command(self, "bench", "null-server", "--dir", dir)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -129,7 +133,9 @@ func benchNullServerCommand() *cli.Command {
 output, and answers ApiVersions, Metadata, CreateTopics, InitProducerId and Produce,
 appending produced batches to one file per partition, in a directory it makes in
 --dir, without checking or syncing them, and ListOffsets and Fetch from those files.
-It stops, removing them, when standard input closes.`,
+It stops, removing them, when standard input closes or on SIGTERM. It ignores
+SIGINT: a terminal's ^C reaches the whole process group, and the bench that
+started it stops it once its load has stopped.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: ".", Usage: "append to files in `DIR`"},
 		},
@@ -144,8 +150,19 @@ It stops, removing them, when standard input closes.`,
 			if err != nil {
 				return err
 			}
+			signal.Ignore(os.Interrupt)
+			term := make(chan os.Signal, 1)
+			signal.Notify(term, syscall.SIGTERM)
 			fmt.Fprintln(c.App.Writer, srv.Addr())
-			_, err = io.Copy(io.Discard, os.Stdin)
+			eof := make(chan error, 1)
+			go func() {
+				_, err := io.Copy(io.Discard, os.Stdin)
+				eof <- err
+			}()
+			select {
+			case err = <-eof:
+			case <-term:
+			}
 			return errors.Join(err, srv.Close())
 		},
 	}
