@@ -123,6 +123,28 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 	}
 }
 
+// noticeDeletedTopics tells the coordinator when a topic of the last snapshot
+// applied is gone from snap (or is another topic under its name), so that it
+// deletes their committed offsets, as Kafka does.
+func (n *Node) noticeDeletedTopics(snap *cluster.Snapshot) {
+	topics := snap.Topics()
+	now := make(map[string]cluster.UUID, len(topics))
+	for _, t := range topics {
+		now[t.Name] = t.ID
+	}
+	deleted := false
+	for name, id := range n.appliedTopics {
+		if cur, ok := now[name]; !ok || cur != id {
+			deleted = true
+			break
+		}
+	}
+	n.appliedTopics = now
+	if deleted && n.groups != nil {
+		n.groups.TopicsDeleted()
+	}
+}
+
 // groupKafkaConfig adds the coordinator and the offsets topic settings to the Kafka
 // server's configuration.
 func (n *Node) groupKafkaConfig(k kafkaapi.Config) kafkaapi.Config {

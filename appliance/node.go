@@ -81,6 +81,8 @@ type Node struct {
 	httpSrv      *http.Server
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
 	applyStarted bool
+	// appliedTopics are the topics of the last snapshot applied, by name.
+	appliedTopics map[string]cluster.UUID
 	stop         chan struct{} // closed by Close
 
 	ready     chan struct{}

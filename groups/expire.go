@@ -2,6 +2,7 @@ package groups
 
 // Offset expiry and log upkeep, every RetentionCheckInterval:
 //
+//   - The committed offsets of deleted topics are deleted (deleted_topics.go).
 //   - The committed offsets of a group without members are deleted once the group
 //     has been empty for OffsetsRetention (offsets.retention.minutes); for a group
 //     that never had members (only commits with generation -1), once each commit is
@@ -22,20 +23,8 @@ import (
 func (c *Coordinator) expiryTick() {
 	c.expiryMu.Lock()
 	defer c.expiryMu.Unlock()
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
-	}
-	var shards []*shard
-	for _, sh := range c.mu.shards {
-		if sh.ready.Load() {
-			shards = append(shards, sh)
-		}
-	}
-	c.mu.Unlock()
 	now := c.clock.Now()
-	for _, sh := range shards {
+	for _, sh := range c.readyShards() {
 		if err := c.expire(sh, now); err != nil {
 			c.logger.Warn("group coordinator: offset expiry failed", "partition", sh.id, "err", err)
 		}
@@ -50,12 +39,18 @@ func (c *Coordinator) expiryTick() {
 // expire runs the expiry and upkeep of one shard at time now.
 func (c *Coordinator) expire(sh *shard, now time.Time) error {
 	byGroup := make(map[string][]offsets.GroupOffset)
+	gone := make(map[string][]offsets.GroupOffset) // of deleted topics
 	if err := sh.store.Offsets(func(o offsets.GroupOffset) error {
-		byGroup[o.Group] = append(byGroup[o.Group], o)
+		if c.topicGone(o) {
+			gone[o.Group] = append(gone[o.Group], o)
+		} else {
+			byGroup[o.Group] = append(byGroup[o.Group], o)
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
+	c.dropOffsets(sh, gone)
 	c.mu.Lock()
 	for _, g := range c.mu.groups {
 		if _, ok := byGroup[g.name]; !ok && g.sh == sh {

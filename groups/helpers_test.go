@@ -173,7 +173,20 @@ type env struct {
 	db     *offsets.DB // the coordinator's keyspaces
 	dir    string
 	cfg    Config
-	topics map[string]int32
+	// topics are the topics that exist and their partition counts (setTopic).
+	topicsMu sync.Mutex
+	topics   map[string]int32
+}
+
+// setTopic makes a topic exist with n partitions (n 0: deletes it).
+func (e *env) setTopic(name string, n int32) {
+	e.topicsMu.Lock()
+	defer e.topicsMu.Unlock()
+	if n == 0 {
+		delete(e.topics, name)
+	} else {
+		e.topics[name] = n
+	}
 }
 
 func newEnv(t *testing.T, opts ...func(*Config)) *env {
@@ -188,6 +201,8 @@ func newEnv(t *testing.T, opts ...func(*Config)) *env {
 		InitialRebalanceDelay: -1,
 		Clock:                 e.clock,
 		TopicPartitions: func(topic string) (int32, bool) {
+			e.topicsMu.Lock()
+			defer e.topicsMu.Unlock()
 			n, ok := e.topics[topic]
 			return n, ok
 		},
