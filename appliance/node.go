@@ -83,7 +83,7 @@ type Node struct {
 	applyStarted bool
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
-	stop         chan struct{} // closed by Close
+	stop          chan struct{} // closed by Close
 
 	ready     chan struct{}
 	errc      chan error

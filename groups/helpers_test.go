@@ -165,14 +165,14 @@ func (l *testLog) RemoveWaiter(ch chan<- struct{}) {
 // env is a coordinator leading the one partition of __consumer_offsets, over a log
 // and a Pebble database in their own folders (so a test can lose Pebble alone).
 type env struct {
-	t      *testing.T
-	clock  *fakeClock
-	c      *Coordinator
-	log    *testLog
-	logDB  *offsets.DB // holds the log's own index
-	db     *offsets.DB // the coordinator's keyspaces
-	dir    string
-	cfg    Config
+	t     *testing.T
+	clock *fakeClock
+	c     *Coordinator
+	log   *testLog
+	logDB *offsets.DB // holds the log's own index
+	db    *offsets.DB // the coordinator's keyspaces
+	dir   string
+	cfg   Config
 	// topics are the topics that exist and their partition counts (setTopic).
 	topicsMu sync.Mutex
 	topics   map[string]int32
