@@ -161,6 +161,11 @@ func TestIdempotentProduce(t *testing.T) {
 			t.Fatalf("restart: %v", err)
 		}
 		c := dial(t, n.KafkaAddr())
+		// Ready is not leading yet: the restarted broker leads again once the
+		// controller has seen its new broker epoch (NOT_LEADER_OR_FOLLOWER until then).
+		waitFor(t, 20*time.Second, "the restarted node to lead "+topic+"/0", func() bool {
+			return listOffsetsAt(t, c, 5, topic, 0, -1).ErrorCode != kerr.NotLeaderForPartition.Code
+		})
 		if got := logEnd(t, c, topic, 0); got != end {
 			t.Fatalf("log end %d after restart, want %d", got, end)
 		}
