@@ -35,19 +35,11 @@ func nullProduceBaseline(ctx context.Context, cfg clientConfig, o benchOpts) (ba
 	defer stop()
 	cfg.brokers = []string{addr}
 	o.rf, o.configs = 1, nil
-	res, err := runBenchProduce(ctx, cfg, o, nil)
-	if err == nil && res.Failed > 0 {
-		err = fmt.Errorf("%d records failed (first error: %s)", res.Failed, res.FirstError)
-	}
+	res, err := produceAllAcked(ctx, cfg, o)
 	if err != nil {
 		return baselineRow{}, fmt.Errorf("null Kafka server: %w", err)
 	}
-	return baselineRow{
-		Name:     "null_kafka_server",
-		Desc:     "same producer, Kafka server that only appends",
-		MBPerSec: res.MBPerSec,
-		Seconds:  res.Seconds,
-	}, nil
+	return nullServerRow("same producer, Kafka server that only appends", res), nil
 }
 
 // nullConsumeBaseline fills a null server with as many records as run read, of
@@ -67,23 +59,30 @@ func nullConsumeBaseline(ctx context.Context, cfg clientConfig, o benchOpts, run
 		recordSize: max(int(run.Bytes/run.Records), minRecordSize), partitions: max(run.Partitions, 1),
 		rf: 1, producers: 1, acks: kgo.AllISRAcks(), acksName: "all", idempotent: true,
 		compression: kgo.NoCompression(), codecName: "none", linger: -1}
-	res, err := runBenchProduce(ctx, cfg, fill, nil)
-	if err == nil && res.Failed > 0 {
-		err = fmt.Errorf("%d records failed (first error: %s)", res.Failed, res.FirstError)
-	}
-	if err != nil {
+	if _, err := produceAllAcked(ctx, cfg, fill); err != nil {
 		return baselineRow{}, fmt.Errorf("null Kafka server: fill: %w", err)
 	}
 	syncFilesystems() // as the broker's data is, not dirty
-	if res, err = runBenchConsume(ctx, cfg, o, nil); err != nil {
+	res, err := runBenchConsume(ctx, cfg, o, nil)
+	if err != nil {
 		return baselineRow{}, fmt.Errorf("null Kafka server: %w", err)
 	}
-	return baselineRow{
-		Name:     "null_kafka_server",
-		Desc:     "same consumer, Kafka server that only sends its files",
-		MBPerSec: res.MBPerSec,
-		Seconds:  res.Seconds,
-	}, nil
+	return nullServerRow("same consumer, Kafka server that only sends its files", res), nil
+}
+
+// produceAllAcked runs a produce load with no progress line; a record that was
+// not acknowledged is an error.
+func produceAllAcked(ctx context.Context, cfg clientConfig, o benchOpts) (*benchResult, error) {
+	res, err := runBenchProduce(ctx, cfg, o, nil)
+	if err == nil && res.Failed > 0 {
+		err = fmt.Errorf("%d records failed (first error: %s)", res.Failed, res.FirstError)
+	}
+	return res, err
+}
+
+// nullServerRow is a null server's result as a baseline row.
+func nullServerRow(desc string, res *benchResult) baselineRow {
+	return baselineRow{Name: "null_kafka_server", Desc: desc, MBPerSec: res.MBPerSec, Seconds: res.Seconds}
 }
 
 // startNullServer starts skiff bench null-server with its files in dir and
