@@ -4,10 +4,12 @@ package kafkaapi
 //
 // Behaviour: each named topic is removed from the cluster metadata in one
 // transaction (topic and partition keys); every node then deletes its replicas'
-// segments and indexes. The answer waits until this node has deleted its data, or
-// timeout_ms passes (REQUEST_TIMED_OUT). Unknown topics get
-// UNKNOWN_TOPIC_OR_PARTITION; internal topics (__consumer_offsets) cannot be deleted
-// (INVALID_REQUEST). Deletion cannot be switched off (Kafka's delete.topic.enable).
+// segments and indexes, and the group coordinators delete the topic's committed
+// offsets (groups.Coordinator.TopicsDeleted). The answer waits until this node has
+// deleted its data, or timeout_ms passes (REQUEST_TIMED_OUT). Unknown topics get
+// UNKNOWN_TOPIC_OR_PARTITION; internal topics (__consumer_offsets) cannot be
+// deleted (INVALID_REQUEST). Deletion cannot be switched off (Kafka's
+// delete.topic.enable).
 
 import (
 	"context"

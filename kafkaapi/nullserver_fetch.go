@@ -80,6 +80,9 @@ func (s *NullServer) fetch(c net.Conn, w *frameWriter, hdr *requestHeader, req *
 				limit = max(limit, 1) // the first batch found goes whole
 			}
 			fp.hw, fp.rng, fp.errCode = p.read(rp.FetchOffset, limit)
+			if total > 0 && fp.rng.Len > limit {
+				fp.rng = logstore.Range{} // only the first partition with data may exceed the limits
+			}
 			total += fp.rng.Len
 			budget -= fp.rng.Len
 		}

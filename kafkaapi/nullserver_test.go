@@ -127,7 +127,8 @@ func TestNullServerBadProduce(t *testing.T) {
 // TestNullServerConsume: what a producer wrote to a NullServer, a consumer reads
 // back from the start, every record once, in order, at its offset; ListOffsets
 // says where the partitions end; a fetch with a small partition_max_bytes still
-// gets one whole batch, and an offset past the end is OFFSET_OUT_OF_RANGE.
+// gets one whole batch (only the first partition with data may exceed it), and
+// an offset past the end is OFFSET_OUT_OF_RANGE.
 func TestNullServerConsume(t *testing.T) {
 	s, err := StartNullServer(t.TempDir())
 	if err != nil {
@@ -204,9 +205,12 @@ func TestNullServerConsume(t *testing.T) {
 	req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = "null"
-	for _, off := range []int64{n/2 + 1, 7} {
+	for _, fetch := range []struct {
+		partition int32
+		offset    int64
+	}{{0, n/2 + 1}, {0, 7}, {1, 0}} {
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, off, 1
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = fetch.partition, fetch.offset, 1
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
@@ -214,7 +218,10 @@ func TestNullServerConsume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	past, mid := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	past, mid, second := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1], resp.Topics[0].Partitions[2]
+	if second.ErrorCode != 0 || len(second.RecordBatches) != 0 {
+		t.Errorf("second partition with data, over its limit: error %d, %d record bytes; want none (KIP-74)", second.ErrorCode, len(second.RecordBatches))
+	}
 	if past.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Errorf("fetch past the end: error %d, want OFFSET_OUT_OF_RANGE", past.ErrorCode)
 	}
