@@ -5,22 +5,23 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"skiff/embedetcd"
+	"skiff/internal/freeport"
 )
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // TestCacheSurvivesQuorumLoss: a two-member cluster loses a member. The

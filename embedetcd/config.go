@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"skiff/internal/freeport"
 )
 
 // Defaults of Config. A zero field in Config means "use the default below".
@@ -76,11 +78,11 @@ type Config struct {
 
 	// ClientAddr is the host:port the client (gRPC) listener binds. The host
 	// must be an IP address, "localhost" or empty (all interfaces). Port 0
-	// picks a free port when Start runs: Start binds host:0, notes the port
-	// and releases it, because etcd must know the advertised URLs before it
-	// binds its own listeners (they are written into the raft membership and
-	// feed the member id). Another process could take the port in that
-	// window; use port 0 for tests only. Default DefaultClientAddr.
+	// picks a free port when Start runs (internal/freeport, below the kernel's
+	// ephemeral range) and releases it, because etcd must know the advertised
+	// URLs before it binds its own listeners (they are written into the raft
+	// membership and feed the member id). Another process could take the port
+	// in that window; use port 0 for tests only. Default DefaultClientAddr.
 	ClientAddr string
 	// PeerAddr is the host:port the peer (raft) listener binds; same rules as
 	// ClientAddr. Default DefaultPeerAddr.
@@ -203,7 +205,9 @@ func (cfg Config) withDefaults() (Config, error) {
 }
 
 // bindAddr normalises a listen address for etcd, which wants an IP host:
-// an empty host becomes 0.0.0.0, and port 0 becomes a free port.
+// an empty host becomes 0.0.0.0, and port 0 becomes a free port (freeport: below
+// the ephemeral range, which outgoing connections, etcd's own among them, take
+// from while the member starts).
 func bindAddr(hostport string) (string, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -215,13 +219,9 @@ func bindAddr(hostport string) (string, error) {
 	if port != "0" {
 		return net.JoinHostPort(host, port), nil
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	p, err := freeport.Pick(host)
 	if err != nil {
-		return "", fmt.Errorf("pick a free port: %w", err)
-	}
-	p := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return "", fmt.Errorf("pick a free port: %w", err)
+		return "", err
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }

@@ -2,7 +2,7 @@
 // once per test process from this module, and every node gets its own data
 // directory. Its Kafka and HTTP ports are chosen by the kernel (port 0) and read
 // from the node's "skiff is ready" log line, so they cannot race; its etcd ports,
-// which other nodes must know before it starts, are picked by freeAddr below the
+// which other nodes must know before it starts, are picked by freeport below the
 // kernel's ephemeral range.
 package testnode
 
@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"skiff/internal/freeport"
 	"skiff/internal/netlab"
 	"skiff/internal/syncbuf"
 )
@@ -123,46 +123,16 @@ func NewIn(t testing.TB, host *netlab.Host, args ...string) *Node {
 	return n
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago. The
-// port is below the kernel's ephemeral range when there is room: a joining node
-// binds its etcd ports seconds after they were chosen, and an ephemeral port can
-// be taken meanwhile by any outgoing connection on the machine (seen in CI as
-// "bind: address already in use").
+// freeAddr returns a loopback address with a port that was free a moment ago, below
+// the kernel's ephemeral range (freeport): a joining node binds its etcd ports
+// seconds after they were chosen.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	if hi := ephemeralLow(); hi > lowPortsFrom+1000 {
-		for range 100 {
-			port := lowPortsFrom + rand.IntN(hi-lowPortsFrom)
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-			if err == nil {
-				l.Close()
-				return l.Addr().String()
-			}
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// lowPortsFrom is where freeAddr's ports start, above the well-known services.
-const lowPortsFrom = 20000
-
-// ephemeralLow is the first port of the kernel's ephemeral range, or 0 if unknown.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	lo, _ := strconv.Atoi(f[0])
-	return lo
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // StartCluster starts n nodes: the first bootstraps, the others join it one by one.
