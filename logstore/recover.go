@@ -284,12 +284,12 @@ func (l *Log) recoverSegment(base int64, m SegmentMeta, rp int64) (s *segment, f
 		f.Close()
 		return nil, 0, false, nil, err
 	}
-	s = &segment{base: base, file: newSegFile(f, path), next: base, maxTs: -1, firstTs: -1}
+	sf := newSegFile(f, path)
+	s = &segment{base: base, file: sf, next: base, maxTs: -1, firstTs: -1}
 	fileSize = fi.Size()
 	defer func() {
 		if err != nil {
-			_ = s.file.unref()
-			s = nil
+			_ = sf.unref() // not s.file: an error return has set s to nil
 		}
 	}()
 
