@@ -53,10 +53,10 @@ type recoveryPlan struct {
 	logStart   int64   // the log start offset from now on
 }
 
-// planRecovery decides what recovery does with the segment files in.files. It
-// needs only the base offset of a file the loop below does not reach, and
-// readSegments reads exactly the others: the files from the first one not
-// expired up to the first one that does not end where the next one begins.
+// planRecovery decides what recovery does with the segment files in.files. Of
+// the files below the log start offset, and of those after the first file that
+// does not end where the next one begins, it needs only the base offset; it
+// panics if a file it needs was not read. readSegments reads exactly those.
 func planRecovery(in recoveryInput) recoveryPlan {
 	if len(in.files) == 0 {
 		return recoveryPlan{resetIndex: true, create: true}

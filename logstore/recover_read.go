@@ -94,9 +94,10 @@ func (l *Log) listSegments() ([]int64, error) {
 	return bases, nil
 }
 
-// readSegment opens the segment file of f.base and fills in f: its size, next
-// offset and timestamps go into the returned segment. A segment whose recorded
-// metadata m is trusted (trustMeta) and whose first batch header agrees is not
+// readSegment opens the segment file of f.base and fills in both f (what the
+// plan needs) and the returned segment (what the log needs, timestamps too).
+// A segment whose recorded metadata m is trusted (trustMeta; next is the next
+// file's base offset, -1 if none) and whose first batch header agrees is not
 // read further. Otherwise the segment is checked batch by batch from its last
 // verifiable index entry at or below the recovery point rp (or from its start),
 // and its index entries after that point are rebuilt; f.damage says why the
