@@ -101,15 +101,14 @@ func testLogger() *slog.Logger {
 // startNode starts a node on loopback with every port chosen by the kernel.
 func startNode(dir string, opts ...func(*appliance.Config)) (*appliance.Node, error) {
 	cfg := appliance.Config{
-		DataDir:          dir,
-		Listen:           "127.0.0.1:0",
-		EtcdClient:       "127.0.0.1:0",
-		EtcdPeer:         "127.0.0.1:0",
-		HTTP:             "127.0.0.1:0",
-		NodeName:         "kafkaapi-test",
-		AutoCreateTopics: true,
-		ShutdownTimeout:  10 * time.Second,
-		Logger:           testLogger(),
+		DataDir:         dir,
+		Listen:          "127.0.0.1:0",
+		EtcdClient:      "127.0.0.1:0",
+		EtcdPeer:        "127.0.0.1:0",
+		HTTP:            "127.0.0.1:0",
+		NodeName:        "kafkaapi-test",
+		ShutdownTimeout: 10 * time.Second,
+		Logger:          testLogger(),
 	}
 	for _, o := range opts {
 		o(&cfg)
