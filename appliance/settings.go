@@ -22,6 +22,13 @@ import (
 	"skiff/replication"
 )
 
+// The ports a node listens on by default, for Kafka and HTTP; the client
+// commands dial them when an address names no port.
+const (
+	DefaultKafkaPort = "9092"
+	DefaultHTTPPort  = "9644"
+)
+
 // Kind is how a setting's value is written in a flag, the YAML file or a SKIFF_*
 // variable.
 type Kind int
@@ -75,7 +82,7 @@ func (c *Config) Settings() []Setting {
 		{Name: "data-dir", Doc: "folder holding this node's data (etcd member, Pebble, topic segments)",
 			v: text(&c.DataDir, "./skiff-data")},
 		{Name: "listen", Doc: "Kafka API listen address HOST:PORT",
-			v: text(&c.Listen, ":9092")},
+			v: text(&c.Listen, ":"+DefaultKafkaPort)},
 		{Name: "advertise", Doc: "Kafka address clients are told to dial HOST:PORT (default: listen, with a wildcard host replaced by this machine's host name)",
 			v: text(&c.Advertise, "")},
 		{Name: "etcd-client", Doc: "embedded etcd client listen address HOST:PORT (cluster-internal)",
@@ -83,7 +90,7 @@ func (c *Config) Settings() []Setting {
 		{Name: "etcd-peer", Doc: "embedded etcd peer listen address HOST:PORT (cluster-internal)",
 			v: text(&c.EtcdPeer, embedetcd.DefaultPeerAddr)},
 		{Name: "http", Doc: "HTTP listen address for /metrics, /healthz and /readyz",
-			v: text(&c.HTTP, ":9644")},
+			v: text(&c.HTTP, ":"+DefaultHTTPPort)},
 		{Name: "pprof", Doc: "also serve Go's profiler under /debug/pprof/ on the HTTP address (CPU, heap and goroutine profiles; docs/performance.md)",
 			v: flag(&c.Pprof)},
 		{Name: "node-name", Doc: "name of this node's etcd member (default: skiff-<node id>)",

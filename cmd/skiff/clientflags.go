@@ -22,11 +22,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+
+	"skiff/appliance"
 )
 
 const (
-	defaultBrokers = "localhost:9092"
-	defaultPort    = "9092"
+	defaultPort    = appliance.DefaultKafkaPort
+	defaultBrokers = "localhost:" + defaultPort
 	defaultTimeout = 10 * time.Second
 )
 
@@ -38,7 +40,7 @@ func clientFlags() []cli.Flag {
 			Aliases: []string{"b"},
 			EnvVars: []string{"SKIFF_BROKERS"},
 			Value:   defaultBrokers,
-			Usage:   "Kafka brokers to bootstrap from, `HOST:PORT[,...]` (port 9092 if omitted)",
+			Usage:   "Kafka brokers to bootstrap from, `HOST:PORT[,...]` (port " + defaultPort + " if omitted)",
 		},
 		&cli.DurationFlag{
 			Name:    "timeout",

@@ -23,8 +23,8 @@ import (
 )
 
 const (
-	defaultHTTP     = "localhost:9644"
-	defaultHTTPPort = "9644"
+	defaultHTTPPort = appliance.DefaultHTTPPort
+	defaultHTTP     = "localhost:" + defaultHTTPPort
 )
 
 func clusterCommand() *cli.Command {
@@ -45,7 +45,7 @@ func adminFlags() []cli.Flag {
 			Name:    "http",
 			EnvVars: []string{"SKIFF_HTTP"},
 			Value:   defaultHTTP,
-			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port 9644 if omitted)",
+			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port " + defaultHTTPPort + " if omitted)",
 		},
 		&cli.DurationFlag{
 			Name:  "timeout",
