@@ -6,7 +6,9 @@ package appliance
 // (cmd/skiff), the defaults of a Config and the broker entries of DescribeConfigs
 // all come from this table. A default that a lower package also needs for its own
 // Config is that package's named constant (kafkaapi.DefaultMaxConnections, ...),
-// which the table refers to.
+// which the table refers to. A new setting is one entry here, plus the Config
+// field it is bound to and its use; `go generate ./cmd/skiff` then rewrites the
+// packaged skiff.yaml.
 
 import (
 	"fmt"
@@ -68,7 +70,7 @@ func (s Setting) Kind() Kind { return s.v.kind() }
 func (s Setting) Default() string { return s.v.defaultText() }
 
 // Check reports whether text is a valid value, without setting it.
-func (s Setting) Check(text string) error { _, err := s.v.parse(text); return err }
+func (s Setting) Check(text string) error { return s.v.check(text) }
 
 // Set parses text and stores it in the setting's field; on error the field is
 // unchanged.
@@ -198,7 +200,7 @@ const defaultFlushInterval = cluster.DefaultFlushMs * time.Millisecond
 type value interface {
 	kind() Kind
 	defaultText() string
-	parse(text string) (any, error)
+	check(text string) error
 	set(text string) error
 	// fill stores the default where the field is unset (zero, or not positive).
 	fill()
@@ -225,7 +227,7 @@ func (b binding[T]) kafka(name string) string {
 	return b.toKafka(*b.p, kafkaUnit(name))
 }
 
-func (b binding[T]) parse(text string) (any, error) { return b.decode(text) }
+func (b binding[T]) check(text string) error { _, err := b.decode(text); return err }
 
 func (b binding[T]) set(text string) error {
 	v, err := b.decode(text)
