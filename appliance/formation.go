@@ -67,7 +67,7 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		}
 	default:
 		if ecfg.Name == "" {
-			ecfg.Name = "skiff-1" // a new cluster's first node gets id 1
+			ecfg.Name = embedetcd.MemberName(1) // a new cluster's first node gets id 1
 		}
 		n.status("bootstrapping a new cluster")
 	}
@@ -163,7 +163,7 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 		return nodeFile{}, ecfg, nil, n.joinError(err)
 	}
 	if ecfg.Name == "" {
-		ecfg.Name = fmt.Sprintf("skiff-%d", id)
+		ecfg.Name = embedetcd.MemberName(id)
 	}
 	if ecfg, err = ecfg.Resolve(); err != nil {
 		return nodeFile{}, ecfg, nil, err
