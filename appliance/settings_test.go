@@ -197,19 +197,7 @@ var describedConfigs = []string{
 func TestDescribeBrokerConfigs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Config{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdClient: "127.0.0.1:0", EtcdPeer: "127.0.0.1:0",
-		HTTP: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler),
-		MaxConnections: 500, Groups: GroupConfig{MaxSize: 10},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	n := startLoopbackNode(t, Config{MaxConnections: 500, Groups: GroupConfig{MaxSize: 10}})
 	// franz-go sends the highest version both sides know: pin v0 by naming Kafka 0.11.
 	clients := map[int16]*kgo.Client{}
 	for version, opts := range map[int16][]kgo.Opt{0: {kgo.MaxVersions(kversion.V0_11_0())}, 3: nil} {
@@ -264,4 +252,24 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 			t.Errorf("v%d: %d of the %d configs checked are listed", version, seen, len(want))
 		}
 	}
+}
+
+// startLoopbackNode starts a node with cfg on 127.0.0.1, every port chosen by the
+// kernel, its data in a temporary folder; the test's cleanup closes it.
+func startLoopbackNode(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	cfg.DataDir, cfg.Logger = t.TempDir(), slog.New(slog.DiscardHandler)
+	cfg.Listen, cfg.EtcdClient, cfg.EtcdPeer, cfg.HTTP = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
 }
