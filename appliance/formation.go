@@ -191,7 +191,7 @@ func (n *Node) joinError(err error) error {
 	target := strings.Join(n.cfg.Join, ",")
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("join: no running Skiff node answered at %s within %v; --join takes the etcd client address (HOST:PORT, default port 9093) of a running node", target, n.cfg.JoinTimeout)
+		return fmt.Errorf("join: no running Skiff node answered at %s within %v; --join takes the etcd client address (HOST:PORT, default port %s) of a running node", target, n.cfg.JoinTimeout, strings.TrimPrefix(embedetcd.DefaultClientAddr, ":"))
 	case errors.Is(err, cluster.ErrNoCluster):
 		return fmt.Errorf("join: the etcd cluster at %s holds no Skiff cluster", target)
 	}
