@@ -21,15 +21,32 @@ package kafkaapi
 // last_stable_offset = high watermark, aborted_transactions = null).
 
 import (
-	"errors"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/logstore"
 	"skiff/replication"
 )
+
+func init() {
+	register(api[*kmsg.FetchRequest]{
+		min: 4, max: 11,
+		write:   (*Server).handleFetch,
+		entries: fetchEntries,
+	})
+}
+
+// fetchEntries counts the partitions of each topic, read and forgotten.
+func fetchEntries(r *kmsg.FetchRequest) (n int) {
+	for _, t := range r.Topics {
+		n += topicEntries(len(t.Partitions))
+	}
+	for _, t := range r.ForgottenTopics {
+		n += topicEntries(len(t.Partitions))
+	}
+	return n
+}
 
 type fetchPartition struct {
 	id       int32
@@ -44,7 +61,7 @@ type fetchTopic struct {
 	parts []fetchPartition
 }
 
-func (s *Server) handleFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest) error {
+func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest) error {
 	var wake chan struct{}
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
@@ -148,11 +165,11 @@ func releaseFetch(topics []fetchTopic) {
 	}
 }
 
-func (s *Server) writeFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest, topics []fetchTopic) error {
+func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest, topics []fetchTopic) error {
 	v := req.Version
 	w := c.fetchWriter()
 	w.reset()
-	w.int32(hdr.correlationID)
+	w.int32(hdr.CorrelationID)
 	w.int32(0) // throttle_time_ms
 	if v >= 7 {
 		w.int16(0) // error_code
@@ -185,45 +202,4 @@ func (s *Server) writeFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest,
 	err := w.writeTo(c.nc, s.metrics, s.cfg.IdleTimeout)
 	w.release()
 	return err
-}
-
-// checkLeaderEpoch compares a client's current_leader_epoch (-1: no check) with ours.
-func checkLeaderEpoch(theirs, ours int32) int16 {
-	switch {
-	case theirs < 0 || theirs == ours:
-		return 0
-	case theirs < ours:
-		return kerr.FencedLeaderEpoch.Code
-	default:
-		return kerr.UnknownLeaderEpoch.Code
-	}
-}
-
-// localPartition finds the replica this broker leads, or the error code to answer:
-// UNKNOWN_TOPIC_OR_PARTITION when the metadata has no such partition,
-// NOT_LEADER_OR_FOLLOWER when it exists but is not served here.
-func (s *Server) localPartition(topic string, id int32) (*replication.Partition, int16) {
-	if p := s.parts.Partition(topic, id); p != nil && p.IsLeader() {
-		return p, 0
-	}
-	if s.parts.Offline(topic, id) != nil {
-		return nil, kerr.KafkaStorageError.Code // its log could not be opened
-	}
-	if t, ok := s.cache.Topic(topic); ok && id >= 0 && id < t.Partitions {
-		return nil, kerr.NotLeaderForPartition.Code
-	}
-	return nil, kerr.UnknownTopicOrPartition.Code
-}
-
-// errorCode maps an error to the Kafka code it carries; errors without one are
-// reported as KAFKA_STORAGE_ERROR by the partition layer, or UNKNOWN_SERVER_ERROR.
-func errorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
 }

@@ -182,11 +182,11 @@ func decodeRequest(frame []byte) (kmsg.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !supported(hdr.key, hdr.version) {
-		return nil, fmt.Errorf("key %d v%d not served", hdr.key, hdr.version)
+	if servedAt(hdr.Key, hdr.Version) == nil {
+		return nil, fmt.Errorf("key %d v%d not served", hdr.Key, hdr.Version)
 	}
-	req := kmsg.RequestForKey(hdr.key)
-	req.SetVersion(hdr.version)
+	req := kmsg.RequestForKey(hdr.Key)
+	req.SetVersion(hdr.Version)
 	if req.IsFlexible() {
 		if body, err = skipTags(body); err != nil {
 			return nil, err

@@ -158,7 +158,7 @@ func (s *NullServer) serve(c net.Conn) {
 					}
 					continue
 				case nil:
-					if d.hdr.key == 18 { // a newer ApiVersions: say which versions to use
+					if d.hdr.Key == 18 { // a newer ApiVersions: say which versions to use
 						resp = nullApiVersions(0, kerr.UnsupportedVersion.Code)
 					}
 				default:
@@ -170,7 +170,7 @@ func (s *NullServer) serve(c net.Conn) {
 			putBuf(frame)
 			return
 		}
-		out := appendResponse(getBuf(responseBufSize)[:0], &d.hdr, resp)
+		out := AppendResponse(getBuf(responseBufSize)[:0], &d.hdr, resp)
 		putBuf(frame) // after handle: produced records alias it
 		_, err = c.Write(out)
 		putBuf(out)
@@ -236,7 +236,7 @@ func nullApiVersions(version, errorCode int16) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(version)
 	resp.ErrorCode = errorCode
-	for _, k := range apiKeys() {
+	for _, k := range APIVersions() {
 		if slices.Contains(nullServerKeys, k.ApiKey) {
 			resp.ApiKeys = append(resp.ApiKeys, k)
 		}

@@ -56,7 +56,7 @@ type nullFetchPartition struct {
 // fetch answers req on c: whole batches from each partition's fetch offset, at
 // most partition_max_bytes each and max_bytes in all, but at least the first
 // batch found (KIP-74).
-func (s *NullServer) fetch(c net.Conn, w *frameWriter, hdr *requestHeader, req *kmsg.FetchRequest) error {
+func (s *NullServer) fetch(c net.Conn, w *frameWriter, hdr *RequestHeader, req *kmsg.FetchRequest) error {
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -88,7 +88,7 @@ func (s *NullServer) fetch(c net.Conn, w *frameWriter, hdr *requestHeader, req *
 		}
 	}
 	w.reset()
-	w.int32(hdr.correlationID)
+	w.int32(hdr.CorrelationID)
 	w.int32(0) // throttle_time_ms
 	if req.Version >= 7 {
 		w.int16(0) // error_code
