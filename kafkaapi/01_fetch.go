@@ -168,38 +168,38 @@ func releaseFetch(topics []fetchTopic) {
 func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest, topics []fetchTopic) error {
 	v := req.Version
 	w := c.fetchWriter()
-	w.reset()
-	w.int32(hdr.CorrelationID)
-	w.int32(0) // throttle_time_ms
+	w.Reset()
+	w.Int32(hdr.CorrelationID)
+	w.Int32(0) // throttle_time_ms
 	if v >= 7 {
-		w.int16(0) // error_code
-		w.int32(0) // session_id: no fetch sessions
+		w.Int16(0) // error_code
+		w.Int32(0) // session_id: no fetch sessions
 	}
-	w.int32(int32(len(topics)))
+	w.Int32(int32(len(topics)))
 	for _, t := range topics {
-		w.string(t.name)
-		w.int32(int32(len(t.parts)))
+		w.Str(t.name)
+		w.Int32(int32(len(t.parts)))
 		for _, p := range t.parts {
-			w.int32(p.id)
-			w.int16(p.errCode)
-			w.int64(p.hw)
-			w.int64(p.hw) // last_stable_offset: no transactions
+			w.Int32(p.id)
+			w.Int16(p.errCode)
+			w.Int64(p.hw)
+			w.Int64(p.hw) // last_stable_offset: no transactions
 			if v >= 5 {
-				w.int64(p.logStart)
+				w.Int64(p.logStart)
 			}
-			w.int32(-1) // aborted_transactions: null
+			w.Int32(-1) // aborted_transactions: null
 			if v >= 11 {
-				w.int32(-1) // preferred_read_replica
+				w.Int32(-1) // preferred_read_replica
 			}
 			if p.slice == nil {
-				w.int32(0)
+				w.Int32(0)
 				continue
 			}
-			w.int32(int32(p.slice.Bytes))
-			w.ranges(p.slice.Ranges)
+			w.Int32(int32(p.slice.Bytes))
+			w.Ranges(p.slice.Ranges)
 		}
 	}
-	err := w.writeTo(c.nc, s.metrics, s.cfg.IdleTimeout)
-	w.release()
+	err := w.Send(c.nc, s.metrics, s.cfg.IdleTimeout)
+	w.Release()
 	return err
 }

@@ -36,7 +36,7 @@ type conn struct {
 	frame []byte
 	held  int64
 
-	fw *frameWriter // Fetch responses
+	fw *FrameWriter // Fetch responses
 
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read
@@ -278,9 +278,9 @@ func (c *conn) writeUnsupported(hdr RequestHeader) error {
 }
 
 // fetchWriter returns the connection's Fetch frame writer.
-func (c *conn) fetchWriter() *frameWriter {
+func (c *conn) fetchWriter() *FrameWriter {
 	if c.fw == nil {
-		c.fw = &frameWriter{}
+		c.fw = &FrameWriter{}
 	}
 	return c.fw
 }
