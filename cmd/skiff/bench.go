@@ -111,7 +111,7 @@ producers and the consumer share this machine's CPUs with the brokers.`
 // benchConfigFrom checks a load command's flags, before any connection, and
 // turns them into the run's configuration.
 func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
-	o := bench.Config{
+	cfg := bench.Config{
 		Mode:     mode,
 		Topic:    c.String("topic"),
 		Records:  c.Int64("records"),
@@ -121,100 +121,100 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 		Dir:      c.String("dir"),
 		Linger:   -1,
 	}
-	if o.Topic == "" {
-		return o, errors.New("missing --topic (-t): name the topic to benchmark")
+	if cfg.Topic == "" {
+		return cfg, errors.New("missing --topic (-t): name the topic to benchmark")
 	}
 	switch {
 	case c.IsSet("records") && c.IsSet("duration"):
-		return o, errors.New("--records and --duration conflict: give one of them")
-	case c.IsSet("records") && o.Records < 1:
-		return o, fmt.Errorf("--records must be at least 1, not %d", o.Records)
-	case c.IsSet("duration") && o.Duration <= 0:
-		return o, fmt.Errorf("--duration must be positive, not %v", o.Duration)
+		return cfg, errors.New("--records and --duration conflict: give one of them")
+	case c.IsSet("records") && cfg.Records < 1:
+		return cfg, fmt.Errorf("--records must be at least 1, not %d", cfg.Records)
+	case c.IsSet("duration") && cfg.Duration <= 0:
+		return cfg, fmt.Errorf("--duration must be positive, not %v", cfg.Duration)
 	case !c.IsSet("records") && !c.IsSet("duration") && mode != bench.Consume:
-		o.Duration = defaultBenchDuration
+		cfg.Duration = defaultBenchDuration
 	}
 	if mode == bench.Consume {
-		return o, nil
+		return cfg, nil
 	}
 
-	o.RecordSize = c.Int("record-size")
-	if o.RecordSize < bench.MinRecordSize || o.RecordSize > maxRecordSize {
-		return o, fmt.Errorf("--record-size must be from %d (the send stamp) to %d bytes, not %d", bench.MinRecordSize, maxRecordSize, o.RecordSize)
+	cfg.RecordSize = c.Int("record-size")
+	if cfg.RecordSize < bench.MinRecordSize || cfg.RecordSize > maxRecordSize {
+		return cfg, fmt.Errorf("--record-size must be from %d (the send stamp) to %d bytes, not %d", bench.MinRecordSize, maxRecordSize, cfg.RecordSize)
 	}
 	p, rf := c.Int("partitions"), c.Int("replication-factor")
 	if p < 1 || p > math.MaxInt32 {
-		return o, fmt.Errorf("--partitions must be at least 1, not %d", p)
+		return cfg, fmt.Errorf("--partitions must be at least 1, not %d", p)
 	}
 	if rf == 0 || rf < -1 || rf > math.MaxInt16 {
-		return o, fmt.Errorf("--replication-factor must be at least 1 (or -1 for the broker's default), not %d", rf)
+		return cfg, fmt.Errorf("--replication-factor must be at least 1 (or -1 for the broker's default), not %d", rf)
 	}
-	o.Partitions, o.ReplicationFactor = int32(p), int16(rf)
+	cfg.Partitions, cfg.ReplicationFactor = int32(p), int16(rf)
 	var err error
-	if o.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
-		return o, err
+	if cfg.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
+		return cfg, err
 	}
-	o.Producers = c.Int("producers")
-	if o.Producers < 1 || o.Producers > 1024 {
-		return o, fmt.Errorf("--producers must be from 1 to 1024, not %d", o.Producers)
+	cfg.Producers = c.Int("producers")
+	if cfg.Producers < 1 || cfg.Producers > 1024 {
+		return cfg, fmt.Errorf("--producers must be from 1 to 1024, not %d", cfg.Producers)
 	}
-	o.AcksName = strings.ToLower(c.String("acks"))
-	switch o.AcksName {
+	cfg.AcksName = strings.ToLower(c.String("acks"))
+	switch cfg.AcksName {
 	case "all", "-1":
-		o.AcksName = "all"
+		cfg.AcksName = "all"
 	case "1", "leader":
-		o.AcksName = "1"
+		cfg.AcksName = "1"
 	default:
-		return o, fmt.Errorf("invalid --acks %q: want all or 1 (latency is measured to the acknowledgement)", c.String("acks"))
+		return cfg, fmt.Errorf("invalid --acks %q: want all or 1 (latency is measured to the acknowledgement)", c.String("acks"))
 	}
-	if o.Acks, o.Idempotent, err = parseAcks(o.AcksName); err != nil {
-		return o, err
+	if cfg.Acks, cfg.Idempotent, err = parseAcks(cfg.AcksName); err != nil {
+		return cfg, err
 	}
-	o.CompressionName = strings.ToLower(c.String("compression"))
-	if o.Compression, err = parseCompression(o.CompressionName); err != nil {
-		return o, err
+	cfg.CompressionName = strings.ToLower(c.String("compression"))
+	if cfg.Compression, err = parseCompression(cfg.CompressionName); err != nil {
+		return cfg, err
 	}
 	if c.IsSet("linger") {
 		ms := c.Int("linger")
 		if ms < 0 || ms > 60_000 {
-			return o, fmt.Errorf("--linger must be from 0 to 60000 ms, not %d", ms)
+			return cfg, fmt.Errorf("--linger must be from 0 to 60000 ms, not %d", ms)
 		}
-		o.Linger = time.Duration(ms) * time.Millisecond
+		cfg.Linger = time.Duration(ms) * time.Millisecond
 	}
-	o.Rate = c.Float64("rate")
-	if c.IsSet("rate") && (o.Rate <= 0 || math.IsInf(o.Rate, 0) || math.IsNaN(o.Rate)) {
-		return o, fmt.Errorf("--rate must be a positive number of records per second, not %v", c.Float64("rate"))
+	cfg.Rate = c.Float64("rate")
+	if c.IsSet("rate") && (cfg.Rate <= 0 || math.IsInf(cfg.Rate, 0) || math.IsNaN(cfg.Rate)) {
+		return cfg, fmt.Errorf("--rate must be a positive number of records per second, not %v", c.Float64("rate"))
 	}
-	o.DeliveryTimeout = defaultDeliveryTimeout
-	return o, nil
+	cfg.DeliveryTimeout = defaultDeliveryTimeout
+	return cfg, nil
 }
 
 func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 	if err := unexpectedArgs(c, 0, ": name the topic with -t"); err != nil {
 		return err
 	}
-	o, err := benchConfigFrom(c, mode)
+	cfg, err := benchConfigFrom(c, mode)
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
+	cc, err := clientConfigFrom(c)
 	if err != nil {
 		return err
 	}
-	if o.Baseline {
-		if err := checkBaselineDir(o.Dir); err != nil {
+	if cfg.Baseline {
+		if err := checkBaselineDir(cfg.Dir); err != nil {
 			return err
 		}
 	}
-	o.Brokers, o.Timeout = cfg.brokers, cfg.timeout
-	o.Dial = func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
-		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cfg.timeout}, nil, opts...)
+	cfg.Brokers, cfg.Timeout = cc.brokers, cc.timeout
+	cfg.Dial = func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
+		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cc.timeout}, nil, opts...)
 		if err != nil {
 			return nil, err
 		}
 		return &bench.Client{Kafka: k.cl, Admin: k.adm, Explain: k.explain, TopicError: topicError}, nil
 	}
-	o.NullServer = func(dir string) (*exec.Cmd, error) {
+	cfg.NullServer = func(dir string) (*exec.Cmd, error) {
 		self, err := skiffExecutable()
 		if err != nil {
 			return nil, err
@@ -222,9 +222,9 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 		return exec.Command(self, "bench", "null-server", "--dir", dir), nil
 	}
 	if isTerminal(c.App.ErrWriter) {
-		o.Progress = c.App.ErrWriter
+		cfg.Progress = c.App.ErrWriter
 	}
-	return bench.Run(c.Context, o, c.App.Writer)
+	return bench.Run(c.Context, cfg, c.App.Writer)
 }
 
 // skiffExecutable is the skiff binary that runs the null server: this one (tests,
