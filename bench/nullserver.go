@@ -56,9 +56,9 @@ type nullPartition struct {
 // nullBatch is where a batch starts in its partition's file.
 type nullBatch struct{ base, pos int64 }
 
-// nullServerMaxRequest is the largest request frame a NullServer reads: 100 MiB,
-// as much as a broker reads by default.
-const nullServerMaxRequest = 100 << 20
+// nullServerMaxRequest is the largest request frame a NullServer reads: as much as
+// a broker reads by default.
+const nullServerMaxRequest = kafkaapi.DefaultMaxRequestBytes
 
 // nullServerWriteTimeout bounds the writing of one fetch answer.
 const nullServerWriteTimeout = time.Minute

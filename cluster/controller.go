@@ -25,7 +25,8 @@ type ControllerConfig struct {
 	// leadership moves back to preferred replicas.
 	AutoRebalance bool
 	// RebalanceInterval is leader.imbalance.check.interval: how often the preferred
-	// leader rebalance runs (default 5 minutes). Failover does not wait for it.
+	// leader rebalance runs (default DefaultRebalanceInterval). Failover does not
+	// wait for it.
 	RebalanceInterval time.Duration
 	Logger            *slog.Logger
 }
@@ -48,10 +49,14 @@ type Controller struct {
 	once   sync.Once
 }
 
+// DefaultRebalanceInterval is the default ControllerConfig.RebalanceInterval
+// (leader.imbalance.check.interval.seconds), shared with the broker's settings.
+const DefaultRebalanceInterval = 5 * time.Minute
+
 // StartController starts campaigning; Close stops it.
 func StartController(store *Store, cache *Cache, cfg ControllerConfig) *Controller {
 	if cfg.RebalanceInterval <= 0 {
-		cfg.RebalanceInterval = 5 * time.Minute
+		cfg.RebalanceInterval = DefaultRebalanceInterval
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

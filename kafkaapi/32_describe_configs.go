@@ -6,7 +6,7 @@ package kafkaapi
 // effective value: the topic's override (source DYNAMIC_TOPIC_CONFIG), else the
 // broker's setting (STATIC_BROKER_CONFIG), else the built-in default
 // (DEFAULT_CONFIG); config_names narrows the list. A broker resource (type 4, name ""
-// or this broker's id) lists the broker settings, read-only. Synonyms (v1+) are
+// or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+) are
 // returned when asked for; types (v3) always; documentation (v3) is null.
 //
 // Not implemented: broker logger resources (type 8) and resources of other brokers
@@ -21,11 +21,12 @@ import (
 	"skiff/cluster"
 )
 
-// BrokerConfig is one read-only broker setting reported by DescribeConfigs.
+// BrokerConfig is one broker setting reported by DescribeConfigs.
 type BrokerConfig struct {
 	Name, Value string
 	Type        cluster.ConfigType
 	IsDefault   bool
+	ReadOnly    bool // it cannot be changed while the broker runs
 }
 
 func init() {
@@ -93,7 +94,7 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 				}
 				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 				v := bc.Value
-				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = bc.Name, &v, true, bc.IsDefault
+				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = bc.Name, &v, bc.ReadOnly, bc.IsDefault
 				rc.Source = kmsg.ConfigSourceStaticBrokerConfig
 				if bc.IsDefault {
 					rc.Source = kmsg.ConfigSourceDefaultConfig
