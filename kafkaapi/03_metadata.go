@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +29,15 @@ import (
 // requested or are not known" (INT32_MIN).
 const authorizedOperationsOmitted = -2147483648
 
-func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.MetadataRequest]{
+		min: 0, max: 8,
+		handle:  (*Server).handleMetadata,
+		entries: func(r *kmsg.MetadataRequest) int { return len(r.Topics) },
+	})
+}
+
+func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	live := make(map[int32]bool)
 	for _, b := range s.cache.Brokers() {
@@ -124,7 +131,7 @@ func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, 
 	if !allowed || cluster.IsInternalTopic(name) {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
 	_, err := s.createTopic(ctx, topicRequest{name: name, partitions: -1, replicationFactor: -1})
 	if errors.Is(err, kerr.TopicAlreadyExists) {

@@ -1,6 +1,7 @@
 // Package kafkaapi serves the Kafka wire protocol: the listener, one loop per
 // connection (framing, headers, in-order responses), one file per API key named after
-// it (00_produce.go, 01_fetch.go, ...), and the zero-copy Fetch response writer.
+// it (00_produce.go, 01_fetch.go, ...), each registering its key in the table of
+// apis.go, and the zero-copy Fetch response writer.
 //
 // Requests on one connection are handled one at a time, in order, as Kafka brokers do;
 // concurrency comes from connections. kmsg (franz-go) decodes requests and encodes
@@ -69,7 +70,7 @@ type Config struct {
 	// least MaxRequestBytes.
 	QueuedMaxRequestBytes int64
 	// MaxPartitionsPerRequest bounds the partitions (topics, groups... for requests
-	// without partitions; see requestEntries) of one request; a request naming more
+	// without partitions; see topicEntries) of one request; a request naming more
 	// closes the connection (default DefaultMaxPartitionsPerRequest).
 	MaxPartitionsPerRequest int
 	// DisableAutoCreateTopics turns auto.create.topics.enable off: Metadata then never
