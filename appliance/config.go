@@ -24,6 +24,20 @@ type Config struct {
 	// Advertise is the Kafka address clients are told to dial. Empty: Listen, with a
 	// wildcard host replaced by this machine's host name.
 	Advertise string
+	// Listeners are the Kafka listeners, NAME://HOST:PORT (Kafka's listeners);
+	// empty: one PLAINTEXT listener on Listen, advertised as Advertise.
+	Listeners []string
+	// AdvertisedListeners are the addresses clients are told to dial, by listener
+	// name (Kafka's advertised.listeners); a listener without one advertises its
+	// bound address, a wildcard host replaced by this machine's host name.
+	AdvertisedListeners []string
+	// ListenerProtocolMap maps listener names to security protocols, NAME:PROTOCOL
+	// (Kafka's listener.security.protocol.map); the four protocol names map to
+	// themselves.
+	ListenerProtocolMap []string
+	// InterBrokerListener names the listener followers fetch from their leaders
+	// on (Kafka's inter.broker.listener.name); empty: the first listener.
+	InterBrokerListener string
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz.
@@ -161,6 +175,9 @@ func (c Config) Validate() error {
 		if host == "" || port == "0" {
 			errs = append(errs, fmt.Errorf("advertise %q: needs a host and a port clients can dial", c.Advertise))
 		}
+	}
+	if _, _, err := c.listeners(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))

@@ -4,7 +4,7 @@
 //
 // Start order:
 //  1. lock <data> (one process per data directory) and read node.json;
-//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listener
+//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listeners
 //     (so a taken port fails at once);
 //  3. start the embedded etcd member and wait until it is ready;
 //  4. create or check the cluster identity; write node.json on first start;
@@ -76,7 +76,9 @@ type Node struct {
 	groups     *groups.Coordinator
 	kafka      *kafkaapi.Server
 
-	kafkaLn      net.Listener
+	listeners    []listenerSpec // the Kafka listeners, in the order of the settings
+	kafkaLns     []net.Listener // bound, one per listener
+	interBroker  int            // index of the inter-broker listener
 	httpLn       net.Listener
 	httpSrv      *http.Server
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
@@ -134,8 +136,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.fail(fmt.Errorf("HTTP server: %w", err))
 		}
 	}()
-	if n.kafkaLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listen for Kafka clients on %s: %w", cfg.Listen, err)
+	if n.listeners, n.interBroker, err = cfg.listeners(); err != nil {
+		return nil, err
+	}
+	for _, l := range n.listeners {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen for Kafka clients on %s (listener %s): %w", l.addr, l.name, err)
+		}
+		n.kafkaLns = append(n.kafkaLns, ln)
 	}
 
 	if nf, err = n.form(ctx, nf, known); err != nil {
@@ -176,11 +185,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.applyStarted = true
 	go n.applyLoop(first)
 
-	host, port, err := advertisedAddr(cfg.Advertise, n.kafkaLn.Addr())
-	if err != nil {
-		return nil, fmt.Errorf("advertised address: %w", err)
+	self := cluster.Broker{ID: n.id, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	for i, l := range n.listeners {
+		host, port, err := advertisedAddr(l.advertise, n.kafkaLns[i].Addr())
+		if err != nil {
+			return nil, fmt.Errorf("advertised address of listener %s: %w", l.name, err)
+		}
+		self.Listeners = append(self.Listeners, cluster.Endpoint{Listener: l.name, Host: host, Port: port})
 	}
-	self := cluster.Broker{ID: n.id, Host: host, Port: port, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	host, port, _ := self.Address(n.listeners[n.interBroker].name)
+	self.Host, self.Port = host, port
 	sess, err := n.store.RegisterBroker(ctx, self, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
@@ -216,11 +230,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
 	}), n.store, n.cache, n.parts)
-	go func() {
-		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
-			n.fail(err)
-		}
-	}()
+	for i, l := range n.listeners {
+		kl := kafkaapi.Listener{Name: l.name, Protocol: l.protocol}
+		ln := n.kafkaLns[i]
+		go func() {
+			if err := n.kafka.ServeListener(ln, kl); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+				n.fail(err)
+			}
+		}()
+	}
 	close(n.ready)
 	return n, nil
 }
@@ -284,8 +302,18 @@ func (n *Node) status(s string) {
 // ID is this node's broker id.
 func (n *Node) ID() int32 { return n.id }
 
-// KafkaAddr is the bound Kafka listener address.
-func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
+// KafkaAddr is the bound address of the first Kafka listener.
+func (n *Node) KafkaAddr() string { return n.kafkaLns[0].Addr().String() }
+
+// ListenerAddrs are the bound addresses of the Kafka listeners, NAME://HOST:PORT,
+// in the order of the settings.
+func (n *Node) ListenerAddrs() []string {
+	out := make([]string, len(n.listeners))
+	for i, l := range n.listeners {
+		out[i] = l.name + "://" + n.kafkaLns[i].Addr().String()
+	}
+	return out
+}
 
 // HTTPAddr is the bound HTTP listener address.
 func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
@@ -341,8 +369,10 @@ func (n *Node) Close() error {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 			add("stop Kafka server", n.kafka.Shutdown(ctx))
 			cancel()
-		} else if n.kafkaLn != nil {
-			n.kafkaLn.Close()
+		} else {
+			for _, ln := range n.kafkaLns {
+				ln.Close()
+			}
 		}
 		if n.controller != nil {
 			add("stop controller", n.controller.Close())

@@ -85,8 +85,9 @@ func FuzzParseKey(f *testing.F) {
 func FuzzDecodeValue(f *testing.F) {
 	id := UUID{0x32, 0x45, 0x37, 0x38}
 	for key, v := range map[string]string{
-		keyCluster:   encode(clusterValue{Version: valueVersion, FormatVersion: FormatVersion, ClusterID: FormatUUID(id), Created: time.Date(2026, 11, 29, 15, 50, 40, 0, time.UTC)}),
-		brokerKey(1): encodeBroker(Broker{ID: 1, Host: "kafka-1.example", Port: 9092, Rack: "r1", DataDirID: "tY2C0m3xQhWb1x0yq9wJbA"}),
+		keyCluster: encode(clusterValue{Version: valueVersion, FormatVersion: FormatVersion, ClusterID: FormatUUID(id), Created: time.Date(2026, 11, 29, 15, 50, 40, 0, time.UTC)}),
+		brokerKey(1): encodeBroker(Broker{ID: 1, Host: "kafka-1.example", Port: 9092, Rack: "r1", DataDirID: "tY2C0m3xQhWb1x0yq9wJbA",
+			Listeners: []Endpoint{{Listener: "SASL_SSL", Host: "kafka-1.example", Port: 9092}, {Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9095}}}),
 		brokerKey(2): encodeBroker(Broker{ID: 2, Host: "h", Port: 1}),
 		nodeKey(3):   encodeNode(NodeMember{NodeID: 3, MemberName: "skiff-3", MemberID: 0x694d9a8b5c1f2e03}),
 		topicKey("orders"): encodeTopic(Topic{Name: "orders", ID: id, Partitions: 3, ReplicationFactor: 2,

@@ -25,11 +25,12 @@ const responseBufSize = 4 << 10
 // conn is one client connection. Its loop reads a frame, handles it and writes the
 // answer before reading the next, so responses are in request order.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	host   string // remote IP address: the key of per-address limits and refusal logs
-	logger *slog.Logger
-	ctx    context.Context
+	srv      *Server
+	listener *Listener
+	nc       net.Conn // a *tls.Conn on TLS listeners, once the handshake is done
+	host     string   // remote IP address: the key of per-address limits and refusal logs
+	logger   *slog.Logger
+	ctx      context.Context
 
 	// The request in hand: its frame buffer (borrowed from the pool) and the bytes it
 	// holds of the server's budget. Both are returned by releaseFrame.
@@ -42,13 +43,14 @@ type conn struct {
 	stopped bool // guarded by mu: no further request is read
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	return &conn{
-		srv:    s,
-		nc:     nc,
-		host:   hostOf(nc.RemoteAddr()),
-		logger: s.logger.With("remote", nc.RemoteAddr().String()),
-		ctx:    s.ctx,
+		srv:      s,
+		listener: l,
+		nc:       nc,
+		host:     hostOf(nc.RemoteAddr()),
+		logger:   s.logger.With("remote", nc.RemoteAddr().String()),
+		ctx:      s.ctx,
 	}
 }
 

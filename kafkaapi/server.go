@@ -184,8 +184,17 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("kafkaapi: server closed")
 
-// Serve accepts connections on ln until Shutdown; it always returns a non-nil error.
-func (s *Server) Serve(ln net.Listener) error {
+// Serve accepts connections on ln as a PLAINTEXT listener named PLAINTEXT until
+// Shutdown; it always returns a non-nil error.
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, plaintextListener) }
+
+// ServeListener accepts connections on ln as listener l until Shutdown; it always
+// returns a non-nil error.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	if err := l.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.mu.closing {
 		s.mu.Unlock()
@@ -213,7 +222,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("kafkaapi: accept: %w", err)
 		}
 		tempDelay = 0
-		c := newConn(s, nc)
+		c := newConn(s, nc, &l)
 		s.mu.Lock()
 		if s.mu.closing {
 			s.mu.Unlock()
