@@ -38,6 +38,17 @@ type Config struct {
 	// InterBrokerListener names the listener followers fetch from their leaders
 	// on (Kafka's inter.broker.listener.name); empty: the first listener.
 	InterBrokerListener string
+	// TLSCert and TLSKey are the PEM files of the node's certificate chain and
+	// key, for TLS listeners and for followers dialling TLS leaders; read again
+	// when they change (internal/tlsconf).
+	TLSCert, TLSKey string
+	// TLSClientCA is the PEM file of the CAs that sign client certificates: SSL
+	// listeners require one, SASL_SSL listeners verify one if given. Followers
+	// verify their leaders' certificates with it (empty: the system's roots).
+	TLSClientCA string
+	// TLSPrincipalMappingRules is ssl.principal.mapping.rules: how a client
+	// certificate's subject becomes the principal on SSL listeners.
+	TLSPrincipalMappingRules string
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz.
@@ -176,9 +187,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("advertise %q: needs a host and a port clients can dial", c.Advertise))
 		}
 	}
-	if _, _, err := c.listeners(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.validateSecurity()...)
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
 	}

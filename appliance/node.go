@@ -49,9 +49,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/embedetcd"
 	"skiff/groups"
+	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
 	"skiff/replication"
@@ -76,9 +78,10 @@ type Node struct {
 	groups     *groups.Coordinator
 	kafka      *kafkaapi.Server
 
-	listeners    []listenerSpec // the Kafka listeners, in the order of the settings
-	kafkaLns     []net.Listener // bound, one per listener
-	interBroker  int            // index of the inter-broker listener
+	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
+	kafkaLns     []net.Listener  // bound, one per listener
+	interBroker  int             // index of the inter-broker listener
+	tls          *tlsconf.Loader // the TLS files; nil without
 	httpLn       net.Listener
 	httpSrv      *http.Server
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
@@ -139,6 +142,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.listeners, n.interBroker, err = cfg.listeners(); err != nil {
 		return nil, err
 	}
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
 	for _, l := range n.listeners {
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
@@ -163,6 +169,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Dir:                    filepath.Join(cfg.DataDir, "topics"),
 		Store:                  func(key string) replication.Store { return n.db.LogIndex(key) },
 		BrokerAddr:             n.brokerAddr,
+		TLS:                    n.followerTLS(),
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
 		Registerer:             reg,
@@ -213,6 +220,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
 
+	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
 	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
@@ -229,9 +237,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		TopicDefaults:            n.topicDefaults(),
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
+		SSLPrincipal:             sslPrincipal,
 	}), n.store, n.cache, n.parts)
 	for i, l := range n.listeners {
-		kl := kafkaapi.Listener{Name: l.name, Protocol: l.protocol}
+		kl := n.kafkaListener(l)
 		ln := n.kafkaLns[i]
 		go func() {
 			if err := n.kafka.ServeListener(ln, kl); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {

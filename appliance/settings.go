@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/embedetcd"
 	"skiff/groups"
@@ -99,6 +100,15 @@ func (c *Config) Settings() []Setting {
 		{Name: "inter-broker-listener", Kafka: "inter.broker.listener.name", KafkaType: cluster.ConfigTypeString, Unlisted: true,
 			Doc: "the listener followers fetch from their leaders on (default: the first listener; docs/security.md)",
 			v:   text(&c.InterBrokerListener, "")},
+		{Name: "tls-cert", Doc: "PEM file of this node's certificate chain, for the listeners with TLS (SSL, SASL_SSL) and for followers dialling them; read again when it changes",
+			v: text(&c.TLSCert, "")},
+		{Name: "tls-key", Doc: "PEM file of the private key of tls-cert; read again when it changes",
+			v: text(&c.TLSKey, "")},
+		{Name: "tls-client-ca", Doc: "PEM file of the CA certificates that sign client certificates: SSL listeners then require one (mutual TLS), SASL_SSL listeners check one if given; followers verify leaders with it too (default: no client certificates; followers trust the system's CAs)",
+			v: text(&c.TLSClientCA, "")},
+		{Name: "tls-principal-mapping-rules", Kafka: "ssl.principal.mapping.rules", KafkaType: cluster.ConfigTypeString, Unlisted: true,
+			Doc: "how a client certificate's subject becomes the principal on SSL listeners: DEFAULT (the whole DN) or RULE:pattern/replacement/[LU] rules, comma-separated",
+			v:   text(&c.TLSPrincipalMappingRules, auth.DefaultMappingRules)},
 		{Name: "etcd-client", Doc: "embedded etcd client listen address HOST:PORT (cluster-internal)",
 			v: text(&c.EtcdClient, embedetcd.DefaultClientAddr)},
 		{Name: "etcd-peer", Doc: "embedded etcd peer listen address HOST:PORT (cluster-internal)",

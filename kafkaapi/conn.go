@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/auth"
 )
 
 // errRefused: the connection is closed for a refusal that has been logged already.
@@ -27,10 +29,16 @@ const responseBufSize = 4 << 10
 type conn struct {
 	srv      *Server
 	listener *Listener
-	nc       net.Conn // a *tls.Conn on TLS listeners, once the handshake is done
-	host     string   // remote IP address: the key of per-address limits and refusal logs
-	logger   *slog.Logger
-	ctx      context.Context
+	// nc is the connection: a *tls.Conn on TLS listeners once the handshake is
+	// done (set under mu, read by other goroutines through netConn).
+	nc     net.Conn
+	host   string // remote IP address: the key of per-address limits and refusal logs
+	logger *slog.Logger
+	ctx    context.Context
+
+	// principal is who the client is: auth.Anonymous until a client certificate
+	// or SASL says otherwise. Only the connection's loop uses it.
+	principal auth.Principal
 
 	// The request in hand: its frame buffer (borrowed from the pool) and the bytes it
 	// holds of the server's budget. Both are returned by releaseFrame.
@@ -40,7 +48,7 @@ type conn struct {
 	fw *FrameWriter // Fetch responses
 
 	mu      sync.Mutex
-	stopped bool // guarded by mu: no further request is read
+	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
 }
 
 func newConn(s *Server, nc net.Conn, l *Listener) *conn {
@@ -49,9 +57,18 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 		listener: l,
 		nc:       nc,
 		host:     hostOf(nc.RemoteAddr()),
-		logger:   s.logger.With("remote", nc.RemoteAddr().String()),
+		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 		ctx:      s.ctx,
+		// Anonymous until a client certificate or SASL says otherwise.
+		principal: auth.Anonymous,
 	}
+}
+
+// netConn is the connection (the TLS connection once its handshake is done).
+func (c *conn) netConn() net.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nc
 }
 
 // stopReading makes the loop end after the request in hand (if any) is answered.
@@ -75,10 +92,13 @@ func (c *conn) armRead(d time.Duration) bool {
 }
 
 func (c *conn) serve() {
-	defer c.nc.Close()
+	defer func() { c.netConn().Close() }()
 	defer c.releaseFrame()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()
+	if c.listener.Protocol.TLS() && !c.handshakeTLS() {
+		return
+	}
 	for {
 		frame, err := c.readFrame()
 		if err != nil {
@@ -122,6 +142,10 @@ func (c *conn) readFrame() ([]byte, error) {
 			return nil, err
 		}
 		n = 4
+	}
+	if !c.listener.Protocol.TLS() && looksLikeTLS(head[:n]) {
+		c.refuse("tls_on_plaintext", "closing connection: a TLS client on a listener without TLS (is its security.protocol SSL or SASL_SSL?)")
+		return nil, errRefused
 	}
 	size := int32(binary.BigEndian.Uint32(head[:]))
 	if size < 10 || size > cfg.MaxRequestBytes {
@@ -177,7 +201,7 @@ func (c *conn) releaseFrame() {
 // window, see refusalLog) and counts it.
 func (c *conn) refuse(reason, msg string, args ...any) {
 	c.srv.metrics.requestErrors.WithLabelValues(reason).Inc()
-	c.srv.refusals.refuse(reason, c.host, msg, append(args, "remote", c.nc.RemoteAddr().String())...)
+	c.srv.refusals.refuse(reason, c.host, msg, append(args, "remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name)...)
 }
 
 func (c *conn) logReadErr(what string, err error, midFrame bool) {

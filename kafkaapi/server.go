@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/groups"
 	"skiff/replication"
@@ -97,6 +98,10 @@ type Config struct {
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// SSLPrincipal maps the subject of a verified client certificate to the
+	// principal of an SSL connection (ssl.principal.mapping.rules); nil: the
+	// whole DN, as Kafka's DEFAULT rule.
+	SSLPrincipal *auth.SSLPrincipalMapper
 	// Logger receives connection-level log lines.
 	Logger *slog.Logger
 	// Metrics, when set, counts requests and fetched bytes.
@@ -294,7 +299,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.mu.conns {
-			c.nc.Close()
+			c.netConn().Close()
 		}
 		s.mu.Unlock()
 		<-done

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -20,11 +21,22 @@ type kconn struct {
 	id   string // client id: "skiff-replica-<broker>"
 }
 
-func dialLeader(ctx context.Context, addr, clientID string) (*kconn, error) {
+// dialLeader connects to a leader's inter-broker listener at addr, with TLS when
+// tlsConfig is set (see Config.TLS).
+func dialLeader(ctx context.Context, addr, clientID string, tlsConfig func(host string) *tls.Config) (*kconn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tlsConfig != nil {
+		host, _, _ := net.SplitHostPort(addr)
+		tc := tls.Client(nc, tlsConfig(host))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
 	}
 	return &kconn{nc: nc, id: clientID}, nil
 }

@@ -13,6 +13,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -55,6 +56,10 @@ type Config struct {
 	Store func(partitionKey string) Store
 	// BrokerAddr returns the Kafka address of a broker, to fetch from leaders.
 	BrokerAddr func(id int32) (string, bool)
+	// TLS, when set, makes connections to leaders TLS: it returns the client
+	// configuration for a leader's host (its certificate must name it). Nil:
+	// plain TCP.
+	TLS func(host string) *tls.Config
 	// AlterISR writes a leader's new ISR for a partition if its partition epoch is
 	// still partitionEpoch, and returns the ISR written (it may leave out replicas
 	// it cannot admit yet) and the new partition epoch. An error wrapping
