@@ -49,6 +49,19 @@ type Config struct {
 	// TLSPrincipalMappingRules is ssl.principal.mapping.rules: how a client
 	// certificate's subject becomes the principal on SSL listeners.
 	TLSPrincipalMappingRules string
+	// SASLMechanisms are what SASL listeners offer (sasl.enabled.mechanisms).
+	SASLMechanisms []string
+	// ReauthMax is connections.max.reauth.ms (see kafkaapi.Config.ReauthMax);
+	// negative: sessions do not end (the setting's 0).
+	ReauthMax time.Duration
+	// AuthFailureDelay is connection.failed.authentication.delay.ms, the delay of
+	// a first failed authentication from an address.
+	AuthFailureDelay time.Duration
+	// InterBrokerSASLMechanism, InterBrokerUser and InterBrokerPasswordFile are
+	// how followers authenticate to their leaders when the inter-broker listener
+	// uses SASL (docs/security.md); the mechanism defaults to the first of
+	// SASLMechanisms.
+	InterBrokerSASLMechanism, InterBrokerUser, InterBrokerPasswordFile string
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz.

@@ -162,6 +162,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes, FS: n.fs}); err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
+	followerSASL, err := n.followerSASL()
+	if err != nil {
+		return nil, err
+	}
 	n.parts, err = replication.NewManager(replication.Config{
 		BrokerID:               n.id,
 		SessionValid:           n.sessionValid,
@@ -170,6 +174,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Store:                  func(key string) replication.Store { return n.db.LogIndex(key) },
 		BrokerAddr:             n.brokerAddr,
 		TLS:                    n.followerTLS(),
+		SASL:                   followerSASL,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
 		Registerer:             reg,
@@ -238,6 +243,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
 		SSLPrincipal:             sslPrincipal,
+		SASLMechanisms:           cfg.SASLMechanisms,
+		ReauthMax:                max(cfg.ReauthMax, 0),
+		AuthFailureDelay:         cfg.AuthFailureDelay,
 	}), n.store, n.cache, n.parts)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)

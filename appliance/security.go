@@ -1,12 +1,20 @@
 package appliance
 
-// The security of the Kafka listeners: TLS material (internal/tlsconf) and the
-// principal of client certificates. docs/security.md describes the model.
+// The security of the Kafka listeners: TLS material (internal/tlsconf), the
+// principal of client certificates, SASL settings, and how followers
+// authenticate to their leaders. docs/security.md describes the model.
 
 import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"skiff/auth"
 	"skiff/internal/tlsconf"
@@ -16,7 +24,7 @@ import (
 // validateSecurity checks the listener and TLS settings together.
 func (c Config) validateSecurity() []error {
 	var errs []error
-	specs, _, err := c.listeners()
+	specs, interBroker, err := c.listeners()
 	if err != nil {
 		return []error{err}
 	}
@@ -33,7 +41,57 @@ func (c Config) validateSecurity() []error {
 	if _, err := auth.ParseSSLPrincipalMappingRules(c.TLSPrincipalMappingRules); err != nil {
 		errs = append(errs, fmt.Errorf("tls-principal-mapping-rules: %w", err))
 	}
+	for _, m := range c.SASLMechanisms {
+		if !slices.Contains(auth.Mechanisms, m) {
+			errs = append(errs, fmt.Errorf("sasl-mechanisms: %q is not one of %s", m, strings.Join(auth.Mechanisms, ", ")))
+		}
+	}
+	if c.InterBrokerSASLMechanism != "" && !slices.Contains(auth.Mechanisms, c.InterBrokerSASLMechanism) {
+		errs = append(errs, fmt.Errorf("inter-broker-sasl-mechanism: %q is not one of %s", c.InterBrokerSASLMechanism, strings.Join(auth.Mechanisms, ", ")))
+	}
+	if inter := specs[interBroker]; inter.protocol.SASL() && (c.InterBrokerUser == "" || c.InterBrokerPasswordFile == "") {
+		errs = append(errs, fmt.Errorf("inter-broker-user and inter-broker-password-file: the inter-broker listener %s uses SASL, so followers need a user to authenticate as (docs/security.md)", inter.name))
+	}
 	return errs
+}
+
+// interBrokerMechanism is the SASL mechanism followers use: the setting, or
+// the first offered.
+func (c Config) interBrokerMechanism() string {
+	if c.InterBrokerSASLMechanism != "" {
+		return c.InterBrokerSASLMechanism
+	}
+	if len(c.SASLMechanisms) > 0 {
+		return c.SASLMechanisms[0]
+	}
+	return kafkaapi.DefaultSASLMechanisms[0]
+}
+
+// followerSASL is the SASL mechanism of followers when the inter-broker
+// listener uses SASL (nil otherwise), with the password read from
+// inter-broker-password-file.
+func (n *Node) followerSASL() (sasl.Mechanism, error) {
+	if !n.listeners[n.interBroker].protocol.SASL() {
+		return nil, nil
+	}
+	b, err := os.ReadFile(n.cfg.InterBrokerPasswordFile)
+	if err != nil {
+		return nil, fmt.Errorf("inter-broker-password-file: %w", err)
+	}
+	password, _, _ := strings.Cut(string(b), "\n")
+	password = strings.TrimSuffix(password, "\r")
+	if password == "" {
+		return nil, fmt.Errorf("inter-broker-password-file %s: the first line is empty", n.cfg.InterBrokerPasswordFile)
+	}
+	user := n.cfg.InterBrokerUser
+	switch mech := n.cfg.interBrokerMechanism(); mech {
+	case auth.ScramSHA256:
+		return scram.Auth{User: user, Pass: password}.AsSha256Mechanism(), nil
+	case auth.ScramSHA512:
+		return scram.Auth{User: user, Pass: password}.AsSha512Mechanism(), nil
+	default:
+		return plain.Auth{User: user, Pass: password}.AsMechanism(), nil
+	}
 }
 
 // loadTLS reads the TLS files when the node has any (nil without).

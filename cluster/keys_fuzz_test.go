@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"skiff/auth"
 )
 
 // FuzzParseKey checks the classification of etcd keys under /skiff/
@@ -96,6 +98,8 @@ func FuzzDecodeValue(f *testing.F) {
 		partitionKey("orders", 0): encodePartition(PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2}, ISREpochs: []int64{17, 23}, PartitionEpoch: 9}),
 		partitionKey("orders", 1): encodePartition(PartitionState{Leader: NoLeader}),
 		keyProducerIDs:            encode(producerIDsValue{Version: valueVersion, Next: 1000}),
+		userKey("alice", "SCRAM-SHA-512"): encodeScram(auth.ScramCredential{Mechanism: "SCRAM-SHA-512", Salt: []byte("salt"), Iterations: 4096,
+			StoredKey: []byte("stored"), ServerKey: []byte("server")}),
 		brokerKey(5):              `{"version":2,"id":5}`,
 		nodeKey(6):                `{"id":6,"member_id":"1"}`,
 		topicKey("bad"):           `{"version":1,"id":"x","partitions":"3"}`,
@@ -154,6 +158,11 @@ func FuzzDecodeValue(f *testing.F) {
 				got.Created = cv.Created // the same instant; the zone may be spelled differently
 			}
 			return got, cv, err
+		})
+		_, sc, _, err := decodeScram(key, data)
+		check("scram credential", err, func() (any, any, error) {
+			_, got, _, err := decodeScram(key, []byte(encodeScram(sc)))
+			return got, sc, err
 		})
 		var pv producerIDsValue
 		err = decode(key, data, &pv, func() int { return pv.Version })

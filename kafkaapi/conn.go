@@ -47,6 +47,11 @@ type conn struct {
 
 	fw *FrameWriter // Fetch responses
 
+	sasl saslState // SASL listeners: the client's authentication
+	// closeAfterResponse: the handler's answer is the last; the connection is
+	// closed once it is written (a failed or refused authentication).
+	closeAfterResponse bool
+
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
 }
@@ -104,7 +109,12 @@ func (c *conn) serve() {
 		if err != nil {
 			return
 		}
-		if err := c.handle(frame); err != nil {
+		err = c.handle(frame)
+		if err == nil && c.sasl.raw {
+			c.releaseFrame()
+			err = c.rawSASL()
+		}
+		if err != nil {
 			if !errors.Is(err, errRefused) {
 				c.logger.Warn("closing connection", "err", err)
 			}
@@ -148,9 +158,9 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, errRefused
 	}
 	size := int32(binary.BigEndian.Uint32(head[:]))
-	if size < 10 || size > cfg.MaxRequestBytes {
-		c.refuse("request_size", "closing connection: request frame size out of range (socket-request-max-bytes)",
-			"size", size, "max", cfg.MaxRequestBytes)
+	if limit := c.frameLimit(); size < 10 || size > limit {
+		c.refuse("request_size", "closing connection: request frame size out of range (socket-request-max-bytes; 64 KiB before SASL authentication)",
+			"size", size, "max", limit)
 		return nil, errRefused
 	}
 	if n < 6 {
@@ -244,6 +254,9 @@ func (c *conn) handle(frame []byte) error {
 	c.held = keep
 
 	hdr, a := d.hdr, d.api
+	if err := c.admitSASL(a); err != nil {
+		return err
+	}
 	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
 	if a.write != nil { // the key writes its own answer (Fetch: zero copy)
 		return a.write(c.srv, c, &hdr, d.req)
@@ -252,7 +265,13 @@ func (c *conn) handle(frame []byte) error {
 	if resp == nil { // acks=0 produce: no answer at all
 		return nil
 	}
-	return c.writeResponse(&hdr, resp)
+	if err := c.writeResponse(&hdr, resp); err != nil {
+		return err
+	}
+	if c.closeAfterResponse {
+		return errRefused // the handler has logged why
+	}
+	return nil
 }
 
 // writeResponse writes resp as the answer to the request with header hdr.

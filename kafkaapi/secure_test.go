@@ -16,7 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"skiff/appliance"
 	"skiff/internal/syncbuf"
@@ -41,9 +46,13 @@ var secure struct {
 	certFile, keyFile string
 }
 
+// secureReauth is the secure node's connections.max.reauth.ms.
+const secureReauth = 3 * time.Second
+
 // secureNode returns the shared secure node: listeners PLAINTEXT, SSL (mutual TLS
 // with the test CA; the principal is the certificate's CN), SASL_PLAINTEXT and
-// SASL_SSL; its logs are in secure.logs.
+// SASL_SSL offering SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN, with sessions of
+// secureReauth; its logs are in secure.logs.
 func secureNode(t testing.TB) *appliance.Node {
 	t.Helper()
 	secure.once.Do(func() {
@@ -63,6 +72,8 @@ func secureNode(t testing.TB) *appliance.Node {
 			c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "SASL_SSL://127.0.0.1:0"}
 			c.TLSCert, c.TLSKey, c.TLSClientCA = secure.certFile, secure.keyFile, secure.ca.File
 			c.TLSPrincipalMappingRules = `RULE:^CN=([^,]*),.*$/$1/`
+			c.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
+			c.ReauthMax = secureReauth
 			c.Logger = slog.New(slog.NewTextHandler(secure.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		})
 		if secure.err != nil {
@@ -185,4 +196,68 @@ func containsAll(s string, parts []string) bool {
 		}
 	}
 	return true
+}
+
+// createUser gives user both SCRAM credentials of password, through the
+// PLAINTEXT listener.
+func createUser(t testing.TB, user, password string) {
+	t.Helper()
+	adm := kadm.NewClient(secureClient(t, "PLAINTEXT"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: user, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: password},
+		{User: user, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: password},
+	})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("create user %s: %v", user, err)
+	}
+}
+
+// saslMechanism is the franz-go client mechanism of name.
+func saslMechanism(name, user, password string) sasl.Mechanism {
+	switch name {
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: user, Pass: password}.AsSha512Mechanism()
+	}
+	return plain.Auth{User: user, Pass: password}.AsMechanism()
+}
+
+// saslLogin authenticates the raw connection c with m: SaslHandshake v1, then
+// SaslAuthenticate at version v until the exchange ends or fails. It returns
+// the last answer.
+func saslLogin(t testing.TB, c *kconn, m sasl.Mechanism, v int16) *kmsg.SASLAuthenticateResponse {
+	t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = m.Name()
+	if r := c.do(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+		t.Fatalf("SaslHandshake %s: %s", m.Name(), errName(r.ErrorCode))
+	}
+	session, msg, err := m.Authenticate(context.Background(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SetVersion(v)
+		req.SASLAuthBytes = msg
+		r := c.do(req).(*kmsg.SASLAuthenticateResponse)
+		if r.ErrorCode != 0 {
+			return r
+		}
+		done, next, err := session.Challenge(r.SASLAuthBytes)
+		if err != nil {
+			t.Fatalf("the client refuses the server's answer: %v", err)
+		}
+		if done {
+			return r
+		}
+		msg = next
+	}
 }

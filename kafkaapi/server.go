@@ -41,6 +41,11 @@ const (
 	DefaultOffsetsTopicReplicationFactor = 3  // offsets.topic.replication.factor
 )
 
+// DefaultSASLMechanisms are what SASL listeners offer by default: the SCRAM
+// mechanisms. PLAIN, which sends the password itself, is offered only when
+// asked for.
+var DefaultSASLMechanisms = []string{auth.ScramSHA512, auth.ScramSHA256}
+
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
 	// NodeID is this broker's id, as listed in Metadata.
@@ -98,6 +103,18 @@ type Config struct {
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// SASLMechanisms are the mechanisms SASL listeners offer
+	// (sasl.enabled.mechanisms), of auth.Mechanisms; default
+	// DefaultSASLMechanisms.
+	SASLMechanisms []string
+	// ReauthMax is connections.max.reauth.ms: an authenticated SASL session
+	// lasts this long, then the client must re-authenticate on the connection
+	// (KIP-368) or have it closed at its next request. 0: sessions do not end.
+	ReauthMax time.Duration
+	// AuthFailureDelay is the delay of a first failed authentication from an
+	// address (connection.failed.authentication.delay.ms), doubling with each
+	// further one up to auth.MaxFailureDelay; default auth.DefaultFailureDelay.
+	AuthFailureDelay time.Duration
 	// SSLPrincipal maps the subject of a verified client certificate to the
 	// principal of an SSL connection (ssl.principal.mapping.rules); nil: the
 	// whole DN, as Kafka's DEFAULT rule.
@@ -140,6 +157,9 @@ func (c *Config) setDefaults() {
 	if c.OffsetsTopicReplicationFactor <= 0 {
 		c.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
 	}
+	if len(c.SASLMechanisms) == 0 {
+		c.SASLMechanisms = DefaultSASLMechanisms
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -159,6 +179,8 @@ type Server struct {
 
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
+	sasl     *auth.SASLServer
+	delays   *auth.FailureDelays // of failed authentications, per client address
 
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
@@ -183,6 +205,8 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	s.mu.perHost = make(map[string]int)
 	s.budget = newBudget(cfg.QueuedMaxRequestBytes, func(used int64) { s.metrics.requestBytes.Set(float64(used)) })
 	s.refusals = newRefusalLog(cfg.Logger)
+	s.sasl = auth.NewSASLServer(meta.ScramCredential)
+	s.delays = auth.NewFailureDelays(cfg.AuthFailureDelay)
 	return s
 }
 

@@ -111,3 +111,15 @@ func TestTLSCertificateRotation(t *testing.T) {
 		t.Fatal(r.ErrorCode)
 	}
 }
+
+// tlsClient runs a TLS handshake on nc, trusting the secure node's CA.
+func tlsClient(t testing.TB, nc net.Conn) net.Conn {
+	t.Helper()
+	tc := tls.Client(nc, clientTLS(nil))
+	tc.SetDeadline(time.Now().Add(ioTimeout))
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	tc.SetDeadline(time.Time{})
+	return tc
+}
