@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
+	"skiff/internal/recordfmt"
 )
 
 // groupJoinAllowance is added to the --exit-at-end stall window for a group
@@ -95,7 +96,7 @@ type consumeOpts struct {
 	partition int32 // -1: every partition
 	count     int64 // 0: no limit
 	exitAtEnd bool
-	format    recordFormat
+	format    recordfmt.Format
 	group     string
 	keySep    []byte // nil: print no key
 	verbose   bool
@@ -137,7 +138,7 @@ func consumeOptsFrom(c *cli.Context) (consumeOpts, error) {
 		return o, err
 	}
 	if c.IsSet("key-separator") {
-		if o.format != formatValue {
+		if o.format != recordfmt.Value {
 			return o, errors.New("--key-separator only applies to --format value (json has a key field)")
 		}
 		o.keySep = []byte(c.String("key-separator"))
@@ -154,6 +155,17 @@ func consumeOptsFrom(c *cli.Context) (consumeOpts, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseFormat reads --format.
+func parseFormat(s string) (recordfmt.Format, error) {
+	switch s {
+	case "value", "":
+		return recordfmt.Value, nil
+	case "json":
+		return recordfmt.JSON, nil
+	}
+	return 0, fmt.Errorf("invalid --format %q: want value or json", s)
 }
 
 // startOffset returns the offset consuming starts at in a partition whose log
@@ -339,7 +351,7 @@ func consume(ctx context.Context, k *client.Client, c *cli.Context, o consumeOpt
 				continue // produced after the start
 			}
 			if !r.Attrs.IsControl() {
-				line = appendRecord(line[:0], o.format, r, o.keySep)
+				line = recordfmt.Append(line[:0], o.format, r, o.keySep)
 				if _, err := out.Write(line); err != nil {
 					return printed, fmt.Errorf("write output: %w", err)
 				}
