@@ -1,12 +1,9 @@
 package auth
 
-// The server side of SASL: PLAIN (RFC 4616) and SCRAM (RFC 5802, RFC 7677), both
-// checked against SCRAM credentials. The SCRAM exchange itself (message syntax,
-// nonces, proof and signature) is github.com/xdg-go/scram's, a small library
-// that is widely used (MongoDB's Go driver), checks the proof in constant time
-// and implements RFC 5802's name encoding; Skiff adds what Kafka asks: no
-// SASLprep of passwords, no delegation tokens, an authorization id that is the
-// user's own or empty, and the iteration bounds.
+// The server side of SASL: PLAIN (RFC 4616) and SCRAM (RFC 5802, RFC 7677, in
+// scram_server.go), both checked against SCRAM credentials, with what Kafka
+// asks: no SASLprep of passwords, no delegation tokens, an authorization id that
+// is the user's own or empty, and the iteration bounds.
 
 import (
 	"bytes"
@@ -16,9 +13,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/xdg-go/scram"
 )
 
 // ErrAuthenticationFailed: the client's credentials are wrong, or its messages
@@ -50,10 +44,8 @@ func NewSASLServer(lookup CredentialLookup) *SASLServer {
 type Exchange struct {
 	srv       *SASLServer
 	mechanism string
-	ctx       context.Context // of the Step in progress, for the SCRAM credential callback
-	lookupErr error           // a failure of the credential store during that Step
-	conv      *scram.ServerConversation
-	steps     int // SCRAM messages taken
+	ctx       context.Context // of the Step in progress, for the SCRAM credential lookup
+	scram     *scramServer    // nil for PLAIN
 	user      string
 	done      bool
 }
@@ -64,15 +56,8 @@ func (s *SASLServer) Start(mechanism string) (*Exchange, error) {
 	switch mechanism {
 	case Plain:
 	case ScramSHA256, ScramSHA512:
-		h := scram.SHA256
-		if mechanism == ScramSHA512 {
-			h = scram.SHA512
-		}
-		server, err := h.NewServer(x.scramCredential)
-		if err != nil {
-			return nil, err
-		}
-		x.conv = server.NewConversation()
+		h, _ := scramHash(mechanism)
+		x.scram = &scramServer{h: h, lookup: x.scramCredential}
 	default:
 		return nil, fmt.Errorf("auth: unsupported SASL mechanism %q", mechanism)
 	}
@@ -90,44 +75,31 @@ func (x *Exchange) Step(ctx context.Context, msg []byte) (answer []byte, done bo
 	if x.done {
 		return nil, false, fmt.Errorf("%w: the exchange is over", ErrAuthenticationFailed)
 	}
-	if x.mechanism == Plain {
+	if x.scram == nil {
 		x.done = true
 		if err := x.plain(ctx, msg); err != nil {
 			return nil, false, err
 		}
 		return nil, true, nil
 	}
-	x.steps++
-	first := x.steps == 1
-	if first {
-		if err := checkClientFirst(msg); err != nil {
+	x.ctx = ctx
+	defer func() { x.ctx = nil }()
+	x.scram.step++
+	if x.scram.step == 1 {
+		first, err := x.scram.first(string(msg))
+		if err != nil {
 			x.done = true
 			return nil, false, err
 		}
+		return []byte(first), false, nil
 	}
-	x.ctx, x.lookupErr = ctx, nil
-	resp, err := x.conv.Step(string(msg))
-	x.ctx = nil
-	switch {
-	case x.lookupErr != nil:
-		x.done = true
-		return nil, false, x.lookupErr
-	case err != nil:
-		x.done = true
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrAuthenticationFailed, x.mechanism, err)
-	case first && x.conv.AuthzID() != "" && x.conv.AuthzID() != x.conv.Username():
-		x.done = true
-		return nil, false, fmt.Errorf("%w: authorization id %q is not the user %q", ErrAuthenticationFailed, x.conv.AuthzID(), x.conv.Username())
+	x.done = true
+	final, err := x.scram.final(string(msg))
+	if err != nil {
+		return nil, false, err
 	}
-	if x.conv.Done() {
-		x.done = true
-		if !x.conv.Valid() {
-			return nil, false, fmt.Errorf("%w: %s: invalid proof", ErrAuthenticationFailed, x.mechanism)
-		}
-		x.user = x.conv.Username()
-		return []byte(resp), true, nil
-	}
-	return []byte(resp), false, nil
+	x.user = x.scram.user
+	return []byte(final), true, nil
 }
 
 // Principal is the authenticated client's principal, User:NAME.
@@ -136,40 +108,23 @@ func (x *Exchange) Principal() Principal { return User(x.user) }
 // User is the user name the client gave (known after its first message), for
 // logs.
 func (x *Exchange) User() string {
-	if x.conv != nil {
-		return x.conv.Username()
+	if x.scram != nil {
+		return x.scram.user
 	}
 	return x.user
 }
 
-// checkClientFirst refuses what Kafka refuses in a client-first message before
-// the library reads it: delegation tokens (tokenauth=true), which Skiff does not
-// have.
-func checkClientFirst(msg []byte) error {
-	fields := strings.Split(string(msg), ",")
-	for _, f := range fields[min(4, len(fields)):] { // after gs2 header, n= and r=
-		if f == "tokenauth=true" {
-			return fmt.Errorf("%w: delegation tokens are not supported", ErrAuthenticationFailed)
-		}
-	}
-	return nil
-}
-
-// scramCredential is the SCRAM library's credential callback.
-func (x *Exchange) scramCredential(user string) (scram.StoredCredentials, error) {
+// scramCredential finds the credential of a SCRAM exchange's user: a decoy for
+// an unknown user (or one whose credential has iterations out of bounds).
+func (x *Exchange) scramCredential(user string) (ScramCredential, error) {
 	cred, ok, err := x.srv.lookup(x.ctx, user, x.mechanism)
 	if err != nil {
-		x.lookupErr = fmt.Errorf("auth: read the credentials of %q: %w", user, err)
-		return scram.StoredCredentials{}, err
+		return ScramCredential{}, fmt.Errorf("auth: read the credentials of %q: %w", user, err)
 	}
 	if !ok || cred.Iterations < MinIterations || cred.Iterations > MaxIterations {
 		cred = x.srv.decoy(user, x.mechanism)
 	}
-	return scram.StoredCredentials{
-		KeyFactors: scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations},
-		StoredKey:  cred.StoredKey,
-		ServerKey:  cred.ServerKey,
-	}, nil
+	return cred, nil
 }
 
 // plain checks a PLAIN message: [authzid] NUL authcid NUL passwd.

@@ -3,7 +3,11 @@ package auth
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -204,4 +208,81 @@ func FuzzSASLExchange(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSCRAMWithLibraryClient runs github.com/xdg-go/scram's client, a third
+// implementation, against the server.
+func TestSCRAMWithLibraryClient(t *testing.T) {
+	srv := NewSASLServer(users(t))
+	for mech, h := range map[string]xdg.HashGeneratorFcn{ScramSHA256: xdg.SHA256, ScramSHA512: xdg.SHA512} {
+		for password, ok := range map[string]bool{"wonderland": true, "wrong": false} {
+			c, _ := h.NewClientUnprepped("alice", password, "")
+			conv := c.NewConversation()
+			x, _ := srv.Start(mech)
+			msg, err := conv.Step("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, _, err := x.Step(context.Background(), []byte(msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg, err = conv.Step(string(answer)); err != nil {
+				t.Fatal(err)
+			}
+			answer, done, err := x.Step(context.Background(), []byte(msg))
+			if done != ok || (err == nil) != ok {
+				t.Fatalf("%s with %s: done %v, %v", mech, password, done, err)
+			}
+			if ok {
+				if _, err := conv.Step(string(answer)); err != nil || !conv.Valid() {
+					t.Fatalf("%s: the client refuses the server's signature: %v", mech, err)
+				}
+			}
+		}
+	}
+}
+
+// TestSCRAMRepeatedClientNonce: librdkafka (2.0) sends client-final-message with
+// its own nonce in front of the whole server nonce; Kafka's broker accepts a
+// nonce that ends with the server's, and so does Skiff. A nonce that does not
+// end with it is refused.
+func TestSCRAMRepeatedClientNonce(t *testing.T) {
+	srv := NewSASLServer(users(t))
+	for _, prefix := range []string{"clientnonce", "", "x"} {
+		x, _ := srv.Start(ScramSHA256)
+		first, _, err := x.Step(context.Background(), []byte("n,,n=alice,r=clientnonce"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nonce, salt string
+		var iters int
+		for _, f := range strings.Split(string(first), ",") {
+			switch {
+			case strings.HasPrefix(f, "r="):
+				nonce = f[2:]
+			case strings.HasPrefix(f, "s="):
+				salt = f[2:]
+			case strings.HasPrefix(f, "i="):
+				iters, _ = strconv.Atoi(f[2:])
+			}
+		}
+		rawSalt, _ := base64.StdEncoding.DecodeString(salt)
+		salted, _ := SaltedPassword(ScramSHA256, "wonderland", rawSalt, iters)
+		cred, _ := NewScramCredential(ScramSHA256, rawSalt, salted, iters)
+		withoutProof := "c=biws,r=" + prefix + nonce
+		authMsg := "n=alice,r=clientnonce," + string(first) + "," + withoutProof
+		clientKey := mac(sha256.New, salted, []byte("Client Key"))
+		proof := xor(clientKey, mac(sha256.New, cred.StoredKey, []byte(authMsg)))
+		_, done, err := x.Step(context.Background(), []byte(withoutProof+",p="+base64.StdEncoding.EncodeToString(proof)))
+		if !done || err != nil {
+			t.Errorf("nonce prefix %q: done %v, %v", prefix, done, err)
+		}
+	}
+	x, _ := srv.Start(ScramSHA256)
+	first, _, _ := x.Step(context.Background(), []byte("n,,n=alice,r=clientnonce"))
+	nonce := strings.TrimPrefix(strings.Split(string(first), ",")[0], "r=")
+	if _, _, err := x.Step(context.Background(), []byte("c=biws,r="+nonce+"x,p=AAAA")); !errors.Is(err, ErrAuthenticationFailed) {
+		t.Errorf("a nonce with something after the server's: %v", err)
+	}
 }

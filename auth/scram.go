@@ -66,7 +66,7 @@ func NewScramCredential(mechanism string, salt, saltedPassword []byte, iteration
 	if err != nil {
 		return ScramCredential{}, err
 	}
-	clientKey := mac(h, saltedPassword, "Client Key")
+	clientKey := mac(h, saltedPassword, []byte("Client Key"))
 	stored := h()
 	stored.Write(clientKey)
 	return ScramCredential{
@@ -74,7 +74,7 @@ func NewScramCredential(mechanism string, salt, saltedPassword []byte, iteration
 		Salt:       append([]byte(nil), salt...),
 		Iterations: iterations,
 		StoredKey:  stored.Sum(nil),
-		ServerKey:  mac(h, saltedPassword, "Server Key"),
+		ServerKey:  mac(h, saltedPassword, []byte("Server Key")),
 	}, nil
 }
 
@@ -118,8 +118,8 @@ func (c ScramCredential) CheckPassword(password string) bool {
 	return err == nil && hmac.Equal(derived.StoredKey, c.StoredKey)
 }
 
-func mac(h func() hash.Hash, key []byte, msg string) []byte {
+func mac(h func() hash.Hash, key, msg []byte) []byte {
 	m := hmac.New(h, key)
-	m.Write([]byte(msg))
+	m.Write(msg)
 	return m.Sum(nil)
 }
