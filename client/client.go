@@ -40,6 +40,17 @@ func (cfg Config) WithSecurity(s Security) (Config, error) {
 	return cfg, err
 }
 
+// Protocol is Kafka's security.protocol of cfg, with the SASL mechanism:
+// PLAINTEXT, SSL, SASL_PLAINTEXT SCRAM-SHA-512, ...
+func (cfg Config) Protocol() string {
+	s := Security{TLS: cfg.TLS != nil}
+	if cfg.SASL != nil {
+		s.Mechanism = cfg.SASL.Name()
+		return s.Protocol() + " " + s.Mechanism
+	}
+	return s.Protocol()
+}
+
 // opts are the kgo options that Config stands for.
 func (cfg Config) opts() []kgo.Opt {
 	opts := []kgo.Opt{

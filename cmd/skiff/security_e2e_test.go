@@ -72,9 +72,18 @@ func TestSecureClientCommands(t *testing.T) {
 	ssl := []string{"-b", n.Listeners["SSL"], "--tls", "--tls-ca", ca.File, "--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile}
 	mustContain(t, "topic describe over SSL", skiffOK(t, nil, append([]string{"topic", "describe", topic}, ssl...)...), topic)
 
+	// skiff bench connect opens connections with the same flags, and counts
+	// the ones refused.
+	mustContain(t, "bench connect over SASL_SSL", skiffOK(t, nil, append([]string{"bench", "connect", "-n", "20", "-c", "4"}, alice...)...),
+		"20 connections to "+n.Listeners["SASL_SSL"], "SASL_SSL SCRAM-SHA-512", "/s, 0 failed")
+	mustContain(t, "bench connect over PLAINTEXT", skiffOK(t, nil, append([]string{"bench", "connect", "-n", "5"}, admin...)...),
+		"PLAINTEXT", "/s, 0 failed")
+
 	// Refusals: a wrong password, no client certificate, plaintext on TLS.
 	t.Setenv("SKIFF_PASSWORD", "wrong")
 	mustContain(t, "wrong password", skiffErr(t, nil, append([]string{"topic", "list", "--timeout", "5s"}, bob...)...), "SASL_AUTHENTICATION_FAILED")
+	mustContain(t, "bench connect with a wrong password", skiffOK(t, nil, append([]string{"bench", "connect", "-n", "2", "-c", "2", "--timeout", "5s"}, bob...)...),
+		"/s, 2 failed", "SASL_AUTHENTICATION_FAILED")
 	skiffErr(t, nil, "topic", "list", "--timeout", "3s", "-b", n.Listeners["SSL"], "--tls", "--tls-ca", ca.File)
 	skiffErr(t, nil, "topic", "list", "--timeout", "3s", "-b", n.Listeners["SASL_SSL"])
 
