@@ -43,20 +43,14 @@ func FuzzSecureConn(f *testing.F) {
 			expectNoAnswer(t, c, metadataCorr)
 		case 1:
 			c := dial(t, secure.addrs["SASL_PLAINTEXT"])
-			hs := kmsg.NewPtrSASLHandshakeRequest()
-			hs.SetVersion(0)
-			hs.Mechanism = "PLAIN"
-			c.do(hs)
+			saslHandshake(c, 0, "PLAIN")
 			if c.tryWrite(append(binary.BigEndian.AppendUint32(nil, uint32(len(data))), data...)) == nil {
 				c.tryWrite(encodeRequest(kmsg.NewPtrMetadataRequest(), metadataCorr))
 			}
 			expectNoAnswer(t, c, metadataCorr)
 		case 2:
 			c := dial(t, secure.addrs["SASL_PLAINTEXT"])
-			hs := kmsg.NewPtrSASLHandshakeRequest()
-			hs.SetVersion(1)
-			hs.Mechanism = "SCRAM-SHA-256"
-			c.do(hs)
+			saslHandshake(c, 1, "SCRAM-SHA-256")
 			first, second := data, []byte(nil)
 			if i := bytes.IndexByte(data, 0xff); i >= 0 {
 				first, second = data[:i], data[i+1:]

@@ -66,10 +66,7 @@ func TestSASLRefusals(t *testing.T) {
 
 	// A malformed SCRAM message.
 	c := dial(t, addr)
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.SetVersion(1)
-	hs.Mechanism = "SCRAM-SHA-256"
-	wantCode(t, "handshake", c.do(hs).(*kmsg.SASLHandshakeResponse).ErrorCode, 0)
+	wantCode(t, "handshake", saslHandshake(c, 1, "SCRAM-SHA-256").ErrorCode, 0)
 	garbage := kmsg.NewPtrSASLAuthenticateRequest()
 	garbage.SetVersion(2)
 	garbage.SASLAuthBytes = []byte("\x00\xffnot scram at all")
@@ -78,8 +75,7 @@ func TestSASLRefusals(t *testing.T) {
 
 	// A mechanism that is not offered.
 	c = dial(t, addr)
-	hs.Mechanism = "GSSAPI"
-	r := c.do(hs).(*kmsg.SASLHandshakeResponse)
+	r := saslHandshake(c, 1, "GSSAPI")
 	wantCode(t, "GSSAPI", r.ErrorCode, kerr.UnsupportedSaslMechanism.Code)
 	if strings.Join(r.SupportedMechanisms, ",") != "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN" {
 		t.Errorf("offered %v", r.SupportedMechanisms)
@@ -91,8 +87,7 @@ func TestSASLRefusals(t *testing.T) {
 	for _, handshake := range []bool{false, true} {
 		c = dial(t, addr)
 		if handshake {
-			hs.Mechanism = "PLAIN"
-			c.do(hs)
+			saslHandshake(c, 1, "PLAIN")
 		}
 		md := kmsg.NewPtrMetadataRequest()
 		md.SetVersion(4)
@@ -116,8 +111,7 @@ func TestSASLRefusals(t *testing.T) {
 
 	// SASL keys where there is no SASL: ILLEGAL_SASL_STATE, the connection stays.
 	c = dial(t, secure.addrs["PLAINTEXT"])
-	hs.Mechanism = "PLAIN"
-	wantCode(t, "SaslHandshake on PLAINTEXT", c.do(hs).(*kmsg.SASLHandshakeResponse).ErrorCode, kerr.IllegalSaslState.Code)
+	wantCode(t, "SaslHandshake on PLAINTEXT", saslHandshake(c, 1, "PLAIN").ErrorCode, kerr.IllegalSaslState.Code)
 	wantCode(t, "ApiVersions after it", c.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse).ErrorCode, 0)
 
 	// A franz-go client with a wrong password gets the error.
@@ -257,10 +251,7 @@ func TestSASLHandshakeV0(t *testing.T) {
 	secureNode(t)
 	createUser(t, "raw", "secret")
 	handshake := func(c *kconn, mech string) {
-		hs := kmsg.NewPtrSASLHandshakeRequest()
-		hs.SetVersion(0)
-		hs.Mechanism = mech
-		wantCode(t, "SaslHandshake v0", c.do(hs).(*kmsg.SASLHandshakeResponse).ErrorCode, 0)
+		wantCode(t, "SaslHandshake v0", saslHandshake(c, 0, mech).ErrorCode, 0)
 	}
 	token := func(c *kconn, b []byte) []byte {
 		c.write(append(binaryLen(b), b...))

@@ -233,10 +233,7 @@ func saslMechanism(name, user, password string) sasl.Mechanism {
 // the last answer.
 func saslLogin(t testing.TB, c *kconn, m sasl.Mechanism, v int16) *kmsg.SASLAuthenticateResponse {
 	t.Helper()
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.SetVersion(1)
-	hs.Mechanism = m.Name()
-	if r := c.do(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+	if r := saslHandshake(c, 1, m.Name()); r.ErrorCode != 0 {
 		t.Fatalf("SaslHandshake %s: %s", m.Name(), errName(r.ErrorCode))
 	}
 	session, msg, err := m.Authenticate(context.Background(), "127.0.0.1")
@@ -260,4 +257,14 @@ func saslLogin(t testing.TB, c *kconn, m sasl.Mechanism, v int16) *kmsg.SASLAuth
 		}
 		msg = next
 	}
+}
+
+// saslHandshake sends SaslHandshake at version v for mechanism and returns the
+// answer.
+func saslHandshake(c *kconn, v int16, mechanism string) *kmsg.SASLHandshakeResponse {
+	c.t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(v)
+	hs.Mechanism = mechanism
+	return c.do(hs).(*kmsg.SASLHandshakeResponse)
 }
