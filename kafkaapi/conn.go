@@ -244,6 +244,12 @@ func (c *conn) handle(frame []byte) error {
 			"client_id", d.hdr.ClientID, "err", err)
 		return errRefused
 	case d.req == nil:
+		if a := lookup(d.hdr.Key); a == nil || !a.beforeAuth {
+			// Not even answered before SASL authentication.
+			if err := c.admitSASL(&apiKey{key: d.hdr.Key, name: kmsg.NameForKey(d.hdr.Key)}); err != nil {
+				return err
+			}
+		}
 		c.srv.metrics.requestErrors.WithLabelValues("unsupported").Inc()
 		return c.writeUnsupported(d.hdr)
 	}

@@ -102,6 +102,11 @@ func TestSASLRefusals(t *testing.T) {
 	c.send(produceRequest(7, -1, topic, 0, makeBatch(batchOpts{}, "unauthenticated")))
 	c.expectClosed("Produce before authentication")
 
+	// Not even an unsupported version is answered before authentication.
+	c = dial(t, addr)
+	c.write(rawFrame(0, 99, 5, []byte{0, 0}))
+	c.expectClosed("Produce v99 before authentication")
+
 	// A frame larger than 64 KiB before authentication is not read.
 	c = dial(t, addr)
 	var big [4]byte
