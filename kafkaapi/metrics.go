@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "skiff_requests_total", Help: "Kafka requests handled, by API.",
 		}, []string{"api"}),
 		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skiff_request_errors_total", Help: "Kafka requests refused before handling, by reason (request_size, request_memory, read_timeout, malformed_request, too_many_partitions, unsupported).",
+			Name: "skiff_request_errors_total", Help: "Kafka requests and connections refused before handling, by reason (request_size, request_memory, read_timeout, malformed_request, too_many_partitions, unsupported; plaintext_on_tls, tls_on_plaintext, tls_handshake, tls_principal, sasl_unauthenticated, sasl_authentication).",
 		}, []string{"reason"}),
 		sendfileBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skiff_fetch_bytes_sendfile_total", Help: "Record bytes sent to fetchers with sendfile (zero copy).",

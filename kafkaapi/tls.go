@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 )
 
 // handshakeTLS runs the TLS handshake of a new connection on a TLS listener,
@@ -22,6 +23,10 @@ func (c *conn) handshakeTLS() bool {
 		var rh tls.RecordHeaderError
 		switch {
 		case c.srv.closing():
+		case errors.Is(err, io.EOF):
+			// Closed before a word: a TCP health check (the watchdog's own
+			// CheckAlive, a load balancer), not worth a warning.
+			c.logger.Debug("connection closed before the TLS handshake")
 		case errors.As(err, &rh):
 			c.refuse("plaintext_on_tls", "closing connection: the client does not speak TLS on a TLS listener (is its security.protocol PLAINTEXT or SASL_PLAINTEXT?)")
 		default:
