@@ -101,7 +101,7 @@ func TestFilterMatches(t *testing.T) {
 	pre := acl(t, "ALLOW User:alice * DESCRIBE TOPIC PREFIXED ord")
 	grp := acl(t, "ALLOW User:alice * READ GROUP LITERAL orders")
 	all := []Binding{lit, wild, pre, grp}
-	any := Filter{Resource: ResourceAny, Pattern: PatternAny, Operation: OpAny, Permission: PermissionAny}
+	every := Filter{Resource: ResourceAny, Pattern: PatternAny, Operation: OpAny, Permission: PermissionAny}
 	cases := []struct {
 		name string
 		f    func(*Filter)
@@ -127,7 +127,7 @@ func TestFilterMatches(t *testing.T) {
 		{"permission", func(f *Filter) { f.Permission = Deny }, []Binding{wild}},
 	}
 	for _, c := range cases {
-		f := any
+		f := every
 		c.f(&f)
 		if err := f.Validate(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -149,7 +149,7 @@ func TestFilterMatches(t *testing.T) {
 		"unknown permission": func(f *Filter) { f.Permission = PermissionUnknown },
 		"pattern 9":          func(f *Filter) { f.Pattern = 9 },
 	} {
-		f := any
+		f := every
 		bad(&f)
 		if err := f.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: Validate = %v", name, err)
