@@ -12,8 +12,13 @@ package kafkaapi
 // carry allow_auto_topic_creation); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid
 // names get INVALID_TOPIC_EXCEPTION.
 //
-// Not implemented: authorized operations (v8 asks for them; the answer is Kafka's
-// "not requested" value, since there are no ACLs).
+// Authorization, as in Kafka: a listing of all topics leaves out those the client
+// may not DESCRIBE; a topic named in the request without DESCRIBE answers
+// TOPIC_AUTHORIZATION_FAILED (without saying whether it exists). Creating an unknown
+// topic needs CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED,
+// nothing created). Asked for (v8), the authorized operations of the cluster (0
+// without DESCRIBE on it) and of each topic are reported; without an authorizer they
+// are Kafka's "not known" value.
 
 import (
 	"context"
@@ -23,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -58,12 +64,20 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	resp.ClusterID = &clusterID
 	resp.ControllerID = s.cache.Snapshot().Controller()
 	resp.AuthorizedOperations = authorizedOperationsOmitted
+	if req.IncludeClusterAuthorizedOperations && s.authorizer() != nil {
+		resp.AuthorizedOperations = 0
+		if c.allowedCluster(acl.OpDescribe) {
+			resp.AuthorizedOperations = c.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+		}
+	}
 
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range s.cache.Topics() {
-			names = append(names, t.Name)
+			if c.may(acl.OpDescribe, acl.ResourceTopic, t.Name) {
+				names = append(names, t.Name)
+			}
 		}
 		sort.Strings(names)
 	} else {
@@ -74,20 +88,36 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 		}
 	}
 	allowCreate := !s.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	mayDescribe := c.allowedTopics(acl.OpDescribe)
 	for _, name := range names {
+		failed := func(code int16) {
+			n := name
+			resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
+				ErrorCode: code, Topic: &n, AuthorizedOperations: authorizedOperationsOmitted,
+			})
+		}
+		if !all && !mayDescribe(name) {
+			failed(kerr.TopicAuthorizationFailed.Code)
+			continue
+		}
 		t, ok := s.cache.Topic(name)
 		if !ok && !all {
+			if allowCreate && !c.mayCluster(acl.OpCreate) && !c.allowed(acl.OpCreate, acl.ResourceTopic, name) {
+				failed(kerr.TopicAuthorizationFailed.Code)
+				continue
+			}
 			var code int16
 			t, code = s.autoCreate(c, name, allowCreate)
 			if code != 0 {
-				n := name
-				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
-					ErrorCode: code, Topic: &n, AuthorizedOperations: authorizedOperationsOmitted,
-				})
+				failed(code)
 				continue
 			}
 		}
-		resp.Topics = append(resp.Topics, s.describeTopic(t, live))
+		rt := s.describeTopic(t, live)
+		if req.IncludeTopicAuthorizedOperations && s.authorizer() != nil {
+			rt.AuthorizedOperations = c.authorizedOperations(acl.ResourceTopic, t.Name)
+		}
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
 }

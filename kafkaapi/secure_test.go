@@ -174,16 +174,22 @@ func roundTrip(t testing.TB, cl *kgo.Client, topic string) error {
 // waitLog waits until the secure node has logged a line containing all of parts.
 func waitLog(t testing.TB, parts ...string) {
 	t.Helper()
+	waitLogIn(t, secure.logs, parts...)
+}
+
+// waitLogIn waits until logs hold a line containing all of parts.
+func waitLogIn(t testing.TB, logs *syncbuf.Buffer, parts ...string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		for _, line := range strings.Split(secure.logs.String(), "\n") {
+		for _, line := range strings.Split(logs.String(), "\n") {
 			if containsAll(line, parts) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			logs := secure.logs.String()
-			t.Fatalf("no log line with %q; the node's last logs:\n%s", parts, logs[max(0, len(logs)-4000):])
+			all := logs.String()
+			t.Fatalf("no log line with %q; the node's last logs:\n%s", parts, all[max(0, len(all)-4000):])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
