@@ -110,13 +110,13 @@ func (p Permission) String() string   { return name(permissionNames, int8(p)) }
 // parse finds s among names, ignoring case, underscores and dashes, so that
 // Kafka's enum name (CLUSTER_ACTION), kafka-acls.sh's spelling (ClusterAction)
 // and a flag's (cluster-action) all read. UNKNOWN never parses.
-func parse(names []string, what, s string) (int8, error) {
+func parse[T ~int8](names []string, what, s string) (T, error) {
 	norm := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
 	}
 	for i, n := range names {
 		if i > 0 && norm(n) == norm(s) {
-			return int8(i), nil
+			return T(i), nil
 		}
 	}
 	return 0, fmt.Errorf("unknown %s %q", what, s)
@@ -125,27 +125,23 @@ func parse(names []string, what, s string) (int8, error) {
 // ParseResourceType reads a resource type: Topic, Group, Cluster,
 // TransactionalId (any case, with or without underscores), or Any.
 func ParseResourceType(s string) (ResourceType, error) {
-	n, err := parse(resourceNames, "resource type", s)
-	return ResourceType(n), err
+	return parse[ResourceType](resourceNames, "resource type", s)
 }
 
 // ParsePatternType reads a pattern type: Literal, Prefixed, or Any and Match.
 func ParsePatternType(s string) (PatternType, error) {
-	n, err := parse(patternNames, "pattern type", s)
-	return PatternType(n), err
+	return parse[PatternType](patternNames, "pattern type", s)
 }
 
 // ParseOperation reads an operation as kafka-acls.sh or Kafka's enum spells it
 // (Read, ClusterAction, IDEMPOTENT_WRITE, ...).
 func ParseOperation(s string) (Operation, error) {
-	n, err := parse(operationNames, "operation", s)
-	return Operation(n), err
+	return parse[Operation](operationNames, "operation", s)
 }
 
 // ParsePermission reads Allow, Deny or Any.
 func ParsePermission(s string) (Permission, error) {
-	n, err := parse(permissionNames, "permission", s)
-	return Permission(n), err
+	return parse[Permission](permissionNames, "permission", s)
 }
 
 // Binding is one ACL: Principal may (Allow) or may not (Deny) do Operation on

@@ -24,7 +24,7 @@ import (
 const prefixACLs = Prefix + "acls/"
 
 // MaxACLsPerRequest bounds the ACLs one CreateACLs or DeleteACLs writes, as
-// Kafka bounds the records of one operation; each is one etcd transaction.
+// Kafka bounds the records of one operation.
 const MaxACLsPerRequest = 10000
 
 // ErrTooManyACLs: a creation or deletion of more than MaxACLsPerRequest ACLs.
@@ -73,24 +73,12 @@ func decodeACL(key string, data []byte) (acl.Binding, error) {
 	corrupt := func(err error) (acl.Binding, error) {
 		return acl.Binding{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
 	}
-	rt, err := acl.ParseResourceType(v.ResourceType)
-	if err != nil {
-		return corrupt(err)
-	}
-	pt, err := acl.ParsePatternType(v.PatternType)
-	if err != nil {
-		return corrupt(err)
-	}
-	p, err := auth.ParsePrincipal(v.Principal)
-	if err != nil {
-		return corrupt(err)
-	}
-	op, err := acl.ParseOperation(v.Operation)
-	if err != nil {
-		return corrupt(err)
-	}
-	perm, err := acl.ParsePermission(v.Permission)
-	if err != nil {
+	rt, err1 := acl.ParseResourceType(v.ResourceType)
+	pt, err2 := acl.ParsePatternType(v.PatternType)
+	p, err3 := auth.ParsePrincipal(v.Principal)
+	op, err4 := acl.ParseOperation(v.Operation)
+	perm, err5 := acl.ParsePermission(v.Permission)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return corrupt(err)
 	}
 	b := acl.Binding{Resource: rt, Name: v.ResourceName, Pattern: pt, Principal: p, Host: v.Host, Operation: op, Permission: perm}
@@ -103,29 +91,61 @@ func decodeACL(key string, data []byte) (acl.Binding, error) {
 	return b, nil
 }
 
-// CreateACLs stores bindings (valid ones: acl.Binding.Validate) in one
-// transaction and returns its revision; an ACL that exists already is written
-// again unchanged. More than MaxACLsPerRequest: ErrTooManyACLs, nothing written.
+// maxACLTxnBytes bounds the keys and values of one ACL transaction, well below
+// what an etcd client sends in one message (2 MiB).
+const maxACLTxnBytes = 1 << 20
+
+// CreateACLs stores bindings (valid ones: acl.Binding.Validate) and returns
+// the revision of the last write. An ACL that exists already is left as it is
+// (a nested transaction puts each key only if it is absent), so creating it
+// again changes nothing, not even its revision. They are written in one
+// transaction, or in several of at most 1 MiB each when they are larger: if
+// one of those fails, the ACLs of the earlier ones stay (creating them again is
+// harmless). More than MaxACLsPerRequest: ErrTooManyACLs, nothing written.
 func (s *Store) CreateACLs(ctx context.Context, bs []acl.Binding) (int64, error) {
 	if len(bs) > MaxACLsPerRequest {
 		return 0, fmt.Errorf("%w: %d, at most %d", ErrTooManyACLs, len(bs), MaxACLsPerRequest)
 	}
-	seen := make(map[string]bool, len(bs))
-	var ops []clientv3.Op
 	for _, b := range bs {
 		if err := b.Validate(); err != nil {
 			return 0, err
 		}
-		if key := aclKey(b); !seen[key] {
-			seen[key] = true
-			ops = append(ops, clientv3.OpPut(key, encodeACL(b)))
+	}
+	seen := make(map[string]bool, len(bs))
+	var ops []clientv3.Op
+	var rev int64
+	size := 0
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
 		}
+		resp, err := s.client.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("cluster: write %d ACLs: %w", len(ops), err)
+		}
+		rev, ops, size = resp.Header.Revision, nil, 0
+		return nil
 	}
-	resp, err := s.client.Txn(ctx).Then(ops...).Commit()
-	if err != nil {
-		return 0, fmt.Errorf("cluster: write %d ACLs: %w", len(ops), err)
+	for _, b := range bs {
+		key := aclKey(b)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		value := encodeACL(b)
+		if size += 2*len(key) + len(value); size > maxACLTxnBytes {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+			size = 2*len(key) + len(value)
+		}
+		absent := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{absent}, []clientv3.Op{clientv3.OpPut(key, value)}, nil))
 	}
-	return resp.Header.Revision, nil
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	return rev, nil
 }
 
 // DeleteACLs deletes every ACL one of filters matches, in one transaction, and

@@ -48,8 +48,12 @@ func TestACLs(t *testing.T) {
 	if d := a.Authorize(cache.Snapshot().ACLs(), acl.Client{Principal: auth.User("alice")}, acl.OpRead, acl.ResourceTopic, "orders"); !d.Allowed {
 		t.Fatalf("alice READ orders: %v", d)
 	}
-	// Created again: the same keys, nothing added.
-	if _, err := s.CreateACLs(ctx, []acl.Binding{read}); err != nil {
+	// Created again: the same keys, nothing added, nothing rewritten.
+	before, err := m.Client().Get(ctx, aclKey(read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateACLs(ctx, []acl.Binding{read, write}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := m.Client().Get(ctx, prefixACLs, clientv3.WithPrefix())
@@ -58,6 +62,13 @@ func TestACLs(t *testing.T) {
 	}
 	if len(resp.Kvs) != 4 {
 		t.Fatalf("%d ACL keys, want 4", len(resp.Kvs))
+	}
+	after, err := m.Client().Get(ctx, aclKey(read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Kvs[0].ModRevision != before.Kvs[0].ModRevision {
+		t.Fatalf("an existing ACL was rewritten (mod revision %d, then %d)", before.Kvs[0].ModRevision, after.Kvs[0].ModRevision)
 	}
 
 	every := acl.Filter{Resource: acl.ResourceAny, Pattern: acl.PatternAny, Operation: acl.OpAny, Permission: acl.PermissionAny}

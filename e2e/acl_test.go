@@ -182,19 +182,7 @@ func TestACLReplication(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	waitISR(ctx, t, kadm.NewClient(cl), "replicated", 3, nodes[1].Logs)
-	for i := range 100 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "r%03d", i)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := 0
-	for got < 100 {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
-		}
-		got += fs.NumRecords()
-	}
+	produceConsume(ctx, t, cl, 100)
 	// Refused followers would have left the ISR within replica-lag-time-max,
 	// and acks=all would then have been answered by the leader alone.
 	md, err := kadm.NewClient(cl).Metadata(ctx, "replicated")
@@ -208,6 +196,25 @@ func TestACLReplication(t *testing.T) {
 	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr()
 	if err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") {
 		t.Fatalf("produce to another topic: %v", err)
+	}
+}
+
+// produceConsume produces n records to cl's default topic, one at a time, and
+// consumes n records with cl.
+func produceConsume(ctx context.Context, t *testing.T, cl *kgo.Client, n int) {
+	t.Helper()
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "r%03d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
 	}
 }
 

@@ -31,11 +31,8 @@ func (s *Server) handleDescribeACLs(c *conn, _ *RequestHeader, req *kmsg.Describ
 		resp.ErrorCode, resp.ErrorMessage = code.Code, &msg
 		return resp
 	}
-	if s.authorizer() == nil {
-		return fail(kerr.SecurityDisabled, noAuthorizer)
-	}
-	if !c.allowedCluster(acl.OpDescribe) {
-		return fail(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description)
+	if code, msg := c.aclRefusal(acl.OpDescribe); code != nil {
+		return fail(code, msg)
 	}
 	f := aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
 	if err := f.Validate(); err != nil {

@@ -42,17 +42,11 @@ func (s *Server) handleCreateACLs(c *conn, _ *RequestHeader, req *kmsg.CreateACL
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, &msg
 	}
-	failAll := func(code *kerr.Error, msg string) kmsg.Response {
+	if code, msg := c.aclRefusal(acl.OpAlter); code != nil {
 		for i := range resp.Results {
 			set(i, code.Code, msg)
 		}
 		return resp
-	}
-	if s.authorizer() == nil {
-		return failAll(kerr.SecurityDisabled, noAuthorizer)
-	}
-	if !c.allowedCluster(acl.OpAlter) {
-		return failAll(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description)
 	}
 	var valid []acl.Binding
 	var at []int // the creation of each valid binding
@@ -76,12 +70,8 @@ func (s *Server) handleCreateACLs(c *conn, _ *RequestHeader, req *kmsg.CreateACL
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
-	rev, err := s.meta.CreateACLs(ctx, valid)
-	if err == nil {
-		err = s.cache.WaitRevision(ctx, rev)
-	}
-	if err != nil {
-		code, msg := aclWriteError("create ACLs", err)
+	code, msg := s.writeACLs(ctx, "create ACLs", func(ctx context.Context) (int64, error) { return s.meta.CreateACLs(ctx, valid) })
+	if code != 0 {
 		for _, i := range at {
 			set(i, code, msg)
 		}

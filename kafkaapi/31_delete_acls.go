@@ -34,17 +34,11 @@ func (s *Server) handleDeleteACLs(c *conn, _ *RequestHeader, req *kmsg.DeleteACL
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
 		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, &msg
 	}
-	failAll := func(code *kerr.Error, msg string) kmsg.Response {
+	if code, msg := c.aclRefusal(acl.OpAlter); code != nil {
 		for i := range resp.Results {
 			set(i, code.Code, msg)
 		}
 		return resp
-	}
-	if s.authorizer() == nil {
-		return failAll(kerr.SecurityDisabled, noAuthorizer)
-	}
-	if !c.allowedCluster(acl.OpAlter) {
-		return failAll(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description)
 	}
 	var filters []acl.Filter
 	var at []int // the request's filter of each valid one
@@ -62,12 +56,12 @@ func (s *Server) handleDeleteACLs(c *conn, _ *RequestHeader, req *kmsg.DeleteACL
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
-	matched, rev, err := s.meta.DeleteACLs(ctx, filters)
-	if err == nil {
-		err = s.cache.WaitRevision(ctx, rev)
-	}
-	if err != nil {
-		code, msg := aclWriteError("delete ACLs", err)
+	var matched [][]acl.Binding
+	code, msg := s.writeACLs(ctx, "delete ACLs", func(ctx context.Context) (rev int64, err error) {
+		matched, rev, err = s.meta.DeleteACLs(ctx, filters)
+		return rev, err
+	})
+	if code != 0 {
 		for _, i := range at {
 			set(i, code, msg)
 		}

@@ -8,11 +8,7 @@ package kafkaapi_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,18 +18,10 @@ import (
 
 	"skiff/acl"
 	"skiff/appliance"
-	"skiff/internal/syncbuf"
 )
 
-var aclNode struct {
-	once  sync.Once
-	node  *appliance.Node
-	dir   string
-	err   error
-	logs  *syncbuf.Buffer
-	addrs map[string]string
-	users map[string]bool // created so far
-}
+// aclNode is the shared ACL node, started on first use and closed by TestMain.
+var aclNode listenerNode
 
 // The ACL node's users: aclAlice is granted rights by each test, aclMallory never.
 const (
@@ -47,28 +35,12 @@ const (
 // ACL authorizer, users alice and mallory; its debug logs are in aclNode.logs.
 func startACLNode(t testing.TB) *appliance.Node {
 	t.Helper()
-	aclNode.once.Do(func() {
-		aclNode.dir, aclNode.err = os.MkdirTemp("", "kafkaapi-acl-")
-		if aclNode.err != nil {
-			return
-		}
-		aclNode.logs = &syncbuf.Buffer{}
-		aclNode.node, aclNode.err = startNode(filepath.Join(aclNode.dir, "data"), func(c *appliance.Config) {
-			c.NodeName = "kafkaapi-acl"
-			c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"}
-			c.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}
-			c.Authorizer = appliance.AuthorizerACL
-			c.SuperUsers = "User:ANONYMOUS"
-			c.Logger = slog.New(slog.NewTextHandler(aclNode.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		})
-		if aclNode.err != nil {
-			return
-		}
-		aclNode.addrs = map[string]string{}
-		for _, a := range aclNode.node.ListenerAddrs() {
-			name, addr, _ := strings.Cut(a, "://")
-			aclNode.addrs[name] = addr
-		}
+	return aclNode.start(t, "kafkaapi-acl", func(c *appliance.Config) {
+		c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"}
+		c.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}
+		c.Authorizer = appliance.AuthorizerACL
+		c.SuperUsers = "User:ANONYMOUS"
+	}, func() error {
 		adm := kadm.NewClient(aclAdminClient(t))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -80,24 +52,11 @@ func startACLNode(t testing.TB) *appliance.Node {
 		if err == nil {
 			err = res.Error()
 		}
-		aclNode.err = err
+		return err
 	})
-	if aclNode.err != nil {
-		t.Fatalf("start the ACL node: %v", aclNode.err)
-	}
-	return aclNode.node
 }
 
-func closeACLNode() error {
-	var err error
-	if aclNode.node != nil {
-		err = aclNode.node.Close()
-	}
-	if aclNode.dir != "" {
-		os.RemoveAll(aclNode.dir)
-	}
-	return err
-}
+func closeACLNode() error { return aclNode.close() }
 
 // aclAdminClient is a franz-go client of the ACL node's PLAINTEXT listener: the
 // super user.

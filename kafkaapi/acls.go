@@ -4,6 +4,7 @@ package kafkaapi
 // bindings as the acl package's, and the answers without an authorizer.
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,6 +22,33 @@ func aclFilter(rt kmsg.ACLResourceType, name *string, pt kmsg.ACLResourcePattern
 	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) acl.Filter {
 	return acl.Filter{Resource: acl.ResourceType(rt), Name: name, Pattern: acl.PatternType(pt), Principal: principal,
 		Host: host, Operation: acl.Operation(op), Permission: acl.Permission(perm)}
+}
+
+// aclRefusal is why an ACL key is refused before anything is read: no
+// authorizer (SECURITY_DISABLED, as Kafka answers without one), or the client
+// may not do op on the cluster; nil when it may go on.
+func (c *conn) aclRefusal(op acl.Operation) (*kerr.Error, string) {
+	switch {
+	case c.srv.authorizer() == nil:
+		return kerr.SecurityDisabled, noAuthorizer
+	case !c.allowedCluster(op):
+		return kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description
+	}
+	return nil, ""
+}
+
+// writeACLs runs an ACL write (CreateACLs, DeleteACLs: its revision and error)
+// and waits until this node applies it, so that the client's next request here
+// sees it; it returns the code and message of a failure, or 0.
+func (s *Server) writeACLs(ctx context.Context, op string, write func(context.Context) (int64, error)) (int16, string) {
+	rev, err := write(ctx)
+	if err == nil {
+		err = s.cache.WaitRevision(ctx, rev)
+	}
+	if err == nil {
+		return 0, ""
+	}
+	return aclWriteError(op, err)
 }
 
 // aclWriteError is the code and message of a failed ACL write.

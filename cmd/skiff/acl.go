@@ -186,14 +186,9 @@ func runACLCreate(c *cli.Context) error {
 			bindings = append(bindings, fmt.Sprintf("%s %s %s on %s %s %s from %s", p, perm, op, rt, pattern, *name, host))
 		}
 	}
-	k, ctx, done, err := adminFromFlags(c)
+	resp, err := adminRequest[*kmsg.CreateACLsResponse](c, "create ACLs", req)
 	if err != nil {
 		return err
-	}
-	defer done()
-	resp, err := req.RequestWith(ctx, k.Kafka())
-	if err != nil {
-		return fmt.Errorf("create ACLs: %w", k.Explain(err))
 	}
 	var errs []error
 	for i, r := range resp.Results {
@@ -251,6 +246,16 @@ func aclFilter(c *cli.Context) (f acl.Filter, none bool, err error) {
 	return f, f == every, nil
 }
 
+// kmsgFilter is f as the protocol writes a filter (DeleteAcls' filter; the
+// fields of DescribeAcls).
+func kmsgFilter(f acl.Filter) kmsg.DeleteACLsRequestFilter {
+	rf := kmsg.NewDeleteACLsRequestFilter()
+	rf.ResourceType, rf.ResourceName, rf.ResourcePatternType = kmsg.ACLResourceType(f.Resource), f.Name, kmsg.ACLResourcePatternType(f.Pattern)
+	rf.Principal, rf.Host = f.Principal, f.Host
+	rf.Operation, rf.PermissionType = kmsg.ACLOperation(f.Operation), kmsg.ACLPermissionType(f.Permission)
+	return rf
+}
+
 // aclRow is one ACL as list and delete print it.
 type aclRow struct {
 	principal, permission, operation, resource, pattern, name, host string
@@ -273,18 +278,13 @@ func runACLList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	rf := kmsgFilter(f)
 	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType, req.ResourceName, req.ResourcePatternType = kmsg.ACLResourceType(f.Resource), f.Name, kmsg.ACLResourcePatternType(f.Pattern)
-	req.Principal, req.Host = f.Principal, f.Host
-	req.Operation, req.PermissionType = kmsg.ACLOperation(f.Operation), kmsg.ACLPermissionType(f.Permission)
-	k, ctx, done, err := adminFromFlags(c)
+	req.ResourceType, req.ResourceName, req.ResourcePatternType = rf.ResourceType, rf.ResourceName, rf.ResourcePatternType
+	req.Principal, req.Host, req.Operation, req.PermissionType = rf.Principal, rf.Host, rf.Operation, rf.PermissionType
+	resp, err := adminRequest[*kmsg.DescribeACLsResponse](c, "list ACLs", req)
 	if err != nil {
 		return err
-	}
-	defer done()
-	resp, err := req.RequestWith(ctx, k.Kafka())
-	if err != nil {
-		return fmt.Errorf("list ACLs: %w", k.Explain(err))
 	}
 	if err := aclError(resp.ErrorCode, resp.ErrorMessage); err != nil {
 		return fmt.Errorf("list ACLs: %w", err)
@@ -311,19 +311,10 @@ func runACLDelete(c *cli.Context) error {
 		return errors.New("no filter: give --principal, --operation, a resource, --host, --allow or --deny, or --all to delete every ACL")
 	}
 	req := kmsg.NewPtrDeleteACLsRequest()
-	rf := kmsg.NewDeleteACLsRequestFilter()
-	rf.ResourceType, rf.ResourceName, rf.ResourcePatternType = kmsg.ACLResourceType(f.Resource), f.Name, kmsg.ACLResourcePatternType(f.Pattern)
-	rf.Principal, rf.Host = f.Principal, f.Host
-	rf.Operation, rf.PermissionType = kmsg.ACLOperation(f.Operation), kmsg.ACLPermissionType(f.Permission)
-	req.Filters = append(req.Filters, rf)
-	k, ctx, done, err := adminFromFlags(c)
+	req.Filters = append(req.Filters, kmsgFilter(f))
+	resp, err := adminRequest[*kmsg.DeleteACLsResponse](c, "delete ACLs", req)
 	if err != nil {
 		return err
-	}
-	defer done()
-	resp, err := req.RequestWith(ctx, k.Kafka())
-	if err != nil {
-		return fmt.Errorf("delete ACLs: %w", k.Explain(err))
 	}
 	if len(resp.Results) != 1 {
 		return fmt.Errorf("delete ACLs: the broker answered %d results for one filter", len(resp.Results))
@@ -342,6 +333,22 @@ func runACLDelete(c *cli.Context) error {
 		return nil
 	}
 	return printACLs(c.App.Writer, rows)
+}
+
+// adminRequest sends req to a broker of the flags' cluster and returns its
+// answer; what names the request in errors.
+func adminRequest[R kmsg.Response](c *cli.Context, what string, req kmsg.Request) (R, error) {
+	var none R
+	k, ctx, done, err := adminFromFlags(c)
+	if err != nil {
+		return none, err
+	}
+	defer done()
+	resp, err := k.Kafka().Request(ctx, req)
+	if err != nil {
+		return none, fmt.Errorf("%s: %w", what, k.Explain(err))
+	}
+	return resp.(R), nil
 }
 
 // aclError words an ACL API's error for people.
