@@ -6,7 +6,7 @@ package kafkaapi
 // cluster named kafka-cluster or transactional id with a non-empty name, a
 // LITERAL or PREFIXED pattern, a TYPE:NAME principal, a host * or an IP address,
 // a concrete operation, ALLOW or DENY; v0 creations are LITERAL), and the valid
-// ones are written to etcd in one transaction (at most 10,000), each result
+// ones are written to etcd (at most 10,000; in one transaction up to 1 MiB), each result
 // answering its creation in order: INVALID_REQUEST with a message for an invalid
 // one, REQUEST_TIMED_OUT when etcd did not take the write. An ACL that exists
 // already is no error. The answer comes once this node applies the ACLs; other
