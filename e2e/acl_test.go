@@ -153,19 +153,35 @@ func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, 
 	}
 }
 
-// TestACLReplication: three nodes with the ACL authorizer replicate over a
-// SASL_PLAINTEXT inter-broker listener as the inter-broker user, which may
-// fetch (CLUSTER_ACTION) without an ACL and is no super user; a user with WRITE
-// and READ on one topic only produces to it with RF 3 and acks=all (idempotent:
-// KIP-679) and reads it back, the followers in the ISR throughout.
+// TestACLReplication: three nodes with the ACL authorizer replicate over the
+// inter-broker listener as its principal, which may fetch (CLUSTER_ACTION)
+// without an ACL and is no super user: on SASL_PLAINTEXT the inter-broker user,
+// on SSL the principal of the nodes' certificate. A user with WRITE and READ on
+// one topic only produces to it with RF 3 and acks=all (idempotent: KIP-679)
+// and reads it back, the followers in the ISR throughout.
 func TestACLReplication(t *testing.T) {
-	pwFile := filepath.Join(t.TempDir(), "broker.pw")
+	f := newSecureFiles(t)
+	pwFile := filepath.Join(f.dir, "broker.pw")
 	if err := os.WriteFile(pwFile, []byte("broker-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	nodes := testnode.StartCluster(t, 3, "--listeners", "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-		"--inter-broker-user", "broker", "--inter-broker-password-file", pwFile,
-		"--authorizer", "acl", "--super-users", "User:ANONYMOUS", "--replica-lag-time-max", "5s")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"SASL_PLAINTEXT", []string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+			"--inter-broker-user", "broker", "--inter-broker-password-file", pwFile}},
+		{"SSL", append([]string{"--listeners", "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"}, f.tlsArgs()...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := testnode.StartCluster(t, 3, append(tc.args,
+				"--authorizer", "acl", "--super-users", "User:ANONYMOUS", "--replica-lag-time-max", "5s")...)
+			testACLReplication(t, nodes)
+		})
+	}
+}
+
+func testACLReplication(t *testing.T, nodes []*testnode.Node) {
 	admin := []string{"-b", nodes[0].Listeners["PLAINTEXT"]}
 	createSCRAMUser(t, nodes[0].Listeners["PLAINTEXT"], "broker", "broker-secret")
 	createSCRAMUser(t, nodes[0].Listeners["PLAINTEXT"], "alice", "alice-secret")
