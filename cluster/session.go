@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -23,12 +24,21 @@ type Session struct {
 	client *clientv3.Client // the session's own lessor; see sessionClient
 	broker Broker
 	ttl    time.Duration
+	logger *slog.Logger
 	// validUntil (Unix nanoseconds) is when the lease may have expired at the
-	// latest, as far as this process can tell: the last keep-alive answer plus
+	// earliest, as far as this process can tell: the last keep-alive answer plus
 	// half the TTL (the other half covers the answer's trip and clock rate).
 	validUntil atomic.Int64
-	stopWatch  context.CancelFunc
-	epoch      int64 // the broker epoch of this registration
+	// lastAnswer (Unix nanoseconds) is the last keep-alive answer: the lease expires
+	// at etcd a whole TTL after it at the latest.
+	lastAnswer atomic.Int64
+	// suspect is set by Suspect (the process was paused): until a keep-alive sent
+	// after it is answered, answers that may have waited out the pause are not trusted.
+	suspect   atomic.Bool
+	expired   atomic.Bool   // etcd said the lease is gone
+	renew     chan struct{} // wakes renewLoop (Suspect)
+	stopWatch context.CancelFunc
+	epoch     int64 // the broker epoch of this registration
 
 	closeOnce sync.Once
 	closeErr  error
@@ -63,8 +73,8 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 		client.Close()
 		return nil, errors.Join(fmt.Errorf("cluster: keep lease of broker %d alive: %w", b.ID, err), s.revoke(lease.ID))
 	}
-	sess := &Session{s: cs, client: client, broker: b, ttl: time.Duration(secs) * time.Second}
-	sess.validUntil.Store(time.Now().Add(sess.ttl / 2).UnixNano())
+	sess := &Session{s: cs, client: client, broker: b, ttl: time.Duration(secs) * time.Second, logger: s.logger, renew: make(chan struct{}, 1)}
+	sess.answered(time.Now())
 	wctx, stop := context.WithCancel(client.Ctx())
 	sess.stopWatch = stop
 	answers, err := client.KeepAlive(wctx, lease.ID)
@@ -73,6 +83,7 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 		return nil, errors.Join(fmt.Errorf("cluster: watch keep-alives of broker %d: %w", b.ID, err), sess.Close())
 	}
 	go sess.watchKeepAlives(answers)
+	go sess.renewLoop(wctx)
 	if sess.epoch, err = s.putBroker(ctx, b, lease.ID); err != nil {
 		return nil, errors.Join(err, sess.Close())
 	}
@@ -171,12 +182,94 @@ func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
 func (s *Session) watchKeepAlives(answers <-chan *clientv3.LeaseKeepAliveResponse) {
 	for a := range answers {
 		if a.TTL <= 0 {
-			s.validUntil.Store(0)
+			s.expire()
 			continue
 		}
-		s.validUntil.Store(time.Now().Add(s.ttl / 2).UnixNano())
+		if !s.suspect.Load() {
+			s.answered(time.Now())
+		}
 	}
 	s.validUntil.Store(0)
+}
+
+// answered records a keep-alive answer to a request sent at or before sent.
+func (s *Session) answered(sent time.Time) {
+	raise(&s.lastAnswer, sent.UnixNano())
+	raise(&s.validUntil, sent.Add(s.ttl/2).UnixNano())
+}
+
+// raise moves v up to x, never down.
+func raise(v *atomic.Int64, x int64) {
+	for old := v.Load(); x > old && !v.CompareAndSwap(old, x); old = v.Load() {
+	}
+}
+
+func (s *Session) expire() {
+	s.expired.Store(true)
+	s.validUntil.Store(0)
+}
+
+// renewLoop sends a keep-alive of its own whenever the session's keep-alive stream
+// has gone unanswered for a third of the TTL (about one missed renewal), or Suspect
+// asks for one, until ctx ends. Each goes on a new stream: a stream whose renewal was
+// forwarded to an etcd leader that froze or was cut off is held up for etcd's request
+// timeout (5 s plus two election timeouts), as long as a default session lives, while
+// a new stream reaches whichever member leads now. Without this, every broker would
+// lose its session whenever the etcd leader's node freezes.
+func (s *Session) renewLoop(ctx context.Context) {
+	t := time.NewTicker(s.ttl / 6)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !s.suspect.Load() && time.Since(time.Unix(0, s.lastAnswer.Load())) < s.ttl/3 {
+				continue
+			}
+		case <-s.renew:
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.ttl/3)
+		if err := s.Renew(rctx); err != nil && ctx.Err() == nil {
+			// The session lapses if this goes on; the next tick tries again.
+			s.logger.Info("renewing the broker session failed", "broker_id", s.broker.ID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// ErrSessionExpired is returned by Renew when etcd no longer has the session's lease.
+var ErrSessionExpired = errors.New("cluster: broker session expired")
+
+// Renew sends one keep-alive for the session's lease on a stream of its own and,
+// if etcd still has the lease, extends the session's validity from the moment the
+// keep-alive was sent. It fails with ErrSessionExpired if the lease is gone;
+// cancelling ctx abandons the keep-alive.
+func (s *Session) Renew(ctx context.Context) error {
+	sent := time.Now()
+	resp, err := s.client.KeepAliveOnce(ctx, s.s.Lease())
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && resp.TTL <= 0 {
+		s.expire()
+		return fmt.Errorf("%w: broker %d, lease %x", ErrSessionExpired, s.broker.ID, int64(s.s.Lease()))
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: renew the session of broker %d: %w", s.broker.ID, err)
+	}
+	s.answered(sent)
+	s.suspect.Store(false)
+	return nil
+}
+
+// Suspect makes the session invalid until a keep-alive sent from now on is answered
+// (one is sent at once): for a process that finds it was paused, since an answer that
+// arrived during the pause may be older than the lease's expiry.
+func (s *Session) Suspect() {
+	s.suspect.Store(true)
+	s.validUntil.Store(0)
+	select {
+	case s.renew <- struct{}{}:
+	default:
+	}
 }
 
 // Valid reports whether the lease is certainly still alive: a broker must not act
@@ -188,22 +281,23 @@ func (s *Session) Valid() bool {
 		return false
 	default:
 	}
-	return time.Now().UnixNano() < s.validUntil.Load()
+	return !s.suspect.Load() && !s.expired.Load() && time.Now().UnixNano() < s.validUntil.Load()
 }
 
 // Epoch returns the broker epoch of this registration (Broker.Epoch).
 func (s *Session) Epoch() int64 { return s.epoch }
 
-// Lapsed reports whether no keep-alive answer has arrived for a whole TTL: the
-// lease has expired at etcd, even if the keep-alive stream has not said so (a stream
-// stuck behind an etcd leader change). The broker should register again.
+// Lapsed reports whether the lease has expired at etcd, as far as this process can
+// tell: etcd said so, or no keep-alive answer has arrived for a whole TTL, even if
+// the keep-alive stream has not said so (a stream stuck behind an etcd leader
+// change). The broker should register again.
 func (s *Session) Lapsed() bool {
 	select {
 	case <-s.s.Done():
 		return true
 	default:
 	}
-	return time.Now().UnixNano() > s.validUntil.Load()+int64(s.ttl/2)
+	return s.expired.Load() || time.Now().UnixNano() > s.lastAnswer.Load()+int64(s.ttl)
 }
 
 // Broker returns the registered broker.

@@ -180,5 +180,38 @@ func TestBrokerRestartTakesOverItsOwnRegistration(t *testing.T) {
 	}
 }
 
+// TestSessionSuspect: a suspected session is not valid until a keep-alive sent after
+// Suspect is answered, which the session sends itself; it has not lapsed meanwhile.
+// Once etcd no longer has the lease, Renew says so and the session has lapsed.
+func TestSessionSuspect(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	s := New(m.Client(), quiet)
+	sess, err := s.RegisterBroker(ctx, Broker{ID: 5, Host: "h", Port: 9092}, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if !sess.Valid() {
+		t.Fatal("a new session is not valid")
+	}
+	sess.Suspect()
+	if sess.Valid() || sess.Lapsed() {
+		t.Fatalf("suspected session: valid %v, lapsed %v; want neither", sess.Valid(), sess.Lapsed())
+	}
+	took := waitFor(t, 3*time.Second, "the suspected session confirmed", sess.Valid)
+	t.Logf("confirmed %v after Suspect", took)
+
+	if _, err := m.Client().Revoke(ctx, sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Renew(ctx); !errors.Is(err, ErrSessionExpired) {
+		t.Fatalf("Renew of a revoked lease: %v", err)
+	}
+	if sess.Valid() || !sess.Lapsed() {
+		t.Fatalf("revoked session: valid %v, lapsed %v; want lapsed only", sess.Valid(), sess.Lapsed())
+	}
+}
+
 // withoutEpoch drops the broker epoch the cache adds, to compare with what was registered.
 func withoutEpoch(b Broker) Broker { b.Epoch = 0; return b }

@@ -1,15 +1,24 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
+	"skiff/internal/batchtest"
 	"skiff/internal/testnode"
 )
 
@@ -33,16 +42,7 @@ const (
 var freezeTrace = os.Getenv("SKIFF_FREEZE_TRACE")
 
 func TestFaultFreezeFranz(t *testing.T) {
-	cfg := workloadConfig{rate: 2000, deliveryTimeout: 30 * time.Second}
-	if freezeTrace != "" {
-		f, err := os.Create(filepath.Join(freezeTrace, "client.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cfg.franzOpts = append(cfg.franzOpts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000000 ") })))
-	}
-	freezeEach(t, cfg)
+	freezeEach(t, traced(t, workloadConfig{rate: 2000, deliveryTimeout: 30 * time.Second}))
 }
 
 func TestFaultFreezeLibrdkafka(t *testing.T) {
@@ -53,14 +53,7 @@ func TestFaultFreezeLibrdkafka(t *testing.T) {
 // checks the history: nothing acknowledged lost, no record failed, and no partition
 // without an acknowledgement for longer than freezeMaxAckGap.
 func freezeEach(t *testing.T, cfg workloadConfig) {
-	nodes := setUpFaultTopicOf(t, testnode.StartCluster(t, 3), 6)
-	if freezeTrace != "" {
-		t.Cleanup(func() {
-			for _, n := range nodes {
-				os.WriteFile(filepath.Join(freezeTrace, "node-"+strconv.Itoa(int(n.ID))+".log"), []byte(n.Logs()), 0o644)
-			}
-		})
-	}
+	nodes := startFreezeCluster(t)
 	w := startWorkloadWith(t, nodes, cfg)
 	w.progress(2000, 30*time.Second)
 	for i, n := range nodes {
@@ -90,6 +83,89 @@ func freezeEach(t *testing.T, cfg workloadConfig) {
 	}
 }
 
+// startFreezeCluster starts three nodes with their default settings and the fault
+// topic with 6 partitions.
+func startFreezeCluster(t *testing.T) []*testnode.Node {
+	nodes := setUpFaultTopicOf(t, testnode.StartCluster(t, 3), 6)
+	if freezeTrace != "" {
+		stop := traceEtcd(t, nodes, filepath.Join(freezeTrace, "etcd.log"))
+		t.Cleanup(func() {
+			stop()
+			for _, n := range nodes {
+				os.WriteFile(filepath.Join(freezeTrace, "node-"+strconv.Itoa(int(n.ID))+".log"), []byte(n.Logs()), 0o644)
+			}
+		})
+	}
+	return nodes
+}
+
+// traceEtcd writes, every 250 ms until stop, each node's view of the etcd leader and
+// term and the remaining TTL of every lease, to file.
+func traceEtcd(t *testing.T, nodes []*testnode.Node, file string) (stop func()) {
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer f.Close()
+		clients := make([]*clientv3.Client, len(nodes))
+		for i, n := range nodes {
+			c, err := clientv3.New(clientv3.Config{Endpoints: []string{n.EtcdClient}, DialTimeout: time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				fmt.Fprintln(f, err)
+				return
+			}
+			defer c.Close()
+			clients[i] = c
+		}
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			for i, n := range nodes {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				line := time.Now().Format("15:04:05.000000 ") + fmt.Sprintf("node %d: ", n.ID)
+				if st, err := clients[i].Status(ctx, n.EtcdClient); err != nil {
+					line += "status: " + err.Error()
+				} else {
+					line += fmt.Sprintf("member %x leader %x term %d applied %d", st.Header.MemberId, st.Leader, st.RaftTerm, st.RaftAppliedIndex)
+					if ls, err := clients[i].Leases(ctx); err == nil {
+						for _, l := range ls.Leases {
+							if r, err := clients[i].TimeToLive(ctx, l.ID); err == nil {
+								line += fmt.Sprintf(" %x:%d", int64(l.ID), r.TTL)
+							}
+						}
+					}
+				}
+				cancel()
+				fmt.Fprintln(f, line)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// traced adds a debug log of the franz-go producer to cfg when SKIFF_FREEZE_TRACE is set.
+func traced(t *testing.T, cfg workloadConfig) workloadConfig {
+	if freezeTrace == "" {
+		return cfg
+	}
+	f, err := os.Create(filepath.Join(freezeTrace, "client.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	stamp := func() string { return time.Now().Format("15:04:05.000000 ") }
+	cfg.franzOpts = append(cfg.franzOpts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, stamp)))
+	return cfg
+}
+
 // ledBy lists the partitions of the fault topic that the metadata of node n names
 // broker id as leader of.
 func ledBy(t *testing.T, n *testnode.Node, id int32) []int32 {
@@ -105,4 +181,131 @@ func ledBy(t *testing.T, n *testnode.Node, id int32) []int32 {
 		}
 	}
 	return out
+}
+
+// TestFaultFrozenLeaderResumes freezes a leader until its partitions have moved, with
+// requests for them waiting in its sockets, and resumes it: within 1 s it refuses
+// every Produce for them (NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH), the waiting
+// ones and new ones alike, never acknowledging one, and none of its Metadata answers
+// names it leader of a partition another node leads now.
+func TestFaultFrozenLeaderResumes(t *testing.T) {
+	nodes := startFreezeCluster(t)
+	w := startWorkloadWith(t, nodes, traced(t, workloadConfig{rate: 1000, deliveryTimeout: 30 * time.Second}))
+	w.progress(1000, 30*time.Second)
+	victim, other := nodes[0], nodes[1]
+	led := ledBy(t, other, victim.ID)
+	if len(led) == 0 {
+		t.Fatalf("broker %d leads no partition", victim.ID)
+	}
+	w.note("SIGSTOP broker %d, leader of partitions %v", victim.ID, led)
+	if err := victim.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 30*time.Second, "the frozen broker's partitions led by others", func() bool {
+		md, err := metadata(t, other.Addr, faultTopic)
+		if err != nil {
+			return false
+		}
+		for _, p := range led {
+			if l := md.Topics[faultTopic].Partitions[p].Leader; l < 0 || l == victim.ID {
+				return false
+			}
+		}
+		return true
+	})
+	w.note("partitions %v moved", led)
+	// Requests that wait in the frozen broker's sockets.
+	type queued struct {
+		nc  net.Conn
+		req kmsg.Request
+	}
+	var waiting []queued
+	for _, req := range []kmsg.Request{produceTo(led, 1, "zzz-queued-acks1"), produceTo(led, -1, "zzz-queued-acksall"), metadataOf()} {
+		nc, err := sendRaw(victim.Addr, req, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		waiting = append(waiting, queued{nc, req})
+	}
+	if err := victim.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	w.note("SIGCONT broker %d", victim.ID)
+	for _, q := range waiting {
+		resp, err := readRaw(q.nc, q.req)
+		if err != nil {
+			t.Fatalf("answer to the %s that waited: %v", kmsg.NameForKey(q.req.Key()), err)
+		}
+		checkResumed(t, victim.ID, led, resp, time.Since(resumed), "waited")
+	}
+	// And on new connections, until well after it has caught up.
+	for i := 0; time.Since(resumed) < 3*time.Second; i++ {
+		for _, req := range []kmsg.Request{produceTo(led, 1, fmt.Sprintf("zzz-new-%d", i)), metadataOf()} {
+			sent := time.Now()
+			resp, err := rawRequest(t, victim.Addr, req, 10*time.Second)
+			if err != nil {
+				t.Fatalf("%s at %v after resuming: %v", kmsg.NameForKey(req.Key()), time.Since(resumed), err)
+			}
+			checkResumed(t, victim.ID, led, resp, time.Since(sent), "new")
+		}
+	}
+	waitFullISR(t, nodes)
+	w.progress(1000, 30*time.Second)
+	w.finish(other.Addr)
+}
+
+// produceTo is a Produce request (v7) of one record with value v to each of the
+// partitions of the fault topic.
+func produceTo(partitions []int32, acks int16, v string) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(7)
+	req.Acks, req.TimeoutMillis = acks, 10_000
+	rt := kmsg.ProduceRequestTopic{Topic: faultTopic}
+	for _, p := range partitions {
+		rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{
+			Partition: p, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), v)})
+	}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	return req
+}
+
+// metadataOf is a Metadata request (v8) for the fault topic.
+func metadataOf() *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(8)
+	topic := faultTopic
+	req.Topics = []kmsg.MetadataRequestTopic{{Topic: &topic}}
+	return req
+}
+
+// checkResumed checks a resumed old leader's answer to a request for the partitions
+// it led before it froze (and that others lead now): a Produce is refused within 1 s,
+// a Metadata answer does not name it leader of any of them.
+func checkResumed(t *testing.T, self int32, led []int32, resp kmsg.Response, took time.Duration, what string) {
+	t.Helper()
+	switch resp := resp.(type) {
+	case *kmsg.ProduceResponse:
+		if took > time.Second {
+			t.Errorf("a Produce (%s) was answered %v after the old leader resumed, want within 1 s", what, took)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != kerr.NotLeaderForPartition.Code && rp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+					t.Errorf("the resumed old leader answered a Produce (%s) to partition %d with %v (offset %d), want NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH",
+						what, rp.Partition, kerr.ErrorForCode(rp.ErrorCode), rp.BaseOffset)
+				}
+			}
+		}
+	case *kmsg.MetadataResponse:
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.Leader == self && slices.Contains(led, rp.Partition) {
+					t.Errorf("the resumed old leader's Metadata (%s, answered in %v) names it leader of partition %d, which another broker leads",
+						what, took, rp.Partition)
+				}
+			}
+		}
+	}
 }

@@ -6,7 +6,13 @@ package kafkaapi
 // while there is none); the requested topics, or all of them when the list is null
 // (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
 // when the leader has no live session), leader epoch (v7+), replicas, ISR and
-// offline replicas (v5+). Unknown topics are created with the broker defaults when
+// offline replicas (v5+). A node names only leaders it knows to be current: while its
+// view of the cluster may be stale (after a pause of the process or a loss of its
+// session, until its metadata has caught up with etcd: Config.ViewCurrent) the answer
+// waits up to staleViewWait, and if the view is still stale then, every partition is
+// LEADER_NOT_AVAILABLE, so that clients ask another broker; and it never names itself
+// leader of a partition its replica does not lead now (a broker without a certainly
+// valid session leads nothing). Unknown topics are created with the broker defaults when
 // auto.create.topics.enable is on and the request allows it (v0..v3 always do; v4+
 // carry allow_auto_topic_creation); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid
 // names get INVALID_TOPIC_EXCEPTION.
@@ -32,6 +38,7 @@ const authorizedOperationsOmitted = -2147483648
 
 func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	current := s.viewCurrent(c)
 	live := make(map[int32]bool)
 	for _, b := range s.cache.Brokers() {
 		live[b.ID] = true
@@ -75,12 +82,14 @@ func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Respons
 				continue
 			}
 		}
-		resp.Topics = append(resp.Topics, s.describeTopic(t, live))
+		resp.Topics = append(resp.Topics, s.describeTopic(t, live, current))
 	}
 	return resp
 }
 
-func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTopic {
+// describeTopic describes t's partitions; current is false while this node's view of
+// the cluster may be stale (viewCurrent), and then no leader is named.
+func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool, current bool) kmsg.MetadataResponseTopic {
 	name := t.Name
 	rt := kmsg.MetadataResponseTopic{
 		Topic:                &name,
@@ -101,7 +110,7 @@ func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.Metada
 			}
 		}
 		st, ok := s.cache.Partition(t.Name, i)
-		if !ok || st.Leader == cluster.NoLeader || !live[st.Leader] {
+		if !ok || !current || st.Leader == cluster.NoLeader || !live[st.Leader] || !s.nameable(t.Name, i, st.Leader) {
 			rp.ErrorCode = kerr.LeaderNotAvailable.Code
 			rp.Leader, rp.LeaderEpoch = -1, -1
 			rp.ISR = []int32{}
@@ -113,6 +122,37 @@ func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.Metada
 		rp.Leader, rp.LeaderEpoch, rp.ISR = st.Leader, st.LeaderEpoch, st.ISR
 	}
 	return rt
+}
+
+// staleViewWait bounds how long a request that names leaders (Metadata,
+// FindCoordinator) waits for this node's view of the cluster to become current:
+// after a pause of the process its metadata catches up with etcd in well under a
+// second when etcd has quorum.
+const staleViewWait = 2 * time.Second
+
+// viewCurrent reports whether this node's view of the cluster is current, waiting
+// up to staleViewWait for that while it is not.
+func (s *Server) viewCurrent(c *conn) bool {
+	if s.cfg.ViewCurrent == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, staleViewWait)
+	defer cancel()
+	return s.cfg.ViewCurrent(ctx)
+}
+
+// nameable reports whether leader may be named as the leader of partition p of
+// topic: another broker always (whether it still leads is its own to say), this
+// broker only while its replica leads (not one whose leadership was given to an
+// earlier registration of this broker). A replica not open here (offline, or not
+// applied yet) is named: requests for it get KAFKA_STORAGE_ERROR or
+// NOT_LEADER_OR_FOLLOWER.
+func (s *Server) nameable(topic string, p, leader int32) bool {
+	if leader != s.cfg.NodeID {
+		return true
+	}
+	lp := s.parts.Partition(topic, p)
+	return lp == nil || lp.IsLeader()
 }
 
 // autoCreate creates an unknown topic with the broker defaults when allowed, and
