@@ -206,7 +206,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Session:           n.session.Load,
 		AutoRebalance:     !cfg.DisableAutoLeaderRebalance,
 		RebalanceInterval: cfg.LeaderImbalanceCheckInterval,
-		Logger:            n.logger,
+		// Long enough for a broker whose live lease was revoked to register again.
+		DepartGrace: cfg.SessionTimeout / 6,
+		Logger:      n.logger,
 	})
 	if err := n.waitListed(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}); err != nil {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)

@@ -144,6 +144,7 @@ func (n *Node) restore(self cluster.Broker) bool {
 				break // in doubt again meanwhile
 			}
 			n.parts.SetFenced(false)
+			n.view.notify()
 			if registered {
 				n.status("broker session restored")
 			} else {
@@ -153,8 +154,11 @@ func (n *Node) restore(self cluster.Broker) bool {
 		case sess.Lapsed():
 			n.status("broker session lost: registering the broker again")
 			sess.Abandon() // the lease is gone or going; a revoke could only wait
+			// The same run, with the same storage: its ISR memberships stay valid.
+			again := self
+			again.Epoch = sess.Epoch()
 			ctx, cancel := context.WithTimeout(context.Background(), n.etcdAttempt())
-			next, err := n.store.RegisterBroker(ctx, self, n.cfg.SessionTimeout)
+			next, err := n.store.RegisterBroker(ctx, again, n.cfg.SessionTimeout)
 			cancel()
 			if err != nil {
 				n.logger.Warn("registering the broker again failed", "attempt", attempt+1, "err", err)
@@ -208,38 +212,47 @@ func (n *Node) catchUp() error {
 type view struct {
 	stale atomic.Bool
 	mu    sync.Mutex
-	fresh chan struct{} // closed and replaced when the view becomes current again
+	moved chan struct{} // closed and replaced when the view becomes current, or the fence is lifted
 }
 
-func newView() *view { return &view{fresh: make(chan struct{})} }
+func newView() *view { return &view{moved: make(chan struct{})} }
 
 func (v *view) markStale() { v.stale.Store(true) }
 
 func (v *view) markCurrent() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	if v.stale.Swap(false) {
-		close(v.fresh)
-		v.fresh = make(chan struct{})
+		v.notify()
 	}
 }
 
-// viewCurrent waits until the node's view of the cluster is current and reports
-// true, or false once ctx ends (kafkaapi.Config.ViewCurrent). A pause that
-// watchClock has not noticed yet makes it stale too.
+// notify wakes viewCurrent's waiters.
+func (v *view) notify() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	close(v.moved)
+	v.moved = make(chan struct{})
+}
+
+// viewCurrent waits until the node is restored (its view current and its
+// partitions not fenced), or ctx ends, and reports whether its view of the cluster is
+// current (kafkaapi.Config.ViewCurrent). Waiting for the fence too keeps Metadata
+// from naming no leader for the partitions this node is about to lead again once its
+// session is confirmed. A pause that watchClock has not noticed yet makes the view
+// stale too.
 func (n *Node) viewCurrent(ctx context.Context) bool {
 	for {
 		n.view.mu.Lock()
-		fresh := n.view.fresh
+		moved := n.view.moved
 		n.view.mu.Unlock()
-		if !n.view.stale.Load() && !n.clockStalled() {
+		current := !n.view.stale.Load() && !n.clockStalled()
+		if current && !n.parts.Fenced() {
 			return true
 		}
 		select {
-		case <-fresh:
-		case <-time.After(beat): // watchClock marks the pause within a beat
+		case <-moved:
+		case <-time.After(beat): // watchClock marks a pause within a beat
 		case <-ctx.Done():
-			return false
+			return current
 		}
 	}
 }

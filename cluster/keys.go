@@ -63,6 +63,12 @@ type brokerValue struct {
 	Rack    string `json:"rack,omitempty"`
 	// DataDirID identifies the broker's data directory (see Broker.DataDirID).
 	DataDirID string `json:"data_dir_id,omitempty"`
+	// Epoch is the broker epoch a running broker's new registration continues (see
+	// Broker.Epoch); omitted on the first registration of a run.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Leaving is set by a broker that is shutting down, just before it ends its
+	// session (see Broker.Leaving).
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // nodeValue is /skiff/nodes/<id>.
@@ -184,7 +190,7 @@ func decodePartition(key string, data []byte) (PartitionState, error) {
 }
 
 func encodeBroker(b Broker) string {
-	return encode(brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID})
+	return encode(brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID, Epoch: b.Epoch, Leaving: b.Leaving})
 }
 
 func decodeBroker(key string, data []byte) (Broker, error) {
@@ -195,7 +201,7 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 	if brokerKey(v.ID) != key {
 		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
 	}
-	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID}, nil
+	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID, Epoch: v.Epoch, Leaving: v.Leaving}, nil
 }
 
 func encodeNode(n NodeMember) string {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,8 @@ type Session struct {
 // RegisterBroker registers b under a new lease of the given TTL (rounded up
 // to whole seconds; etcd raises TTLs below its minimum, 1 s with Skiff's
 // default election timeout) and keeps the lease alive until Session.Close.
+// b.Epoch is 0 for the first registration of a broker's run, and the epoch of
+// its previous session when a running broker registers again (Broker.Epoch).
 //
 // If the key is held by another lease with the same Broker.DataDirID (the
 // previous run of this broker, whose lease has not expired yet), that lease is
@@ -84,9 +87,12 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 	}
 	go sess.watchKeepAlives(answers)
 	go sess.renewLoop(wctx)
-	if sess.epoch, err = s.putBroker(ctx, b, lease.ID); err != nil {
+	created, err := s.putBroker(ctx, b, lease.ID)
+	if err != nil {
 		return nil, errors.Join(err, sess.Close())
 	}
+	sess.epoch = cmp.Or(b.Epoch, created)
+	go sess.watchKey(wctx, created)
 	s.logger.Info("registered broker", "broker_id", b.ID, "host", b.Host, "port", b.Port,
 		"rack", b.Rack, "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl_s", secs)
 	return sess, nil
@@ -121,7 +127,7 @@ func (s *Store) revoke(id clientv3.LeaseID) error {
 }
 
 // putBroker creates the broker key under lease, waiting while another lease
-// holds it.
+// holds it, and returns its create revision.
 func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID) (int64, error) {
 	key := brokerKey(b.ID)
 	for {
@@ -190,6 +196,26 @@ func (s *Session) watchKeepAlives(answers <-chan *clientv3.LeaseKeepAliveRespons
 		}
 	}
 	s.validUntil.Store(0)
+}
+
+// watchKey ends the session as soon as its broker key, created at revision
+// created, is deleted (until ctx ends): the lease is gone, whether it expired or
+// was revoked. An etcd member that led before its process was paused revokes, as
+// it resumes, the leases it saw expire by its stale clock, live ones included
+// (etcd's own guard against that, ensureLeadership, is skipped while its raft loop
+// ticks, and it ticks at once on resuming); keep-alive answers would tell only a
+// renewal later.
+func (s *Session) watchKey(ctx context.Context, created int64) {
+	key := brokerKey(s.broker.ID)
+	for wr := range s.client.Watch(ctx, key, clientv3.WithRev(created+1), clientv3.WithFilterPut()) {
+		if wr.Err() != nil || wr.CompactRevision != 0 {
+			return // the keep-alives still tell
+		}
+		if len(wr.Events) > 0 {
+			s.expire()
+			return
+		}
+	}
 }
 
 // answered records a keep-alive answer to a request sent at or before sent.
@@ -324,12 +350,26 @@ func (s *Session) Abandon() {
 	})
 }
 
+// markLeaving sets Broker.Leaving in the broker key, if it is still this session's
+// (best effort, for a second at most: the revoke that follows deletes the key
+// anyway).
+func (s *Session) markLeaving() {
+	ctx, cancel := context.WithTimeout(s.client.Ctx(), time.Second)
+	defer cancel()
+	key, b := brokerKey(s.broker.ID), s.broker
+	b.Epoch, b.Leaving = s.epoch, true
+	lease := s.s.Lease()
+	_, _ = s.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
+		Then(clientv3.OpPut(key, encodeBroker(b), clientv3.WithLease(lease))).Commit()
+}
+
 // Close revokes the lease, which deletes the broker key at once. It is
 // idempotent.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.stopWatch()
 		s.validUntil.Store(0)
+		s.markLeaving()
 		if err := s.s.Close(); err != nil {
 			s.closeErr = fmt.Errorf("cluster: close session of broker %d: %w", s.broker.ID, err)
 		}

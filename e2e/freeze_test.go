@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -308,4 +310,101 @@ func checkResumed(t *testing.T, self int32, led []int32, resp kmsg.Response, too
 			}
 		}
 	}
+}
+
+// TestFaultFreezeGroupCoordinator freezes the coordinator of a group (the leader of
+// its __consumer_offsets partition) for 10 s while the group's member commits every
+// 200 ms: the commits resume on the new coordinator, and no gap between two
+// successful commits is longer than freezeMaxAckGap.
+func TestFaultFreezeGroupCoordinator(t *testing.T) {
+	nodes := startFreezeCluster(t)
+	w := startWorkloadWith(t, nodes, traced(t, workloadConfig{rate: 1000, deliveryTimeout: 30 * time.Second}))
+	const group = "freeze-group"
+	var mu sync.Mutex
+	var commits []time.Time // successful commits
+	committed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(commits)
+	}
+	member, err := kgo.NewClient(append([]kgo.Opt{seeds(nodes), kgo.ConsumerGroup(group), kgo.ConsumeTopics(faultTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(200 * time.Millisecond),
+		kgo.AutoCommitCallback(func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				return
+			}
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					if rp.ErrorCode != 0 {
+						return
+					}
+				}
+			}
+			mu.Lock()
+			commits = append(commits, time.Now())
+			mu.Unlock()
+		})}, clientOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for ctx.Err() == nil {
+			member.PollFetches(ctx)
+		}
+	}()
+	defer func() {
+		cancel()
+		<-polled
+		member.Close()
+	}()
+	poll(t, 60*time.Second, "the group committing", func() bool { return committed() >= 10 })
+
+	coords := kadm.NewClient(newClient(t, nodes[0].Addr)).FindGroupCoordinators(ctx, group)
+	if coords[group].Err != nil {
+		t.Fatalf("find the coordinator: %v", coords[group].Err)
+	}
+	var victim *testnode.Node
+	for _, n := range nodes {
+		if n.ID == coords[group].NodeID {
+			victim = n
+		}
+	}
+	before := committed()
+	w.note("SIGSTOP broker %d, the coordinator of %s", victim.ID, group)
+	if err := victim.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(freezeFor) // the fault lasts this long
+	if err := victim.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	w.note("SIGCONT broker %d", victim.ID)
+	poll(t, 60*time.Second, "commits after the freeze", func() bool { return committed() >= before+10 })
+
+	mu.Lock()
+	var longest time.Duration
+	var from time.Time
+	for i := 1; i < len(commits); i++ {
+		if d := commits[i].Sub(commits[i-1]); d > longest {
+			longest, from = d, commits[i-1]
+		}
+	}
+	var first time.Time
+	for _, c := range commits {
+		if c.After(resumed) {
+			first = c
+			break
+		}
+	}
+	mu.Unlock()
+	t.Logf("longest time without a successful commit: %v from %s; first commit %v after the coordinator resumed",
+		longest.Round(time.Millisecond), w.since(from), first.Sub(resumed).Round(time.Millisecond))
+	if longest > freezeMaxAckGap {
+		t.Errorf("the group went %v without a successful commit (at most %v allowed)", longest.Round(time.Millisecond), freezeMaxAckGap)
+	}
+	w.finish(nodes[0].Addr)
 }

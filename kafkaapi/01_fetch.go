@@ -7,7 +7,9 @@ package kafkaapi
 // first batch of the first partition with data is sent whole however large (KIP-74).
 // A request whose data is below min_bytes parks until a partition it reads receives
 // data, or max_wait_ms passes, or the server shuts down; an error in any partition
-// answers at once. Record bytes go from segment files to the socket with sendfile.
+// answers at once, and a partition that stops being led here (this broker's session
+// is in doubt, or leadership moved) is such an error: NOT_LEADER_OR_FOLLOWER. While
+// this broker confirms its session a fetch first waits for it, up to fencedWait. Record bytes go from segment files to the socket with sendfile.
 // current_leader_epoch (v9+) is checked: older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH.
 //
@@ -21,6 +23,7 @@ package kafkaapi
 // last_stable_offset = high watermark, aborted_transactions = null).
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -45,6 +48,7 @@ type fetchTopic struct {
 }
 
 func (s *Server) handleFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest) error {
+	s.waitUnfenced(c)
 	var wake chan struct{}
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
@@ -197,6 +201,24 @@ func checkLeaderEpoch(theirs, ours int32) int16 {
 	default:
 		return kerr.UnknownLeaderEpoch.Code
 	}
+}
+
+// fencedWait bounds how long a Produce or Fetch waits while this node's partitions
+// are fenced: its broker session is in doubt, and it is confirming it or registering
+// again (milliseconds when etcd has quorum; appliance/session.go). The leadership
+// usually stays here, and answering NOT_LEADER_OR_FOLLOWER at once would send the
+// client to refresh its metadata, which franz-go does at most every 5 s. Once the
+// node knows, the request is served, or refused if a partition moved.
+const fencedWait = 500 * time.Millisecond
+
+// waitUnfenced waits up to fencedWait while this node's partitions are fenced.
+func (s *Server) waitUnfenced(c *conn) {
+	if !s.parts.Fenced() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, fencedWait)
+	defer cancel()
+	s.parts.WaitUnfenced(ctx)
 }
 
 // localPartition finds the replica this broker leads, or the error code to answer:

@@ -78,10 +78,10 @@ type Config struct {
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
-	// ViewCurrent waits until this node's view of the cluster is current (not possibly
-	// stale after a pause of the process or a loss of its session) and reports true,
-	// or false once ctx ends. Requests that name leaders (Metadata, FindCoordinator)
-	// wait up to staleViewWait for it. Nil: always current.
+	// ViewCurrent waits while this node is recovering from a pause of its process or a
+	// loss of its session, until ctx ends, and reports whether its view of the cluster
+	// (the metadata cache) is current: not possibly stale. Requests that name leaders
+	// (Metadata, FindCoordinator) wait up to staleViewWait in it. Nil: always current.
 	ViewCurrent func(ctx context.Context) bool
 	// Logger receives connection-level log lines.
 	Logger *slog.Logger

@@ -160,6 +160,24 @@ func (m *Manager) SetFenced(fenced bool) {
 // about to follow.
 func (m *Manager) Fenced() bool { return m.fenced.Load() || !m.cfg.SessionValid() }
 
+// fencePoll is how often WaitUnfenced looks again: the fence also follows the
+// session's validity, which lapses and returns without a signal.
+const fencePoll = 10 * time.Millisecond
+
+// WaitUnfenced waits until Fenced is false and reports true, or false once ctx ends.
+func (m *Manager) WaitUnfenced(ctx context.Context) bool {
+	t := time.NewTicker(fencePoll)
+	defer t.Stop()
+	for m.Fenced() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
 // NewManager creates the topics folder and starts the retention loop.
 func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {

@@ -5,7 +5,7 @@ Usage: rdkafka_produce.py BOOTSTRAP TOPIC RATE DELIVERY_TIMEOUT_MS
 
 Each record's value is "v%08d" (a counter) and its key the value's last two digits, as
 the franz-go workload does. One line per outcome on stdout:
-    ack PARTITION OFFSET VALUE UNIX_NANOS
+    ack PARTITION OFFSET VALUE UNIX_NANOS   (OFFSET -1: acknowledged, offset unknown)
     fail VALUE ERROR
 and "done" once everything produced has an outcome.
 """
@@ -26,7 +26,10 @@ def main():
         if err is not None:
             out.write("fail %s %s\n" % (value, str(err).replace("\n", " ")))
         else:
-            out.write("ack %d %d %s %d\n" % (msg.partition(), msg.offset(), value, time.time_ns()))
+            # librdkafka's idempotent producer reports a batch whose request failed
+            # but that a later, successful one proves persisted with no offset.
+            offset = msg.offset()
+            out.write("ack %d %d %s %d\n" % (msg.partition(), -1 if offset is None else offset, value, time.time_ns()))
 
     p = Producer({
         "bootstrap.servers": bootstrap,
