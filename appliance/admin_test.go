@@ -1,34 +1,18 @@
 package appliance
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestAdminAPI checks the admin API of a single node: the status, and the refusals of
 // remove-node that need no other node (the multi-node cases run in e2e with real
 // processes).
 func TestAdminAPI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n, err := Start(ctx, Config{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdClient: "127.0.0.1:0", EtcdPeer: "127.0.0.1:0",
-		HTTP: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	n := startLoopbackNode(t, Config{})
 	base := "http://" + n.HTTPAddr()
 
 	resp, err := http.Get(base + "/v1/cluster")

@@ -9,33 +9,33 @@ import (
 	"strconv"
 	"time"
 
+	"skiff/kafkaapi"
 	"skiff/replication"
 )
 
 // Config is everything a node needs; cmd/skiff builds it from flags, the YAML file
-// and SKIFF_* variables. Zero values take the documented defaults.
+// and SKIFF_* variables. Zero values take the defaults of the settings table
+// (Settings, settings.go), where each field's setting is declared.
 type Config struct {
 	// DataDir holds the node's data: etcd/, meta/ (Pebble), topics/, node.json.
-	// Default ./skiff-data.
 	DataDir string
-	// Listen is the Kafka API listen address (default ":9092").
+	// Listen is the Kafka API listen address.
 	Listen string
-	// Advertise is the Kafka address clients are told to dial. Default: Listen, with a
+	// Advertise is the Kafka address clients are told to dial. Empty: Listen, with a
 	// wildcard host replaced by this machine's host name.
 	Advertise string
-	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses
-	// (defaults ":9093" and ":9094").
+	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
-	// HTTP is the listen address of /metrics, /healthz and /readyz (default ":9644").
+	// HTTP is the listen address of /metrics, /healthz and /readyz.
 	HTTP string
 	// Pprof adds Go's profiler (net/http/pprof) under /debug/pprof/ to the HTTP
 	// address. Off by default: a profile costs the node CPU while it runs and shows
 	// its internals to whoever reaches the port.
 	Pprof bool
-	// NodeName names the etcd member (default: skiff-<node id>).
+	// NodeName names the etcd member (empty: skiff-<node id>).
 	NodeName string
 	// EtcdAdvertiseClient and EtcdAdvertisePeer are the etcd addresses other nodes
-	// dial (default: the listen addresses, a wildcard host replaced by the host name).
+	// dial (empty: the listen addresses, a wildcard host replaced by the host name).
 	EtcdAdvertiseClient, EtcdAdvertisePeer string
 	// Rack is the broker's rack (broker.rack), used to spread replicas.
 	Rack string
@@ -47,7 +47,7 @@ type Config struct {
 	// directory then joins their cluster. Ignored on restart, except that a data
 	// directory of another cluster is refused.
 	Join []string
-	// JoinTimeout bounds reaching the join target and being added (default 60 s).
+	// JoinTimeout bounds reaching the join target and being added.
 	JoinTimeout time.Duration
 	// ForceNewCluster restarts this node on its data directory as the only member of
 	// its cluster, keeping its data: the way back after a quorum of the nodes is lost
@@ -55,43 +55,42 @@ type Config struct {
 	// data directory, --bootstrap or --join.
 	ForceNewCluster bool
 
-	// AutoCreateTopics is auto.create.topics.enable.
-	AutoCreateTopics bool
-	// DefaultPartitions is num.partitions (default 1).
+	// DisableAutoCreateTopics turns auto.create.topics.enable off.
+	DisableAutoCreateTopics bool
+	// DefaultPartitions is num.partitions.
 	DefaultPartitions int32
-	// DefaultReplicationFactor is default.replication.factor (default 1).
+	// DefaultReplicationFactor is default.replication.factor.
 	DefaultReplicationFactor int16
-	// MaxRequestBytes is socket.request.max.bytes (default 100 MiB).
+	// MaxRequestBytes is socket.request.max.bytes.
 	MaxRequestBytes int32
-	// IdleTimeout is connections.max.idle.ms (default 10 minutes).
+	// IdleTimeout is connections.max.idle.ms.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds receiving one Kafka request frame from its first byte
-	// (default 30 s; see kafkaapi.Config.ReadTimeout).
+	// (see kafkaapi.Config.ReadTimeout).
 	ReadTimeout time.Duration
-	// MaxConnections is max.connections (default 10000).
+	// MaxConnections is max.connections.
 	MaxConnections int
-	// MaxConnectionsPerIP is max.connections.per.ip (default 0: unlimited).
+	// MaxConnectionsPerIP is max.connections.per.ip (0: unlimited).
 	MaxConnectionsPerIP int
 	// QueuedMaxRequestBytes is queued.max.request.bytes, the memory all Kafka
-	// requests in progress may take (default 256 MiB; see kafkaapi.Config).
+	// requests in progress may take (see kafkaapi.Config).
 	QueuedMaxRequestBytes int64
-	// MaxPartitionsPerRequest bounds the partitions one Kafka request may name
-	// (default 100000).
+	// MaxPartitionsPerRequest bounds the partitions one Kafka request may name.
 	MaxPartitionsPerRequest int
-	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
+	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
-	// DisableAutoLeaderRebalance turns auto.leader.rebalance.enable off (default on:
+	// DisableAutoLeaderRebalance turns auto.leader.rebalance.enable off (by default
 	// leadership moves back to preferred replicas every LeaderImbalanceCheckInterval).
 	DisableAutoLeaderRebalance bool
-	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval (default 5 minutes).
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.
 	LeaderImbalanceCheckInterval time.Duration
 	// ReplicaLagMax is replica.lag.time.max.ms: followers behind this long leave the
-	// ISR (default 30 s).
+	// ISR.
 	ReplicaLagMax time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
-	// lease (default 6 s).
+	// lease.
 	SessionTimeout time.Duration
-	// ShutdownTimeout bounds how long Close waits for in-flight requests (default 30 s).
+	// ShutdownTimeout bounds how long Close waits for in-flight requests.
 	ShutdownTimeout time.Duration
 	// MetaCacheBytes is Pebble's block cache (default: the offsets package's).
 	MetaCacheBytes int64
@@ -100,10 +99,14 @@ type Config struct {
 	// replication factor, always for topics with one replica, replicated for more.
 	FlushPolicy string
 	// FlushInterval is the broker default of flush.ms, the fdatasync interval of
-	// flush.policy=interval (default 1 s).
+	// flush.policy=interval.
 	FlushInterval time.Duration
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
+
+	// LogLevel and LogFormat are the settings skiff serve builds Logger from; the
+	// node itself only logs to Logger.
+	LogLevel, LogFormat string
 
 	// OnStatus, when set, receives a one-line description of what the node is doing
 	// (for systemd's STATUS=); every status is also logged.
@@ -115,62 +118,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultQueuedMaxRequestBytes is the default Config.QueuedMaxRequestBytes.
-const DefaultQueuedMaxRequestBytes = 256 << 20
-
+// setDefaults fills the settings c leaves unset with their defaults.
 func (c *Config) setDefaults() {
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
+	for _, s := range c.Settings() {
+		s.v.fill()
 	}
-	def(&c.DataDir, "./skiff-data")
-	def(&c.Listen, ":9092")
-	def(&c.EtcdClient, ":9093")
-	def(&c.EtcdPeer, ":9094")
-	def(&c.HTTP, ":9644")
-	def(&c.Version, "dev")
-	if c.DefaultPartitions <= 0 {
-		c.DefaultPartitions = 1
-	}
-	if c.DefaultReplicationFactor <= 0 {
-		c.DefaultReplicationFactor = 1
-	}
-	if c.MaxRequestBytes <= 0 {
-		c.MaxRequestBytes = 100 << 20
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 10 * time.Minute
-	}
-	if c.ReadTimeout <= 0 {
-		c.ReadTimeout = 30 * time.Second
-	}
-	if c.MaxConnections <= 0 {
-		c.MaxConnections = 10000
-	}
-	if c.QueuedMaxRequestBytes <= 0 {
-		c.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
-	}
-	if c.MaxPartitionsPerRequest <= 0 {
-		c.MaxPartitionsPerRequest = 100000
-	}
-	if c.RetentionCheckInterval <= 0 {
-		c.RetentionCheckInterval = 5 * time.Minute
-	}
-	if c.SessionTimeout <= 0 {
-		c.SessionTimeout = 6 * time.Second
-	}
-	if c.LeaderImbalanceCheckInterval <= 0 {
-		c.LeaderImbalanceCheckInterval = 5 * time.Minute
-	}
-	if c.JoinTimeout <= 0 {
-		c.JoinTimeout = 60 * time.Second
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 30 * time.Second
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = time.Second
+	if c.Version == "" {
+		c.Version = "dev"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -242,7 +196,7 @@ func (c Config) Validate() error {
 	} else if c.QueuedMaxRequestBytes > 0 {
 		maxReq := int64(c.MaxRequestBytes)
 		if maxReq <= 0 {
-			maxReq = 100 << 20
+			maxReq = kafkaapi.DefaultMaxRequestBytes
 		}
 		if c.QueuedMaxRequestBytes < maxReq {
 			errs = append(errs, fmt.Errorf("queued-max-request-bytes %d: must be at least socket-request-max-bytes (%d), or no request of that size could be read", c.QueuedMaxRequestBytes, maxReq))

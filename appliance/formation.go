@@ -67,7 +67,7 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		}
 	default:
 		if ecfg.Name == "" {
-			ecfg.Name = "skiff-1" // a new cluster's first node gets id 1
+			ecfg.Name = embedetcd.MemberName(1) // a new cluster's first node gets id 1
 		}
 		n.status("bootstrapping a new cluster")
 	}
@@ -163,7 +163,7 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 		return nodeFile{}, ecfg, nil, n.joinError(err)
 	}
 	if ecfg.Name == "" {
-		ecfg.Name = fmt.Sprintf("skiff-%d", id)
+		ecfg.Name = embedetcd.MemberName(id)
 	}
 	if ecfg, err = ecfg.Resolve(); err != nil {
 		return nodeFile{}, ecfg, nil, err
@@ -191,7 +191,7 @@ func (n *Node) joinError(err error) error {
 	target := strings.Join(n.cfg.Join, ",")
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("join: no running Skiff node answered at %s within %v; --join takes the etcd client address (HOST:PORT, default port 9093) of a running node", target, n.cfg.JoinTimeout)
+		return fmt.Errorf("join: no running Skiff node answered at %s within %v; --join takes the etcd client address (HOST:PORT, default port %s) of a running node", target, n.cfg.JoinTimeout, strings.TrimPrefix(embedetcd.DefaultClientAddr, ":"))
 	case errors.Is(err, cluster.ErrNoCluster):
 		return fmt.Errorf("join: the etcd cluster at %s holds no Skiff cluster", target)
 	}

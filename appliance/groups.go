@@ -14,57 +14,31 @@ import (
 )
 
 // GroupConfig holds the group coordinator's settings. Zero values take the
-// documented defaults, which are Kafka's except where noted.
+// defaults of the settings table (settings.go), which are Kafka's except where
+// groups says otherwise.
 type GroupConfig struct {
 	// MinSessionTimeout and MaxSessionTimeout are group.min.session.timeout.ms and
-	// group.max.session.timeout.ms (defaults 6 s and 30 min).
+	// group.max.session.timeout.ms.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
-	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (default 3 s;
-	// negative: none).
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (negative: none).
 	InitialRebalanceDelay time.Duration
-	// MaxSize is group.max.size (default 1000; Kafka's is unbounded).
+	// MaxSize is group.max.size.
 	MaxSize int
-	// OffsetsRetention is offsets.retention.minutes (default 7 days).
+	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
-	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms
-	// (default 10 minutes).
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
 	OffsetsRetentionCheckInterval time.Duration
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
 	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when
-	// __consumer_offsets is created (defaults 16 and 3, capped at the live brokers).
+	// __consumer_offsets is created (the replication factor capped at the live
+	// brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
 }
 
-func (c GroupConfig) withDefaults() GroupConfig {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&c.MinSessionTimeout, 6*time.Second)
-	def(&c.MaxSessionTimeout, 30*time.Minute)
-	def(&c.InitialRebalanceDelay, 3*time.Second)
-	def(&c.OffsetsRetention, 7*24*time.Hour)
-	def(&c.OffsetsRetentionCheckInterval, 10*time.Minute)
-	if c.InitialRebalanceDelay < 0 {
-		c.InitialRebalanceDelay = -1
-	}
-	if c.MaxSize <= 0 {
-		c.MaxSize = 1000
-	}
-	if c.OffsetsTopicPartitions <= 0 {
-		c.OffsetsTopicPartitions = 16
-	}
-	if c.OffsetsTopicReplicationFactor <= 0 {
-		c.OffsetsTopicReplicationFactor = 3
-	}
-	return c
-}
-
 // startGroups creates the group coordinator; it leads nothing until applyGroups.
 func (n *Node) startGroups() {
-	c := n.cfg.Groups.withDefaults()
+	c := n.cfg.Groups
 	n.groups = groups.New(groups.Config{
 		DB: n.db,
 		TopicPartitions: func(topic string) (int32, bool) {
@@ -148,26 +122,8 @@ func (n *Node) noticeDeletedTopics(snap *cluster.Snapshot) {
 // groupKafkaConfig adds the coordinator and the offsets topic settings to the Kafka
 // server's configuration.
 func (n *Node) groupKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
-	c := n.cfg.Groups.withDefaults()
 	k.Groups = n.groups
-	k.OffsetsTopicPartitions = c.OffsetsTopicPartitions
-	k.OffsetsTopicReplicationFactor = c.OffsetsTopicReplicationFactor
-	k.BrokerConfigs = append(k.BrokerConfigs, n.groupBrokerConfigs()...)
+	k.OffsetsTopicPartitions = n.cfg.Groups.OffsetsTopicPartitions
+	k.OffsetsTopicReplicationFactor = n.cfg.Groups.OffsetsTopicReplicationFactor
 	return k
-}
-
-// groupBrokerConfigs are the group settings DescribeConfigs reports for this broker.
-func (n *Node) groupBrokerConfigs() []kafkaapi.BrokerConfig {
-	c := n.cfg.Groups.withDefaults()
-	ms := func(d time.Duration) string { return strconv.FormatInt(max(d, 0).Milliseconds(), 10) }
-	return []kafkaapi.BrokerConfig{
-		{Name: "group.min.session.timeout.ms", Value: ms(c.MinSessionTimeout), Type: cluster.ConfigTypeInt, IsDefault: c.MinSessionTimeout == 6*time.Second},
-		{Name: "group.max.session.timeout.ms", Value: ms(c.MaxSessionTimeout), Type: cluster.ConfigTypeInt, IsDefault: c.MaxSessionTimeout == 30*time.Minute},
-		{Name: "group.initial.rebalance.delay.ms", Value: ms(c.InitialRebalanceDelay), Type: cluster.ConfigTypeInt, IsDefault: c.InitialRebalanceDelay == 3*time.Second},
-		{Name: "group.max.size", Value: strconv.Itoa(c.MaxSize), Type: cluster.ConfigTypeInt, IsDefault: c.MaxSize == 1000},
-		{Name: "offsets.retention.minutes", Value: strconv.FormatInt(int64(c.OffsetsRetention/time.Minute), 10), Type: cluster.ConfigTypeInt, IsDefault: c.OffsetsRetention == 7*24*time.Hour},
-		{Name: "offsets.retention.check.interval.ms", Value: ms(c.OffsetsRetentionCheckInterval), Type: cluster.ConfigTypeLong, IsDefault: c.OffsetsRetentionCheckInterval == 10*time.Minute},
-		{Name: "offsets.topic.num.partitions", Value: strconv.Itoa(int(c.OffsetsTopicPartitions)), Type: cluster.ConfigTypeInt, IsDefault: c.OffsetsTopicPartitions == 16},
-		{Name: "offsets.topic.replication.factor", Value: strconv.Itoa(int(c.OffsetsTopicReplicationFactor)), Type: cluster.ConfigTypeShort, IsDefault: c.OffsetsTopicReplicationFactor == 3},
-	}
 }

@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -92,32 +91,24 @@ func (n *Node) topicDefaults() map[string]string {
 	if n.cfg.FlushPolicy != "" {
 		d[cluster.ConfigFlushPolicy] = n.cfg.FlushPolicy
 	}
-	if ms := n.cfg.FlushInterval.Milliseconds(); ms != 1000 {
-		d[cluster.ConfigFlushMs] = strconv.FormatInt(ms, 10)
+	if n.cfg.FlushInterval != defaultFlushInterval {
+		d[cluster.ConfigFlushMs] = strconv.FormatInt(n.cfg.FlushInterval.Milliseconds(), 10)
 	}
 	return d
 }
 
-// brokerConfigs are the settings DescribeConfigs reports for this broker.
+// brokerConfigs are the settings DescribeConfigs reports for this broker: its id,
+// and every setting with a Kafka name (settings.go).
 func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
-	c := n.cfg
-	perIP := c.MaxConnectionsPerIP
-	if perIP == 0 {
-		perIP = math.MaxInt32 // Kafka's value for no limit
+	out := []kafkaapi.BrokerConfig{{Name: "broker.id", Value: strconv.Itoa(int(n.id)), Type: cluster.ConfigTypeInt, ReadOnly: true}}
+	for _, s := range n.cfg.Settings() {
+		if s.Kafka == "" || s.Unlisted {
+			continue
+		}
+		out = append(out, kafkaapi.BrokerConfig{Name: s.Kafka, Value: s.v.kafka(s.Kafka), Type: s.KafkaType,
+			IsDefault: s.v.isDefault(), ReadOnly: !s.Dynamic})
 	}
-	return []kafkaapi.BrokerConfig{
-		{Name: "broker.id", Value: strconv.Itoa(int(n.id)), Type: cluster.ConfigTypeInt},
-		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(c.AutoCreateTopics), Type: cluster.ConfigTypeBoolean, IsDefault: c.AutoCreateTopics},
-		{Name: "num.partitions", Value: strconv.Itoa(int(c.DefaultPartitions)), Type: cluster.ConfigTypeInt, IsDefault: c.DefaultPartitions == 1},
-		{Name: "default.replication.factor", Value: strconv.Itoa(int(c.DefaultReplicationFactor)), Type: cluster.ConfigTypeShort, IsDefault: c.DefaultReplicationFactor == 1},
-		{Name: "socket.request.max.bytes", Value: strconv.Itoa(int(c.MaxRequestBytes)), Type: cluster.ConfigTypeInt, IsDefault: c.MaxRequestBytes == 100<<20},
-		{Name: "connections.max.idle.ms", Value: strconv.FormatInt(c.IdleTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
-		{Name: "max.connections", Value: strconv.Itoa(c.MaxConnections), Type: cluster.ConfigTypeInt, IsDefault: c.MaxConnections == 10000},
-		{Name: "max.connections.per.ip", Value: strconv.Itoa(perIP), Type: cluster.ConfigTypeInt, IsDefault: c.MaxConnectionsPerIP == 0},
-		{Name: "queued.max.request.bytes", Value: strconv.FormatInt(c.QueuedMaxRequestBytes, 10), Type: cluster.ConfigTypeLong, IsDefault: c.QueuedMaxRequestBytes == 256<<20},
-		{Name: "log.retention.check.interval.ms", Value: strconv.FormatInt(c.RetentionCheckInterval.Milliseconds(), 10), Type: cluster.ConfigTypeLong},
-		{Name: "broker.session.timeout.ms", Value: strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10), Type: cluster.ConfigTypeInt},
-	}
+	return out
 }
 
 // brokerAddr is the advertised Kafka address of a live broker, for followers.

@@ -223,7 +223,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxConnectionsPerIP:      cfg.MaxConnectionsPerIP,
 		QueuedMaxRequestBytes:    cfg.QueuedMaxRequestBytes,
 		MaxPartitionsPerRequest:  cfg.MaxPartitionsPerRequest,
-		DisableAutoCreateTopics:  !cfg.AutoCreateTopics,
+		DisableAutoCreateTopics:  cfg.DisableAutoCreateTopics,
 		DefaultPartitions:        cfg.DefaultPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		BrokerConfigs:            n.brokerConfigs(),

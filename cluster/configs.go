@@ -65,6 +65,10 @@ const (
 	FlushInterval   = "interval"   // fdatasync every flush.ms
 )
 
+// DefaultFlushMs is the built-in default of flush.ms, which the broker setting
+// flush-interval (log.flush.interval.ms) also defaults to.
+const DefaultFlushMs = 1000
+
 // ConfigSpec describes one topic config.
 type ConfigSpec struct {
 	Name string
@@ -145,7 +149,7 @@ var topicConfigs = []ConfigSpec{
 	{Name: ConfigCompressionType, Type: ConfigTypeString, Default: "producer", BrokerName: "compression.type",
 		Doc:   "producer: batches are kept as the producer compressed them. Skiff stores batches unchanged, so recompression to another codec is refused.",
 		check: oneOf("producer")},
-	{Name: ConfigFlushMs, Type: ConfigTypeLong, Default: "1000", BrokerName: "log.flush.interval.ms",
+	{Name: ConfigFlushMs, Type: ConfigTypeLong, Default: strconv.Itoa(DefaultFlushMs), BrokerName: "log.flush.interval.ms",
 		Doc:   "Milliseconds between fdatasyncs under flush.policy=interval.",
 		check: intRange(0, math.MaxInt64)},
 	{Name: ConfigFlushPolicy, Type: ConfigTypeString, BrokerName: "flush.policy",

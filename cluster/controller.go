@@ -25,7 +25,8 @@ type ControllerConfig struct {
 	// leadership moves back to preferred replicas.
 	AutoRebalance bool
 	// RebalanceInterval is leader.imbalance.check.interval: how often the preferred
-	// leader rebalance runs (default 5 minutes). Failover does not wait for it.
+	// leader rebalance runs (default DefaultRebalanceInterval). Failover does not
+	// wait for it.
 	RebalanceInterval time.Duration
 	// DepartGrace is how long a broker whose registration ended without it leaving
 	// (Broker.Leaving: its lease expired, or was revoked) still counts as live for
@@ -56,10 +57,14 @@ type Controller struct {
 	once   sync.Once
 }
 
+// DefaultRebalanceInterval is the default ControllerConfig.RebalanceInterval
+// (leader.imbalance.check.interval.seconds), shared with the broker's settings.
+const DefaultRebalanceInterval = 5 * time.Minute
+
 // StartController starts campaigning; Close stops it.
 func StartController(store *Store, cache *Cache, cfg ControllerConfig) *Controller {
 	if cfg.RebalanceInterval <= 0 {
-		cfg.RebalanceInterval = 5 * time.Minute
+		cfg.RebalanceInterval = DefaultRebalanceInterval
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -20,6 +20,10 @@
 //     and validation (configs.go).
 //   - Replica placement for new topics and partitions: PlaceReplicas
 //     (rack-aware, leaders spread with the brokers' existing load).
+//   - Rules that the node applies with its own state: ProposeISR (the ISR a
+//     leader may write: a replica is admitted under its current registration,
+//     KIP-903), Snapshot.Overview, ReplicasOn and Stranded (skiff cluster status
+//     and remove-node).
 //
 // CreateTopic makes the first replica of each partition's assignment its
 // leader; after that, leadership moves only through the elected controller

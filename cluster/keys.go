@@ -260,11 +260,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 		}
 		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixBrokers):
-		id, err := strconv.ParseInt(key[len(prefixBrokers):], 10, 32)
-		if err != nil {
+		id, ok := parseKeyNumber(key[len(prefixBrokers):])
+		if !ok {
 			return keyOther, "", 0
 		}
-		return keyIsBroker, "", int32(id)
+		return keyIsBroker, "", id
 	case strings.HasPrefix(key, prefixTopics):
 		return keyIsTopic, key[len(prefixTopics):], 0
 	case strings.HasPrefix(key, prefixPartitions):
@@ -273,11 +273,19 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 		if i < 0 {
 			return keyOther, "", 0
 		}
-		p, err := strconv.ParseInt(rest[i+1:], 10, 32)
-		if err != nil || p < 0 {
+		p, ok := parseKeyNumber(rest[i+1:])
+		if !ok || p < 0 {
 			return keyOther, "", 0
 		}
-		return keyIsPartition, rest[:i], int32(p)
+		return keyIsPartition, rest[:i], p
 	}
 	return keyOther, "", 0
+}
+
+// parseKeyNumber parses a number in a key, written as the key builders write
+// it (decimal, no sign but '-', no padding): a key spelled otherwise is not one
+// of ours, and must not stand for the one that is (see FuzzParseKey).
+func parseKeyNumber(s string) (int32, bool) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	return int32(n), err == nil && strconv.FormatInt(n, 10) == s
 }

@@ -2,40 +2,22 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"skiff/embedetcd"
+	"skiff/internal/leakcheck"
 )
 
-// TestMain fails the package if goroutines outlive the tests, polling for
-// up to 10 s: etcd ends some connection goroutines only at its peer read
-// timeout (see embedetcd's TestMain).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		start := time.Now()
-		err := goleak.Find()
-		for err != nil && time.Since(start) < 10*time.Second {
-			time.Sleep(100 * time.Millisecond) // polling a condition, not synchronising
-			err = goleak.Find()
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain fails the package if goroutines outlive the tests, waiting for etcd's
+// slow ones to end (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 var quiet = slog.New(slog.DiscardHandler)
 

@@ -51,24 +51,47 @@ func (s *Store) Undrain(ctx context.Context, id int32) error {
 }
 
 func parseDrainingKey(key string) (int32, bool) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(key, prefixDraining), 10, 32)
-	return int32(n), err == nil && n >= 0
+	n, ok := parseKeyNumber(strings.TrimPrefix(key, prefixDraining))
+	return n, ok && n >= 0
 }
 
 // Draining reports whether broker id is being drained.
 func (s *Snapshot) Draining(id int32) bool { return s.draining[id] }
 
-// ReplicasOf counts the partitions whose assignment lists broker id.
-func (s *Snapshot) ReplicasOf(id int32) int {
-	n := 0
+// ReplicasOn names ("topic/partition") the partitions whose assignment lists broker
+// id: while there are any, the broker's node may not be removed.
+func (s *Snapshot) ReplicasOn(id int32) []string {
+	var out []string
 	for _, t := range s.Topics() {
-		for _, r := range t.Assignment {
-			if slices.Contains(r, id) {
-				n++
+		for p, replicas := range t.Assignment {
+			if slices.Contains(replicas, id) {
+				out = append(out, fmt.Sprintf("%s/%d", t.Name, p))
 			}
 		}
 	}
-	return n
+	return out
+}
+
+// Stranded names ("topic/partition") the partitions with a replica on broker id that
+// draining cannot move while the broker is down: no other live broker is in their
+// ISR, so only id has their records. It is empty while id is live.
+func (s *Snapshot) Stranded(id int32) []string {
+	if _, live := s.Broker(id); live {
+		return nil
+	}
+	var out []string
+	for _, t := range s.Topics() {
+		for p, replicas := range t.Assignment {
+			if !slices.Contains(replicas, id) {
+				continue
+			}
+			st, _ := s.Partition(t.Name, int32(p))
+			if !slices.ContainsFunc(st.ISR, func(r int32) bool { _, live := s.Broker(r); return live && r != id }) {
+				out = append(out, fmt.Sprintf("%s/%d", t.Name, p))
+			}
+		}
+	}
+	return out
 }
 
 // SetReplicas replaces the replica list of one partition, and with it (when next is

@@ -135,6 +135,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// MemberName is the etcd member name of node id when the node configures none:
+// "skiff-<id>". A node that started before node records existed is found by it.
+func MemberName(id int32) string { return fmt.Sprintf("skiff-%d", id) }
+
 // ErrNoDir is returned by Start when Config.Dir is empty.
 var ErrNoDir = errors.New("embedetcd: no data directory")
 

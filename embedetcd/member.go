@@ -6,6 +6,10 @@
 // logs are forwarded to the node's slog logger, with the few error lines a
 // clean shutdown produces demoted to debug (see benign in zapslog.go).
 //
+// Membership: AddMember and Promote admit a joining member (join.go); RemoveMember
+// removes one (remove.go) once CheckRemove, etcd's quorum rule, allows it; Statuses
+// asks every member how it is (quorum.go).
+//
 // Metrics: etcd's packages register about 80 metric families in Prometheus'
 // default registerer from their init functions, whether or not a member is
 // started, and embed.Config has no option to prevent it (its Metrics field

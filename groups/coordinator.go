@@ -42,6 +42,16 @@ import (
 	"skiff/replication"
 )
 
+// Defaults of Config, shared with the broker's settings table (appliance).
+const (
+	DefaultMinSessionTimeout      = 6 * time.Second    // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout      = 30 * time.Minute   // group.max.session.timeout.ms
+	DefaultInitialRebalanceDelay  = 3 * time.Second    // group.initial.rebalance.delay.ms
+	DefaultMaxGroupSize           = 1000               // group.max.size; Kafka's is unbounded
+	DefaultOffsetsRetention       = 7 * 24 * time.Hour // offsets.retention.minutes
+	DefaultRetentionCheckInterval = 10 * time.Minute   // offsets.retention.check.interval.ms
+)
+
 // Config configures a Coordinator. Zero values take the documented defaults.
 type Config struct {
 	// DB is the node's Pebble database (required).
@@ -52,22 +62,25 @@ type Config struct {
 	TopicPartitions func(topic string) (int32, bool)
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a member may
 	// ask for (group.min.session.timeout.ms and group.max.session.timeout.ms,
-	// defaults 6 s and 30 min): others get INVALID_SESSION_TIMEOUT.
+	// defaults DefaultMinSessionTimeout and DefaultMaxSessionTimeout): others get
+	// INVALID_SESSION_TIMEOUT.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long a rebalance
 	// of an empty group waits for more members; for a new group (generation 0) the
 	// wait is extended by another delay while members keep joining, up to the
-	// rebalance timeout, as in Kafka (default 3 s; negative: no delay).
+	// rebalance timeout, as in Kafka (default DefaultInitialRebalanceDelay;
+	// negative: no delay).
 	InitialRebalanceDelay time.Duration
 	// MaxGroupSize is group.max.size: members plus members yet to rejoin
-	// (default 1000). Kafka's default is unbounded; held JoinGroup requests cost
-	// memory and goroutines, so Skiff bounds them.
+	// (default DefaultMaxGroupSize). Kafka's default is unbounded; held JoinGroup
+	// requests cost memory and goroutines, so Skiff bounds them.
 	MaxGroupSize int
 	// OffsetsRetention is offsets.retention.minutes: the committed offsets of a group
 	// are deleted once it has been empty this long (a group that never had members:
-	// once each offset is this old). Default 7 days.
+	// once each offset is this old). Default DefaultOffsetsRetention.
 	OffsetsRetention time.Duration
-	// RetentionCheckInterval is offsets.retention.check.interval.ms (default 10 min).
+	// RetentionCheckInterval is offsets.retention.check.interval.ms (default
+	// DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
 	// MaxMetadataBytes is offset.metadata.max.bytes: longer commit metadata gets
 	// OFFSET_METADATA_TOO_LARGE (default 4096).
@@ -84,24 +97,24 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.MinSessionTimeout <= 0 {
-		c.MinSessionTimeout = 6 * time.Second
+		c.MinSessionTimeout = DefaultMinSessionTimeout
 	}
 	if c.MaxSessionTimeout <= 0 {
-		c.MaxSessionTimeout = 30 * time.Minute
+		c.MaxSessionTimeout = DefaultMaxSessionTimeout
 	}
 	if c.InitialRebalanceDelay == 0 {
-		c.InitialRebalanceDelay = 3 * time.Second
+		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	} else if c.InitialRebalanceDelay < 0 {
 		c.InitialRebalanceDelay = 0
 	}
 	if c.MaxGroupSize <= 0 {
-		c.MaxGroupSize = 1000
+		c.MaxGroupSize = DefaultMaxGroupSize
 	}
 	if c.OffsetsRetention <= 0 {
-		c.OffsetsRetention = 7 * 24 * time.Hour
+		c.OffsetsRetention = DefaultOffsetsRetention
 	}
 	if c.RetentionCheckInterval <= 0 {
-		c.RetentionCheckInterval = 10 * time.Minute
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
 	if c.MaxMetadataBytes <= 0 {
 		c.MaxMetadataBytes = 4096

@@ -14,11 +14,11 @@ package kafkaapi
 // min.insync.replicas, and otherwise answered once the high watermark passes the
 // batch (every ISR member has it), or with REQUEST_TIMED_OUT after timeout_ms, or
 // NOT_LEADER_OR_FOLLOWER as soon as the partition stops being led here (leadership
-// moved, or this broker's session is in doubt). While this broker confirms its session
-// (after a pause of its process, or a lost lease) a produce first waits for it, up to
-// fencedWait, rather than refusing at once a partition that usually stays here. Under flush.policy=always
-// acks=1 and acks=-1 are also answered only once the leader's fdatasync covers the
-// batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
+// moved, or this broker's session is in doubt). While this broker confirms its
+// session (after a pause of its process, or a lost lease) a produce first waits for
+// it, up to fencedWait, rather than refusing at once a partition that usually stays
+// here. Under flush.policy=always acks=1 and acks=-1 are also answered only once the
+// leader's fdatasync covers the batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
@@ -27,7 +27,6 @@ package kafkaapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +35,17 @@ import (
 	"skiff/replication"
 )
 
-func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.ProduceRequest]{
+		min: 3, max: 7,
+		handle:      (*Server).handleProduce,
+		entries:     produceEntries,
+		shape:       produceShape,
+		weighsFrame: true,
+	})
+}
+
+func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	s.waitUnfenced(c)
 	type pending struct {
@@ -93,11 +102,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 		return nil
 	}
 	if len(waits) > 0 {
-		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-		if timeout <= 0 {
-			timeout = 30 * time.Second
-		}
-		ctx, cancel := context.WithTimeout(c.ctx, timeout)
+		ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 		defer cancel()
 		for _, w := range waits {
 			if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {

@@ -39,7 +39,15 @@ import (
 // requested or are not known" (INT32_MIN).
 const authorizedOperationsOmitted = -2147483648
 
-func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.MetadataRequest]{
+		min: 0, max: 8,
+		handle:  (*Server).handleMetadata,
+		entries: func(r *kmsg.MetadataRequest) int { return len(r.Topics) },
+	})
+}
+
+func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataRequest) kmsg.Response {
 	current := s.viewCurrent(c)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	var names []string
@@ -177,37 +185,6 @@ func (s *Server) describeTopic(snap *cluster.Snapshot, t cluster.Topic, live map
 	return rt, unsettled
 }
 
-// staleViewWait bounds how long a request that names leaders (Metadata,
-// FindCoordinator) waits for this node's view of the cluster to become current:
-// after a pause of the process its metadata catches up with etcd in well under a
-// second when etcd has quorum.
-const staleViewWait = 2 * time.Second
-
-// viewCurrent reports whether this node's view of the cluster is current, waiting
-// up to staleViewWait for that while it is not.
-func (s *Server) viewCurrent(c *conn) bool {
-	if s.cfg.ViewCurrent == nil {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, staleViewWait)
-	defer cancel()
-	return s.cfg.ViewCurrent(ctx)
-}
-
-// nameable reports whether leader may be named as the leader of partition p of
-// topic: another broker always (whether it still leads is its own to say), this
-// broker only while its replica leads (not one whose leadership was given to an
-// earlier registration of this broker). A replica not open here (offline, or not
-// applied yet) is named: requests for it get KAFKA_STORAGE_ERROR or
-// NOT_LEADER_OR_FOLLOWER.
-func (s *Server) nameable(topic string, p, leader int32) bool {
-	if leader != s.cfg.NodeID {
-		return true
-	}
-	lp := s.parts.Partition(topic, p)
-	return lp == nil || lp.IsLeader()
-}
-
 // autoCreate creates an unknown topic with the broker defaults when allowed, and
 // waits briefly until this node serves it, so the client's next request finds it.
 func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, int16) {
@@ -217,7 +194,7 @@ func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, 
 	if !allowed || cluster.IsInternalTopic(name) {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
 	_, err := s.createTopic(ctx, topicRequest{name: name, partitions: -1, replicationFactor: -1})
 	if errors.Is(err, kerr.TopicAlreadyExists) {

@@ -6,7 +6,7 @@ package kafkaapi
 // effective value: the topic's override (source DYNAMIC_TOPIC_CONFIG), else the
 // broker's setting (STATIC_BROKER_CONFIG), else the built-in default
 // (DEFAULT_CONFIG); config_names narrows the list. A broker resource (type 4, name ""
-// or this broker's id) lists the broker settings, read-only. Synonyms (v1+) are
+// or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+) are
 // returned when asked for; types (v3) always; documentation (v3) is null.
 //
 // Not implemented: broker logger resources (type 8) and resources of other brokers
@@ -21,14 +21,28 @@ import (
 	"skiff/cluster"
 )
 
-// BrokerConfig is one read-only broker setting reported by DescribeConfigs.
+// BrokerConfig is one broker setting reported by DescribeConfigs.
 type BrokerConfig struct {
 	Name, Value string
 	Type        cluster.ConfigType
 	IsDefault   bool
+	ReadOnly    bool // it cannot be changed while the broker runs
 }
 
-func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.DescribeConfigsRequest]{
+		min: 0, max: 3,
+		handle: (*Server).handleDescribeConfigs,
+		entries: func(r *kmsg.DescribeConfigsRequest) (n int) {
+			for _, res := range r.Resources {
+				n += topicEntries(len(res.ConfigNames))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
@@ -80,7 +94,7 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				}
 				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 				v := bc.Value
-				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = bc.Name, &v, true, bc.IsDefault
+				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = bc.Name, &v, bc.ReadOnly, bc.IsDefault
 				rc.Source = kmsg.ConfigSourceStaticBrokerConfig
 				if bc.IsDefault {
 					rc.Source = kmsg.ConfigSourceDefaultConfig

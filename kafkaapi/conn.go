@@ -36,7 +36,7 @@ type conn struct {
 	frame []byte
 	held  int64
 
-	fw *frameWriter // Fetch responses
+	fw *FrameWriter // Fetch responses
 
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read
@@ -201,11 +201,11 @@ func (c *conn) handle(frame []byte) error {
 	switch {
 	case errors.Is(err, errTooManyPartitions):
 		c.refuse("too_many_partitions", "closing connection: request names too many partitions (max-partitions-per-request)",
-			"client_id", d.hdr.clientID, "err", err)
+			"client_id", d.hdr.ClientID, "err", err)
 		return errRefused
 	case err != nil:
 		c.refuse("malformed_request", "closing connection: malformed request",
-			"client_id", d.hdr.clientID, "err", err)
+			"client_id", d.hdr.ClientID, "err", err)
 		return errRefused
 	case d.req == nil:
 		c.srv.metrics.requestErrors.WithLabelValues("unsupported").Inc()
@@ -217,12 +217,12 @@ func (c *conn) handle(frame []byte) error {
 	c.srv.budget.release(c.held - keep)
 	c.held = keep
 
-	hdr, req := d.hdr, d.req
-	c.srv.metrics.requests.WithLabelValues(kmsg.NameForKey(hdr.key)).Inc()
-	if r, ok := req.(*kmsg.FetchRequest); ok {
-		return c.srv.handleFetch(c, &hdr, r)
+	hdr, a := d.hdr, d.api
+	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
+	if a.write != nil { // the key writes its own answer (Fetch: zero copy)
+		return a.write(c.srv, c, &hdr, d.req)
 	}
-	resp := c.srv.dispatch(c, &hdr, req)
+	resp := a.handle(c.srv, c, &hdr, d.req)
 	if resp == nil { // acks=0 produce: no answer at all
 		return nil
 	}
@@ -230,20 +230,21 @@ func (c *conn) handle(frame []byte) error {
 }
 
 // writeResponse writes resp as the answer to the request with header hdr.
-func (c *conn) writeResponse(hdr *requestHeader, resp kmsg.Response) error {
-	b := appendResponse(getBuf(responseBufSize)[:0], hdr, resp)
+func (c *conn) writeResponse(hdr *RequestHeader, resp kmsg.Response) error {
+	b := AppendResponse(getBuf(responseBufSize)[:0], hdr, resp)
 	err := c.write(b)
 	putBuf(b)
 	return err
 }
 
-// appendResponse appends resp's frame to dst: size, correlation id, the header's
-// tagged fields for flexible responses (never for ApiVersions), then the body.
-func appendResponse(dst []byte, hdr *requestHeader, resp kmsg.Response) []byte {
+// AppendResponse appends resp's frame to dst: size, correlation id, the header's
+// tagged fields for flexible responses (except for keys whose response header has
+// none: ApiVersions), then the body.
+func AppendResponse(dst []byte, hdr *RequestHeader, resp kmsg.Response) []byte {
 	start := len(dst)
 	b := append(dst, 0, 0, 0, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(hdr.correlationID))
-	if resp.IsFlexible() && hdr.key != 18 {
+	b = binary.BigEndian.AppendUint32(b, uint32(hdr.CorrelationID))
+	if a := lookup(hdr.Key); resp.IsFlexible() && (a == nil || !a.plainResponseHeader) {
 		b = append(b, 0)
 	}
 	b = resp.AppendTo(b)
@@ -260,29 +261,26 @@ func (c *conn) write(b []byte) error {
 }
 
 // writeUnsupported answers a key or version outside the advertised profile with
-// UNSUPPORTED_VERSION. ApiVersions gets its v0 body with the supported ranges so the
-// client can retry at a version it knows; any other request gets a body holding only
-// the error code, since there is no schema to encode it in.
-func (c *conn) writeUnsupported(hdr requestHeader) error {
-	c.logger.Debug("unsupported API version", "api_key", hdr.key, "api_version", hdr.version)
-	if hdr.key == 18 {
-		resp := kmsg.NewPtrApiVersionsResponse()
-		resp.SetVersion(0)
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		resp.ApiKeys = apiKeys()
-		return c.writeResponse(&hdr, resp)
+// UNSUPPORTED_VERSION. A served key may have its own answer (ApiVersions: its v0
+// body with the supported ranges, so the client can retry at a version it knows);
+// any other request gets a body holding only the error code, since there is no
+// schema to encode it in.
+func (c *conn) writeUnsupported(hdr RequestHeader) error {
+	c.logger.Debug("unsupported API version", "api_key", hdr.Key, "api_version", hdr.Version)
+	if a := lookup(hdr.Key); a != nil && a.unsupported != nil {
+		return c.writeResponse(&hdr, a.unsupported())
 	}
 	var b [10]byte
 	binary.BigEndian.PutUint32(b[0:], 6)
-	binary.BigEndian.PutUint32(b[4:], uint32(hdr.correlationID))
+	binary.BigEndian.PutUint32(b[4:], uint32(hdr.CorrelationID))
 	binary.BigEndian.PutUint16(b[8:], uint16(kerr.UnsupportedVersion.Code))
 	return c.write(b[:])
 }
 
 // fetchWriter returns the connection's Fetch frame writer.
-func (c *conn) fetchWriter() *frameWriter {
+func (c *conn) fetchWriter() *FrameWriter {
 	if c.fw == nil {
-		c.fw = &frameWriter{}
+		c.fw = &FrameWriter{}
 	}
 	return c.fw
 }

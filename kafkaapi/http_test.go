@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // httpGet fetches http://<addr><path> without keep-alives (no idle connection
@@ -67,10 +68,13 @@ func TestMetricsAndHealth(t *testing.T) {
 	if _, recs := decodeBatches(t, p.RecordBatches); len(recs) != 3 {
 		t.Fatalf("fetched %d records, want 3", len(recs))
 	}
-	sent := metric(t, n.HTTPAddr(), "skiff_fetch_bytes_sendfile_total")
-	if sent <= 0 || sent-sentBefore < float64(len(p.RecordBatches)) {
-		t.Errorf("skiff_fetch_bytes_sendfile_total went from %v to %v after a fetch of %d record bytes", sentBefore, sent, len(p.RecordBatches))
-	}
+	// The counter is added once sendfile returns, which can be after the client
+	// has read the answer: wait for it.
+	var sent float64
+	waitFor(t, 10*time.Second, "skiff_fetch_bytes_sendfile_total to count the fetch", func() bool {
+		sent = metric(t, n.HTTPAddr(), "skiff_fetch_bytes_sendfile_total")
+		return sent > 0 && sent-sentBefore >= float64(len(p.RecordBatches))
+	})
 	if copied := metric(t, n.HTTPAddr(), "skiff_fetch_bytes_copied_total"); copied != copiedBefore {
 		t.Errorf("skiff_fetch_bytes_copied_total went from %v to %v: record bytes were copied through user space", copiedBefore, copied)
 	}

@@ -3,7 +3,6 @@ package kafkaapi_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,35 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"skiff/appliance"
+	"skiff/internal/leakcheck"
 )
 
 // TestMain runs the suite, closes the shared node, and fails the package if
-// goroutines outlive the tests. The check polls for up to 10 s, as embedetcd's and
-// cluster's TestMain do: etcd ends some connection goroutines only when its peer
-// read timeout (5 s) ends a blocked read. No goroutine is ignored.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := closeShared(); err != nil {
-		fmt.Fprintf(os.Stderr, "close shared node: %v\n", err)
-		code = 1
-	}
-	if code == 0 {
-		start := time.Now()
-		err := goleak.Find()
-		for err != nil && time.Since(start) < 10*time.Second {
-			time.Sleep(100 * time.Millisecond) // polling a condition, not synchronising
-			err = goleak.Find()
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// goroutines outlive the tests, waiting for etcd's slow ones to end (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.Main(m, closeShared) }
 
 // Settings of the shared node that tests rely on.
 const (
@@ -101,15 +78,14 @@ func testLogger() *slog.Logger {
 // startNode starts a node on loopback with every port chosen by the kernel.
 func startNode(dir string, opts ...func(*appliance.Config)) (*appliance.Node, error) {
 	cfg := appliance.Config{
-		DataDir:          dir,
-		Listen:           "127.0.0.1:0",
-		EtcdClient:       "127.0.0.1:0",
-		EtcdPeer:         "127.0.0.1:0",
-		HTTP:             "127.0.0.1:0",
-		NodeName:         "kafkaapi-test",
-		AutoCreateTopics: true,
-		ShutdownTimeout:  10 * time.Second,
-		Logger:           testLogger(),
+		DataDir:         dir,
+		Listen:          "127.0.0.1:0",
+		EtcdClient:      "127.0.0.1:0",
+		EtcdPeer:        "127.0.0.1:0",
+		HTTP:            "127.0.0.1:0",
+		NodeName:        "kafkaapi-test",
+		ShutdownTimeout: 10 * time.Second,
+		Logger:          testLogger(),
 	}
 	for _, o := range opts {
 		o(&cfg)

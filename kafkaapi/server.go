@@ -1,6 +1,7 @@
 // Package kafkaapi serves the Kafka wire protocol: the listener, one loop per
 // connection (framing, headers, in-order responses), one file per API key named after
-// it (00_produce.go, 01_fetch.go, ...), and the zero-copy Fetch response writer.
+// it (00_produce.go, 01_fetch.go, ...), each registering its key in the table of
+// apis.go, and the zero-copy Fetch response writer.
 //
 // Requests on one connection are handled one at a time, in order, as Kafka brokers do;
 // concurrency comes from connections. kmsg (franz-go) decodes requests and encodes
@@ -25,22 +26,36 @@ import (
 	"skiff/replication"
 )
 
+// Defaults of Config, shared with the broker's settings table (appliance).
+const (
+	DefaultMaxRequestBytes               = 100 << 20        // socket.request.max.bytes
+	DefaultIdleTimeout                   = 10 * time.Minute // connections.max.idle.ms
+	DefaultReadTimeout                   = 30 * time.Second
+	DefaultMaxConnections                = 10000     // max.connections
+	DefaultQueuedMaxRequestBytes         = 256 << 20 // queued.max.request.bytes
+	DefaultMaxPartitionsPerRequest       = 100000
+	DefaultPartitions                    = 1  // num.partitions
+	DefaultReplicationFactor             = 1  // default.replication.factor
+	DefaultOffsetsTopicPartitions        = 16 // offsets.topic.num.partitions
+	DefaultOffsetsTopicReplicationFactor = 3  // offsets.topic.replication.factor
+)
+
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
 	// NodeID is this broker's id, as listed in Metadata.
 	NodeID int32
 	// MaxRequestBytes is socket.request.max.bytes: a larger frame closes the
-	// connection (default 100 MiB).
+	// connection (default DefaultMaxRequestBytes).
 	MaxRequestBytes int32
 	// IdleTimeout is connections.max.idle.ms: a connection silent this long between
-	// requests is closed (default 10 minutes).
+	// requests is closed (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
 	// ReadTimeout bounds the time to receive one request frame from its first byte
 	// (IdleTimeout if shorter); a client still sending it then is closed (slowloris).
-	// Default 30 s.
+	// Default DefaultReadTimeout.
 	ReadTimeout time.Duration
 	// MaxConnections is max.connections: a connection accepted while this many are
-	// open is closed at once (default 10000).
+	// open is closed at once (default DefaultMaxConnections).
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip: a connection accepted while
 	// this many from the same address are open is closed at once (default 0:
@@ -51,18 +66,21 @@ type Config struct {
 	// size (Produce) or decodeFactor times it (other APIs, for the decoded structs)
 	// before its frame is read, and waits until that much is free; once decoded it
 	// keeps its frame and entryBytes per entry. A request that could need more than
-	// all of it closes the connection. Default 256 MiB, at least MaxRequestBytes.
+	// all of it closes the connection. Default DefaultQueuedMaxRequestBytes, at
+	// least MaxRequestBytes.
 	QueuedMaxRequestBytes int64
 	// MaxPartitionsPerRequest bounds the partitions (topics, groups... for requests
-	// without partitions; see requestEntries) of one request; a request naming more
-	// closes the connection (default 100000).
+	// without partitions; see topicEntries) of one request; a request naming more
+	// closes the connection (default DefaultMaxPartitionsPerRequest).
 	MaxPartitionsPerRequest int
 	// DisableAutoCreateTopics turns auto.create.topics.enable off: Metadata then never
 	// creates unknown topics (default: it does, when the request allows it).
 	DisableAutoCreateTopics bool
-	// DefaultPartitions is num.partitions for topics created without a count (default 1).
+	// DefaultPartitions is num.partitions for topics created without a count
+	// (default DefaultPartitions).
 	DefaultPartitions int32
-	// DefaultReplicationFactor is default.replication.factor (default 1).
+	// DefaultReplicationFactor is default.replication.factor (default
+	// DefaultReplicationFactor).
 	DefaultReplicationFactor int16
 	// TopicDefaults are the broker-level defaults of topic configs, keyed by topic
 	// config name (log.retention.ms is given as retention.ms).
@@ -74,7 +92,8 @@ type Config struct {
 	Groups *groups.Coordinator
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
 	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when the
-	// first FindCoordinator creates __consumer_offsets (defaults 16 and 3; the
+	// first FindCoordinator creates __consumer_offsets (defaults
+	// DefaultOffsetsTopicPartitions and DefaultOffsetsTopicReplicationFactor; the
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
@@ -91,35 +110,35 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.MaxRequestBytes <= 0 {
-		c.MaxRequestBytes = 100 << 20
+		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 10 * time.Minute
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.ReadTimeout <= 0 {
-		c.ReadTimeout = 30 * time.Second
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	if c.MaxConnections <= 0 {
-		c.MaxConnections = 10000
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.QueuedMaxRequestBytes <= 0 {
-		c.QueuedMaxRequestBytes = 256 << 20
+		c.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
 	}
 	c.QueuedMaxRequestBytes = max(c.QueuedMaxRequestBytes, int64(c.MaxRequestBytes))
 	if c.MaxPartitionsPerRequest <= 0 {
-		c.MaxPartitionsPerRequest = 100000
+		c.MaxPartitionsPerRequest = DefaultMaxPartitionsPerRequest
 	}
 	if c.DefaultPartitions <= 0 {
-		c.DefaultPartitions = 1
+		c.DefaultPartitions = DefaultPartitions
 	}
 	if c.DefaultReplicationFactor <= 0 {
-		c.DefaultReplicationFactor = 1
+		c.DefaultReplicationFactor = DefaultReplicationFactor
 	}
 	if c.OffsetsTopicPartitions <= 0 {
-		c.OffsetsTopicPartitions = 16
+		c.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
 	}
 	if c.OffsetsTopicReplicationFactor <= 0 {
-		c.OffsetsTopicReplicationFactor = 3
+		c.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

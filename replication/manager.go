@@ -62,13 +62,14 @@ type Config struct {
 	// later. Nil: ISR changes are not written (a lone node, tests).
 	AlterISR func(ctx context.Context, topic string, partition, partitionEpoch int32, isr []int32) ([]int32, int32, error)
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
-	// this long leaves the ISR (default 30 s).
+	// this long leaves the ISR (default DefaultReplicaLagMax).
 	ReplicaLagMax time.Duration
 	// Registerer, when set, receives the replication metrics (metrics.go).
 	Registerer prometheus.Registerer
 	// Logger receives the manager's log lines.
 	Logger *slog.Logger
-	// RetentionCheckInterval is log.retention.check.interval.ms (default 5 minutes).
+	// RetentionCheckInterval is log.retention.check.interval.ms (default
+	// DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
 	// FS is the filesystem of Dir (segments, leader-epoch checkpoints,
 	// partition.metadata); crash tests pass one that loses unsynced data. Default
@@ -178,6 +179,12 @@ func (m *Manager) WaitUnfenced(ctx context.Context) bool {
 	return true
 }
 
+// Defaults of Config, shared with the broker's settings table (appliance).
+const (
+	DefaultReplicaLagMax          = 30 * time.Second // replica.lag.time.max.ms
+	DefaultRetentionCheckInterval = 5 * time.Minute  // log.retention.check.interval.ms
+)
+
 // NewManager creates the topics folder and starts the retention loop.
 func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
@@ -187,10 +194,10 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.SessionValid = func() bool { return true }
 	}
 	if cfg.RetentionCheckInterval <= 0 {
-		cfg.RetentionCheckInterval = 5 * time.Minute
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
 	if cfg.ReplicaLagMax <= 0 {
-		cfg.ReplicaLagMax = 30 * time.Second
+		cfg.ReplicaLagMax = DefaultReplicaLagMax
 	}
 	if cfg.BrokerAddr == nil {
 		cfg.BrokerAddr = func(int32) (string, bool) { return "", false }

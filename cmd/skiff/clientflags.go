@@ -1,8 +1,8 @@
 package main
 
-// Shared by the client commands (topic, produce, consume): the --brokers and
-// --timeout flags, the franz-go client they build, and the translation of
-// connection failures into one message that says what to do.
+// Shared by the client commands (topic, group, offsets, produce, consume): the
+// --brokers and --timeout flags, the franz-go client they build, and the
+// translation of connection failures into one message that says what to do.
 //
 // The client commands are ordinary Kafka clients (franz-go kgo and kadm): they
 // use no private door into the broker and work against any Kafka cluster.
@@ -22,11 +22,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+
+	"skiff/appliance"
 )
 
 const (
-	defaultBrokers = "localhost:9092"
-	defaultPort    = "9092"
+	defaultPort    = appliance.DefaultKafkaPort
+	defaultBrokers = "localhost:" + defaultPort
 	defaultTimeout = 10 * time.Second
 )
 
@@ -38,7 +40,7 @@ func clientFlags() []cli.Flag {
 			Aliases: []string{"b"},
 			EnvVars: []string{"SKIFF_BROKERS"},
 			Value:   defaultBrokers,
-			Usage:   "Kafka brokers to bootstrap from, `HOST:PORT[,...]` (port 9092 if omitted)",
+			Usage:   "Kafka brokers to bootstrap from, `HOST:PORT[,...]` (port " + defaultPort + " if omitted)",
 		},
 		&cli.DurationFlag{
 			Name:    "timeout",
@@ -60,11 +62,20 @@ func clientConfigFrom(c *cli.Context) (clientConfig, error) {
 	if err != nil {
 		return clientConfig{}, err
 	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		return clientConfig{}, fmt.Errorf("--timeout must be positive, not %v", timeout)
+	timeout, err := timeoutFlag(c)
+	if err != nil {
+		return clientConfig{}, err
 	}
 	return clientConfig{brokers: brokers, timeout: timeout}, nil
+}
+
+// timeoutFlag is the --timeout of a client or admin command, checked.
+func timeoutFlag(c *cli.Context) (time.Duration, error) {
+	timeout := c.Duration("timeout")
+	if timeout <= 0 {
+		return 0, fmt.Errorf("--timeout must be positive, not %v", timeout)
+	}
+	return timeout, nil
 }
 
 // parseBrokers splits a comma-separated broker list, trims spaces, drops empty
@@ -101,6 +112,27 @@ func parseBrokers(s string) ([]string, error) {
 		return nil, errors.New("no brokers given: set --brokers HOST:PORT[,...] (or SKIFF_BROKERS)")
 	}
 	return out, nil
+}
+
+// clientFromFlags builds the Kafka client of a client command from its flags,
+// with extra options. It does not connect.
+func clientFromFlags(c *cli.Context, opts ...kgo.Opt) (*kafkaClient, error) {
+	cfg, err := clientConfigFrom(c)
+	if err != nil {
+		return nil, err
+	}
+	return newKafkaClient(cfg, nil, opts...)
+}
+
+// adminFromFlags is the preamble of a command that makes one round of admin
+// requests: the client from its flags and a context bounded by --timeout. done
+// releases both.
+func adminFromFlags(c *cli.Context) (k *kafkaClient, ctx context.Context, done func(), err error) {
+	if k, err = clientFromFlags(c); err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := k.requestCtx(c.Context)
+	return k, ctx, func() { cancel(); k.Close() }, nil
 }
 
 // kafkaClient is a franz-go client plus an admin client over it, remembering

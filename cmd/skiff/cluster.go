@@ -23,8 +23,8 @@ import (
 )
 
 const (
-	defaultHTTP     = "localhost:9644"
-	defaultHTTPPort = "9644"
+	defaultHTTPPort = appliance.DefaultHTTPPort
+	defaultHTTP     = "localhost:" + defaultHTTPPort
 )
 
 func clusterCommand() *cli.Command {
@@ -45,7 +45,7 @@ func adminFlags() []cli.Flag {
 			Name:    "http",
 			EnvVars: []string{"SKIFF_HTTP"},
 			Value:   defaultHTTP,
-			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port 9644 if omitted)",
+			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port " + defaultHTTPPort + " if omitted)",
 		},
 		&cli.DurationFlag{
 			Name:  "timeout",
@@ -111,9 +111,9 @@ func adminClientFrom(c *cli.Context) (*adminClient, error) {
 	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p <= 0 || p > 65535 {
 		return nil, fmt.Errorf("--http %q: want HOST:PORT, a node's HTTP address", c.String("http"))
 	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		return nil, fmt.Errorf("--timeout must be positive, not %v", timeout)
+	timeout, err := timeoutFlag(c)
+	if err != nil {
+		return nil, err
 	}
 	return &adminClient{base: "http://" + addr, http: &http.Client{Timeout: timeout}}, nil
 }

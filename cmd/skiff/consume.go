@@ -180,19 +180,13 @@ func runConsume(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	watch := new(dialWatch)
-	k, err := newKafkaClient(cfg, watch)
+	k, err := clientFromFlags(c)
 	if err != nil {
 		return err
 	}
 	defer k.Close()
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 
 	partitions, err := k.topicPartitions(ctx, o.topic)
 	if err != nil {

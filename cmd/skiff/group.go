@@ -111,26 +111,15 @@ func groupName(c *cli.Context) (string, error) {
 	}
 }
 
-// clientFromFlags builds the Kafka client of a client command.
-func clientFromFlags(c *cli.Context) (*kafkaClient, error) {
-	cfg, err := clientConfigFrom(c)
-	if err != nil {
-		return nil, err
-	}
-	return newKafkaClient(cfg, nil)
-}
-
 func runGroupList(c *cli.Context) error {
 	if err := unexpectedArgs(c, 0, ": group list takes no arguments"); err != nil {
 		return err
 	}
-	k, err := clientFromFlags(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	defer k.Close()
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	groups, err := k.adm.ListGroups(ctx)
 	if err != nil {
 		return fmt.Errorf("list groups: %w", k.explain(err))
@@ -172,13 +161,11 @@ func runGroupDescribe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	k, err := clientFromFlags(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	defer k.Close()
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	lags, err := k.adm.Lag(ctx, group)
 	if err != nil {
 		return fmt.Errorf("describe group %q: %w", group, k.explain(err))
@@ -297,13 +284,11 @@ func runGroupDelete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	k, err := clientFromFlags(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	defer k.Close()
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	rs, err := k.adm.DeleteGroups(ctx, group)
 	if err != nil {
 		return fmt.Errorf("delete group %q: %w", group, k.explain(err))

@@ -205,13 +205,11 @@ func runOffsetsRestore(c *cli.Context) error {
 		return nil
 	}
 
-	k, err := clientFromFlags(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	defer k.Close()
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	if err := k.checkInactive(ctx, groups...); err != nil {
 		return err
 	}

@@ -139,20 +139,6 @@ func runProduce(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
-	if err != nil {
-		return err
-	}
-	in := c.App.Reader
-	if o.file != "" && o.file != "-" {
-		f, err := os.Open(o.file)
-		if err != nil {
-			return fmt.Errorf("open input: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-
 	// The batch limit follows the topic's max.message.bytes once known.
 	var maxBatch atomic.Int32
 	maxBatch.Store(defaultMaxMessageBytes)
@@ -167,11 +153,20 @@ func runProduce(c *cli.Context) error {
 	if !o.idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	k, err := newKafkaClient(cfg, nil, opts...)
+	k, err := clientFromFlags(c, opts...)
 	if err != nil {
 		return err
 	}
 	defer k.Close()
+	in := c.App.Reader
+	if o.file != "" && o.file != "-" {
+		f, err := os.Open(o.file)
+		if err != nil {
+			return fmt.Errorf("open input: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
 
 	if _, err := k.topicPartitions(c.Context, o.topic); err != nil {
 		return err

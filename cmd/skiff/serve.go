@@ -20,22 +20,27 @@ func serveCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read settings from this YAML `FILE` (keys are the flag names)", EnvVars: []string{"SKIFF_CONFIG"}},
 	}
-	for _, s := range serveSettings {
-		usage := fmt.Sprintf("%s (env %s)", s.usage, envName(s.name))
-		// Defaults are shown in the usage text but not set on the flag, so that
-		// IsSet tells a flag given on the command line from one left alone.
-		if s.def != "" {
-			usage += fmt.Sprintf(" (default: %s)", s.def)
+	defaults := map[string]string{}
+	for _, s := range new(appliance.Config).Settings() {
+		defaults[s.Name] = s.Default()
+		usage := s.Doc
+		if s.Kafka != "" {
+			usage += " (" + s.Kafka + ")"
 		}
-		if s.kind == kindBool {
-			flags = append(flags, &cli.BoolFlag{Name: s.name, Usage: usage})
+		usage += fmt.Sprintf(" (env %s)", envName(s.Name))
+		// Defaults are shown in the usage text but not set on the flag, so that
+		// IsSet tells a flag given on the command line from one left alone. The
+		// man page leaves out a bool flag's DefaultText: it goes into the usage.
+		if s.Kind() == appliance.KindBool {
+			usage += " (default: " + s.Default() + ")"
+			flags = append(flags, &cli.BoolFlag{Name: s.Name, Usage: usage, DisableDefaultText: true})
 			continue
 		}
-		flags = append(flags, &cli.StringFlag{Name: s.name, Usage: usage})
+		flags = append(flags, &cli.StringFlag{Name: s.Name, Usage: usage, DefaultText: s.Default()})
 	}
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "run a Skiff node (with no settings: a single-node cluster in ./skiff-data on :9092)",
+		Usage: fmt.Sprintf("run a Skiff node (with no settings: a single-node cluster in %s on %s)", defaults["data-dir"], defaults["listen"]),
 		Description: "Settings come from --config FILE, then flags, then SKIFF_* environment variables,\n" +
 			"each overriding the one before.",
 		Flags:  flags,
@@ -44,64 +49,28 @@ func serveCommand() *cli.Command {
 }
 
 func runServe(c *cli.Context) error {
-	var file settingValues
+	var file map[string]string
 	if path := c.String("config"); path != "" {
 		var err error
 		if file, err = readConfigFile(path); err != nil {
 			return err
 		}
 	}
-	vals, err := resolveSettings(file, func(name string) (string, bool) {
-		if settingByName(name).kind == kindBool {
-			return strconv.FormatBool(c.Bool(name)), c.IsSet(name)
+	var cfg appliance.Config
+	err := resolveSettings(&cfg, file, func(s appliance.Setting) (string, bool) {
+		if s.Kind() == appliance.KindBool {
+			return strconv.FormatBool(c.Bool(s.Name)), c.IsSet(s.Name)
 		}
-		return c.String(name), c.IsSet(name)
+		return c.String(s.Name), c.IsSet(s.Name)
 	})
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(vals.str("log-level"), vals.str("log-format"))
+	logger, err := newLogger(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
-	cfg := appliance.Config{
-		DataDir:                      vals.str("data-dir"),
-		Listen:                       vals.str("listen"),
-		Advertise:                    vals.str("advertise"),
-		EtcdClient:                   vals.str("etcd-client"),
-		EtcdPeer:                     vals.str("etcd-peer"),
-		HTTP:                         vals.str("http"),
-		Pprof:                        vals.bool("pprof"),
-		NodeName:                     vals.str("node-name"),
-		Bootstrap:                    vals.bool("bootstrap"),
-		Join:                         splitList(vals.str("join")),
-		JoinTimeout:                  vals.duration("join-timeout"),
-		ForceNewCluster:              vals.bool("force-new-cluster"),
-		Rack:                         vals.str("rack"),
-		DisableAutoLeaderRebalance:   !vals.bool("auto-leader-rebalance"),
-		LeaderImbalanceCheckInterval: vals.duration("leader-imbalance-check-interval"),
-		SessionTimeout:               vals.duration("session-timeout"),
-		ReplicaLagMax:                vals.duration("replica-lag-time-max"),
-		EtcdAdvertiseClient:          vals.str("etcd-advertise-client"),
-		EtcdAdvertisePeer:            vals.str("etcd-advertise-peer"),
-		AutoCreateTopics:             vals.bool("auto-create-topics"),
-		DefaultPartitions:            int32(vals.int("num-partitions")),
-		DefaultReplicationFactor:     int16(vals.int("default-replication-factor")),
-		MaxRequestBytes:              int32(vals.int("socket-request-max-bytes")),
-		IdleTimeout:                  vals.duration("connections-max-idle"),
-		ReadTimeout:                  vals.duration("socket-read-timeout"),
-		MaxConnections:               int(vals.int("max-connections")),
-		MaxConnectionsPerIP:          int(vals.int("max-connections-per-ip")),
-		QueuedMaxRequestBytes:        vals.int("queued-max-request-bytes"),
-		MaxPartitionsPerRequest:      int(vals.int("max-partitions-per-request")),
-		RetentionCheckInterval:       vals.duration("log-retention-check-interval"),
-		FlushPolicy:                  vals.str("flush-policy"),
-		FlushInterval:                vals.duration("flush-interval"),
-		ShutdownTimeout:              vals.duration("shutdown-timeout"),
-		Groups:                       groupConfig(vals),
-		Version:                      version,
-		Logger:                       logger,
-	}
+	cfg.Version, cfg.Logger = version, logger
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -176,15 +145,4 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("log-format %q: use auto, json or text", format)
-}
-
-// splitList splits a comma-separated setting, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"runtime/debug"
 
-	"skiff/appliance"
+	"skiff/kafkaapi"
 )
 
 // memoryHeadroom is what a node uses besides the requests it is reading and
@@ -23,7 +23,7 @@ func setMemoryLimit(requestBudget int64, env string) int64 {
 		return debug.SetMemoryLimit(-1) // the runtime read GOMEMLIMIT at start
 	}
 	if requestBudget <= 0 {
-		requestBudget = appliance.DefaultQueuedMaxRequestBytes
+		requestBudget = kafkaapi.DefaultQueuedMaxRequestBytes
 	}
 	limit := requestBudget + memoryHeadroom
 	debug.SetMemoryLimit(limit)

@@ -125,18 +125,11 @@ func runTopicCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	k, err := newKafkaClient(cfg, nil)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	rs, err := k.adm.CreateTopics(ctx, int32(partitions), int16(rf), configs, name)
 	if err != nil {
 		return fmt.Errorf("create topic %q: %w", name, k.explain(err))
@@ -162,18 +155,11 @@ func runTopicList(c *cli.Context) error {
 	if err := unexpectedArgs(c, 0, ": topic list takes no arguments"); err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	k, err := newKafkaClient(cfg, nil)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	tds, err := k.adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		return fmt.Errorf("list topics: %w", k.explain(err))
@@ -195,18 +181,11 @@ func runTopicDescribe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	k, err := newKafkaClient(cfg, nil)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	tds, err := k.adm.ListTopics(ctx, name)
 	if err != nil {
 		return fmt.Errorf("describe topic %q: %w", name, k.explain(err))
@@ -397,18 +376,11 @@ func runTopicDelete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	k, err := newKafkaClient(cfg, nil)
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-
-	ctx, cancel := k.requestCtx(c.Context)
-	defer cancel()
+	defer done()
 	rs, err := k.adm.DeleteTopics(ctx, name)
 	if err != nil {
 		return fmt.Errorf("delete topic %q: %w", name, k.explain(err))

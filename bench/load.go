@@ -1,6 +1,6 @@
-package main
+package bench
 
-// The load of skiff bench: producer clients that stamp each record with its send
+// The load of a run: producer clients that stamp each record with its send
 // time (or due time, with --rate) and time its acknowledgement, and a consumer
 // that counts what it reads and, in e2e mode, times each record's arrival.
 
@@ -87,7 +87,7 @@ func (c *loadCounters) firstErr() error {
 // reused once acknowledged, so that the client does not allocate per record
 // (fresh memory is slow on small machines and would be measured as the broker's).
 type loadProducer struct {
-	k     *kafkaClient
+	k     *client
 	clock benchClock
 	lat   *latencyRecorder
 	acked *loadCounters
@@ -101,7 +101,7 @@ type loadProducer struct {
 	sent        int64 // records handed to the client; read after run returns
 }
 
-func newLoadProducer(k *kafkaClient, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
+func newLoadProducer(k *client, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
 	p := &loadProducer{k: k, clock: clock, lat: new(latencyRecorder), acked: acked, stampValues: stampValues}
 	p.free.size = size
 	p.free.seed = rand.Uint64()
@@ -184,7 +184,7 @@ func (p *loadProducer) produce(stamp int64) {
 	p.stamp(r, stamp)
 	// Not the run's context: an interrupt stops the loop between records rather
 	// than failing the records buffered.
-	p.k.cl.Produce(context.Background(), r, p.promise)
+	p.k.Kafka.Produce(context.Background(), r, p.promise)
 	p.sent++
 }
 
@@ -220,7 +220,7 @@ func (p *loadProducer) run(stop <-chan struct{}, quota, start, until int64, inte
 		p.produce(stamp)
 	}
 	// Every record fails at its delivery timeout at the latest, so this ends.
-	if err := p.k.cl.Flush(context.Background()); err != nil {
+	if err := p.k.Kafka.Flush(context.Background()); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
 	return nil
@@ -245,7 +245,7 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 		r := p.free.get()
 		p.stamp(r, untimed)
 		wg.Add(1)
-		p.k.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		p.k.Kafka.Produce(ctx, r, func(r *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				first = cmpOr(first, err)
@@ -257,7 +257,7 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 	}
 	wg.Wait()
 	if first != nil {
-		return fmt.Errorf("warm-up produce: %w", p.k.explain(first))
+		return fmt.Errorf("warm-up produce: %w", p.k.Explain(first))
 	}
 	return nil
 }
@@ -271,7 +271,7 @@ func cmpOr(a, b error) error {
 
 // loadConsumer reads partitions from given offsets and counts what it reads.
 type loadConsumer struct {
-	k     *kafkaClient
+	k     *client
 	clock benchClock
 	lat   *latencyRecorder // e2e latency of timed records
 	read  loadCounters     // records and value bytes read
@@ -284,12 +284,12 @@ type loadConsumer struct {
 
 // newLoadConsumer builds a consumer of topic's partitions from the offsets in
 // from (franz-go's defaults otherwise, no group).
-func newLoadConsumer(cfg clientConfig, clock benchClock, topic string, from map[int32]int64) (*loadConsumer, error) {
+func newLoadConsumer(cfg Config, clock benchClock, topic string, from map[int32]int64) (*loadConsumer, error) {
 	offs := make(map[int32]kgo.Offset, len(from))
 	for p, o := range from {
 		offs[p] = kgo.NewOffset().At(o)
 	}
-	k, err := newKafkaClient(cfg, nil, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	k, err := cfg.dial(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 		return true
 	}
 	for !complete() && (limit <= 0 || c.read.records.Load() < limit) {
-		fs := c.k.cl.PollFetches(ctx)
+		fs := c.k.Kafka.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -324,7 +324,7 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 			}
 		})
 		if ferr != nil {
-			return fmt.Errorf("consume: %w", c.k.explain(ferr))
+			return fmt.Errorf("consume: %w", c.k.Explain(ferr))
 		}
 		now := c.clock.now()
 		var n, bytes int64
@@ -333,7 +333,7 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 				return // past --records: read, not counted
 			}
 			next[r.Partition] = r.Offset + 1
-			if len(r.Value) >= minRecordSize {
+			if len(r.Value) >= MinRecordSize {
 				if stamp := int64(binary.LittleEndian.Uint64(r.Value)); stamp == untimed {
 					c.untimedRead.Add(1)
 					if c.onlyTimed {
@@ -356,7 +356,7 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 }
 
 // listOffsets lists the start and end offsets of every partition of topic.
-func listOffsets(ctx context.Context, k *kafkaClient, topic string) (start, end map[int32]int64, err error) {
+func listOffsets(ctx context.Context, k *client, topic string) (start, end map[int32]int64, err error) {
 	ctx, cancel := k.requestCtx(ctx)
 	defer cancel()
 	collect := func(what string, l kadm.ListedOffsets, err error) (map[int32]int64, error) {
@@ -364,7 +364,7 @@ func listOffsets(ctx context.Context, k *kafkaClient, topic string) (start, end 
 			err = l.Error()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s offsets of %q: %w", what, topic, k.explain(err))
+			return nil, fmt.Errorf("list %s offsets of %q: %w", what, topic, k.Explain(err))
 		}
 		m := make(map[int32]int64, len(l[topic]))
 		for p, o := range l[topic] {
@@ -372,50 +372,50 @@ func listOffsets(ctx context.Context, k *kafkaClient, topic string) (start, end 
 		}
 		return m, nil
 	}
-	l, err := k.adm.ListStartOffsets(ctx, topic)
+	l, err := k.Admin.ListStartOffsets(ctx, topic)
 	if start, err = collect("start", l, err); err != nil {
 		return nil, nil, err
 	}
-	l, err = k.adm.ListEndOffsets(ctx, topic)
+	l, err = k.Admin.ListEndOffsets(ctx, topic)
 	if end, err = collect("end", l, err); err != nil {
 		return nil, nil, err
 	}
 	return start, end, nil
 }
 
-// runBenchProduce is produce and e2e mode.
-func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progress *progressLine) (*benchResult, error) {
-	admin, err := newKafkaClient(cfg, nil)
+// runProduce is produce and e2e mode.
+func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
+	admin, err := cfg.dial()
 	if err != nil {
 		return nil, err
 	}
 	defer admin.Close()
-	parts, err := ensureTopic(ctx, admin, o)
+	parts, err := ensureTopic(ctx, admin, cfg)
 	if err != nil {
 		return nil, err
 	}
 
 	clock := benchClock{start: time.Now()}
 	var acked loadCounters
-	producers := make([]*loadProducer, o.producers)
+	producers := make([]*loadProducer, cfg.Producers)
 	for i := range producers {
-		k, err := newKafkaClient(cfg, nil, o.producerOpts()...)
+		k, err := cfg.dial(cfg.producerOpts()...)
 		if err != nil {
 			return nil, err
 		}
 		defer k.Close()
-		producers[i] = newLoadProducer(k, clock, o.recordSize, o.mode == benchE2E, &acked)
+		producers[i] = newLoadProducer(k, clock, cfg.RecordSize, cfg.Mode == E2E, &acked)
 	}
 
 	// e2e: the consumer starts at the current ends and must have read the
 	// warm-up records before the clock starts.
 	var cons *loadConsumer
-	if o.mode == benchE2E {
-		_, ends, err := listOffsets(ctx, admin, o.topic)
+	if cfg.Mode == E2E {
+		_, ends, err := listOffsets(ctx, admin, cfg.Topic)
 		if err != nil {
 			return nil, err
 		}
-		if cons, err = newLoadConsumer(cfg, clock, o.topic, ends); err != nil {
+		if cons, err = newLoadConsumer(cfg, clock, cfg.Topic, ends); err != nil {
 			return nil, err
 		}
 		defer cons.k.Close()
@@ -435,15 +435,15 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 	}
 	if cons != nil {
 		want := int64(warm * len(producers))
-		if err := waitUntil(ctx, cfg.timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
-			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.timeout)
+		if err := waitUntil(ctx, cfg.Timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
+			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.Timeout)
 		}
 	}
 
 	// The run. Each producer gets an equal share of --records and of --rate.
 	interval := 0.0
-	if o.rate > 0 {
-		interval = float64(time.Second) * float64(len(producers)) / o.rate
+	if cfg.Rate > 0 {
+		interval = float64(time.Second) * float64(len(producers)) / cfg.Rate
 	}
 	finished := make(chan struct{})
 	defer close(finished)
@@ -457,16 +457,16 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 	}()
 	start, cpuStart := clock.now(), cpuTime()
 	until := int64(-1)
-	if o.duration > 0 {
-		until = start + int64(o.duration)
+	if cfg.Duration > 0 {
+		until = start + int64(cfg.Duration)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(producers))
 	for i, p := range producers {
 		quota := int64(-1)
-		if o.records > 0 {
-			quota = o.records / int64(len(producers))
-			if int64(i) < o.records%int64(len(producers)) {
+		if cfg.Records > 0 {
+			quota = cfg.Records / int64(len(producers))
+			if int64(i) < cfg.Records%int64(len(producers)) {
 				quota++
 			}
 		}
@@ -484,15 +484,15 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		return nil, err
 	}
 
-	res := &benchResult{Mode: o.mode, Topic: o.topic, Partitions: parts, Producers: o.producers,
-		Acks: o.acksName, Compression: o.codecName, RecordSize: o.recordSize, Rate: o.rate}
-	if o.linger >= 0 {
-		ms := o.linger.Milliseconds()
+	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: parts, Producers: cfg.Producers,
+		Acks: cfg.AcksName, Compression: cfg.CompressionName, RecordSize: cfg.RecordSize, Rate: cfg.Rate}
+	if cfg.Linger >= 0 {
+		ms := cfg.Linger.Milliseconds()
 		res.LingerMs = &ms
 	}
 	res.Records, res.Bytes, res.Failed = acked.records.Load(), acked.bytes.Load(), acked.failed.Load()
 	if err := acked.firstErr(); err != nil {
-		res.FirstError = producers[0].k.explain(err).Error()
+		res.FirstError = producers[0].k.Explain(err).Error()
 	}
 	res.setElapsed(prodEnd - start)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
@@ -504,7 +504,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 	}
 	s := lat.summary()
 	res.ProduceLatency = &s
-	if o.rate > 0 {
+	if cfg.Rate > 0 {
 		ms := float64(maxLag) / float64(time.Millisecond)
 		res.MaxSendLagMs = &ms
 	}
@@ -512,7 +512,7 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 	if cons != nil {
 		// Wait until the consumer has read every acknowledged record, or stalls.
 		want := res.Records
-		err := waitProgress(ctx, cfg.timeout, func() int64 { return cons.read.records.Load() }, want)
+		err := waitProgress(ctx, cfg.Timeout, func() int64 { return cons.read.records.Load() }, want)
 		consCancel()
 		if cerr := <-consDone; cerr != nil {
 			err = cerr
@@ -533,18 +533,23 @@ func runBenchProduce(ctx context.Context, cfg clientConfig, o benchOpts, progres
 	return res, nil
 }
 
-// runBenchConsume is consume mode.
-func runBenchConsume(ctx context.Context, cfg clientConfig, o benchOpts, progress *progressLine) (*benchResult, error) {
-	admin, err := newKafkaClient(cfg, nil)
+// runConsume is consume mode.
+func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
+	admin, err := cfg.dial()
 	if err != nil {
 		return nil, err
 	}
 	defer admin.Close()
-	parts, err := admin.topicPartitions(ctx, o.topic)
-	if err != nil {
+	td, err := describeTopic(ctx, admin, cfg.Topic)
+	switch {
+	case err != nil:
 		return nil, err
+	case td.Err != nil:
+		return nil, admin.TopicError(cfg.Topic, td.Err)
+	case len(td.Partitions) == 0:
+		return nil, fmt.Errorf("topic %q has no partitions", cfg.Topic)
 	}
-	starts, ends, err := listOffsets(ctx, admin, o.topic)
+	starts, ends, err := listOffsets(ctx, admin, cfg.Topic)
 	if err != nil {
 		return nil, err
 	}
@@ -553,31 +558,31 @@ func runBenchConsume(ctx context.Context, cfg clientConfig, o benchOpts, progres
 		total += max(end-starts[p], 0)
 	}
 	if total == 0 {
-		return nil, fmt.Errorf("topic %q is empty: run `skiff bench produce -t %s` first", o.topic, o.topic)
+		return nil, fmt.Errorf("topic %q is empty: run `skiff bench produce -t %s` first", cfg.Topic, cfg.Topic)
 	}
 	clock := benchClock{start: time.Now()}
-	cons, err := newLoadConsumer(cfg, clock, o.topic, starts)
+	cons, err := newLoadConsumer(cfg, clock, cfg.Topic, starts)
 	if err != nil {
 		return nil, err
 	}
 	defer cons.k.Close()
 	runCtx := ctx
-	if o.duration > 0 {
+	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.duration)
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
 	sampler := startSampler(progress, clock, &cons.read, nil, cons)
 	cpuStart := cpuTime()
-	err = cons.run(runCtx, o.records, ends)
+	err = cons.run(runCtx, cfg.Records, ends)
 	end, cpuEnd := clock.now(), cpuTime()
 	sampler.stop()
 	if err != nil {
 		return nil, err
 	}
-	res := &benchResult{Mode: o.mode, Topic: o.topic, Partitions: int32(len(parts))}
+	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: int32(len(td.Partitions))}
 	res.Records, res.Bytes = cons.read.records.Load(), cons.read.bytes.Load()
-	if res.Records == total || (o.records > 0 && res.Records >= o.records) {
+	if res.Records == total || (cfg.Records > 0 && res.Records >= cfg.Records) {
 		end = cons.last.Load() // finished: up to the last record, not the context's end
 	}
 	res.setElapsed(end)

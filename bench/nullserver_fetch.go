@@ -1,4 +1,4 @@
-package kafkaapi
+package bench
 
 import (
 	"net"
@@ -7,11 +7,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/kafkaapi"
 	"skiff/logstore"
 )
 
 // The NullServer's read side: ListOffsets and Fetch from its partition files,
-// with the Server's response writer (whole batches, sendfile), and nothing a
+// with the broker's response writer (whole batches, sendfile), and nothing a
 // broker adds: no high watermark but the end of the file, no leader epochs, no
 // fetch sessions, no waiting for min_bytes (a fetch at the end is answered
 // empty at once).
@@ -56,7 +57,7 @@ type nullFetchPartition struct {
 // fetch answers req on c: whole batches from each partition's fetch offset, at
 // most partition_max_bytes each and max_bytes in all, but at least the first
 // batch found (KIP-74).
-func (s *NullServer) fetch(c net.Conn, w *frameWriter, hdr *requestHeader, req *kmsg.FetchRequest) error {
+func (s *NullServer) fetch(c net.Conn, w *kafkaapi.FrameWriter, hdr *kafkaapi.RequestHeader, req *kmsg.FetchRequest) error {
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -87,37 +88,37 @@ func (s *NullServer) fetch(c net.Conn, w *frameWriter, hdr *requestHeader, req *
 			budget -= fp.rng.Len
 		}
 	}
-	w.reset()
-	w.int32(hdr.correlationID)
-	w.int32(0) // throttle_time_ms
+	w.Reset()
+	w.Int32(hdr.CorrelationID)
+	w.Int32(0) // throttle_time_ms
 	if req.Version >= 7 {
-		w.int16(0) // error_code
-		w.int32(0) // session_id: no fetch sessions
+		w.Int16(0) // error_code
+		w.Int32(0) // session_id: no fetch sessions
 	}
-	w.int32(int32(len(topics)))
+	w.Int32(int32(len(topics)))
 	for i, parts := range topics {
-		w.string(req.Topics[i].Topic)
-		w.int32(int32(len(parts)))
+		w.Str(req.Topics[i].Topic)
+		w.Int32(int32(len(parts)))
 		for _, p := range parts {
-			w.int32(p.id)
-			w.int16(p.errCode)
-			w.int64(p.hw)
-			w.int64(p.hw) // last_stable_offset
+			w.Int32(p.id)
+			w.Int16(p.errCode)
+			w.Int64(p.hw)
+			w.Int64(p.hw) // last_stable_offset
 			if req.Version >= 5 {
-				w.int64(0) // log_start_offset
+				w.Int64(0) // log_start_offset
 			}
-			w.int32(-1) // aborted_transactions: null
+			w.Int32(-1) // aborted_transactions: null
 			if req.Version >= 11 {
-				w.int32(-1) // preferred_read_replica
+				w.Int32(-1) // preferred_read_replica
 			}
-			w.int32(int32(p.rng.Len))
+			w.Int32(int32(p.rng.Len))
 			if p.rng.Len > 0 {
-				w.ranges([]logstore.Range{p.rng})
+				w.Ranges([]logstore.Range{p.rng})
 			}
 		}
 	}
-	err := w.writeTo(c, s.metrics, nullServerWriteTimeout)
-	w.release()
+	err := w.Send(c, s.metrics, nullServerWriteTimeout)
+	w.Release()
 	return err
 }
 

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"math"
@@ -24,7 +24,7 @@ func TestHistogramEmpty(t *testing.T) {
 	if h.mean() != 0 || h.count() != 0 {
 		t.Errorf("empty: mean %v count %d", h.mean(), h.count())
 	}
-	if s := h.summary(); s != (latencySummary{}) {
+	if s := h.summary(); s != (LatencySummary{}) {
 		t.Errorf("empty summary %+v", s)
 	}
 }

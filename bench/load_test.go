@@ -1,7 +1,8 @@
-package main
+package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -59,5 +60,19 @@ func TestLoadProducerStamp(t *testing.T) {
 		if string(r.Value) != wantValue {
 			t.Errorf("stampValues %v: value %q, want %q", stampValues, r.Value, wantValue)
 		}
+	}
+}
+
+// franz-go's own defaults stay in force unless a flag says otherwise: with acks=all
+// and no --linger there is no idempotence or linger option.
+func TestProducerOpts(t *testing.T) {
+	cfg := Config{Topic: "t", Acks: kgo.AllISRAcks(), Idempotent: true, Compression: kgo.NoCompression(),
+		Linger: -1, DeliveryTimeout: time.Minute}
+	if n := len(cfg.producerOpts()); n != 4 {
+		t.Errorf("%d producer options, want 4 (topic, acks, compression, delivery timeout)", n)
+	}
+	cfg.Acks, cfg.Idempotent, cfg.Linger = kgo.LeaderAck(), false, 0
+	if n := len(cfg.producerOpts()); n != 6 {
+		t.Errorf("acks=1, linger 0: %d producer options, want 6 (and idempotence off, linger)", n)
 	}
 }

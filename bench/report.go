@@ -1,6 +1,6 @@
-package main
+package bench
 
-// What skiff bench prints: the summary (text or one JSON object) and, on a
+// What a run prints: the summary (text or one JSON object) and, on a
 // terminal, a progress line rewritten every second.
 
 import (
@@ -13,17 +13,18 @@ import (
 	"time"
 )
 
-// benchResult is one run's outcome; its JSON form is what --json prints.
-type benchResult struct {
-	Mode        benchMode `json:"mode"`
-	Topic       string    `json:"topic"`
-	Partitions  int32     `json:"partitions"`
-	Producers   int       `json:"producers,omitempty"`
-	Acks        string    `json:"acks,omitempty"`
-	Compression string    `json:"compression,omitempty"`
-	RecordSize  int       `json:"record_size,omitempty"`
-	LingerMs    *int64    `json:"linger_ms,omitempty"` // nil: franz-go's default
-	Rate        float64   `json:"target_rate,omitempty"`
+// Result is one run's outcome; its JSON form is what --json prints, and scripts
+// read its field names (scripts/perf): they must not change.
+type Result struct {
+	Mode        Mode    `json:"mode"`
+	Topic       string  `json:"topic"`
+	Partitions  int32   `json:"partitions"`
+	Producers   int     `json:"producers,omitempty"`
+	Acks        string  `json:"acks,omitempty"`
+	Compression string  `json:"compression,omitempty"`
+	RecordSize  int     `json:"record_size,omitempty"`
+	LingerMs    *int64  `json:"linger_ms,omitempty"` // nil: franz-go's default
+	Rate        float64 `json:"target_rate,omitempty"`
 
 	// Records and Bytes (record values and keys) are acknowledged (produce, e2e)
 	// or read (consume); Failed were not acknowledged.
@@ -38,19 +39,19 @@ type benchResult struct {
 	// used during the run: on a small machine it is taken from the brokers.
 	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
 
-	ProduceLatency *latencySummary `json:"produce_latency,omitempty"` // send (or due time) to ack
+	ProduceLatency *LatencySummary `json:"produce_latency,omitempty"` // send (or due time) to ack
 	MaxSendLagMs   *float64        `json:"max_send_lag_ms,omitempty"` // --rate: furthest behind schedule
-	E2ELatency     *latencySummary `json:"e2e_latency,omitempty"`     // send (or due time) to consume
+	E2ELatency     *LatencySummary `json:"e2e_latency,omitempty"`     // send (or due time) to consume
 	Consumed       int64           `json:"consumed,omitempty"`
 	ConsumeSeconds float64         `json:"consume_seconds,omitempty"`
 
-	Baseline *baselineResult    `json:"baseline,omitempty"`
+	Baseline *BaselineResult    `json:"baseline,omitempty"`
 	Ratios   map[string]float64 `json:"ratios,omitempty"` // MBPerSec / each baseline's MB/s
 }
 
 const mb = 1e6
 
-func (r *benchResult) setElapsed(ns int64) {
+func (r *Result) setElapsed(ns int64) {
 	r.Seconds = float64(ns) / float64(time.Second)
 	if r.Seconds > 0 {
 		r.RecordsPerSec = float64(r.Records) / r.Seconds
@@ -58,7 +59,7 @@ func (r *benchResult) setElapsed(ns int64) {
 	}
 }
 
-func (r *benchResult) setBaseline(b *baselineResult) {
+func (r *Result) setBaseline(b *BaselineResult) {
 	r.Baseline = b
 	r.Ratios = make(map[string]float64, len(b.Rows))
 	for _, row := range b.Rows {
@@ -68,7 +69,7 @@ func (r *benchResult) setBaseline(b *baselineResult) {
 	}
 }
 
-func (r *benchResult) writeJSON(w io.Writer) error {
+func (r *Result) writeJSON(w io.Writer) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -83,10 +84,10 @@ func (r *benchResult) writeJSON(w io.Writer) error {
 //	records      1000000 acknowledged, 0 failed, in 3.10 s
 //	throughput   322580 records/s   330.3 MB/s
 //	produce latency (ms, send to ack)   p50 2.10   p95 4.05   p99 6.20   p99.9 9.80   max 14.1   mean 2.31
-func (r *benchResult) writeText(w io.Writer) error {
+func (r *Result) writeText(w io.Writer) error {
 	var b strings.Builder
 	switch r.Mode {
-	case benchConsume:
+	case Consume:
 		fmt.Fprintf(&b, "consume  topic %s, %d partitions, one consumer from the log start\n", r.Topic, r.Partitions)
 		fmt.Fprintf(&b, "records      %d read in %.2f s\n", r.Records, r.Seconds)
 	default:
@@ -133,7 +134,7 @@ func (r *benchResult) writeText(w io.Writer) error {
 	return err
 }
 
-func latencyText(s *latencySummary) string {
+func latencyText(s *LatencySummary) string {
 	return fmt.Sprintf("p50 %s   p95 %s   p99 %s   p99.9 %s   max %s   mean %s",
 		msText(s.P50), msText(s.P95), msText(s.P99), msText(s.P999), msText(s.Max), msText(s.Mean))
 }

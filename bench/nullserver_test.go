@@ -1,4 +1,4 @@
-package kafkaapi
+package bench
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // A latency histogram in the manner of HdrHistogram, written out because it is
 // small: log-linear buckets over non-negative int64 values (nanoseconds here).
@@ -118,8 +118,8 @@ func (h *histogram) mean() float64 {
 	return h.sum / float64(h.n)
 }
 
-// latencySummary is what the bench reports about one histogram of durations.
-type latencySummary struct {
+// LatencySummary is what a run reports about one histogram of durations.
+type LatencySummary struct {
 	Count uint64  `json:"count"`
 	Mean  float64 `json:"mean_ms"`
 	P50   float64 `json:"p50_ms"`
@@ -129,9 +129,9 @@ type latencySummary struct {
 	Max   float64 `json:"max_ms"`
 }
 
-func (h *histogram) summary() latencySummary {
+func (h *histogram) summary() LatencySummary {
 	ms := func(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
-	return latencySummary{
+	return LatencySummary{
 		Count: h.n,
 		Mean:  h.mean() / float64(time.Millisecond),
 		P50:   ms(h.quantile(0.50)),

@@ -1,4 +1,4 @@
-package kafkaapi
+package bench
 
 import (
 	"encoding/binary"
@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
+	"skiff/kafkaapi"
 )
 
 // NullServer is the least a Kafka server can do for a producer and a consumer:
@@ -25,7 +26,8 @@ import (
 // batches to a file of that partition with their base offsets set, without
 // checking their CRCs, indexing more than their positions in memory, or syncing
 // them, and with no replication, sessions or metadata store. It answers
-// ListOffsets and Fetch from those files (nullserver_fetch.go). skiff bench
+// ListOffsets and Fetch from those files (nullserver_fetch.go), with the broker's
+// frame decoder and response writers (package kafkaapi). skiff bench
 // produce|consume --baseline runs its own load against one, so that a broker's
 // throughput can be read as a ratio of what the same client reaches against a
 // server that does no broker work.
@@ -34,7 +36,7 @@ type NullServer struct {
 	dir string       // holds the partitions' files, removed by Close
 	pid atomic.Int64 // the last producer id handed out
 	// metrics count the fetched bytes sent with sendfile and copied; nobody reads them.
-	metrics *Metrics
+	metrics *kafkaapi.Metrics
 
 	mu     sync.Mutex
 	topics map[string][]*nullPartition
@@ -54,15 +56,17 @@ type nullPartition struct {
 // nullBatch is where a batch starts in its partition's file.
 type nullBatch struct{ base, pos int64 }
 
-// nullServerMaxRequest is the largest request frame a NullServer reads (Server's
-// default socket.request.max.bytes).
-const nullServerMaxRequest = 100 << 20
+// nullServerMaxRequest is the largest request frame a NullServer reads: as much as
+// a broker reads by default.
+const nullServerMaxRequest = kafkaapi.DefaultMaxRequestBytes
 
 // nullServerWriteTimeout bounds the writing of one fetch answer.
 const nullServerWriteTimeout = time.Minute
 
-// nullServerKeys are the APIs a NullServer answers, at Server's versions.
-var nullServerKeys = []int16{0, 1, 2, 3, 18, 19, 22}
+// nullServerKeys are the APIs a NullServer answers, at the versions a broker serves
+// (kafkaapi.APIVersions).
+var nullServerKeys = []kmsg.Key{kmsg.Produce, kmsg.Fetch, kmsg.ListOffsets, kmsg.Metadata,
+	kmsg.ApiVersions, kmsg.CreateTopics, kmsg.InitProducerID}
 
 // StartNullServer listens on 127.0.0.1 (a port the kernel chooses) and appends to
 // files in a new directory in dir, removed by Close.
@@ -77,7 +81,7 @@ func StartNullServer(dir string) (*NullServer, error) {
 		return nil, fmt.Errorf("null server: %w", err)
 	}
 	s := &NullServer{ln: ln, dir: d, topics: map[string][]*nullPartition{}, conns: map[net.Conn]struct{}{},
-		metrics: NewMetrics(nil)}
+		metrics: kafkaapi.NewMetrics(nil)}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -135,7 +139,8 @@ func (s *NullServer) serve(c net.Conn) {
 		c.Close()
 	}()
 	var size [4]byte
-	var fw frameWriter
+	var fw kafkaapi.FrameWriter
+	var frame, out []byte // reused: the requests of a connection come one at a time
 	for {
 		if _, err := io.ReadFull(c, size[:]); err != nil {
 			return
@@ -144,37 +149,33 @@ func (s *NullServer) serve(c net.Conn) {
 		if n < 0 || n > nullServerMaxRequest {
 			return
 		}
-		frame := getBuf(int(n))[:n]
-		_, err := io.ReadFull(c, frame)
-		var resp kmsg.Response
-		var d decodedRequest
-		if err == nil {
-			if d, err = decodeFrame(frame, 0); err == nil {
-				switch req := d.req.(type) {
-				case *kmsg.FetchRequest: // written straight to c, with sendfile
-					putBuf(frame)
-					if err := s.fetch(c, &fw, &d.hdr, req); err != nil {
-						return
-					}
-					continue
-				case nil:
-					if d.hdr.key == 18 { // a newer ApiVersions: say which versions to use
-						resp = nullApiVersions(0, kerr.UnsupportedVersion.Code)
-					}
-				default:
-					resp = s.handle(d.req)
-				}
-			}
-		}
-		if resp == nil {
-			putBuf(frame)
+		frame = slices.Grow(frame[:0], int(n))[:n]
+		if _, err := io.ReadFull(c, frame); err != nil {
 			return
 		}
-		out := appendResponse(getBuf(responseBufSize)[:0], &d.hdr, resp)
-		putBuf(frame) // after handle: produced records alias it
-		_, err = c.Write(out)
-		putBuf(out)
+		hdr, req, err := kafkaapi.DecodeRequest(frame)
 		if err != nil {
+			return
+		}
+		var resp kmsg.Response
+		switch req := req.(type) {
+		case *kmsg.FetchRequest: // written straight to c, with sendfile
+			if err := s.fetch(c, &fw, &hdr, req); err != nil {
+				return
+			}
+			continue
+		case nil:
+			if hdr.Key == kmsg.ApiVersions.Int16() { // a newer ApiVersions: say which versions to use
+				resp = nullApiVersions(0, kerr.UnsupportedVersion.Code)
+			}
+		default:
+			resp = s.handle(req) // produced records alias frame
+		}
+		if resp == nil {
+			return
+		}
+		out = kafkaapi.AppendResponse(out[:0], &hdr, resp)
+		if _, err := c.Write(out); err != nil {
 			return
 		}
 	}
@@ -236,8 +237,8 @@ func nullApiVersions(version, errorCode int16) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(version)
 	resp.ErrorCode = errorCode
-	for _, k := range apiKeys() {
-		if slices.Contains(nullServerKeys, k.ApiKey) {
+	for _, k := range kafkaapi.APIVersions() {
+		if slices.Contains(nullServerKeys, kmsg.Key(k.ApiKey)) {
 			resp.ApiKeys = append(resp.ApiKeys, k)
 		}
 	}

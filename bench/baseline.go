@@ -1,7 +1,8 @@
-package main
+package bench
 
-// skiff bench baseline: what this machine does without a broker, measured the
-// way a broker works, so that broker figures can be read as ratios of it:
+// The baseline (skiff bench baseline): what this machine does without a broker,
+// measured the way a broker works, so that broker figures can be read as ratios of
+// it:
 //
 //   - page-cache write: sequential 1 MiB writes into a new file in --dir, no sync
 //     (a broker appending to a segment);
@@ -25,71 +26,31 @@ import (
 	"net"
 	"os"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
 const (
-	baselineChunk    = 1 << 20
-	defaultBaseBytes = 1 << 30
-	minBaseBytes     = 64 << 20
-	maxBaseBytes     = 4 << 30
-	baselineTimeout  = 10 * time.Minute
+	// BaselineChunk is the size of each write of the baseline, and the least it moves.
+	BaselineChunk   = 1 << 20
+	minBaseBytes    = 64 << 20
+	maxBaseBytes    = 4 << 30
+	baselineTimeout = 10 * time.Minute
 )
 
-func benchBaselineCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "baseline",
-		Usage:     "measure this machine's disk write, loopback TCP and sendfile throughput",
-		ArgsUsage: " ",
-		Description: `Moves --bytes through each of: sequential 1 MiB writes into a new file in --dir
-(page cache, no sync); the same with fdatasync after every 1 MiB; a loopback TCP
-stream between two goroutines; that file sent over loopback with sendfile; and
-the same file copied over loopback through a 1 MiB buffer. Put --dir on the
-filesystem of the brokers' data directory. The file is removed afterwards.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Value: ".", Usage: "write the disk baseline into `DIR`"},
-			&cli.Int64Flag{Name: "bytes", Value: defaultBaseBytes, Usage: "move `N` bytes in each measurement"},
-			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
-		},
-		Action: runBenchBaseline,
-	}
-}
-
-func runBenchBaseline(c *cli.Context) error {
-	if err := unexpectedArgs(c, 0, ": bench baseline takes no arguments"); err != nil {
-		return err
-	}
-	n := c.Int64("bytes")
-	if n < baselineChunk || n > 64<<30 {
-		return fmt.Errorf("--bytes must be from %d (1 MiB) to 64 GiB, not %d", baselineChunk, n)
-	}
-	dir := c.String("dir")
-	if err := checkBaselineDir(dir); err != nil {
-		return err
-	}
+// RunBaseline measures this machine's limits moving n bytes each, with its files in
+// dir, and prints the result to out: each row as it is measured, or with asJSON
+// one JSON object at the end.
+func RunBaseline(ctx context.Context, dir string, n int64, asJSON bool, out io.Writer) error {
 	var rowOut io.Writer
-	if !c.Bool("json") {
-		rowOut = c.App.Writer
+	if !asJSON {
+		rowOut = out
 		fmt.Fprintf(rowOut, "baseline  %.0f MB each, disk in %s\n", float64(n)/mb, dir)
 	}
-	res, err := measureBaseline(c.Context, dir, n, rowOut)
+	res, err := MeasureBaseline(ctx, dir, n, rowOut)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return res.writeJSON(c.App.Writer)
-	}
-	return nil
-}
-
-func checkBaselineDir(dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("--dir: %w", err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("--dir %s is not a directory", dir)
+	if asJSON {
+		return res.writeJSON(out)
 	}
 	return nil
 }
@@ -98,23 +59,24 @@ func checkBaselineDir(dir string) error {
 // the same, within [64 MiB, 4 GiB].
 func baselineVolume(n int64) int64 { return min(max(n, minBaseBytes), maxBaseBytes) }
 
-// baselineResult is the machine's limits measured in one run.
-type baselineResult struct {
+// BaselineResult is the machine's limits measured in one run.
+type BaselineResult struct {
 	Dir   string        `json:"dir"`
 	Bytes int64         `json:"bytes"`
-	Rows  []baselineRow `json:"rows"`
+	Rows  []BaselineRow `json:"rows"`
 	// FdatasyncP50Ms is the median time of one 1 MiB write plus fdatasync.
 	FdatasyncP50Ms float64 `json:"fdatasync_p50_ms"`
 }
 
-type baselineRow struct {
+// BaselineRow is one measurement of a baseline.
+type BaselineRow struct {
 	Name     string  `json:"name"`
 	Desc     string  `json:"description"`
 	MBPerSec float64 `json:"mb_per_sec"`
 	Seconds  float64 `json:"seconds"`
 }
 
-func (b *baselineResult) writeJSON(w io.Writer) error {
+func (b *BaselineResult) writeJSON(w io.Writer) error {
 	j, err := json.Marshal(b)
 	if err != nil {
 		return err
@@ -123,8 +85,8 @@ func (b *baselineResult) writeJSON(w io.Writer) error {
 	return err
 }
 
-func (b *baselineResult) add(name, desc string, d time.Duration, out io.Writer) {
-	row := baselineRow{Name: name, Desc: desc, Seconds: d.Seconds()}
+func (b *BaselineResult) add(name, desc string, d time.Duration, out io.Writer) {
+	row := BaselineRow{Name: name, Desc: desc, Seconds: d.Seconds()}
 	if d > 0 {
 		row.MBPerSec = float64(b.Bytes) / mb / d.Seconds()
 	}
@@ -134,11 +96,11 @@ func (b *baselineResult) add(name, desc string, d time.Duration, out io.Writer) 
 	}
 }
 
-// measureBaseline runs every measurement with n bytes, writing its files in dir.
+// MeasureBaseline runs every measurement with n bytes, writing its files in dir.
 // Each row is printed to out as it is measured when out is not nil.
-func measureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*baselineResult, error) {
-	res := &baselineResult{Dir: dir, Bytes: n}
-	buf := make([]byte, baselineChunk)
+func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*BaselineResult, error) {
+	res := &BaselineResult{Dir: dir, Bytes: n}
+	buf := make([]byte, BaselineChunk)
 	for i := range buf {
 		buf[i] = 'a' + byte(i*7+i/13)%26
 	}
@@ -244,7 +206,7 @@ func loopback(send func(net.Conn) error) (time.Duration, error) {
 		}
 		defer c.Close()
 		c.SetReadDeadline(time.Now().Add(baselineTimeout))
-		n, err := io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, baselineChunk))
+		n, err := io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, BaselineChunk))
 		got <- result{n, err}
 	}()
 	c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)

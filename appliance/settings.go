@@ -1,0 +1,384 @@
+package appliance
+
+// The settings of `skiff serve`, each declared once in Config.Settings: its flag
+// (also its YAML key and SKIFF_* variable), its Kafka name, its typed default and
+// its doc line. The flags, --help, the man page, the packaged skiff.yaml
+// (cmd/skiff), the defaults of a Config and the broker entries of DescribeConfigs
+// all come from this table. A default that a lower package also needs for its own
+// Config is that package's named constant (kafkaapi.DefaultMaxConnections, ...),
+// which the table refers to. A new setting is one entry here, plus the Config
+// field it is bound to and its use; `go generate ./cmd/skiff` then rewrites the
+// packaged skiff.yaml.
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"skiff/cluster"
+	"skiff/embedetcd"
+	"skiff/groups"
+	"skiff/kafkaapi"
+	"skiff/replication"
+)
+
+// The ports a node listens on by default, for Kafka and HTTP; the client
+// commands dial them when an address names no port.
+const (
+	DefaultKafkaPort = "9092"
+	DefaultHTTPPort  = "9644"
+)
+
+// Kind is how a setting's value is written in a flag, the YAML file or a SKIFF_*
+// variable.
+type Kind int
+
+// Kinds of settings.
+const (
+	KindString   Kind = iota // any text
+	KindBool                 // true or false
+	KindInt                  // a whole number
+	KindDuration             // a Go duration such as 30s or 10m
+)
+
+// Setting is one setting of `skiff serve`, bound to its field of a Config.
+type Setting struct {
+	// Name is the flag, the key of the YAML file and, as SKIFF_<NAME> with dashes
+	// as underscores, the environment variable.
+	Name string
+	// Kafka is Kafka's name of the broker config, "" where Kafka has none, and
+	// KafkaType its type. DescribeConfigs reports the setting under this name,
+	// unless Unlisted: Kafka has the config, but Skiff does not report it yet.
+	Kafka     string
+	KafkaType cluster.ConfigType
+	Unlisted  bool
+	// Doc is the one-line help; --help adds the Kafka name and the default.
+	Doc string
+	// Dynamic settings can be changed while the node runs (DescribeConfigs'
+	// read_only is the opposite). None can yet: every setting is read at start.
+	Dynamic bool
+
+	v value
+}
+
+// Kind is how the setting's value is written.
+func (s Setting) Kind() Kind { return s.v.kind() }
+
+// Default is the default value, written as in a flag ("" for none).
+func (s Setting) Default() string { return s.v.defaultText() }
+
+// Check reports whether text is a valid value, without setting it.
+func (s Setting) Check(text string) error { return s.v.check(text) }
+
+// Set parses text and stores it in the setting's field; on error the field is
+// unchanged.
+func (s Setting) Set(text string) error { return s.v.set(text) }
+
+// Settings returns every setting of `skiff serve` in the order --help lists them,
+// bound to c's fields: Set writes them, and DescribeConfigs reports c's values.
+func (c *Config) Settings() []Setting {
+	g := &c.Groups
+	return []Setting{
+		{Name: "data-dir", Doc: "folder holding this node's data (etcd member, Pebble, topic segments)",
+			v: text(&c.DataDir, "./skiff-data")},
+		{Name: "listen", Doc: "Kafka API listen address HOST:PORT",
+			v: text(&c.Listen, ":"+DefaultKafkaPort)},
+		{Name: "advertise", Doc: "Kafka address clients are told to dial HOST:PORT (default: listen, with a wildcard host replaced by this machine's host name)",
+			v: text(&c.Advertise, "")},
+		{Name: "etcd-client", Doc: "embedded etcd client listen address HOST:PORT (cluster-internal)",
+			v: text(&c.EtcdClient, embedetcd.DefaultClientAddr)},
+		{Name: "etcd-peer", Doc: "embedded etcd peer listen address HOST:PORT (cluster-internal)",
+			v: text(&c.EtcdPeer, embedetcd.DefaultPeerAddr)},
+		{Name: "http", Doc: "HTTP listen address for /metrics, /healthz and /readyz",
+			v: text(&c.HTTP, ":"+DefaultHTTPPort)},
+		{Name: "pprof", Doc: "also serve Go's profiler under /debug/pprof/ on the HTTP address (CPU, heap and goroutine profiles; docs/performance.md)",
+			v: flag(&c.Pprof)},
+		{Name: "node-name", Doc: "name of this node's etcd member (default: skiff-<node id>)",
+			v: text(&c.NodeName, "")},
+		{Name: "bootstrap", Doc: "start a new cluster (also what an empty data directory without --join does)",
+			v: flag(&c.Bootstrap)},
+		{Name: "join", Doc: "join the cluster of running nodes at HOST:PORT[,HOST:PORT] (their etcd-client addresses) when the data directory is empty",
+			v: list(&c.Join)},
+		{Name: "join-timeout", Doc: "give up joining when no running node answers within this time",
+			v: duration(&c.JoinTimeout, time.Minute)},
+		{Name: "force-new-cluster", Doc: "restart this node's data as a one-member cluster, dropping every other etcd member: only to recover when most nodes are lost for good (docs/operations.md); remove it after that one restart",
+			v: flag(&c.ForceNewCluster)},
+		{Name: "rack", Kafka: "broker.rack", KafkaType: cluster.ConfigTypeString, Unlisted: true,
+			Doc: "rack of this broker: replicas of a partition go to different racks",
+			v:   text(&c.Rack, "")},
+		{Name: "etcd-advertise-client", Doc: "etcd client address other nodes dial HOST:PORT (default: etcd-client, a wildcard host replaced by the host name)",
+			v: text(&c.EtcdAdvertiseClient, "")},
+		{Name: "etcd-advertise-peer", Doc: "etcd peer address other nodes dial HOST:PORT (default: etcd-peer, a wildcard host replaced by the host name)",
+			v: text(&c.EtcdAdvertisePeer, "")},
+		{Name: "log-level", Doc: "log level: debug, info, warn or error",
+			v: text(&c.LogLevel, "info")},
+		{Name: "log-format", Doc: "log format: auto (JSON unless stderr is a terminal), json or text",
+			v: text(&c.LogFormat, "auto")},
+		{Name: "auto-create-topics", Kafka: "auto.create.topics.enable", KafkaType: cluster.ConfigTypeBoolean,
+			Doc: "create unknown topics on Metadata requests that allow it",
+			v:   onUnless(&c.DisableAutoCreateTopics)},
+		{Name: "num-partitions", Kafka: "num.partitions", KafkaType: cluster.ConfigTypeInt,
+			Doc: "partitions of topics created without a count",
+			v:   integer(&c.DefaultPartitions, kafkaapi.DefaultPartitions)},
+		{Name: "default-replication-factor", Kafka: "default.replication.factor", KafkaType: cluster.ConfigTypeShort,
+			Doc: "replication factor of topics created without one",
+			v:   integer(&c.DefaultReplicationFactor, kafkaapi.DefaultReplicationFactor)},
+		{Name: "auto-leader-rebalance", Kafka: "auto.leader.rebalance.enable", KafkaType: cluster.ConfigTypeBoolean, Unlisted: true,
+			Doc: "move partition leadership back to preferred replicas",
+			v:   onUnless(&c.DisableAutoLeaderRebalance)},
+		{Name: "leader-imbalance-check-interval", Kafka: "leader.imbalance.check.interval.seconds", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
+			Doc: "how often leadership moves back to preferred replicas",
+			v:   duration(&c.LeaderImbalanceCheckInterval, cluster.DefaultRebalanceInterval)},
+		{Name: "replica-lag-time-max", Kafka: "replica.lag.time.max.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
+			Doc: "a follower that has not caught up with its leader for this long leaves the ISR",
+			v:   duration(&c.ReplicaLagMax, replication.DefaultReplicaLagMax)},
+		{Name: "session-timeout", Kafka: "broker.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "broker session lease TTL: a broker silent this long is gone for the cluster",
+			v:   duration(&c.SessionTimeout, 6*time.Second)},
+		{Name: "socket-request-max-bytes", Kafka: "socket.request.max.bytes", KafkaType: cluster.ConfigTypeInt,
+			Doc: "largest Kafka request frame accepted; larger ones close the connection",
+			v:   integer(&c.MaxRequestBytes, kafkaapi.DefaultMaxRequestBytes)},
+		{Name: "connections-max-idle", Kafka: "connections.max.idle.ms", KafkaType: cluster.ConfigTypeLong,
+			Doc: "close Kafka connections idle this long",
+			v:   duration(&c.IdleTimeout, kafkaapi.DefaultIdleTimeout)},
+		{Name: "socket-read-timeout", Doc: "close a Kafka connection that takes longer than this to send one request from its first byte (slow or stalled clients)",
+			v: duration(&c.ReadTimeout, kafkaapi.DefaultReadTimeout)},
+		{Name: "max-connections", Kafka: "max.connections", KafkaType: cluster.ConfigTypeInt,
+			Doc: "most Kafka connections open at once; more are closed when accepted",
+			v:   integer(&c.MaxConnections, kafkaapi.DefaultMaxConnections)},
+		{Name: "max-connections-per-ip", Kafka: "max.connections.per.ip", KafkaType: cluster.ConfigTypeInt,
+			Doc: "most Kafka connections open at once from one client address; more are closed when accepted; 0: no limit",
+			v:   zeroIsNoLimit(integer(&c.MaxConnectionsPerIP, 0))},
+		{Name: "queued-max-request-bytes", Kafka: "queued.max.request.bytes", KafkaType: cluster.ConfigTypeLong,
+			Doc: "memory all Kafka requests being read and handled may take together; readers wait for it; at least socket-request-max-bytes",
+			v:   integer(&c.QueuedMaxRequestBytes, kafkaapi.DefaultQueuedMaxRequestBytes)},
+		{Name: "max-partitions-per-request", Doc: "most partitions (or topics, groups) one Kafka request may name; a request naming more closes its connection",
+			v: integer(&c.MaxPartitionsPerRequest, kafkaapi.DefaultMaxPartitionsPerRequest)},
+		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong,
+			Doc: "how often retention deletes old segments",
+			v:   duration(&c.RetentionCheckInterval, replication.DefaultRetentionCheckInterval)},
+		{Name: "flush-policy", Doc: "default flush.policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
+			v: text(&c.FlushPolicy, "")},
+		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
+			Doc: "default flush.ms of topics: how often flush.policy=interval fdatasyncs",
+			v:   duration(&c.FlushInterval, defaultFlushInterval)},
+		{Name: "shutdown-timeout", Doc: "how long a stop waits for in-flight requests before closing connections",
+			v: duration(&c.ShutdownTimeout, 30*time.Second)},
+		{Name: "group-min-session-timeout", Kafka: "group.min.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "shortest session timeout a consumer group member may ask for",
+			v:   duration(&g.MinSessionTimeout, groups.DefaultMinSessionTimeout)},
+		{Name: "group-max-session-timeout", Kafka: "group.max.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "longest session timeout a consumer group member may ask for",
+			v:   duration(&g.MaxSessionTimeout, groups.DefaultMaxSessionTimeout)},
+		{Name: "group-initial-rebalance-delay", Kafka: "group.initial.rebalance.delay.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how long the first rebalance of a new consumer group waits for more members to join; 0: none",
+			v:   zeroIsNone(duration(&g.InitialRebalanceDelay, groups.DefaultInitialRebalanceDelay))},
+		{Name: "group-max-size", Kafka: "group.max.size", KafkaType: cluster.ConfigTypeInt,
+			Doc: "most members (and members being admitted) of one consumer group",
+			v:   integer(&g.MaxSize, groups.DefaultMaxGroupSize)},
+		{Name: "offsets-retention", Kafka: "offsets.retention.minutes", KafkaType: cluster.ConfigTypeInt,
+			Doc: "delete a consumer group's committed offsets once the group has been empty this long",
+			v:   duration(&g.OffsetsRetention, groups.DefaultOffsetsRetention)},
+		{Name: "offsets-retention-check-interval", Kafka: "offsets.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong,
+			Doc: "how often expired committed offsets are deleted",
+			v:   duration(&g.OffsetsRetentionCheckInterval, groups.DefaultRetentionCheckInterval)},
+		{Name: "offsets-topic-num-partitions", Kafka: "offsets.topic.num.partitions", KafkaType: cluster.ConfigTypeInt,
+			Doc: "partitions of the internal topic __consumer_offsets, fixed when it is created",
+			v:   integer(&g.OffsetsTopicPartitions, kafkaapi.DefaultOffsetsTopicPartitions)},
+		{Name: "offsets-topic-replication-factor", Kafka: "offsets.topic.replication.factor", KafkaType: cluster.ConfigTypeShort,
+			Doc: "replication factor of __consumer_offsets when it is created, capped at the live brokers",
+			v:   integer(&g.OffsetsTopicReplicationFactor, kafkaapi.DefaultOffsetsTopicReplicationFactor)},
+	}
+}
+
+// defaultFlushInterval is the broker's default of flush.ms: the built-in one.
+const defaultFlushInterval = cluster.DefaultFlushMs * time.Millisecond
+
+// value is a setting's typed default and the field it is bound to.
+type value interface {
+	kind() Kind
+	defaultText() string
+	check(text string) error
+	set(text string) error
+	// fill stores the default where the field is unset (zero, or not positive).
+	fill()
+	isDefault() bool
+	// kafka is the field's value as DescribeConfigs reports the Kafka config name.
+	kafka(name string) string
+}
+
+// binding is a value of Go type T.
+type binding[T any] struct {
+	k       Kind
+	p       *T
+	def     T
+	decode  func(string) (T, error)
+	format  func(T) string                // as written in a flag or the YAML file
+	toKafka func(T, time.Duration) string // given the unit of the Kafka name
+	unset   func(T) bool                  // nil: the zero value is the default
+}
+
+func (b binding[T]) kind() Kind          { return b.k }
+func (b binding[T]) defaultText() string { return b.format(b.def) }
+func (b binding[T]) isDefault() bool     { return b.format(*b.p) == b.format(b.def) }
+func (b binding[T]) kafka(name string) string {
+	return b.toKafka(*b.p, kafkaUnit(name))
+}
+
+func (b binding[T]) check(text string) error { _, err := b.decode(text); return err }
+
+func (b binding[T]) set(text string) error {
+	v, err := b.decode(text)
+	if err == nil {
+		*b.p = v
+	}
+	return err
+}
+
+func (b binding[T]) fill() {
+	if b.unset != nil && b.unset(*b.p) {
+		*b.p = b.def
+	}
+}
+
+// kafkaUnit is the unit of a Kafka duration config, by Kafka's naming rule.
+func kafkaUnit(name string) time.Duration {
+	switch {
+	case strings.HasSuffix(name, ".seconds"):
+		return time.Second
+	case strings.HasSuffix(name, ".minutes"):
+		return time.Minute
+	}
+	return time.Millisecond
+}
+
+func text(p *string, def string) binding[string] {
+	return binding[string]{k: KindString, p: p, def: def,
+		decode:  func(s string) (string, error) { return s, nil },
+		format:  func(s string) string { return s },
+		toKafka: func(s string, _ time.Duration) string { return s },
+		unset:   func(s string) bool { return s == "" },
+	}
+}
+
+// list is a comma-separated list; empty items are dropped.
+func list(p *[]string) binding[[]string] {
+	return binding[[]string]{k: KindString, p: p,
+		decode:  func(s string) ([]string, error) { return splitList(s), nil },
+		format:  func(v []string) string { return strings.Join(v, ",") },
+		toKafka: func(v []string, _ time.Duration) string { return strings.Join(v, ",") },
+	}
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// flag is a setting that is off by default.
+func flag(p *bool) binding[bool] { return boolean(p, false) }
+
+// onUnless is a setting that is on by default, bound to a field that turns it off
+// (so that the zero Config has it on).
+func onUnless(off *bool) binding[bool] { return boolean(off, true) }
+
+func boolean(p *bool, negated bool) binding[bool] {
+	format := func(v bool) string { return strconv.FormatBool(v != negated) }
+	return binding[bool]{k: KindBool, p: p,
+		decode: func(s string) (bool, error) {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return false, fmt.Errorf("%q is not true or false", s)
+			}
+			return b != negated, nil
+		},
+		format:  format,
+		toKafka: func(v bool, _ time.Duration) string { return format(v) },
+	}
+}
+
+func integer[T int | int16 | int32 | int64](p *T, def T) binding[T] {
+	format := func(v T) string { return strconv.FormatInt(int64(v), 10) }
+	b := binding[T]{k: KindInt, p: p, def: def,
+		decode: func(s string) (T, error) {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err == nil && int64(T(n)) != n {
+				err = strconv.ErrRange
+			}
+			if err != nil {
+				return 0, fmt.Errorf("%q is not a whole number", s)
+			}
+			return T(n), nil
+		},
+		format:  format,
+		toKafka: func(v T, _ time.Duration) string { return format(v) },
+	}
+	if def > 0 {
+		b.unset = func(v T) bool { return v <= 0 }
+	}
+	return b
+}
+
+// zeroIsNoLimit reports the setting's 0, no limit, as Kafka does: the largest int32.
+func zeroIsNoLimit(b binding[int]) binding[int] {
+	kafka := b.toKafka
+	b.toKafka = func(v int, unit time.Duration) string {
+		if v == 0 {
+			return strconv.Itoa(math.MaxInt32)
+		}
+		return kafka(v, unit)
+	}
+	return b
+}
+
+func duration(p *time.Duration, def time.Duration) binding[time.Duration] {
+	return binding[time.Duration]{k: KindDuration, p: p, def: def,
+		decode: func(s string) (time.Duration, error) {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 {
+				return 0, fmt.Errorf("%q is not a duration such as 30s or 10m", s)
+			}
+			return d, nil
+		},
+		format:  shortDuration,
+		toKafka: func(d, unit time.Duration) string { return strconv.FormatInt(int64(d/unit), 10) },
+		unset:   func(d time.Duration) bool { return d <= 0 },
+	}
+}
+
+// zeroIsNone makes the setting's 0 mean none. The field holds none as a negative
+// duration, since its zero value means the default.
+func zeroIsNone(b binding[time.Duration]) binding[time.Duration] {
+	decode, format, kafka := b.decode, b.format, b.toKafka
+	b.decode = func(s string) (time.Duration, error) {
+		d, err := decode(s)
+		if err == nil && d == 0 {
+			d = -1
+		}
+		return d, err
+	}
+	b.format = func(d time.Duration) string { return format(max(d, 0)) }
+	b.toKafka = func(d, unit time.Duration) string { return kafka(max(d, 0), unit) }
+	b.unset = func(d time.Duration) bool { return d == 0 }
+	return b
+}
+
+// shortDuration writes d as a setting: 168h, 5m or 30s rather than 168h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
