@@ -536,8 +536,8 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	s := lat.summary()
 	res.ProduceLatency = &s
 	if res.Records > 0 {
-		ms := float64(gaps.longest) / float64(time.Millisecond)
-		res.MaxAckGapMs, res.MaxAckGapPartition = &ms, gaps.partition
+		gap := ms(gaps.longest)
+		res.MaxAckGapMs, res.MaxAckGapPartition = &gap, gaps.partition
 	}
 	if cfg.Rate > 0 {
 		ms := float64(maxLag) / float64(time.Millisecond)
