@@ -140,7 +140,7 @@ func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID)
 			return 0, fmt.Errorf("cluster: register broker %d: %w", b.ID, err)
 		}
 		if resp.Succeeded {
-			return resp.Header.Revision, nil // the key's create revision: the broker epoch
+			return resp.Header.Revision, nil // the key's create revision: a new run's broker epoch
 		}
 		held := resp.Responses[0].GetResponseRange().Kvs
 		if len(held) == 0 {
