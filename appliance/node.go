@@ -23,7 +23,8 @@
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
 //  2. stop campaigning for controller (resigning if elected), stop the session and
-//     clock loops, then end the broker session (the lease is revoked: the cluster sees the broker go; without etcd
+//     clock loops, then end the broker session (marked leaving, the lease is revoked:
+//     the cluster sees the broker go and moves its partitions at once; without etcd
 //     quorum it is left to expire instead of waiting for a revoke that cannot
 //     happen);
 //  3. stop applying metadata and close the cache;
