@@ -48,7 +48,7 @@ func TestFaultFreezeFranz(t *testing.T) {
 }
 
 func TestFaultFreezeLibrdkafka(t *testing.T) {
-	freezeEach(t, workloadConfig{rate: 2000, deliveryTimeout: 30 * time.Second, librdkafka: true})
+	freezeEach(t, traced(t, workloadConfig{rate: 2000, deliveryTimeout: 30 * time.Second, librdkafka: true}))
 }
 
 // freezeEach freezes every node in turn for freezeFor while the workload runs, then
@@ -153,7 +153,8 @@ func traceEtcd(t *testing.T, nodes []*testnode.Node, file string) (stop func()) 
 	return func() { close(done); <-ended }
 }
 
-// traced adds a debug log of the franz-go producer to cfg when SKIFF_FREEZE_TRACE is set.
+// traced adds a debug log of the producer (franz-go's, or librdkafka's idempotence
+// and protocol lines) to cfg when SKIFF_FREEZE_TRACE is set.
 func traced(t *testing.T, cfg workloadConfig) workloadConfig {
 	if freezeTrace == "" {
 		return cfg
@@ -163,6 +164,10 @@ func traced(t *testing.T, cfg workloadConfig) workloadConfig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
+	if cfg.librdkafka {
+		cfg.librdkafkaDebug, cfg.librdkafkaLog = "eos,protocol,msg", f
+		return cfg
+	}
 	stamp := func() string { return time.Now().Format("15:04:05.000000 ") }
 	cfg.franzOpts = append(cfg.franzOpts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, stamp)))
 	return cfg

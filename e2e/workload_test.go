@@ -39,8 +39,11 @@ type workloadConfig struct {
 	// message.timeout.ms). Default 2 minutes.
 	deliveryTimeout time.Duration
 	// librdkafka produces with librdkafka (Debian's python3-confluent-kafka) instead of
-	// franz-go: acks=all, idempotent.
-	librdkafka bool
+	// franz-go: acks=all, idempotent. librdkafkaDebug is its debug setting, whose log
+	// goes to librdkafkaLog.
+	librdkafka      bool
+	librdkafkaDebug string
+	librdkafkaLog   io.Writer
 	// franzOpts are added to the franz-go producer's options.
 	franzOpts []kgo.Opt
 }
@@ -201,8 +204,12 @@ func (w *workload) startLibrdkafka(ctx context.Context, cfg workloadConfig) {
 	for _, n := range w.nodes {
 		addrs = append(addrs, n.Addr)
 	}
-	cmd := exec.Command(python3, "testdata/rdkafka_produce.py", strings.Join(addrs, ","), faultTopic,
-		strconv.Itoa(cfg.rate), strconv.FormatInt(cfg.deliveryTimeout.Milliseconds(), 10))
+	args := []string{"testdata/rdkafka_produce.py", strings.Join(addrs, ","), faultTopic,
+		strconv.Itoa(cfg.rate), strconv.FormatInt(cfg.deliveryTimeout.Milliseconds(), 10)}
+	if cfg.librdkafkaDebug != "" {
+		args = append(args, cfg.librdkafkaDebug)
+	}
+	cmd := exec.Command(python3, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +220,9 @@ func (w *workload) startLibrdkafka(ctx context.Context, cfg workloadConfig) {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	if cfg.librdkafkaLog != nil {
+		cmd.Stderr = cfg.librdkafkaLog
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +305,7 @@ func (w *workload) finish(addr string) workloadResult {
 	w.t.Helper()
 	w.stop()
 	w.done.Wait()
-	final := readLog(w.t, addr)
+	final, batches := readLog(w.t, addr)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	check := func() error {
@@ -307,7 +317,8 @@ func (w *workload) finish(addr string) workloadResult {
 			}
 			at[r.partition][r.offset] = r.value
 			if prev, dup := where[r.value]; dup {
-				return fmt.Errorf("%s is in the log twice: partition %d offset %d and partition %d offset %d", r.value, prev.partition, prev.offset, r.partition, r.offset)
+				return fmt.Errorf("%s is in the log twice: partition %d offset %d (%s) and partition %d offset %d (%s)",
+					r.value, prev.partition, prev.offset, batches[prev], r.partition, r.offset, batches[r])
 			}
 			where[r.value] = r
 		}
@@ -351,8 +362,9 @@ func (w *workload) finish(addr string) workloadResult {
 	return res
 }
 
-// readLog reads the whole topic from a fresh client, sorted by partition and offset.
-func readLog(t *testing.T, addr string) []record {
+// readLog reads the whole topic from a fresh client, sorted by partition and offset,
+// with what the batch of each record says of it (producer id and epoch, leader epoch).
+func readLog(t *testing.T, addr string) ([]record, map[record]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -370,6 +382,7 @@ func readLog(t *testing.T, addr string) []record {
 	})
 	cl := newClient(t, addr, kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []record
+	batches := make(map[record]string)
 	got := make(map[int32]int64)
 	done := func() bool {
 		for p, end := range want {
@@ -385,7 +398,9 @@ func readLog(t *testing.T, addr string) []record {
 			t.Fatalf("reading the log: have %v, want %v", got, want)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, record{r.Partition, r.Offset, string(r.Value)})
+			rec := record{r.Partition, r.Offset, string(r.Value)}
+			out = append(out, rec)
+			batches[rec] = fmt.Sprintf("producer %d epoch %d, leader epoch %d", r.ProducerID, r.ProducerEpoch, r.LeaderEpoch)
 			got[r.Partition] = r.Offset + 1
 		})
 	}
@@ -395,5 +410,5 @@ func readLog(t *testing.T, addr string) []record {
 		}
 		return out[i].offset < out[j].offset
 	})
-	return out
+	return out, batches
 }

@@ -1,7 +1,9 @@
 """Produces records with librdkafka (Debian's python3-confluent-kafka) for the e2e fault
 tests: an idempotent acks=all producer at a fixed rate, until its stdin closes.
 
-Usage: rdkafka_produce.py BOOTSTRAP TOPIC RATE DELIVERY_TIMEOUT_MS
+Usage: rdkafka_produce.py BOOTSTRAP TOPIC RATE DELIVERY_TIMEOUT_MS [DEBUG]
+
+DEBUG, when given, is librdkafka's debug setting (its log goes to stderr).
 
 Each record's value is "v%08d" (a counter) and its key the value's last two digits, as
 the franz-go workload does. One line per outcome on stdout:
@@ -31,12 +33,15 @@ def main():
             offset = msg.offset()
             out.write("ack %d %d %s %d\n" % (msg.partition(), -1 if offset is None else offset, value, time.time_ns()))
 
-    p = Producer({
+    conf = {
         "bootstrap.servers": bootstrap,
         "acks": "all",
         "enable.idempotence": True,
         "message.timeout.ms": timeout_ms,
-    })
+    }
+    if len(sys.argv) > 5:
+        conf["debug"] = sys.argv[5]
+    p = Producer(conf)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
 
