@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,9 +51,10 @@ type workloadConfig struct {
 
 // workload produces and consumes in the background until stop.
 type workload struct {
-	t     *testing.T
-	nodes []*testnode.Node
-	start time.Time
+	t          *testing.T
+	nodes      []*testnode.Node
+	start      time.Time
+	librdkafka bool // the producer is librdkafka
 
 	mu       sync.Mutex
 	acked    []record // acknowledged records, in acknowledgement order
@@ -81,7 +83,7 @@ func startWorkloadWith(t *testing.T, nodes []*testnode.Node, cfg workloadConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &workload{t: t, nodes: nodes, start: time.Now()}
+	w := &workload{t: t, nodes: nodes, start: time.Now(), librdkafka: cfg.librdkafka}
 	t.Logf("workload starts at %s (t=0)", w.start.Format("15:04:05.000000"))
 	w.gaps = newAckGaps(w.start, int32(len(md.Topics[faultTopic].Partitions)))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,6 +296,7 @@ func (w *workload) progress(n int, within time.Duration) {
 // workloadResult is what a finished workload's history showed.
 type workloadResult struct {
 	acked, failed int
+	resent        int // second copies of librdkafka's epoch bumps (see finish)
 	// longest is the longest time a partition went without an acknowledged record.
 	longest ackGap
 }
@@ -301,6 +304,13 @@ type workloadResult struct {
 // finish stops the workload and checks the history against the final log: every
 // acknowledged record is there exactly once, at its offset, in produce order, and
 // every consumed record is still there. It logs the longest ack gap of each partition.
+//
+// One exception, for librdkafka only: a record may be there twice when the second
+// copy carries a higher producer epoch. librdkafka's idempotent producer can send the
+// next batch of a partition before retrying one refused with NOT_LEADER_OR_FOLLOWER
+// across a leader change, gets OUT_OF_ORDER_SEQUENCE_NUMBER, bumps its epoch and sends
+// again what was not acknowledged, which no broker can tell from new records
+// (librdkafka issue 4953, seen with Kafka too). Such copies are counted and logged.
 func (w *workload) finish(addr string) workloadResult {
 	w.t.Helper()
 	w.stop()
@@ -308,30 +318,34 @@ func (w *workload) finish(addr string) workloadResult {
 	final, batches := readLog(w.t, addr)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	resent := 0 // second copies of librdkafka's epoch bumps
 	check := func() error {
 		at := make(map[int32]map[int64]string)
-		where := make(map[string]record)
+		copies := make(map[string][]record) // in log order
 		for _, r := range final {
 			if at[r.partition] == nil {
 				at[r.partition] = make(map[int64]string)
 			}
 			at[r.partition][r.offset] = r.value
-			if prev, dup := where[r.value]; dup {
-				return fmt.Errorf("%s is in the log twice: partition %d offset %d (%s) and partition %d offset %d (%s)",
-					r.value, prev.partition, prev.offset, batches[prev], r.partition, r.offset, batches[r])
+			if prev := copies[r.value]; len(prev) > 0 {
+				first := prev[0]
+				if !w.librdkafka || batches[r].producerEpoch <= batches[first].producerEpoch {
+					return fmt.Errorf("%s is in the log twice: partition %d offset %d (%s) and partition %d offset %d (%s)",
+						r.value, first.partition, first.offset, batches[first], r.partition, r.offset, batches[r])
+				}
+				resent++
 			}
-			where[r.value] = r
+			copies[r.value] = append(copies[r.value], r)
 		}
 		for _, a := range w.acked {
-			got, ok := where[a.value]
-			if !ok {
+			cs := copies[a.value]
+			if len(cs) == 0 {
 				return fmt.Errorf("acknowledged record %s (partition %d offset %d) is lost", a.value, a.partition, a.offset)
 			}
-			if a.offset < 0 { // acknowledged without an offset (librdkafka)
-				a.offset = got.offset
-			}
-			if got.partition != a.partition || got.offset != a.offset {
-				return fmt.Errorf("acknowledged record %s at partition %d offset %d is now at partition %d offset %d", a.value, a.partition, a.offset, got.partition, got.offset)
+			if !slices.ContainsFunc(cs, func(c record) bool {
+				return c.partition == a.partition && (a.offset < 0 || c.offset == a.offset) // -1: librdkafka did not say
+			}) {
+				return fmt.Errorf("acknowledged record %s at partition %d offset %d is now at partition %d offset %d", a.value, a.partition, a.offset, cs[0].partition, cs[0].offset)
 			}
 		}
 		for _, c := range w.consumed {
@@ -340,10 +354,11 @@ func (w *workload) finish(addr string) workloadResult {
 			}
 		}
 		// Produce order per partition: one producer, so its values grow with offsets
-		// (records of the tests' own probes, not starting with "v", are left out).
+		// (records of the tests' own probes, not starting with "v", and resent copies
+		// are left out).
 		last := make(map[int32]string)
 		for _, r := range final {
-			if !strings.HasPrefix(r.value, "v") {
+			if !strings.HasPrefix(r.value, "v") || copies[r.value][0] != r {
 				continue
 			}
 			if r.value <= last[r.partition] {
@@ -356,15 +371,29 @@ func (w *workload) finish(addr string) workloadResult {
 	if err := check(); err != nil {
 		w.t.Fatal(err)
 	}
-	res := workloadResult{acked: len(w.acked), failed: w.failed, longest: w.gaps.longest()}
+	if resent > 0 {
+		w.t.Logf("%d records are in the log twice, the second copy sent again by librdkafka under a new producer epoch", resent)
+	}
+	res := workloadResult{acked: len(w.acked), failed: w.failed, resent: resent, longest: w.gaps.longest()}
 	w.t.Logf("history ok: %d acknowledged, %d failed (never acknowledged), %d consumed during the run, %d in the log; longest ack gap %v (%s)",
 		len(w.acked), w.failed, len(w.consumed), len(final), res.longest.d.Round(time.Millisecond), w.gaps)
 	return res
 }
 
+// batchOf is what a record's batch says of it.
+type batchOf struct {
+	producerID    int64
+	producerEpoch int16
+	leaderEpoch   int32
+}
+
+func (b batchOf) String() string {
+	return fmt.Sprintf("producer %d epoch %d, leader epoch %d", b.producerID, b.producerEpoch, b.leaderEpoch)
+}
+
 // readLog reads the whole topic from a fresh client, sorted by partition and offset,
-// with what the batch of each record says of it (producer id and epoch, leader epoch).
-func readLog(t *testing.T, addr string) ([]record, map[record]string) {
+// with what the batch of each record says of it.
+func readLog(t *testing.T, addr string) ([]record, map[record]batchOf) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -382,7 +411,7 @@ func readLog(t *testing.T, addr string) ([]record, map[record]string) {
 	})
 	cl := newClient(t, addr, kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []record
-	batches := make(map[record]string)
+	batches := make(map[record]batchOf)
 	got := make(map[int32]int64)
 	done := func() bool {
 		for p, end := range want {
@@ -400,7 +429,7 @@ func readLog(t *testing.T, addr string) ([]record, map[record]string) {
 		fs.EachRecord(func(r *kgo.Record) {
 			rec := record{r.Partition, r.Offset, string(r.Value)}
 			out = append(out, rec)
-			batches[rec] = fmt.Sprintf("producer %d epoch %d, leader epoch %d", r.ProducerID, r.ProducerEpoch, r.LeaderEpoch)
+			batches[rec] = batchOf{r.ProducerID, r.ProducerEpoch, r.LeaderEpoch}
 			got[r.Partition] = r.Offset + 1
 		})
 	}
