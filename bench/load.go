@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/client"
 )
 
 // benchClock gives the nanoseconds since the start of a run from the monotonic
@@ -87,7 +89,7 @@ func (c *loadCounters) firstErr() error {
 // reused once acknowledged, so that the client does not allocate per record
 // (fresh memory is slow on small machines and would be measured as the broker's).
 type loadProducer struct {
-	k     *client
+	k     *client.Client
 	clock benchClock
 	lat   *latencyRecorder
 	acked *loadCounters
@@ -126,7 +128,7 @@ func (g *ackGaps) ack(partition int32, stamp, now int64) {
 	g.last[partition] = now
 }
 
-func newLoadProducer(k *client, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
+func newLoadProducer(k *client.Client, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
 	p := &loadProducer{k: k, clock: clock, lat: new(latencyRecorder), acked: acked, stampValues: stampValues}
 	p.free.size = size
 	p.free.seed = rand.Uint64()
@@ -211,7 +213,7 @@ func (p *loadProducer) produce(stamp int64) {
 	p.stamp(r, stamp)
 	// Not the run's context: an interrupt stops the loop between records rather
 	// than failing the records buffered.
-	p.k.Kafka.Produce(context.Background(), r, p.promise)
+	p.k.Kafka().Produce(context.Background(), r, p.promise)
 	p.sent++
 }
 
@@ -247,7 +249,7 @@ func (p *loadProducer) run(stop <-chan struct{}, quota, start, until int64, inte
 		p.produce(stamp)
 	}
 	// Every record fails at its delivery timeout at the latest, so this ends.
-	if err := p.k.Kafka.Flush(context.Background()); err != nil {
+	if err := p.k.Kafka().Flush(context.Background()); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
 	return nil
@@ -272,7 +274,7 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 		r := p.free.get()
 		p.stamp(r, untimed)
 		wg.Add(1)
-		p.k.Kafka.Produce(ctx, r, func(r *kgo.Record, err error) {
+		p.k.Kafka().Produce(ctx, r, func(r *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				first = cmpOr(first, err)
@@ -298,7 +300,7 @@ func cmpOr(a, b error) error {
 
 // loadConsumer reads partitions from given offsets and counts what it reads.
 type loadConsumer struct {
-	k     *client
+	k     *client.Client
 	clock benchClock
 	lat   *latencyRecorder // e2e latency of timed records
 	read  loadCounters     // records and value bytes read
@@ -316,7 +318,7 @@ func newLoadConsumer(cfg Config, clock benchClock, topic string, from map[int32]
 	for p, o := range from {
 		offs[p] = kgo.NewOffset().At(o)
 	}
-	k, err := cfg.dial(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	k, err := client.New(cfg.Client, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +342,7 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 		return true
 	}
 	for !complete() && (limit <= 0 || c.read.records.Load() < limit) {
-		fs := c.k.Kafka.PollFetches(ctx)
+		fs := c.k.Kafka().PollFetches(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -383,8 +385,8 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 }
 
 // listOffsets lists the start and end offsets of every partition of topic.
-func listOffsets(ctx context.Context, k *client, topic string) (start, end map[int32]int64, err error) {
-	ctx, cancel := k.requestCtx(ctx)
+func listOffsets(ctx context.Context, k *client.Client, topic string) (start, end map[int32]int64, err error) {
+	ctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
 	collect := func(what string, l kadm.ListedOffsets, err error) (map[int32]int64, error) {
 		if err == nil {
@@ -399,11 +401,11 @@ func listOffsets(ctx context.Context, k *client, topic string) (start, end map[i
 		}
 		return m, nil
 	}
-	l, err := k.Admin.ListStartOffsets(ctx, topic)
+	l, err := k.Admin().ListStartOffsets(ctx, topic)
 	if start, err = collect("start", l, err); err != nil {
 		return nil, nil, err
 	}
-	l, err = k.Admin.ListEndOffsets(ctx, topic)
+	l, err = k.Admin().ListEndOffsets(ctx, topic)
 	if end, err = collect("end", l, err); err != nil {
 		return nil, nil, err
 	}
@@ -412,7 +414,7 @@ func listOffsets(ctx context.Context, k *client, topic string) (start, end map[i
 
 // runProduce is produce and e2e mode.
 func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
-	admin, err := cfg.dial()
+	admin, err := client.New(cfg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +428,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	var acked loadCounters
 	producers := make([]*loadProducer, cfg.Producers)
 	for i := range producers {
-		k, err := cfg.dial(cfg.producerOpts()...)
+		k, err := client.New(cfg.Client, cfg.producerOpts()...)
 		if err != nil {
 			return nil, err
 		}
@@ -462,8 +464,8 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	if cons != nil {
 		want := int64(warm * len(producers))
-		if err := waitUntil(ctx, cfg.Timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
-			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.Timeout)
+		if err := waitUntil(ctx, cfg.Client.Timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
+			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.Client.Timeout)
 		}
 	}
 
@@ -512,7 +514,8 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 
 	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: parts, Producers: cfg.Producers,
-		Acks: cfg.AcksName, Compression: cfg.CompressionName, RecordSize: cfg.RecordSize, Rate: cfg.Rate}
+		Acks: cfg.AcksName, Compression: cfg.CompressionName, RecordSize: cfg.RecordSize, Rate: cfg.Rate,
+		Security: cfg.Client.Protocol()}
 	if cfg.Linger >= 0 {
 		ms := cfg.Linger.Milliseconds()
 		res.LingerMs = &ms
@@ -547,7 +550,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	if cons != nil {
 		// Wait until the consumer has read every acknowledged record, or stalls.
 		want := res.Records
-		err := waitProgress(ctx, cfg.Timeout, func() int64 { return cons.read.records.Load() }, want)
+		err := waitProgress(ctx, cfg.Client.Timeout, func() int64 { return cons.read.records.Load() }, want)
 		consCancel()
 		if cerr := <-consDone; cerr != nil {
 			err = cerr
@@ -570,7 +573,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 
 // runConsume is consume mode.
 func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
-	admin, err := cfg.dial()
+	admin, err := client.New(cfg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -580,7 +583,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	case err != nil:
 		return nil, err
 	case td.Err != nil:
-		return nil, admin.TopicError(cfg.Topic, td.Err)
+		return nil, client.TopicError(cfg.Topic, td.Err)
 	case len(td.Partitions) == 0:
 		return nil, fmt.Errorf("topic %q has no partitions", cfg.Topic)
 	}
@@ -615,7 +618,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: int32(len(td.Partitions))}
+	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: int32(len(td.Partitions)), Security: cfg.Client.Protocol()}
 	res.Records, res.Bytes = cons.read.records.Load(), cons.read.bytes.Load()
 	if res.Records == total || (cfg.Records > 0 && res.Records >= cfg.Records) {
 		end = cons.last.Load() // finished: up to the last record, not the context's end

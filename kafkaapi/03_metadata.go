@@ -2,9 +2,10 @@ package kafkaapi
 
 // Metadata, key 3, versions 0..8.
 //
-// Behaviour: every live broker with its advertised address; the controller id (-1
-// while there is none); the requested topics, or all of them when the list is null
-// (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
+// Behaviour: every live broker with its advertised address on the listener the
+// client came in on (a broker without a listener of that name is left out, as in
+// Kafka); the controller id (-1 while there is none); the requested topics, or all
+// of them when the list is null (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
 // when the leader has no live session), leader epoch (v7+), replicas, ISR and
 // offline replicas (v5+). A node names only leaders it knows to be current: while its
 // view of the cluster may be stale (after a pause of the process or a loss of its
@@ -72,7 +73,7 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	defer poll.Stop()
 	for {
 		snap := s.cache.Snapshot()
-		resp, unsettled := s.describeCluster(req, snap, all, names, refused, current)
+		resp, unsettled := s.describeCluster(c, req, snap, all, names, refused, current)
 		if !unsettled {
 			return resp
 		}
@@ -99,21 +100,26 @@ const (
 	leaderSettlePoll = 20 * time.Millisecond
 )
 
-// describeCluster answers Metadata from one snapshot: the live brokers, the topics
-// requested (every topic when all), and whether a partition's leader is named but
-// cannot be named yet (see leaderSettleWait). current is false while this node's
-// view of the cluster may be stale (viewCurrent); then no leader is named.
-func (s *Server) describeCluster(req *kmsg.MetadataRequest, snap *cluster.Snapshot, all bool, names []string, refused map[string]int16, current bool) (resp *kmsg.MetadataResponse, unsettled bool) {
+// describeCluster answers Metadata from one snapshot: the live brokers (at their
+// addresses on c's listener), the topics requested (every topic when all), and
+// whether a partition's leader is named but cannot be named yet (see
+// leaderSettleWait). current is false while this node's view of the cluster may be
+// stale (viewCurrent); then no leader is named.
+func (s *Server) describeCluster(c *conn, req *kmsg.MetadataRequest, snap *cluster.Snapshot, all bool, names []string, refused map[string]int16, current bool) (resp *kmsg.MetadataResponse, unsettled bool) {
 	resp = req.ResponseKind().(*kmsg.MetadataResponse)
 	live := make(map[int32]bool)
 	for _, b := range snap.Brokers() {
 		live[b.ID] = true
+		host, port, ok := b.Address(c.listener.Name)
+		if !ok {
+			continue
+		}
 		var rack *string
 		if b.Rack != "" {
 			r := b.Rack
 			rack = &r
 		}
-		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rack})
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: host, Port: port, Rack: rack})
 	}
 	clusterID := snap.ClusterID()
 	resp.ClusterID = &clusterID

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"skiff/bench"
@@ -45,6 +44,7 @@ docs/performance.md has the targets and how to reproduce them.`,
 			benchLoadCommand(bench.Consume),
 			benchLoadCommand(bench.E2E),
 			benchBaselineCommand(),
+			benchConnectCommand(),
 			benchNullServerCommand(),
 		},
 	}
@@ -197,22 +197,13 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 	if err != nil {
 		return err
 	}
-	cc, err := clientConfigFrom(c)
-	if err != nil {
+	if cfg.Client, err = clientConfigFrom(c); err != nil {
 		return err
 	}
 	if cfg.Baseline {
 		if err := checkBaselineDir(cfg.Dir); err != nil {
 			return err
 		}
-	}
-	cfg.Brokers, cfg.Timeout = cc.brokers, cc.timeout
-	cfg.Dial = func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
-		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cc.timeout}, nil, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &bench.Client{Kafka: k.cl, Admin: k.adm, Explain: k.explain, TopicError: topicError}, nil
 	}
 	cfg.NullServer = func(dir string) (*exec.Cmd, error) {
 		self, err := skiffExecutable()
@@ -296,6 +287,39 @@ started it stops it once its load has stopped.`,
 				return err
 			}
 			return bench.ServeNull(c.String("dir"), os.Stdin, c.App.Writer)
+		},
+	}
+}
+
+func benchConnectCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "connect",
+		Usage: "open many new connections and measure how long each takes to be served (TLS and SASL included)",
+		Description: `Opens --connections connections to the first broker, --concurrency at a time, each
+with a client of its own that dials, runs TLS and SASL as the client flags say
+(--tls, --sasl-mechanism, ...) and sends ApiVersions. Reports the total time, the
+connections per second and the latency of each, from the dial to the first answer.
+Run it once without the security flags against a PLAINTEXT listener for the
+baseline.`,
+		ArgsUsage: " ",
+		Flags: append(clientFlags(),
+			&cli.IntFlag{Name: "connections", Aliases: []string{"n"}, Value: 1000, Usage: "`N` connections in all"},
+			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "`C` connections being opened at once"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
+		),
+		Action: func(c *cli.Context) error {
+			if err := unexpectedArgs(c, 0, ""); err != nil {
+				return err
+			}
+			cc, err := clientConfigFrom(c)
+			if err != nil {
+				return err
+			}
+			if c.Int("connections") <= 0 || c.Int("concurrency") <= 0 {
+				return fmt.Errorf("--connections and --concurrency must be positive")
+			}
+			return bench.Connect(c.Context, bench.ConnectConfig{Client: cc, Connections: c.Int("connections"),
+				Concurrency: c.Int("concurrency"), JSON: c.Bool("json")}, c.App.Writer)
 		},
 	}
 }
