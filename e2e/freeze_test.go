@@ -39,8 +39,9 @@ const (
 	freezeMaxAckGap = freezeFor + time.Second
 )
 
-// SKIFF_FREEZE_TRACE names a directory for the franz-go producer's debug log and the
-// nodes' logs, for reading a run's timeline.
+// SKIFF_FREEZE_TRACE names a directory for a run's timeline: the producer's debug log
+// (client.log), each node's log (node-<id>.log) and every node's view of the etcd
+// leader and leases every 250 ms (etcd.log).
 var freezeTrace = os.Getenv("SKIFF_FREEZE_TRACE")
 
 func TestFaultFreezeFranz(t *testing.T) {
