@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,9 @@ func Dial(endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
 //
 // It retries while the cluster refuses because another member was just added and has
 // not started yet (etcd's strict reconfiguration check keeps quorum safe), or because
-// another learner is still catching up (etcd admits one learner at a time), until ctx
-// ends: two nodes joining at once are admitted one after the other. A member with
+// another learner is still catching up (etcd admits one learner at a time), or gives
+// no answer (see unanswered), until ctx ends: two nodes joining at once are admitted
+// one after the other. A member with
 // the same peer URL that never started (an interrupted earlier join) is reused.
 func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, logger *slog.Logger) (uint64, string, error) {
 	for attempt := 0; ; attempt++ {
@@ -56,12 +58,12 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, 
 			return resp.Member.ID, initialCluster(resp.Members, resp.Member.ID, name), nil
 		}
 		switch {
-		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		case unanswered(ctx, err):
 			// raft drops a membership change proposed while the previous one (say,
-			// another node's promotion) is not applied yet, and etcd then never
-			// answers: ask again. If it was applied after all, the peer URL exists
-			// now and the case below picks the member up.
-			logger.Info("adding the member got no answer (another membership change was in progress); retrying", "attempt", attempt+1)
+			// another node's promotion) is not applied yet: ask again. If it was
+			// applied after all, the peer URL exists now and the case below picks
+			// the member up.
+			logger.Info("adding the member got no answer (another membership change was in progress); retrying", "attempt", attempt+1, "err", err)
 		case errors.Is(err, rpctypes.ErrGRPCPeerURLExist) || errors.Is(err, rpctypes.ErrPeerURLExist):
 			list, lerr := cli.MemberList(ctx)
 			if lerr != nil {
@@ -96,8 +98,8 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, 
 }
 
 // Promote makes the learner id a voting member once it has caught up with the
-// leader, retrying while etcd says it is not in sync yet, or gives no answer (raft
-// drops a membership change proposed while another is pending), until ctx ends. A
+// leader, retrying while etcd says it is not in sync yet, or gives no answer (see
+// unanswered), until ctx ends. A
 // member that is already voting is not an error (an interrupted join that got this
 // far, or a retried promotion that was applied after all).
 func Promote(ctx context.Context, cli *clientv3.Client, id uint64) error {
@@ -108,7 +110,7 @@ func Promote(ctx context.Context, cli *clientv3.Client, id uint64) error {
 		switch {
 		case err == nil:
 			return nil
-		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		case unanswered(ctx, err):
 			// Dropped by raft while another membership change was pending: ask again.
 		case errors.Is(err, rpctypes.ErrGRPCMemberNotLearner) || errors.Is(err, rpctypes.ErrMemberNotLearner):
 			return nil
@@ -127,6 +129,24 @@ func Promote(ctx context.Context, cli *clientv3.Client, id uint64) error {
 // membershipRequestTimeout bounds one membership request (add, promote, remove):
 // etcd does not answer one that raft dropped, so it is asked again.
 const membershipRequestTimeout = 5 * time.Second
+
+// etcdTimeouts are the answers of an etcd member that gave up waiting for a
+// proposal to be applied (the request's deadline passed on its side).
+var etcdTimeouts = []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost}
+
+// unanswered reports whether a membership request failed for want of an answer
+// within membershipRequestTimeout while ctx still runs, so that it is asked again:
+// raft drops a membership change proposed while another one is pending (or while
+// there is no leader) without a word. Whichever deadline is seen first ends the
+// request: the client's own (DeadlineExceeded) or, a moment later on the member's
+// side, the same deadline carried by the request (etcd's "request timed out"); on a
+// busy machine either can win.
+func unanswered(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	return errors.Is(err, context.DeadlineExceeded) || slices.ContainsFunc(etcdTimeouts, func(t error) bool { return errors.Is(err, t) })
+}
 
 // initialCluster formats etcd's initial cluster from a member list, naming the new
 // member self (it has no name until it starts). Members added but not started yet
