@@ -27,10 +27,19 @@ import (
 // initial rebalance delay, so the tests wait seconds, not minutes.
 var groupNodeArgs = []string{"--group-min-session-timeout", "1s", "--group-initial-rebalance-delay", "0s"}
 
-// memberOpts are the options of a test group member: a 3 s session, commits made
-// by the test after processing each poll, and rebalances only between polls, with a
-// commit of everything polled before partitions are given up, so that no record
-// is processed twice across a rebalance (and none is skipped).
+// memberSession is the session timeout of a test group member. It is well above the
+// few seconds a process on a loaded machine can go without CPU: a node that stalls
+// that long expires the sessions it could not hear from, as a Kafka coordinator
+// does, and a member whose session lapses loses its partitions without committing
+// (franz-go reports ErrGroupSession), so that another member gets again what it
+// had processed: at-least-once, which the tests' exactly-once checks would take
+// for a bug. A killed member is noticed after it.
+const memberSession = 10 * time.Second
+
+// memberOpts are the options of a test group member: a memberSession session,
+// commits made by the test after processing each poll, and rebalances only between
+// polls, with a commit of everything polled before partitions are given up, so that
+// no record is processed twice across a rebalance (and none is skipped).
 func memberOpts(addr, topic, group, name string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(addr),
@@ -38,7 +47,7 @@ func memberOpts(addr, topic, group, name string) []kgo.Opt {
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(3 * time.Second),
+		kgo.SessionTimeout(memberSession),
 		kgo.HeartbeatInterval(300 * time.Millisecond),
 		kgo.RebalanceTimeout(20 * time.Second),
 		kgo.FetchMaxWait(500 * time.Millisecond),
