@@ -8,12 +8,14 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,23 +236,36 @@ func waitGroup(t *testing.T, adm *kadm.Client, group string, partitions int, mem
 }
 
 // TestHelperGroupMember is not a test: it is the child process of TestQueueModel,
-// a group member that TestQueueModel kills with SIGKILL. It prints one line per
-// record received ("partition offset value") and commits after each poll.
+// a group member that kills itself with SIGKILL. It prints one line per record
+// received ("partition offset value") and commits after each poll. Its spec is
+// "addr|topic|group|name|prefix|count": it dies once it has printed count records
+// whose value starts with prefix, before it commits them.
 func TestHelperGroupMember(t *testing.T) {
 	spec := os.Getenv("SKIFF_E2E_GROUP_MEMBER")
 	if spec == "" {
 		t.Skip("helper process of TestQueueModel")
 	}
 	f := strings.Split(spec, "|")
+	dieAfter, err := strconv.Atoi(f[5])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	cl, err := kgo.NewClient(memberOpts(f[0], f[1], f[2], f[3])...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	out := bufio.NewWriter(os.Stdout)
+	got := 0
 	err = consumeLoop(context.Background(), cl, func(r *kgo.Record) {
 		fmt.Fprintf(out, "%d %d %s\n", r.Partition, r.Offset, r.Value)
 		out.Flush()
+		if strings.HasPrefix(string(r.Value), f[4]) {
+			if got++; got == dieAfter {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL) // no LeaveGroup, no last commit
+			}
+		}
 	})
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(3)
@@ -258,9 +273,9 @@ func TestHelperGroupMember(t *testing.T) {
 
 // TestQueueModel: three members of one group on a 6-partition topic share it, two
 // partitions each, and receive every one of 100,000 records exactly once between
-// them. Then one member, a separate process, is killed with SIGKILL: after its
-// session timeout the other two take over its partitions exactly from its last
-// commit, and every record is still received. Then a fourth member joins, gets
+// them. Then one member, a separate process, dies of SIGKILL while it consumes:
+// after its session timeout the other two take over its partitions exactly from its
+// last commit, and every record is still received. Then a fourth member joins, gets
 // partitions, and the three share new records exactly once.
 func TestQueueModel(t *testing.T) {
 	n := testnode.Start(t, groupNodeArgs...)
@@ -269,9 +284,15 @@ func TestQueueModel(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, n.Addr))
 	l := newLedger()
 
-	// The member to be killed runs in its own process.
+	// The member to be killed runs in its own process. It kills itself once it has
+	// received 500 records of the second batch, between two commits: its last commit
+	// is then acknowledged, and the offsets fetched after its death are the ones the
+	// survivors must take over from. (Killed from outside, it would often die with a
+	// commit on its way, which the node may apply after that fetch.)
+	const victimB = 500
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperGroupMember$")
-	child.Env = append(os.Environ(), "SKIFF_E2E_GROUP_MEMBER="+strings.Join([]string{n.Addr, topic, group, "victim"}, "|"))
+	child.Env = append(os.Environ(), "SKIFF_E2E_GROUP_MEMBER="+
+		strings.Join([]string{n.Addr, topic, group, "victim", "b", strconv.Itoa(victimB)}, "|"))
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -327,29 +348,19 @@ func TestQueueModel(t *testing.T) {
 	}
 	t.Logf("records per member: %v", perMember)
 
-	// Kill the victim while it consumes a second batch of records.
+	// The victim dies while it consumes a second batch of records.
 	produced := make(chan error, 1)
 	go func() { produced <- produceValuesErr(n.Addr, topic, "b", 20_000) }()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		victimB := 0
-		for v, ds := range l.snapshot() {
-			if strings.HasPrefix(v, "b") && ds[0].member == "victim" {
-				victimB++
-			}
-		}
-		if victimB >= 500 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the victim received only %d of the second batch", victimB)
-		}
+	select {
+	case <-childDone: // every line it printed is read (Wait would close the pipe)
+	case <-time.After(time.Minute):
+		t.Fatalf("the victim did not receive %d records of the second batch", victimB)
 	}
-	if err := child.Process.Kill(); err != nil { // SIGKILL: no LeaveGroup, no last commit
-		t.Fatal(err)
-	}
-	<-childDone // every line it printed is read (Wait would close the pipe)
-	child.Wait()
 	killedAt := time.Now()
+	var exit *exec.ExitError
+	if err := child.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the victim ended with %v, want SIGKILL", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	committed, err := adm.FetchOffsets(ctx, group)
 	cancel()
