@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -87,6 +88,35 @@ func createTopicWith(t testing.TB, addr, topic string, partitions int32, rf int1
 			t.Fatalf("ISRs of %s not complete", topic)
 		case <-time.After(50 * time.Millisecond): // polling a condition with a deadline
 		}
+	}
+}
+
+// endOffsets returns the end offset of every partition of topic. kadm leaves a
+// partition whose leader has just moved (NOT_LEADER_FOR_PARTITION: a leader
+// elected, a preferred leader back, a broker that briefly lost its session) to the
+// caller to ask again, as a consumer does; endOffsets asks until ctx ends.
+func endOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) map[int32]int64 {
+	t.Helper()
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, retry := make(map[int32]int64), false
+		ends.Each(func(o kadm.ListedOffset) {
+			switch {
+			case o.Err == nil:
+				out[o.Partition] = o.Offset
+			case kerr.IsRetriable(o.Err) && ctx.Err() == nil:
+				retry = true
+			default:
+				t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
+			}
+		})
+		if !retry {
+			return out
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval of a condition with a deadline
 	}
 }
 
