@@ -47,15 +47,29 @@ func Dial(endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
 // not started yet (etcd's strict reconfiguration check keeps quorum safe), or because
 // another learner is still catching up (etcd admits one learner at a time), or gives
 // no answer (see unanswered), until ctx ends: two nodes joining at once are admitted
-// one after the other. A member with
-// the same peer URL that never started (an interrupted earlier join) is reused.
+// one after the other. A member with the same peer URL that never started (an
+// interrupted earlier join) is reused. It returns once every running member knows
+// the new one (waitKnown), so that the new member can start at once.
 func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, logger *slog.Logger) (uint64, string, error) {
+	id, members, err := addLearner(ctx, cli, peerURL, logger)
+	if err != nil {
+		return 0, "", err
+	}
+	if err := waitKnown(ctx, members, id, logger); err != nil {
+		return 0, "", err
+	}
+	return id, initialCluster(members, id, name), nil
+}
+
+// addLearner is AddMember's request: it returns the new member's id and the members
+// of the cluster, the new one among them.
+func addLearner(ctx context.Context, cli *clientv3.Client, peerURL string, logger *slog.Logger) (uint64, []*etcdserverpb.Member, error) {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, membershipRequestTimeout)
 		resp, err := cli.MemberAddAsLearner(actx, []string{peerURL})
 		cancel()
 		if err == nil {
-			return resp.Member.ID, initialCluster(resp.Members, resp.Member.ID, name), nil
+			return resp.Member.ID, resp.Members, nil
 		}
 		switch {
 		case unanswered(ctx, err):
@@ -67,7 +81,7 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, 
 		case errors.Is(err, rpctypes.ErrGRPCPeerURLExist) || errors.Is(err, rpctypes.ErrPeerURLExist):
 			list, lerr := cli.MemberList(ctx)
 			if lerr != nil {
-				return 0, "", fmt.Errorf("embedetcd: list members: %w", lerr)
+				return 0, nil, fmt.Errorf("embedetcd: list members: %w", lerr)
 			}
 			for _, m := range list.Members {
 				for _, u := range m.PeerURLs {
@@ -75,24 +89,24 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, 
 						continue
 					}
 					if m.Name != "" {
-						return 0, "", fmt.Errorf("embedetcd: the cluster already has a started member %q at %s; remove it first (skiff cluster remove-node) or give this node another peer address", m.Name, peerURL)
+						return 0, nil, fmt.Errorf("embedetcd: the cluster already has a started member %q at %s; remove it first (skiff cluster remove-node) or give this node another peer address", m.Name, peerURL)
 					}
 					logger.Info("reusing the member added by an interrupted join", "peer_url", peerURL, "member_id", fmt.Sprintf("%x", m.ID))
-					return m.ID, initialCluster(list.Members, m.ID, name), nil
+					return m.ID, list.Members, nil
 				}
 			}
-			return 0, "", fmt.Errorf("embedetcd: add member %s: %w", peerURL, err)
+			return 0, nil, fmt.Errorf("embedetcd: add member %s: %w", peerURL, err)
 		case errors.Is(err, rpctypes.ErrGRPCUnhealthy) || errors.Is(err, rpctypes.ErrUnhealthy),
 			errors.Is(err, rpctypes.ErrGRPCTooManyLearners) || errors.Is(err, rpctypes.ErrTooManyLearners):
 			// etcd admits one learner at a time: another node is joining.
 			logger.Info("cluster not ready to add a member (another one is joining); retrying", "attempt", attempt+1, "reason", err)
 		default:
-			return 0, "", fmt.Errorf("embedetcd: add member %s: %w", peerURL, err)
+			return 0, nil, fmt.Errorf("embedetcd: add member %s: %w", peerURL, err)
 		}
 		select {
 		case <-time.After(time.Duration(min(attempt+1, 10)) * 200 * time.Millisecond):
 		case <-ctx.Done():
-			return 0, "", fmt.Errorf("embedetcd: add member %s: %w (last refusal: %v)", peerURL, ctx.Err(), err)
+			return 0, nil, fmt.Errorf("embedetcd: add member %s: %w (last refusal: %v)", peerURL, ctx.Err(), err)
 		}
 	}
 }
@@ -146,6 +160,55 @@ func unanswered(ctx context.Context, err error) bool {
 		return false
 	}
 	return errors.Is(err, context.DeadlineExceeded) || slices.ContainsFunc(etcdTimeouts, func(t error) bool { return errors.Is(err, t) })
+}
+
+// knownTimeout bounds one member's answer in waitKnown: a member that does not
+// answer in time is not waited for (a member that is down cannot answer the new
+// member either).
+const knownTimeout = 2 * time.Second
+
+// waitKnown waits until every started member of members (one with client URLs)
+// lists member id in its own view of the membership, or does not answer, or ctx
+// ends. A new member asks its peers for the membership as it starts, takes the first
+// answer, and refuses to start ("member count is unequal") if that peer has not
+// applied the addition yet: on a busy machine a follower lags the member that
+// answered MemberAdd long enough for a new member started at once to ask it.
+func waitKnown(ctx context.Context, members []*etcdserverpb.Member, id uint64, logger *slog.Logger) error {
+	for _, m := range members {
+		if m.ID == id || len(m.ClientURLs) == 0 {
+			continue
+		}
+		if err := waitMemberKnows(ctx, m, id, logger); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitMemberKnows(ctx context.Context, m *etcdserverpb.Member, id uint64, logger *slog.Logger) error {
+	cli, err := Dial(m.ClientURLs, logger)
+	if err != nil {
+		return fmt.Errorf("embedetcd: dial member %s: %w", m.Name, err)
+	}
+	defer cli.Close()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, knownTimeout)
+		resp, err := cli.MemberList(rctx, clientv3.WithSerializable()) // its own view
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("embedetcd: wait for member %s to know the new member %x: %w", m.Name, id, ctx.Err())
+		case err != nil:
+			logger.Info("not waiting for a member that does not answer to know the new member", "member", m.Name, "err", err)
+			return nil
+		case slices.ContainsFunc(resp.Members, func(x *etcdserverpb.Member) bool { return x.ID == id }):
+			return nil
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 }
 
 // initialCluster formats etcd's initial cluster from a member list, naming the new
