@@ -113,9 +113,9 @@ func addLearner(ctx context.Context, cli *clientv3.Client, peerURL string, logge
 
 // Promote makes the learner id a voting member once it has caught up with the
 // leader, retrying while etcd says it is not in sync yet, or gives no answer (see
-// unanswered), until ctx ends. A
-// member that is already voting is not an error (an interrupted join that got this
-// far, or a retried promotion that was applied after all).
+// unanswered), until ctx ends. A member that is already voting is not an error (an
+// interrupted join that got this far, or a retried promotion that was applied after
+// all).
 func Promote(ctx context.Context, cli *clientv3.Client, id uint64) error {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, membershipRequestTimeout)
