@@ -51,8 +51,8 @@ func (s *Store) Undrain(ctx context.Context, id int32) error {
 }
 
 func parseDrainingKey(key string) (int32, bool) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(key, prefixDraining), 10, 32)
-	return int32(n), err == nil && n >= 0
+	n, ok := parseKeyNumber(strings.TrimPrefix(key, prefixDraining))
+	return n, ok && n >= 0
 }
 
 // Draining reports whether broker id is being drained.

@@ -24,7 +24,6 @@ package kafkaapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +32,17 @@ import (
 	"skiff/replication"
 )
 
-func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.ProduceRequest]{
+		min: 3, max: 7,
+		handle:      (*Server).handleProduce,
+		entries:     produceEntries,
+		shape:       produceShape,
+		weighsFrame: true,
+	})
+}
+
+func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	type pending struct {
 		pr   *kmsg.ProduceResponseTopicPartition
@@ -89,11 +98,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 		return nil
 	}
 	if len(waits) > 0 {
-		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-		if timeout <= 0 {
-			timeout = 30 * time.Second
-		}
-		ctx, cancel := context.WithTimeout(c.ctx, timeout)
+		ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 		defer cancel()
 		for _, w := range waits {
 			if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {

@@ -21,15 +21,32 @@ package kafkaapi
 // last_stable_offset = high watermark, aborted_transactions = null).
 
 import (
-	"errors"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/logstore"
 	"skiff/replication"
 )
+
+func init() {
+	register(api[*kmsg.FetchRequest]{
+		min: 4, max: 11,
+		write:   (*Server).handleFetch,
+		entries: fetchEntries,
+	})
+}
+
+// fetchEntries counts the partitions of each topic, read and forgotten.
+func fetchEntries(r *kmsg.FetchRequest) (n int) {
+	for _, t := range r.Topics {
+		n += topicEntries(len(t.Partitions))
+	}
+	for _, t := range r.ForgottenTopics {
+		n += topicEntries(len(t.Partitions))
+	}
+	return n
+}
 
 type fetchPartition struct {
 	id       int32
@@ -44,7 +61,7 @@ type fetchTopic struct {
 	parts []fetchPartition
 }
 
-func (s *Server) handleFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest) error {
+func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest) error {
 	var wake chan struct{}
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
@@ -148,82 +165,41 @@ func releaseFetch(topics []fetchTopic) {
 	}
 }
 
-func (s *Server) writeFetch(c *conn, hdr *requestHeader, req *kmsg.FetchRequest, topics []fetchTopic) error {
+func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest, topics []fetchTopic) error {
 	v := req.Version
 	w := c.fetchWriter()
-	w.reset()
-	w.int32(hdr.correlationID)
-	w.int32(0) // throttle_time_ms
+	w.Reset()
+	w.Int32(hdr.CorrelationID)
+	w.Int32(0) // throttle_time_ms
 	if v >= 7 {
-		w.int16(0) // error_code
-		w.int32(0) // session_id: no fetch sessions
+		w.Int16(0) // error_code
+		w.Int32(0) // session_id: no fetch sessions
 	}
-	w.int32(int32(len(topics)))
+	w.Int32(int32(len(topics)))
 	for _, t := range topics {
-		w.string(t.name)
-		w.int32(int32(len(t.parts)))
+		w.Str(t.name)
+		w.Int32(int32(len(t.parts)))
 		for _, p := range t.parts {
-			w.int32(p.id)
-			w.int16(p.errCode)
-			w.int64(p.hw)
-			w.int64(p.hw) // last_stable_offset: no transactions
+			w.Int32(p.id)
+			w.Int16(p.errCode)
+			w.Int64(p.hw)
+			w.Int64(p.hw) // last_stable_offset: no transactions
 			if v >= 5 {
-				w.int64(p.logStart)
+				w.Int64(p.logStart)
 			}
-			w.int32(-1) // aborted_transactions: null
+			w.Int32(-1) // aborted_transactions: null
 			if v >= 11 {
-				w.int32(-1) // preferred_read_replica
+				w.Int32(-1) // preferred_read_replica
 			}
 			if p.slice == nil {
-				w.int32(0)
+				w.Int32(0)
 				continue
 			}
-			w.int32(int32(p.slice.Bytes))
-			w.ranges(p.slice.Ranges)
+			w.Int32(int32(p.slice.Bytes))
+			w.Ranges(p.slice.Ranges)
 		}
 	}
-	err := w.writeTo(c.nc, s.metrics, s.cfg.IdleTimeout)
-	w.release()
+	err := w.Send(c.nc, s.metrics, s.cfg.IdleTimeout)
+	w.Release()
 	return err
-}
-
-// checkLeaderEpoch compares a client's current_leader_epoch (-1: no check) with ours.
-func checkLeaderEpoch(theirs, ours int32) int16 {
-	switch {
-	case theirs < 0 || theirs == ours:
-		return 0
-	case theirs < ours:
-		return kerr.FencedLeaderEpoch.Code
-	default:
-		return kerr.UnknownLeaderEpoch.Code
-	}
-}
-
-// localPartition finds the replica this broker leads, or the error code to answer:
-// UNKNOWN_TOPIC_OR_PARTITION when the metadata has no such partition,
-// NOT_LEADER_OR_FOLLOWER when it exists but is not served here.
-func (s *Server) localPartition(topic string, id int32) (*replication.Partition, int16) {
-	if p := s.parts.Partition(topic, id); p != nil && p.IsLeader() {
-		return p, 0
-	}
-	if s.parts.Offline(topic, id) != nil {
-		return nil, kerr.KafkaStorageError.Code // its log could not be opened
-	}
-	if t, ok := s.cache.Topic(topic); ok && id >= 0 && id < t.Partitions {
-		return nil, kerr.NotLeaderForPartition.Code
-	}
-	return nil, kerr.UnknownTopicOrPartition.Code
-}
-
-// errorCode maps an error to the Kafka code it carries; errors without one are
-// reported as KAFKA_STORAGE_ERROR by the partition layer, or UNKNOWN_SERVER_ERROR.
-func errorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
 }

@@ -17,7 +17,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.ListOffsetsRequest]{
+		min: 0, max: 5,
+		handle: (*Server).handleListOffsets,
+		entries: func(r *kmsg.ListOffsetsRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleListOffsets(_ *conn, _ *RequestHeader, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {

@@ -2,9 +2,10 @@ package kafkaapi
 
 // Metadata, key 3, versions 0..8.
 //
-// Behaviour: every live broker with its advertised address; the controller id (-1
-// while there is none); the requested topics, or all of them when the list is null
-// (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
+// Behaviour: every live broker with its advertised address on the listener the
+// client came in on (a broker without a listener of that name is left out, as in
+// Kafka); the controller id (-1 while there is none); the requested topics, or all
+// of them when the list is null (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
 // when the leader has no live session), leader epoch (v7+), replicas, ISR and
 // offline replicas (v5+). Unknown topics are created with the broker defaults when
 // auto.create.topics.enable is on and the request allows it (v0..v3 always do; v4+
@@ -18,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,17 +30,29 @@ import (
 // requested or are not known" (INT32_MIN).
 const authorizedOperationsOmitted = -2147483648
 
-func (s *Server) handleMetadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.MetadataRequest]{
+		min: 0, max: 8,
+		handle:  (*Server).handleMetadata,
+		entries: func(r *kmsg.MetadataRequest) int { return len(r.Topics) },
+	})
+}
+
+func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	live := make(map[int32]bool)
 	for _, b := range s.cache.Brokers() {
 		live[b.ID] = true
+		host, port, ok := b.Address(c.listener.Name)
+		if !ok {
+			continue
+		}
 		var rack *string
 		if b.Rack != "" {
 			r := b.Rack
 			rack = &r
 		}
-		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rack})
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: host, Port: port, Rack: rack})
 	}
 	clusterID := s.cache.ClusterID()
 	resp.ClusterID = &clusterID
@@ -124,7 +136,7 @@ func (s *Server) autoCreate(c *conn, name string, allowed bool) (cluster.Topic, 
 	if !allowed || cluster.IsInternalTopic(name) {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
 	_, err := s.createTopic(ctx, topicRequest{name: name, partitions: -1, replicationFactor: -1})
 	if errors.Is(err, kerr.TopicAlreadyExists) {

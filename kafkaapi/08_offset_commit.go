@@ -18,6 +18,19 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.OffsetCommitRequest]{
+		min: 0, max: 7,
+		handle: (*Server).handleOffsetCommit,
+		entries: func(r *kmsg.OffsetCommitRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleOffsetCommit(c *conn, _ *RequestHeader, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	return s.cfg.Groups.OffsetCommit(c.ctx, req)
 }

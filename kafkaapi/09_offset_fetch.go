@@ -13,6 +13,19 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleOffsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.OffsetFetchRequest]{
+		min: 0, max: 5,
+		handle: (*Server).handleOffsetFetch,
+		entries: func(r *kmsg.OffsetFetchRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleOffsetFetch(_ *conn, _ *RequestHeader, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	return s.cfg.Groups.OffsetFetch(req)
 }

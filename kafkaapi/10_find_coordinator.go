@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,7 +31,14 @@ import (
 // offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes default.
 const offsetsTopicSegmentBytes = 100 << 20
 
-func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.FindCoordinatorRequest]{
+		min: 0, max: 2,
+		handle: (*Server).handleFindCoordinator,
+	})
+}
+
+func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	resp.NodeID, resp.Port = -1, -1
 	fail := func(code *kerr.Error, msg string) kmsg.Response {
@@ -51,7 +57,7 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 	}
 	t, ok := s.cache.Topic(cluster.OffsetsTopic)
 	if !ok {
-		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 		defer cancel()
 		var err error
 		if t, err = s.createOffsetsTopic(ctx); err != nil {
@@ -68,7 +74,11 @@ func (s *Server) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of __consumer_offsets is not live")
 	}
-	resp.NodeID, resp.Host, resp.Port = b.ID, b.Host, b.Port
+	host, port, ok := b.Address(c.listener.Name)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no listener "+c.listener.Name)
+	}
+	resp.NodeID, resp.Host, resp.Port = b.ID, host, port
 	return resp
 }
 

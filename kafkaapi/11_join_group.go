@@ -26,16 +26,24 @@ import (
 	"skiff/groups"
 )
 
-func (s *Server) handleJoinGroup(c *conn, hdr *requestHeader, req *kmsg.JoinGroupRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.JoinGroupRequest]{
+		min: 0, max: 5,
+		handle:  (*Server).handleJoinGroup,
+		entries: func(r *kmsg.JoinGroupRequest) int { return len(r.Protocols) },
+	})
+}
+
+func (s *Server) handleJoinGroup(c *conn, hdr *RequestHeader, req *kmsg.JoinGroupRequest) kmsg.Response {
 	return s.cfg.Groups.JoinGroup(c.ctx, groupClient(c, hdr), req)
 }
 
 // groupClient identifies the client of a group request as Kafka reports members:
 // its client id and "/" followed by its IP address.
-func groupClient(c *conn, hdr *requestHeader) groups.Client {
+func groupClient(c *conn, hdr *RequestHeader) groups.Client {
 	host := c.nc.RemoteAddr().String()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return groups.Client{ID: hdr.clientID, Host: "/" + host}
+	return groups.Client{ID: hdr.ClientID, Host: "/" + host}
 }

@@ -9,6 +9,13 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleHeartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.HeartbeatRequest]{
+		min: 0, max: 3,
+		handle: (*Server).handleHeartbeat,
+	})
+}
+
+func (s *Server) handleHeartbeat(_ *conn, _ *RequestHeader, req *kmsg.HeartbeatRequest) kmsg.Response {
 	return s.cfg.Groups.Heartbeat(req)
 }

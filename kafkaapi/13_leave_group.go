@@ -9,6 +9,14 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleLeaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.LeaveGroupRequest]{
+		min: 0, max: 3,
+		handle:  (*Server).handleLeaveGroup,
+		entries: func(r *kmsg.LeaveGroupRequest) int { return len(r.Members) },
+	})
+}
+
+func (s *Server) handleLeaveGroup(_ *conn, _ *RequestHeader, req *kmsg.LeaveGroupRequest) kmsg.Response {
 	return s.cfg.Groups.LeaveGroup(req)
 }

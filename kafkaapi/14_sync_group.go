@@ -14,6 +14,14 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleSyncGroup(c *conn, req *kmsg.SyncGroupRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.SyncGroupRequest]{
+		min: 0, max: 3,
+		handle:  (*Server).handleSyncGroup,
+		entries: func(r *kmsg.SyncGroupRequest) int { return len(r.GroupAssignment) },
+	})
+}
+
+func (s *Server) handleSyncGroup(c *conn, _ *RequestHeader, req *kmsg.SyncGroupRequest) kmsg.Response {
 	return s.cfg.Groups.SyncGroup(c.ctx, req)
 }

@@ -13,6 +13,14 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.DescribeGroupsRequest]{
+		min: 0, max: 4,
+		handle:  (*Server).handleDescribeGroups,
+		entries: func(r *kmsg.DescribeGroupsRequest) int { return len(r.Groups) },
+	})
+}
+
+func (s *Server) handleDescribeGroups(_ *conn, _ *RequestHeader, req *kmsg.DescribeGroupsRequest) kmsg.Response {
 	return s.cfg.Groups.DescribeGroups(req)
 }

@@ -11,6 +11,13 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleListGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.ListGroupsRequest]{
+		min: 0, max: 2,
+		handle: (*Server).handleListGroups,
+	})
+}
+
+func (s *Server) handleListGroups(_ *conn, _ *RequestHeader, req *kmsg.ListGroupsRequest) kmsg.Response {
 	return s.cfg.Groups.ListGroups(req)
 }

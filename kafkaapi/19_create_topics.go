@@ -14,7 +14,6 @@ package kafkaapi
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,18 +21,29 @@ import (
 	"skiff/cluster"
 )
 
-func (s *Server) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.CreateTopicsRequest]{
+		min: 0, max: 4,
+		handle:  (*Server).handleCreateTopics,
+		entries: createTopicsEntries,
+	})
+}
+
+// createTopicsEntries counts the partitions each topic would have (up to the most a
+// topic may have: more is answered INVALID_PARTITIONS) and its configs.
+func createTopicsEntries(r *kmsg.CreateTopicsRequest) (n int) {
+	for _, t := range r.Topics {
+		n += topicEntries(min(max(int(t.NumPartitions), len(t.ReplicaAssignment)), cluster.MaxPartitions+1))
+		n += len(t.Configs)
+	}
+	return n
+}
+
+func (s *Server) handleCreateTopics(c *conn, _ *RequestHeader, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
-	count := make(map[string]int)
-	for _, t := range req.Topics {
-		count[t.Topic]++
-	}
+	count := countNames(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic

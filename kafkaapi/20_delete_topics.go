@@ -14,7 +14,6 @@ package kafkaapi
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,13 +21,17 @@ import (
 	"skiff/cluster"
 )
 
-func (s *Server) handleDeleteTopics(c *conn, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.DeleteTopicsRequest]{
+		min: 0, max: 3,
+		handle:  (*Server).handleDeleteTopics,
+		entries: func(r *kmsg.DeleteTopicsRequest) int { return len(r.TopicNames) + len(r.Topics) },
+	})
+}
+
+func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	for _, name := range req.TopicNames {
 		n := name

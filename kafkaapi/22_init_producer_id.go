@@ -12,20 +12,26 @@ package kafkaapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (s *Server) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.InitProducerIDRequest]{
+		min: 0, max: 1,
+		handle: (*Server).handleInitProducerID,
+	})
+}
+
+func (s *Server) handleInitProducerID(c *conn, _ *RequestHeader, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
 	id, err := s.meta.AllocateProducerID(ctx)
 	if err != nil {

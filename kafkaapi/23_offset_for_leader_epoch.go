@@ -14,7 +14,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (s *Server) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.OffsetForLeaderEpochRequest]{
+		min: 0, max: 3,
+		handle: (*Server).handleOffsetForLeaderEpoch,
+		entries: func(r *kmsg.OffsetForLeaderEpochRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleOffsetForLeaderEpoch(_ *conn, _ *RequestHeader, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()

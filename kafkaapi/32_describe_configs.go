@@ -29,7 +29,20 @@ type BrokerConfig struct {
 	ReadOnly    bool // it cannot be changed while the broker runs
 }
 
-func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.DescribeConfigsRequest]{
+		min: 0, max: 3,
+		handle: (*Server).handleDescribeConfigs,
+		entries: func(r *kmsg.DescribeConfigsRequest) (n int) {
+			for _, res := range r.Resources {
+				n += topicEntries(len(res.ConfigNames))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()

@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,23 +31,29 @@ import (
 	"skiff/cluster"
 )
 
-func (s *Server) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.CreatePartitionsRequest]{
+		min: 0, max: 1,
+		handle: (*Server).handleCreatePartitions,
+		entries: func(r *kmsg.CreatePartitionsRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Assignment))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleCreatePartitions(c *conn, _ *RequestHeader, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
-	seen := make(map[string]int)
-	for _, t := range req.Topics {
-		seen[t.Topic]++
-	}
+	count := countNames(req.Topics, func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		var err error
-		if seen[t.Topic] > 1 {
+		if count[t.Topic] > 1 {
 			err = newKafkaError(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
 		} else {
 			var assignment [][]int32

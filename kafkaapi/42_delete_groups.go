@@ -9,6 +9,14 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.DeleteGroupsRequest]{
+		min: 0, max: 1,
+		handle:  (*Server).handleDeleteGroups,
+		entries: func(r *kmsg.DeleteGroupsRequest) int { return len(r.Groups) },
+	})
+}
+
+func (s *Server) handleDeleteGroups(c *conn, _ *RequestHeader, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	return s.cfg.Groups.DeleteGroups(c.ctx, req)
 }

@@ -14,6 +14,19 @@ package kafkaapi
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func (s *Server) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) kmsg.Response {
+func init() {
+	register(api[*kmsg.OffsetDeleteRequest]{
+		min: 0, max: 0,
+		handle: (*Server).handleOffsetDelete,
+		entries: func(r *kmsg.OffsetDeleteRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleOffsetDelete(c *conn, _ *RequestHeader, req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	return s.cfg.Groups.OffsetDelete(c.ctx, req)
 }

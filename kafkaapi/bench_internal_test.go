@@ -113,22 +113,22 @@ func BenchmarkFetchWrite(b *testing.B) {
 		for i := range rs {
 			rs[i] = logstore.Range{File: f, Pos: int64(i) * shape.bytes, Len: shape.bytes}
 		}
-		build := func(fw *frameWriter) {
-			fw.reset()
-			fw.int32(7) // correlation id
-			fw.int32(0) // throttle
+		build := func(fw *FrameWriter) {
+			fw.Reset()
+			fw.Int32(7) // correlation id
+			fw.Int32(0) // throttle
 			for i := range rs {
-				fw.string("bench-topic")
-				fw.int32(int32(i))
-				fw.int16(0)
-				fw.int64(1 << 20)
-				fw.int64(1 << 20)
-				fw.int32(-1)
-				fw.int32(int32(rs[i].Len))
-				fw.ranges(rs[i : i+1])
+				fw.Str("bench-topic")
+				fw.Int32(int32(i))
+				fw.Int16(0)
+				fw.Int64(1 << 20)
+				fw.Int64(1 << 20)
+				fw.Int32(-1)
+				fw.Int32(int32(rs[i].Len))
+				fw.Ranges(rs[i : i+1])
 			}
 		}
-		var probe frameWriter
+		var probe FrameWriter
 		build(&probe)
 		frame := int64(len(probe.buf)) + probe.size // header bytes + ranges
 		for _, mode := range []string{"sendfile", "copy", "tcp-write"} {
@@ -139,7 +139,7 @@ func BenchmarkFetchWrite(b *testing.B) {
 					nc = connOnly{w}
 				}
 				mem := make([]byte, frame)
-				var fw frameWriter
+				var fw FrameWriter
 				b.SetBytes(frame)
 				b.ReportAllocs()
 				n := int64(0)
@@ -150,7 +150,7 @@ func BenchmarkFetchWrite(b *testing.B) {
 						}
 					} else {
 						build(&fw)
-						if err := fw.writeTo(nc, m, time.Minute); err != nil {
+						if err := fw.Send(nc, m, time.Minute); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -182,11 +182,11 @@ func decodeRequest(frame []byte) (kmsg.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !supported(hdr.key, hdr.version) {
-		return nil, fmt.Errorf("key %d v%d not served", hdr.key, hdr.version)
+	if servedAt(hdr.Key, hdr.Version) == nil {
+		return nil, fmt.Errorf("key %d v%d not served", hdr.Key, hdr.Version)
 	}
-	req := kmsg.RequestForKey(hdr.key)
-	req.SetVersion(hdr.version)
+	req := kmsg.RequestForKey(hdr.Key)
+	req.SetVersion(hdr.Version)
 	if req.IsFlexible() {
 		if body, err = skipTags(body); err != nil {
 			return nil, err

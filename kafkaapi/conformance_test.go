@@ -1,12 +1,10 @@
 package kafkaapi_test
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/kafkaapi"
 )
 
 // conformance tests one API key at each version in versions (its advertised range).
@@ -95,8 +95,8 @@ var notYetServed = map[int16]string{
 // checkProfileAgainstDoc compares the advertised ranges with the table "Advertised
 // ranges (the profile)" of PROTOCOL.md.
 func checkProfileAgainstDoc(t *testing.T, profile []kmsg.ApiVersionsResponseApiKey) {
-	path := findProtocolDoc()
-	doc := readProfileTable(t, path)
+	path := kafkaapi.FindProtocolDoc()
+	doc := kafkaapi.ReadProfileTable(t, path)
 	if len(doc) < 9 {
 		t.Fatalf("%s: the profile table has only %d rows; did its format change?", path, len(doc))
 	}
@@ -108,13 +108,13 @@ func checkProfileAgainstDoc(t *testing.T, profile []kmsg.ApiVersionsResponseApiK
 		g, ok := got[key]
 		switch {
 		case !ok && notYetServed[key] != "":
-			t.Logf("key %d (%s) is in PROTOCOL.md but not served yet", key, d.name)
+			t.Logf("key %d (%s) is in PROTOCOL.md but not served yet", key, d.Name)
 		case !ok:
-			t.Errorf("key %d (%s) %d..%d is in PROTOCOL.md but not advertised", key, d.name, d.min, d.max)
-		case g.MinVersion != d.min || g.MaxVersion != d.max:
-			t.Errorf("key %d (%s): advertised %d..%d, PROTOCOL.md says %d..%d", key, d.name, g.MinVersion, g.MaxVersion, d.min, d.max)
+			t.Errorf("key %d (%s) %d..%d is in PROTOCOL.md but not advertised", key, d.Name, d.Min, d.Max)
+		case g.MinVersion != d.Min || g.MaxVersion != d.Max:
+			t.Errorf("key %d (%s): advertised %d..%d, PROTOCOL.md says %d..%d", key, d.Name, g.MinVersion, g.MaxVersion, d.Min, d.Max)
 		case notYetServed[key] != "":
-			t.Errorf("key %d (%s) is served now: remove it from notYetServed", key, d.name)
+			t.Errorf("key %d (%s) is served now: remove it from notYetServed", key, d.Name)
 		}
 	}
 	for _, k := range profile {
@@ -122,48 +122,6 @@ func checkProfileAgainstDoc(t *testing.T, profile []kmsg.ApiVersionsResponseApiK
 			t.Errorf("key %d (%s) %d..%d is advertised but not in PROTOCOL.md's table", k.ApiKey, kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion)
 		}
 	}
-}
-
-// findProtocolDoc returns $SKIFF_PROTOCOL_MD, or the repository's docs/PROTOCOL.md.
-func findProtocolDoc() string {
-	if p := os.Getenv("SKIFF_PROTOCOL_MD"); p != "" {
-		return p
-	}
-	return filepath.Join("..", "docs", "PROTOCOL.md")
-}
-
-type docRange struct {
-	name     string
-	min, max int16
-}
-
-var profileRow = regexp.MustCompile(`^\|\s*(\d+)\s*\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*$`)
-
-func readProfileTable(t *testing.T, path string) map[int16]docRange {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := make(map[int16]docRange)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		m := profileRow.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		key, _ := strconv.Atoi(m[1])
-		lo, _ := strconv.Atoi(m[3])
-		hi, _ := strconv.Atoi(m[4])
-		if _, dup := out[int16(key)]; dup {
-			t.Fatalf("%s: key %d listed twice", path, key)
-		}
-		out[int16(key)] = docRange{name: m[2], min: int16(lo), max: int16(hi)}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func conformApiVersions(t *testing.T, c *kconn, versions []int16) {

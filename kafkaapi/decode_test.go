@@ -69,12 +69,12 @@ func encodeFrame(req kmsg.Request, corr int32) []byte {
 // version, and one whose lists hold an entry each, as seeds.
 func servedRequests() []kmsg.Request {
 	var out []kmsg.Request
-	for key := int16(0); key < 100; key++ {
-		r, ok := advertised[key]
-		if !ok {
+	for _, a := range apis {
+		if a == nil {
 			continue
 		}
-		for v := r.min; v <= r.max; v++ {
+		key := a.key
+		for v := a.min; v <= a.max; v++ {
 			req := kmsg.RequestForKey(key)
 			req.SetVersion(v)
 			out = append(out, req)
@@ -149,7 +149,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			// the least of a few more runs is what it takes.
 			grown = decodeAllocation(heapAllocated, frame, fuzzMaxEntries, 3)
 			if grown > limit {
-				t.Fatalf("decoding a %d-byte frame (key %d v%d) allocated %d bytes, more than %d", len(frame), d.hdr.key, d.hdr.version, grown, limit)
+				t.Fatalf("decoding a %d-byte frame (key %d v%d) allocated %d bytes, more than %d", len(frame), d.hdr.Key, d.hdr.Version, grown, limit)
 			}
 		}
 		if err != nil {
@@ -159,22 +159,22 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		if d.req == nil {
-			if supported(d.hdr.key, d.hdr.version) {
-				t.Fatalf("served key %d v%d not decoded", d.hdr.key, d.hdr.version)
+			if servedAt(d.hdr.Key, d.hdr.Version) != nil {
+				t.Fatalf("served key %d v%d not decoded", d.hdr.Key, d.hdr.Version)
 			}
 			return
 		}
-		if d.entries > fuzzMaxEntries || d.entries != requestEntries(d.req) {
-			t.Fatalf("%d entries (limit %d, recount %d)", d.entries, fuzzMaxEntries, requestEntries(d.req))
+		if d.entries > fuzzMaxEntries || d.entries != d.api.entries(d.req) {
+			t.Fatalf("%d entries (limit %d, recount %d)", d.entries, fuzzMaxEntries, d.api.entries(d.req))
 		}
 		// Re-encoded, the request decodes to itself.
-		again := kmsg.RequestForKey(d.hdr.key)
-		again.SetVersion(d.hdr.version)
+		again := kmsg.RequestForKey(d.hdr.Key)
+		again.SetVersion(d.hdr.Version)
 		if err := again.ReadFrom(d.req.AppendTo(nil)); err != nil {
-			t.Fatalf("re-encoded %s v%d does not decode: %v", kmsg.NameForKey(d.hdr.key), d.hdr.version, err)
+			t.Fatalf("re-encoded %s v%d does not decode: %v", kmsg.NameForKey(d.hdr.Key), d.hdr.Version, err)
 		}
 		if !reflect.DeepEqual(again, d.req) {
-			t.Fatalf("re-encoded %s v%d decodes differently:\n%+v\n%+v", kmsg.NameForKey(d.hdr.key), d.hdr.version, d.req, again)
+			t.Fatalf("re-encoded %s v%d decodes differently:\n%+v\n%+v", kmsg.NameForKey(d.hdr.Key), d.hdr.Version, d.req, again)
 		}
 	})
 }
@@ -190,7 +190,7 @@ func FuzzProduceShape(f *testing.F) {
 	}
 	f.Add([]byte{0xff, 0xff, 0, 1, 0, 0, 0, 100, 0x7f, 0xff, 0xff, 0xff}, uint8(7))
 	f.Fuzz(func(t *testing.T, body []byte, v uint8) {
-		r := advertised[0]
+		r := lookup(0)
 		version := r.min + int16(v)%(r.max-r.min+1)
 		n, shapeErr := produceShape(body)
 		req := kmsg.NewPtrProduceRequest()
@@ -199,8 +199,8 @@ func FuzzProduceShape(f *testing.F) {
 		switch {
 		case (shapeErr == nil) != (err == nil):
 			t.Fatalf("v%d: produceShape %v, kmsg %v", version, shapeErr, err)
-		case err == nil && n != requestEntries(req):
-			t.Fatalf("v%d: produceShape counts %d entries, the decoded request %d", version, n, requestEntries(req))
+		case err == nil && n != produceEntries(req):
+			t.Fatalf("v%d: produceShape counts %d entries, the decoded request %d", version, n, produceEntries(req))
 		case shapeErr != nil && !errors.Is(shapeErr, errMalformed):
 			t.Fatalf("produceShape error %v is not errMalformed", shapeErr)
 		}

@@ -11,3 +11,10 @@ var (
 	ServedRequests = servedRequests
 	EncodeFrame    = encodeFrame
 )
+
+// FindProtocolDoc and ReadProfileTable read PROTOCOL.md's profile table, which the
+// conformance test compares with what a node advertises.
+var (
+	FindProtocolDoc  = findProtocolDoc
+	ReadProfileTable = readProfileTable
+)

@@ -11,10 +11,12 @@ import (
 	"skiff/logstore"
 )
 
-// frameWriter assembles one response frame made of header bytes and file ranges, and
+// FrameWriter assembles one response frame made of header bytes and file ranges, and
 // writes it with one writev per run of bytes and one sendfile per file range, so
-// record bytes never pass through user space on a plaintext connection.
-type frameWriter struct {
+// record bytes never pass through user space on a plaintext connection. Fetch
+// responses are written with it. Reset starts a frame, whose first bytes are the
+// correlation id; Send writes it; Release lets go of its buffers.
+type FrameWriter struct {
 	buf    []byte      // every byte piece, back to back
 	pieces []framePart // in frame order
 	size   int64       // frame size after the 4-byte length prefix
@@ -25,15 +27,16 @@ type framePart struct {
 	rng *logstore.Range
 }
 
-func (w *frameWriter) reset() {
-	w.buf = append(getBuf(responseBufSize)[:0], 0, 0, 0, 0) // frame size, filled in by writeTo
+// Reset starts a new frame.
+func (w *FrameWriter) Reset() {
+	w.buf = append(getBuf(responseBufSize)[:0], 0, 0, 0, 0) // frame size, filled in by Send
 	w.pieces = w.pieces[:0]
 	w.size = 0
 }
 
-// release returns the writer's buffers once the frame is written, so that an idle
+// Release returns the writer's buffers once the frame is written, so that an idle
 // connection holds none.
-func (w *frameWriter) release() {
+func (w *FrameWriter) Release() {
 	putBuf(w.buf)
 	w.buf = nil
 	clear(w.pieces) // they point at file ranges released by now
@@ -42,24 +45,25 @@ func (w *frameWriter) release() {
 	}
 }
 
-func (w *frameWriter) int16(v int16) { w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(v)) }
-func (w *frameWriter) int32(v int32) { w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(v)) }
-func (w *frameWriter) int64(v int64) { w.buf = binary.BigEndian.AppendUint64(w.buf, uint64(v)) }
-func (w *frameWriter) string(s string) {
-	w.int16(int16(len(s)))
+// Int16, Int32, Int64 and Str append Kafka's INT16, INT32, INT64 and STRING.
+func (w *FrameWriter) Int16(v int16) { w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(v)) }
+func (w *FrameWriter) Int32(v int32) { w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(v)) }
+func (w *FrameWriter) Int64(v int64) { w.buf = binary.BigEndian.AppendUint64(w.buf, uint64(v)) }
+func (w *FrameWriter) Str(s string) {
+	w.Int16(int16(len(s)))
 	w.buf = append(w.buf, s...)
 }
 
-// ranges appends file ranges after the bytes written so far.
-func (w *frameWriter) ranges(rs []logstore.Range) {
+// Ranges appends file ranges after the bytes written so far.
+func (w *FrameWriter) Ranges(rs []logstore.Range) {
 	for i := range rs {
 		w.pieces = append(w.pieces, framePart{end: len(w.buf)}, framePart{rng: &rs[i]})
 		w.size += rs[i].Len
 	}
 }
 
-// writeTo writes the whole frame to nc and counts record bytes in m.
-func (w *frameWriter) writeTo(nc net.Conn, m *Metrics, timeout time.Duration) error {
+// Send writes the whole frame to nc, within timeout, and counts record bytes in m.
+func (w *FrameWriter) Send(nc net.Conn, m *Metrics, timeout time.Duration) error {
 	w.pieces = append(w.pieces, framePart{end: len(w.buf)})
 	w.size += int64(len(w.buf)) - 4
 	binary.BigEndian.PutUint32(w.buf, uint32(w.size))

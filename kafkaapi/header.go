@@ -7,32 +7,32 @@ import (
 
 var errShortHeader = errors.New("kafkaapi: request header truncated")
 
-// requestHeader is the Kafka request header, v1 (and v2 for flexible requests, which
+// RequestHeader is the Kafka request header, v1 (and v2 for flexible requests, which
 // adds a tagged-field section after the client id).
-type requestHeader struct {
-	key           int16
-	version       int16
-	correlationID int32
-	clientID      string
+type RequestHeader struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
 }
 
 // parseHeaderPrefix reads key, version, correlation id and client id; it returns the
 // remaining bytes, which start with the tagged fields for flexible requests.
-func parseHeaderPrefix(b []byte) (requestHeader, []byte, error) {
-	var h requestHeader
+func parseHeaderPrefix(b []byte) (RequestHeader, []byte, error) {
+	var h RequestHeader
 	if len(b) < 10 {
 		return h, nil, errShortHeader
 	}
-	h.key = int16(binary.BigEndian.Uint16(b[0:]))
-	h.version = int16(binary.BigEndian.Uint16(b[2:]))
-	h.correlationID = int32(binary.BigEndian.Uint32(b[4:]))
+	h.Key = int16(binary.BigEndian.Uint16(b[0:]))
+	h.Version = int16(binary.BigEndian.Uint16(b[2:]))
+	h.CorrelationID = int32(binary.BigEndian.Uint32(b[4:]))
 	n := int16(binary.BigEndian.Uint16(b[8:]))
 	b = b[10:]
 	if n > 0 {
 		if int(n) > len(b) {
 			return h, nil, errShortHeader
 		}
-		h.clientID = string(b[:n])
+		h.ClientID = string(b[:n])
 		b = b[n:]
 	}
 	return h, b, nil

@@ -33,8 +33,8 @@ import (
 // or two bytes per element) before its elements are allocated, and a decoded element
 // (a Go struct) takes up to 32 times the bytes of its smallest encoding; an inner
 // array can claim the bytes left again. FuzzDecodeRequest checks the bound for every
-// served API. Produce is walked before it is decoded (produceShape), so only its
-// frame counts.
+// served API. A key that weighsFrame (Produce) is walked before it is decoded
+// (its shape), so only its frame counts.
 const decodeFactor = 64
 
 // entryBytes is the memory counted per entry (topic, partition, group...) of a
@@ -44,9 +44,10 @@ const entryBytes = 128
 // requestWeight is the memory a request of key with a frame of size bytes may take
 // while it is read and decoded; it is what the request acquires from the budget.
 func requestWeight(key int16, size int32) int64 {
-	if _, served := advertised[key]; !served || key == 0 {
-		// Keys not served are answered without being decoded; Produce records
-		// alias the frame, and its shape is checked before it is decoded.
+	if a := lookup(key); a == nil || a.weighsFrame {
+		// Keys not served are answered without being decoded; a key that weighs its
+		// frame (Produce) keeps its large fields in it and is walked before it is
+		// decoded.
 		return int64(size)
 	}
 	return int64(size) * decodeFactor

@@ -23,7 +23,9 @@ var (
 )
 
 // CorruptionError reports invalid bytes found in a segment file while reading.
-// (Recovery does not return it: it truncates the damage and logs it.)
+// Recovery cuts the damage it finds and logs it; it returns a CorruptionError
+// only for a damaged first batch header of a segment it checked from an index
+// entry: those bytes were synced, and are not cut away.
 type CorruptionError struct {
 	File string // segment file path
 	Pos  int64  // byte position of the bad batch

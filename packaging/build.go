@@ -30,6 +30,7 @@ const (
 	pkgName     = "skiff"
 	maintainer  = "Skiff maintainers <maintainers@users.noreply.a-seed-aca42da1.example>"
 	summary     = "Kafka-compatible message engine in one static binary"
+	license     = "Apache-2.0" // of Skiff's own code (LICENSE); SPDX id, also Debian's short name
 	description = summary + "\n" +
 		"Skiff speaks the Kafka protocol, so every Kafka client works unchanged. Each\n" +
 		"node embeds an etcd member for coordination, keeps messages as raw Kafka\n" +
@@ -243,7 +244,7 @@ func info(o options, staged []stagedFile, packager string) *nfpm.Info {
 		Maintainer:    maintainer,
 		Description:   description,
 		Vendor:        "Skiff",
-		License:       "unspecified",
+		License:       license,
 		MTime:         o.Epoch,
 	}
 	for _, s := range staged {

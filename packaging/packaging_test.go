@@ -196,6 +196,13 @@ func TestDebContents(t *testing.T) {
 			t.Errorf("/usr/bin/skiff is dynamically linked (program header %v)", p.Type)
 		}
 	}
+	// Skiff's own code is under the Apache License 2.0, which Debian ships.
+	copyright, _ := os.ReadFile(filepath.Join(root, "usr/share/doc/skiff/copyright"))
+	for _, want := range []string{"\nFiles: *\nCopyright: ", "\nLicense: Apache-2.0\n", `"/usr/share/common-licenses/Apache-2.0"`} {
+		if !strings.Contains(string(copyright), want) {
+			t.Errorf("the copyright file lacks %q:\n%s", want, copyright)
+		}
+	}
 	unit, _ := os.ReadFile(filepath.Join(root, "lib/systemd/system/skiff.service"))
 	if !strings.Contains(string(unit), "ExecStart=/usr/bin/skiff serve --config /etc/skiff/skiff.yaml\n") {
 		t.Errorf("the unit does not start skiff with the packaged configuration:\n%s", unit)
@@ -230,6 +237,7 @@ func TestRPMMetadata(t *testing.T) {
 		"Name        : skiff", "Version     : 0.1.0", "Release     : 1", "Architecture: x86_64",
 		"Summary     : Kafka-compatible message engine in one static binary",
 		"Build Host  : skiff-packaging",
+		"License     : Apache-2.0",
 	} {
 		if !strings.Contains(info, want) {
 			t.Errorf("rpm -qip lacks %q:\n%s", want, info)
@@ -284,6 +292,13 @@ func TestUnitVerify(t *testing.T) {
 		t.Errorf("systemd-analyze verify skiff.service:\n%s", out)
 	}
 	// The check sees errors: the same unit with an unknown key is reported.
+	// Skiff's own code is under the Apache License 2.0, which Debian ships.
+	copyright, _ := os.ReadFile(filepath.Join(root, "usr/share/doc/skiff/copyright"))
+	for _, want := range []string{"\nFiles: *\nCopyright: ", "\nLicense: Apache-2.0\n", `"/usr/share/common-licenses/Apache-2.0"`} {
+		if !strings.Contains(string(copyright), want) {
+			t.Errorf("the copyright file lacks %q:\n%s", want, copyright)
+		}
+	}
 	unit, _ := os.ReadFile(filepath.Join(root, "lib/systemd/system/skiff.service"))
 	broken := strings.Replace(string(unit), "[Service]\n", "[Service]\nNotAKey=1\n", 1)
 	writeFile(t, filepath.Join(root, "lib/systemd/system/skiff-broken.service"), broken)

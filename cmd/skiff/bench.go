@@ -1,37 +1,29 @@
 package main
 
-// skiff bench produce|consume|e2e|baseline: throughput and latency of a Kafka
-// cluster measured with franz-go (the same client as the other commands), and
-// this machine's own limits measured in the same run, so that every figure can
-// be read as a ratio rather than an absolute (docs/performance.md).
-//
-// Files: bench.go (commands, options, topic set-up, the run), bench_load.go
-// (producers and the consumer), bench_report.go (summary, JSON, progress line),
-// bench_baseline.go (the machine's limits), bench_hist.go (latency histogram).
+// skiff bench produce|consume|e2e|baseline|null-server: the flags, turned into a
+// bench.Config and handed to package bench, which runs the load and the baselines
+// (docs/performance.md).
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
+	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+
+	"skiff/bench"
 )
 
 const (
 	defaultBenchDuration = 10 * time.Second
 	defaultRecordSize    = 1024
 	defaultBenchParts    = 6
-	// minRecordSize holds the 8-byte send stamp every benchmark record starts with.
-	minRecordSize = 8
-	maxRecordSize = 64 << 20
+	maxRecordSize        = 64 << 20
+	defaultBaseBytes     = 1 << 30
 )
 
 func benchCommand() *cli.Command {
@@ -48,25 +40,17 @@ client and settings): on a shared machine the ratio is the figure to compare,
 not the absolute.
 docs/performance.md has the targets and how to reproduce them.`,
 		Subcommands: []*cli.Command{
-			benchLoadCommand(benchProduce),
-			benchLoadCommand(benchConsume),
-			benchLoadCommand(benchE2E),
+			benchLoadCommand(bench.Produce),
+			benchLoadCommand(bench.Consume),
+			benchLoadCommand(bench.E2E),
 			benchBaselineCommand(),
+			benchConnectCommand(),
 			benchNullServerCommand(),
 		},
 	}
 }
 
-// benchMode is what a load command does.
-type benchMode string
-
-const (
-	benchProduce benchMode = "produce" // producers only
-	benchConsume benchMode = "consume" // one consumer reading what is there
-	benchE2E     benchMode = "e2e"     // producers and a consumer at once
-)
-
-func benchLoadCommand(mode benchMode) *cli.Command {
+func benchLoadCommand(mode bench.Mode) *cli.Command {
 	flags := append(clientFlags(),
 		&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` to use (required)"},
 		&cli.Int64Flag{Name: "records", Aliases: []string{"n"}, DefaultText: "no limit", Usage: "stop after `N` records"},
@@ -77,7 +61,7 @@ func benchLoadCommand(mode benchMode) *cli.Command {
 	)
 	var usage, desc string
 	switch mode {
-	case benchProduce:
+	case bench.Produce:
 		usage = "produce records as fast as possible, or at --rate, and measure throughput and latency"
 		desc = `Creates the topic if it does not exist (--partitions, --replication-factor,
 --config) and waits until every partition has a leader and all its replicas in
@@ -89,19 +73,19 @@ buffer space, so it is a throughput test. --rate R sends R records/s in total on
 a fixed schedule and measures each record's latency from the time it was due,
 not from when it was sent, so a stall is charged to every record it delayed
 (no coordinated omission).`
-	case benchConsume:
+	case bench.Consume:
 		usage = "read a topic from its start and measure throughput"
 		desc = `Reads every partition from its log start with one franz-go consumer (no group)
 until the end offsets listed at the start, --records or --duration, whichever
 comes first. Produce first (skiff bench produce) to have something to read.`
-	case benchE2E:
+	case bench.E2E:
 		usage = "produce and consume at once and measure latency from produce to consume"
 		desc = `Like produce (same flags), with one consumer reading the new records as they
 arrive. End-to-end latency runs from a record's send time (its due time with
 --rate), stamped in its first 8 bytes, to its arrival at the consumer. The
 producers and the consumer share this machine's CPUs with the brokers.`
 	}
-	if mode != benchConsume {
+	if mode != bench.Consume {
 		flags = append(flags,
 			&cli.IntFlag{Name: "record-size", Aliases: []string{"s"}, Value: defaultRecordSize, Usage: "record value size in `BYTES` (at least 8)"},
 			&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Value: defaultBenchParts, Usage: "create the topic with `P` partitions"},
@@ -124,260 +108,218 @@ producers and the consumer share this machine's CPUs with the brokers.`
 	}
 }
 
-// benchOpts is what a load command's flags say, checked before any connection.
-type benchOpts struct {
-	mode        benchMode
-	topic       string
-	records     int64         // 0: no limit
-	duration    time.Duration // 0: no limit
-	recordSize  int
-	partitions  int32
-	rf          int16 // -1: the broker's default
-	configs     map[string]*string
-	producers   int
-	acks        kgo.Acks
-	acksName    string
-	idempotent  bool
-	compression kgo.CompressionCodec
-	codecName   string
-	linger      time.Duration // -1: franz-go's default
-	rate        float64       // records/s in total; 0: as fast as possible
-	json        bool
-	baseline    bool
-	dir         string
-}
-
-func benchOptsFrom(c *cli.Context, mode benchMode) (benchOpts, error) {
-	o := benchOpts{
-		mode:     mode,
-		topic:    c.String("topic"),
-		records:  c.Int64("records"),
-		duration: c.Duration("duration"),
-		json:     c.Bool("json"),
-		baseline: c.Bool("baseline"),
-		dir:      c.String("dir"),
-		linger:   -1,
+// benchConfigFrom checks a load command's flags, before any connection, and
+// turns them into the run's configuration.
+func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
+	cfg := bench.Config{
+		Mode:     mode,
+		Topic:    c.String("topic"),
+		Records:  c.Int64("records"),
+		Duration: c.Duration("duration"),
+		JSON:     c.Bool("json"),
+		Baseline: c.Bool("baseline"),
+		Dir:      c.String("dir"),
+		Linger:   -1,
 	}
-	if o.topic == "" {
-		return o, errors.New("missing --topic (-t): name the topic to benchmark")
+	if cfg.Topic == "" {
+		return cfg, errors.New("missing --topic (-t): name the topic to benchmark")
 	}
 	switch {
 	case c.IsSet("records") && c.IsSet("duration"):
-		return o, errors.New("--records and --duration conflict: give one of them")
-	case c.IsSet("records") && o.records < 1:
-		return o, fmt.Errorf("--records must be at least 1, not %d", o.records)
-	case c.IsSet("duration") && o.duration <= 0:
-		return o, fmt.Errorf("--duration must be positive, not %v", o.duration)
-	case !c.IsSet("records") && !c.IsSet("duration") && mode != benchConsume:
-		o.duration = defaultBenchDuration
+		return cfg, errors.New("--records and --duration conflict: give one of them")
+	case c.IsSet("records") && cfg.Records < 1:
+		return cfg, fmt.Errorf("--records must be at least 1, not %d", cfg.Records)
+	case c.IsSet("duration") && cfg.Duration <= 0:
+		return cfg, fmt.Errorf("--duration must be positive, not %v", cfg.Duration)
+	case !c.IsSet("records") && !c.IsSet("duration") && mode != bench.Consume:
+		cfg.Duration = defaultBenchDuration
 	}
-	if mode == benchConsume {
-		return o, nil
+	if mode == bench.Consume {
+		return cfg, nil
 	}
 
-	o.recordSize = c.Int("record-size")
-	if o.recordSize < minRecordSize || o.recordSize > maxRecordSize {
-		return o, fmt.Errorf("--record-size must be from %d (the send stamp) to %d bytes, not %d", minRecordSize, maxRecordSize, o.recordSize)
+	cfg.RecordSize = c.Int("record-size")
+	if cfg.RecordSize < bench.MinRecordSize || cfg.RecordSize > maxRecordSize {
+		return cfg, fmt.Errorf("--record-size must be from %d (the send stamp) to %d bytes, not %d", bench.MinRecordSize, maxRecordSize, cfg.RecordSize)
 	}
 	p, rf := c.Int("partitions"), c.Int("replication-factor")
 	if p < 1 || p > math.MaxInt32 {
-		return o, fmt.Errorf("--partitions must be at least 1, not %d", p)
+		return cfg, fmt.Errorf("--partitions must be at least 1, not %d", p)
 	}
 	if rf == 0 || rf < -1 || rf > math.MaxInt16 {
-		return o, fmt.Errorf("--replication-factor must be at least 1 (or -1 for the broker's default), not %d", rf)
+		return cfg, fmt.Errorf("--replication-factor must be at least 1 (or -1 for the broker's default), not %d", rf)
 	}
-	o.partitions, o.rf = int32(p), int16(rf)
+	cfg.Partitions, cfg.ReplicationFactor = int32(p), int16(rf)
 	var err error
-	if o.configs, err = c.Generic("config").(*configList).configs(); err != nil {
-		return o, err
+	if cfg.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
+		return cfg, err
 	}
-	o.producers = c.Int("producers")
-	if o.producers < 1 || o.producers > 1024 {
-		return o, fmt.Errorf("--producers must be from 1 to 1024, not %d", o.producers)
+	cfg.Producers = c.Int("producers")
+	if cfg.Producers < 1 || cfg.Producers > 1024 {
+		return cfg, fmt.Errorf("--producers must be from 1 to 1024, not %d", cfg.Producers)
 	}
-	o.acksName = strings.ToLower(c.String("acks"))
-	switch o.acksName {
+	cfg.AcksName = strings.ToLower(c.String("acks"))
+	switch cfg.AcksName {
 	case "all", "-1":
-		o.acksName = "all"
+		cfg.AcksName = "all"
 	case "1", "leader":
-		o.acksName = "1"
+		cfg.AcksName = "1"
 	default:
-		return o, fmt.Errorf("invalid --acks %q: want all or 1 (latency is measured to the acknowledgement)", c.String("acks"))
+		return cfg, fmt.Errorf("invalid --acks %q: want all or 1 (latency is measured to the acknowledgement)", c.String("acks"))
 	}
-	if o.acks, o.idempotent, err = parseAcks(o.acksName); err != nil {
-		return o, err
+	if cfg.Acks, cfg.Idempotent, err = parseAcks(cfg.AcksName); err != nil {
+		return cfg, err
 	}
-	o.codecName = strings.ToLower(c.String("compression"))
-	if o.compression, err = parseCompression(o.codecName); err != nil {
-		return o, err
+	cfg.CompressionName = strings.ToLower(c.String("compression"))
+	if cfg.Compression, err = parseCompression(cfg.CompressionName); err != nil {
+		return cfg, err
 	}
 	if c.IsSet("linger") {
 		ms := c.Int("linger")
 		if ms < 0 || ms > 60_000 {
-			return o, fmt.Errorf("--linger must be from 0 to 60000 ms, not %d", ms)
+			return cfg, fmt.Errorf("--linger must be from 0 to 60000 ms, not %d", ms)
 		}
-		o.linger = time.Duration(ms) * time.Millisecond
+		cfg.Linger = time.Duration(ms) * time.Millisecond
 	}
-	o.rate = c.Float64("rate")
-	if c.IsSet("rate") && (o.rate <= 0 || math.IsInf(o.rate, 0) || math.IsNaN(o.rate)) {
-		return o, fmt.Errorf("--rate must be a positive number of records per second, not %v", c.Float64("rate"))
+	cfg.Rate = c.Float64("rate")
+	if c.IsSet("rate") && (cfg.Rate <= 0 || math.IsInf(cfg.Rate, 0) || math.IsNaN(cfg.Rate)) {
+		return cfg, fmt.Errorf("--rate must be a positive number of records per second, not %v", c.Float64("rate"))
 	}
-	return o, nil
+	cfg.DeliveryTimeout = defaultDeliveryTimeout
+	return cfg, nil
 }
 
-// producerOpts are the franz-go options of one benchmark producer: its defaults
-// except where a flag says otherwise.
-func (o benchOpts) producerOpts() []kgo.Opt {
-	opts := []kgo.Opt{
-		kgo.DefaultProduceTopic(o.topic),
-		kgo.RequiredAcks(o.acks),
-		kgo.ProducerBatchCompression(o.compression),
-		kgo.RecordDeliveryTimeout(defaultDeliveryTimeout),
-	}
-	if !o.idempotent {
-		opts = append(opts, kgo.DisableIdempotentWrite())
-	}
-	if o.linger >= 0 {
-		opts = append(opts, kgo.ProducerLinger(o.linger))
-	}
-	return opts
-}
-
-func runBenchLoad(c *cli.Context, mode benchMode) error {
+func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 	if err := unexpectedArgs(c, 0, ": name the topic with -t"); err != nil {
 		return err
 	}
-	o, err := benchOptsFrom(c, mode)
+	cfg, err := benchConfigFrom(c, mode)
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfigFrom(c)
-	if err != nil {
+	if cfg.Client, err = clientConfigFrom(c); err != nil {
 		return err
 	}
-	if o.baseline {
-		if err := checkBaselineDir(o.dir); err != nil {
+	if cfg.Baseline {
+		if err := checkBaselineDir(cfg.Dir); err != nil {
 			return err
 		}
 	}
-	// The first interrupt stops the load and still prints what was measured.
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	var progress *progressLine
+	cfg.NullServer = func(dir string) (*exec.Cmd, error) {
+		self, err := skiffExecutable()
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(self, "bench", "null-server", "--dir", dir), nil
+	}
 	if isTerminal(c.App.ErrWriter) {
-		progress = newProgressLine(c.App.ErrWriter)
+		cfg.Progress = c.App.ErrWriter
 	}
-	// The null server goes first, on the memory the run will have: its files are
-	// gone again when the run starts, whereas the run's stay cached afterwards.
-	var null *baselineRow
-	if o.baseline && mode == benchProduce && o.rate == 0 {
-		row, err := nullProduceBaseline(ctx, cfg, o)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		null = &row
+	return bench.Run(c.Context, cfg, c.App.Writer)
+}
+
+// skiffExecutable is the skiff binary that runs the null server: this one (tests,
+// which run commands inside the test binary, point it at a built skiff).
+var skiffExecutable = os.Executable
+
+func benchBaselineCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "baseline",
+		Usage:     "measure this machine's disk write, loopback TCP and sendfile throughput",
+		ArgsUsage: " ",
+		Description: `Moves --bytes through each of: sequential 1 MiB writes into a new file in --dir
+(page cache, no sync); the same with fdatasync after every 1 MiB; a loopback TCP
+stream between two goroutines; that file sent over loopback with sendfile; and
+the same file copied over loopback through a 1 MiB buffer. Put --dir on the
+filesystem of the brokers' data directory. The file is removed afterwards.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Value: ".", Usage: "write the disk baseline into `DIR`"},
+			&cli.Int64Flag{Name: "bytes", Value: defaultBaseBytes, Usage: "move `N` bytes in each measurement"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := unexpectedArgs(c, 0, ": bench baseline takes no arguments"); err != nil {
+				return err
+			}
+			n := c.Int64("bytes")
+			if n < bench.BaselineChunk || n > 64<<30 {
+				return fmt.Errorf("--bytes must be from %d (1 MiB) to 64 GiB, not %d", bench.BaselineChunk, n)
+			}
+			if err := checkBaselineDir(c.String("dir")); err != nil {
+				return err
+			}
+			return bench.RunBaseline(c.Context, c.String("dir"), n, c.Bool("json"), c.App.Writer)
+		},
 	}
-	var res *benchResult
-	switch mode {
-	case benchConsume:
-		res, err = runBenchConsume(ctx, cfg, o, progress)
-	default:
-		res, err = runBenchProduce(ctx, cfg, o, progress)
-	}
+}
+
+func checkBaselineDir(dir string) error {
+	st, err := os.Stat(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("--dir: %w", err)
 	}
-	// Only now does a consume run know how many records the null server must
-	// hold; and its data was written before it, so the null server writes its
-	// own after it, on the memory the run had.
-	if o.baseline && mode == benchConsume {
-		row, err := nullConsumeBaseline(ctx, cfg, o, res)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		null = &row
-	}
-	if o.baseline {
-		syncFilesystems() // what the run left dirty (gigabytes), or the baselines pay for it
-		bl, err := measureBaseline(c.Context, o.dir, baselineVolume(res.Bytes), nil)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		if null != nil {
-			bl.Rows = append(bl.Rows, *null)
-		}
-		res.setBaseline(bl)
-	}
-	if o.json {
-		err = res.writeJSON(c.App.Writer)
-	} else {
-		err = res.writeText(c.App.Writer)
-	}
-	if err != nil {
-		return err
-	}
-	if res.Failed > 0 {
-		return fmt.Errorf("%d of %d records were not acknowledged (first error: %s)", res.Failed, res.Failed+res.Records, res.FirstError)
+	if !st.IsDir() {
+		return fmt.Errorf("--dir %s is not a directory", dir)
 	}
 	return nil
 }
 
-// ensureTopic creates the topic unless it exists, then waits until every
-// partition has a leader and all its replicas in sync, so that the run does not
-// measure a cluster still settling. It returns the partition count.
-func ensureTopic(ctx context.Context, k *kafkaClient, o benchOpts) (int32, error) {
-	cctx, cancel := k.requestCtx(ctx)
-	rs, err := k.adm.CreateTopics(cctx, o.partitions, o.rf, o.configs, o.topic)
-	cancel()
-	if err != nil {
-		return 0, fmt.Errorf("create topic %q: %w", o.topic, k.explain(err))
-	}
-	if r, ok := rs[o.topic]; ok && r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-		return 0, fmt.Errorf("create topic %q: %w%s", o.topic, r.Err, brokerSays(r.ErrMessage))
-	}
-	deadline := time.Now().Add(k.cfg.timeout)
-	for {
-		n, ready, err := topicSettled(ctx, k, o.topic)
-		switch {
-		case err != nil:
-			return 0, err
-		case ready:
-			return n, nil
-		case time.Now().After(deadline):
-			return 0, fmt.Errorf("topic %q: partitions still without a leader or with replicas out of sync after %v (raise --timeout to wait longer)", o.topic, k.cfg.timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond): // polling the cluster's state
-		}
+func benchNullServerCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "null-server",
+		Usage:  "append produced records to files and serve fetches from them, and nothing else (the baseline of produce and consume --baseline)",
+		Hidden: true,
+		Description: `Listens on 127.0.0.1 (a port the kernel chooses), prints HOST:PORT on standard
+output, and answers ApiVersions, Metadata, CreateTopics, InitProducerId and Produce,
+appending produced batches to one file per partition, in a directory it makes in
+--dir, without checking or syncing them, and ListOffsets and Fetch from those files.
+It stops, removing them, when standard input closes or on SIGTERM. It ignores
+SIGINT: a terminal's ^C reaches the whole process group, and the bench that
+started it stops it once its load has stopped.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Value: ".", Usage: "append to files in `DIR`"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := unexpectedArgs(c, 0, ": bench null-server takes no arguments"); err != nil {
+				return err
+			}
+			if err := checkBaselineDir(c.String("dir")); err != nil {
+				return err
+			}
+			return bench.ServeNull(c.String("dir"), os.Stdin, c.App.Writer)
+		},
 	}
 }
 
-// topicSettled reports the topic's partition count and whether each partition
-// has a leader and every replica in its ISR.
-func topicSettled(ctx context.Context, k *kafkaClient, topic string) (int32, bool, error) {
-	ctx, cancel := k.requestCtx(ctx)
-	defer cancel()
-	tds, err := k.adm.ListTopics(ctx, topic)
-	if err != nil {
-		return 0, false, fmt.Errorf("look up topic %q: %w", topic, k.explain(err))
+func benchConnectCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "connect",
+		Usage: "open many new connections and measure how long each takes to be served (TLS and SASL included)",
+		Description: `Opens --connections connections to the first broker, --concurrency at a time, each
+with a client of its own that dials, runs TLS and SASL as the client flags say
+(--tls, --sasl-mechanism, ...) and sends ApiVersions. Reports the total time, the
+connections per second and the latency of each, from the dial to the first answer.
+Run it once without the security flags against a PLAINTEXT listener for the
+baseline.`,
+		ArgsUsage: " ",
+		Flags: append(clientFlags(),
+			&cli.IntFlag{Name: "connections", Aliases: []string{"n"}, Value: 1000, Usage: "`N` connections in all"},
+			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "`C` connections being opened at once"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
+		),
+		Action: func(c *cli.Context) error {
+			if err := unexpectedArgs(c, 0, ""); err != nil {
+				return err
+			}
+			cc, err := clientConfigFrom(c)
+			if err != nil {
+				return err
+			}
+			if c.Int("connections") <= 0 || c.Int("concurrency") <= 0 {
+				return fmt.Errorf("--connections and --concurrency must be positive")
+			}
+			return bench.Connect(c.Context, bench.ConnectConfig{Client: cc, Connections: c.Int("connections"),
+				Concurrency: c.Int("concurrency"), JSON: c.Bool("json")}, c.App.Writer)
+		},
 	}
-	td, ok := tds[topic]
-	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.LeaderNotAvailable) {
-		return 0, false, nil // just created: not known everywhere yet
-	}
-	if td.Err != nil {
-		return 0, false, topicError(topic, td.Err)
-	}
-	if len(td.Partitions) == 0 {
-		return 0, false, nil
-	}
-	for _, p := range td.Partitions {
-		if p.Err != nil || p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
-			return 0, false, nil
-		}
-	}
-	return int32(len(td.Partitions)), true, nil
 }

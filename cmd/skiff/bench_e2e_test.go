@@ -15,14 +15,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"skiff/bench"
 	"skiff/internal/testnode"
 )
 
 // benchJSON runs a bench command with --json and decodes its result.
-func benchJSON(t *testing.T, args ...string) benchResult {
+func benchJSON(t *testing.T, args ...string) bench.Result {
 	t.Helper()
 	out := skiffOK(t, nil, append(args, "--json")...)
-	var r benchResult
+	var r bench.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("skiff %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -37,7 +38,7 @@ func TestBenchE2E(t *testing.T) {
 	topic := uniqueTopic("bench")
 
 	p := benchJSON(t, "bench", "produce", "-b", b, "-t", topic, "--records", "3000", "--partitions", "3", "--record-size", "100")
-	if p.Mode != benchProduce || p.Records != 3000 || p.Failed != 0 || p.Bytes != 300_000 || p.Partitions != 3 {
+	if p.Mode != bench.Produce || p.Records != 3000 || p.Failed != 0 || p.Bytes != 300_000 || p.Partitions != 3 {
 		t.Fatalf("produce: %+v", p)
 	}
 	if p.ProduceLatency == nil || p.ProduceLatency.Count != 3000 || p.ProduceLatency.P50 <= 0 ||

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"skiff/bench"
 )
 
 // Bad flags are refused before any connection (the broker address is unused).
@@ -45,26 +46,23 @@ func TestBenchFlagErrors(t *testing.T) {
 	}
 }
 
-func TestBenchOptsDefaults(t *testing.T) {
-	var got benchOpts
+func TestBenchConfigDefaults(t *testing.T) {
+	var got bench.Config
 	app := newApp()
-	cmd := benchLoadCommand(benchProduce)
+	cmd := benchLoadCommand(bench.Produce)
 	cmd.Action = func(c *cli.Context) error {
 		var err error
-		got, err = benchOptsFrom(c, benchProduce)
+		got, err = benchConfigFrom(c, bench.Produce)
 		return err
 	}
 	app.Commands = []*cli.Command{{Name: "bench", Subcommands: []*cli.Command{cmd}}}
 	if err := app.Run([]string{"skiff", "bench", "produce", "-t", "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if got.duration != defaultBenchDuration || got.records != 0 || got.recordSize != 1024 || got.partitions != 6 ||
-		got.producers != 1 || got.acksName != "all" || !got.idempotent || got.linger != -1 || got.rate != 0 {
+	if got.Duration != defaultBenchDuration || got.Records != 0 || got.RecordSize != 1024 || got.Partitions != 6 ||
+		got.Producers != 1 || got.AcksName != "all" || !got.Idempotent || got.Linger != -1 || got.Rate != 0 ||
+		got.DeliveryTimeout != defaultDeliveryTimeout {
 		t.Errorf("defaults: %+v", got)
-	}
-	// franz-go's own defaults stay in force unless a flag is given: no linger option.
-	if n := len(got.producerOpts()); n != 4 {
-		t.Errorf("%d producer options, want 4 (topic, acks, compression, delivery timeout)", n)
 	}
 }
 
@@ -74,7 +72,7 @@ func TestBaselineSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res baselineResult
+	var res bench.BaselineResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -99,74 +97,5 @@ func TestBaselineSmall(t *testing.T) {
 		if !strings.Contains(text, w) {
 			t.Errorf("text output lacks %q:\n%s", w, text)
 		}
-	}
-}
-
-func TestBaselineVolume(t *testing.T) {
-	for _, tc := range []struct{ in, want int64 }{{0, 64 << 20}, {100 << 20, 100 << 20}, {10 << 30, 4 << 30}} {
-		if got := baselineVolume(tc.in); got != tc.want {
-			t.Errorf("baselineVolume(%d) = %d, want %d", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestBenchResultOutput(t *testing.T) {
-	lat := latencySummary{Count: 10, Mean: 1.5, P50: 1.2, P95: 2, P99: 3, P999: 4, Max: 5}
-	r := &benchResult{Mode: benchProduce, Topic: "t", Partitions: 6, Producers: 2, Acks: "all",
-		Compression: "none", RecordSize: 1024, Records: 1000, Bytes: 1024000, ProduceLatency: &lat}
-	r.setElapsed(2e9)
-	if r.RecordsPerSec != 500 || r.MBPerSec != 0.512 {
-		t.Errorf("rates %v rec/s %v MB/s", r.RecordsPerSec, r.MBPerSec)
-	}
-	r.setBaseline(&baselineResult{Dir: "/d", Bytes: 1 << 20, Rows: []baselineRow{
-		{Name: "loopback_tcp", Desc: "loopback TCP", MBPerSec: 1.024},
-		{Name: "broken", Desc: "nothing measured"},
-	}})
-	if r.Ratios["loopback_tcp"] != 0.5 {
-		t.Errorf("ratio %v, want 0.5", r.Ratios["loopback_tcp"])
-	}
-	if _, ok := r.Ratios["broken"]; ok {
-		t.Error("ratio against a zero baseline")
-	}
-	var text bytes.Buffer
-	if err := r.writeText(&text); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []string{"produce  topic t, 6 partitions, 2 producers, acks=all", "1000 acknowledged, 0 failed, in 2.00 s",
-		"500 records/s", "0.5 MB/s", "p50 1.20", "p99.9 4.00", "loopback TCP", "ratio 0.500", "franz-go default"} {
-		if !strings.Contains(text.String(), w) {
-			t.Errorf("text lacks %q:\n%s", w, text.String())
-		}
-	}
-	var js bytes.Buffer
-	if err := r.writeJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(js.Bytes(), &m); err != nil || strings.Count(js.String(), "\n") != 1 {
-		t.Fatalf("not one JSON object on one line: %v\n%s", err, js.String())
-	}
-	for _, k := range []string{"records_per_sec", "mb_per_sec", "produce_latency", "baseline", "ratios"} {
-		if _, ok := m[k]; !ok {
-			t.Errorf("JSON lacks %q: %s", k, js.String())
-		}
-	}
-	if _, ok := m["e2e_latency"]; ok {
-		t.Error("produce JSON has e2e_latency")
-	}
-}
-
-func TestProgressLine(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgressLine(&b)
-	p.clear()
-	if b.Len() != 0 {
-		t.Errorf("clear of an unused line wrote %q", b.String())
-	}
-	p.set("one")
-	p.set("two")
-	p.clear()
-	if got, want := b.String(), "\r\033[Kone\r\033[Ktwo\r\033[K"; got != want {
-		t.Errorf("wrote %q, want %q", got, want)
 	}
 }

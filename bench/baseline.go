@@ -1,0 +1,255 @@
+package bench
+
+// The baseline (skiff bench baseline): what this machine does without a broker,
+// measured the way a broker works, so that broker figures can be read as ratios of
+// it:
+//
+//   - page-cache write: sequential 1 MiB writes into a new file in --dir, no sync
+//     (a broker appending to a segment);
+//   - fdatasync write: the same with fdatasync after every 1 MiB (a broker that
+//     syncs before acknowledging, with group commit of about that size);
+//   - loopback TCP: one stream of 1 MiB writes from a goroutine to another over
+//     127.0.0.1 (what a producer can push into a socket here);
+//   - sendfile: the page-cache file sent whole over loopback with sendfile(2)
+//     (the zero-copy Fetch path);
+//   - copy: the same file with pread and write through a 1 MiB buffer (the Fetch
+//     path without sendfile; on loopback it is often the faster one).
+//
+// Every step moves the same number of bytes.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+const (
+	// BaselineChunk is the size of each write of the baseline, and the least it moves.
+	BaselineChunk   = 1 << 20
+	minBaseBytes    = 64 << 20
+	maxBaseBytes    = 4 << 30
+	baselineTimeout = 10 * time.Minute
+)
+
+// RunBaseline measures this machine's limits moving n bytes each, with its files in
+// dir, and prints the result to out: each row as it is measured, or with asJSON
+// one JSON object at the end.
+func RunBaseline(ctx context.Context, dir string, n int64, asJSON bool, out io.Writer) error {
+	var rowOut io.Writer
+	if !asJSON {
+		rowOut = out
+		fmt.Fprintf(rowOut, "baseline  %.0f MB each, disk in %s\n", float64(n)/mb, dir)
+	}
+	res, err := MeasureBaseline(ctx, dir, n, rowOut)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return res.writeJSON(out)
+	}
+	return nil
+}
+
+// baselineVolume is the bytes a baseline moves next to a run that moved n:
+// the same, within [64 MiB, 4 GiB].
+func baselineVolume(n int64) int64 { return min(max(n, minBaseBytes), maxBaseBytes) }
+
+// BaselineResult is the machine's limits measured in one run.
+type BaselineResult struct {
+	Dir   string        `json:"dir"`
+	Bytes int64         `json:"bytes"`
+	Rows  []BaselineRow `json:"rows"`
+	// FdatasyncP50Ms is the median time of one 1 MiB write plus fdatasync.
+	FdatasyncP50Ms float64 `json:"fdatasync_p50_ms"`
+}
+
+// BaselineRow is one measurement of a baseline.
+type BaselineRow struct {
+	Name     string  `json:"name"`
+	Desc     string  `json:"description"`
+	MBPerSec float64 `json:"mb_per_sec"`
+	Seconds  float64 `json:"seconds"`
+}
+
+func (b *BaselineResult) writeJSON(w io.Writer) error {
+	j, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", j)
+	return err
+}
+
+func (b *BaselineResult) add(name, desc string, d time.Duration, out io.Writer) {
+	row := BaselineRow{Name: name, Desc: desc, Seconds: d.Seconds()}
+	if d > 0 {
+		row.MBPerSec = float64(b.Bytes) / mb / d.Seconds()
+	}
+	b.Rows = append(b.Rows, row)
+	if out != nil {
+		fmt.Fprintf(out, "  %-44s %8.1f MB/s  (%.2f s)\n", desc, row.MBPerSec, row.Seconds)
+	}
+}
+
+// MeasureBaseline runs every measurement with n bytes, writing its files in dir.
+// Each row is printed to out as it is measured when out is not nil.
+func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*BaselineResult, error) {
+	res := &BaselineResult{Dir: dir, Bytes: n}
+	buf := make([]byte, BaselineChunk)
+	for i := range buf {
+		buf[i] = 'a' + byte(i*7+i/13)%26
+	}
+
+	f, err := os.CreateTemp(dir, ".skiff-bench-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("create baseline file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	d, _, err := writeFile(f, buf, n, false)
+	if err != nil {
+		return nil, err
+	}
+	res.add("page_cache_write", "page-cache write (1 MiB writes, no sync)", d, out)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	if d, err = loopback(func(c net.Conn) error { return writeStream(c, buf, n) }); err != nil {
+		return nil, fmt.Errorf("loopback TCP: %w", err)
+	}
+	res.add("loopback_tcp", "loopback TCP stream (1 MiB writes)", d, out)
+
+	if d, err = loopback(func(c net.Conn) error { return sendFileTo(c, f, n) }); err != nil {
+		return nil, fmt.Errorf("sendfile over loopback: %w", err)
+	}
+	res.add("sendfile_loopback", "sendfile of the cached file over loopback", d, out)
+
+	if d, err = loopback(func(c net.Conn) error { return copyFileTo(c, f, n, buf) }); err != nil {
+		return nil, fmt.Errorf("copy over loopback: %w", err)
+	}
+	res.add("copy_loopback", "read+write copy of it over loopback", d, out)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Write the first file back before the synced run, so it does not pay for it.
+	if err := fdatasync(f); err != nil {
+		return nil, fmt.Errorf("sync baseline file: %w", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	g, err := os.CreateTemp(dir, ".skiff-bench-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("create baseline file: %w", err)
+	}
+	defer os.Remove(g.Name())
+	defer g.Close()
+	d, syncs, err := writeFile(g, buf, n, true)
+	if err != nil {
+		return nil, err
+	}
+	res.add("fdatasync_write", "write + fdatasync every 1 MiB", d, out)
+	res.FdatasyncP50Ms = ms(syncs.quantile(0.5))
+	if out != nil {
+		fmt.Fprintf(out, "  %-44s %8.2f ms\n", "1 MiB write + fdatasync, median", res.FdatasyncP50Ms)
+	}
+	return res, nil
+}
+
+// writeFile writes n bytes to f in chunks of buf, with fdatasync after each when
+// sync is set (the histogram holds the write+sync times).
+func writeFile(f *os.File, buf []byte, n int64, sync bool) (time.Duration, *histogram, error) {
+	var h histogram
+	start := time.Now()
+	for left := n; left > 0; {
+		chunk := buf[:min(left, int64(len(buf)))]
+		t := time.Now()
+		if _, err := f.Write(chunk); err != nil {
+			return 0, nil, fmt.Errorf("write baseline file: %w", err)
+		}
+		if sync {
+			if err := fdatasync(f); err != nil {
+				return 0, nil, fmt.Errorf("fdatasync baseline file: %w", err)
+			}
+			h.record(int64(time.Since(t)))
+		}
+		left -= int64(len(chunk))
+	}
+	return time.Since(start), &h, nil
+}
+
+// loopback connects a goroutine pair over 127.0.0.1, runs send on the client
+// end, and returns the time until the other end has read everything send wrote
+// and seen the end of the stream.
+func loopback(send func(net.Conn) error) (time.Duration, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	type result struct {
+		n   int64
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(baselineTimeout))
+		n, err := io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, BaselineChunk))
+		got <- result{n, err}
+	}()
+	c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(baselineTimeout))
+	start := time.Now()
+	serr := send(c)
+	if cerr := c.(*net.TCPConn).CloseWrite(); serr == nil {
+		serr = cerr
+	}
+	r := <-got
+	d := time.Since(start)
+	if err := errors.Join(serr, r.err); err != nil {
+		return 0, err
+	}
+	return d, nil
+}
+
+// readerOnly hides WriteTo so that io.CopyBuffer uses the buffer.
+type readerOnly struct{ io.Reader }
+
+func writeStream(w io.Writer, buf []byte, n int64) error {
+	for left := n; left > 0; {
+		chunk := buf[:min(left, int64(len(buf)))]
+		if _, err := w.Write(chunk); err != nil {
+			return err
+		}
+		left -= int64(len(chunk))
+	}
+	return nil
+}
+
+// copyFileTo sends n bytes of f with pread and write through buf.
+func copyFileTo(w io.Writer, f *os.File, n int64, buf []byte) error {
+	m, err := io.CopyBuffer(writerOnly{w}, io.NewSectionReader(f, 0, n), buf)
+	if err == nil && m != n {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// writerOnly hides ReadFrom so that io.CopyBuffer copies (and no sendfile).
+type writerOnly struct{ io.Writer }

@@ -1,0 +1,28 @@
+//go:build !linux
+
+package bench
+
+import (
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+// sendFileTo sends the first n bytes of f to c; the runtime uses sendfile where
+// the platform has it.
+func sendFileTo(c net.Conn, f *os.File, n int64) error {
+	m, err := io.Copy(c, io.NewSectionReader(f, 0, n))
+	if err == nil && m != n {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func fdatasync(f *os.File) error { return f.Sync() }
+
+// cpuTime is not measured here: 0.
+func cpuTime() time.Duration { return 0 }
+
+// syncFilesystems is Linux's sync(2) there; elsewhere nothing.
+func syncFilesystems() {}
