@@ -58,8 +58,9 @@ func startFaultClusterOf(t *testing.T, size int) []*testnode.Node {
 }
 
 // setUpFaultTopic creates the fault topic (RF 3, min.insync.replicas 2, 4 partitions)
-// and waits for full ISRs.
+// once every node knows every broker, and waits for full ISRs.
 func setUpFaultTopic(t *testing.T, nodes []*testnode.Node) []*testnode.Node {
+	waitBrokers(t, len(nodes), nodes...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	minISR := "2"
