@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -92,17 +93,18 @@ func createTopicWith(t testing.TB, addr, topic string, partitions int32, rf int1
 }
 
 // endOffsets returns the end offset of every partition of topic. kadm leaves a
-// partition whose leader has just moved (NOT_LEADER_FOR_PARTITION: a leader
-// elected, a preferred leader back, a broker that briefly lost its session) to the
-// caller to ask again, as a consumer does; endOffsets asks until ctx ends.
+// partition whose leader has just moved (NOT_LEADER_FOR_PARTITION, or
+// LEADER_NOT_AVAILABLE while one is elected: a preferred leader back, a broker that
+// briefly lost its session) to the caller to ask again, as a consumer does;
+// endOffsets asks until ctx ends.
 func endOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) map[int32]int64 {
 	t.Helper()
 	for {
 		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil && (!retriable(err) || ctx.Err() != nil) {
+			t.Fatalf("end offsets of %s: %v", topic, err)
 		}
-		out, retry := make(map[int32]int64), false
+		out, retry := make(map[int32]int64), err != nil
 		ends.Each(func(o kadm.ListedOffset) {
 			switch {
 			case o.Err == nil:
@@ -118,6 +120,21 @@ func endOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic strin
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval of a condition with a deadline
 	}
+}
+
+// retriable reports whether err is a retriable Kafka error, or kadm's ShardErrors
+// made only of such errors (the shards of a request whose leader was unknown).
+func retriable(err error) bool {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) {
+		return kerr.IsRetriable(err)
+	}
+	for _, e := range se.Errs {
+		if !kerr.IsRetriable(e.Err) {
+			return false
+		}
+	}
+	return len(se.Errs) > 0
 }
 
 // kadmCreate is a raw CreateTopics request for one topic, for checking the error
