@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/kafkaapi"
 )
 
 // refusal is one API's check: the request, the error codes of its answer that
@@ -49,12 +51,16 @@ type refusalRun struct {
 
 var refusalSeq atomic.Int64
 
+// TestACLRefusals runs every case of refusals, and checks that every key the node
+// serves has one (everyKeyCased).
 func TestACLRefusals(t *testing.T) {
 	startACLNode(t)
 	mallory := aclUserClient(t, aclMallory)
+	cased := map[int16]bool{}
 	for _, c := range refusals() {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRefusalRun(t)
+			cased[c.req(r).Key()] = true
 			if c.setup != nil {
 				c.setup(t, r)
 			}
@@ -76,9 +82,38 @@ func TestACLRefusals(t *testing.T) {
 		})
 	}
 	waitACLLog(t, "authorization failed", "principal=User:mallory", "api=Produce", "operation=WRITE", "resource_type=TOPIC")
+	everyKeyCased(t, cased)
 }
 
 // newRefusalRun makes a case's topic and group as the super user.
+// withoutRefusal are the keys that refuse nothing, and why; every other key a
+// node serves has a case in refusals.
+var withoutRefusal = map[int16]string{
+	16: "ListGroups leaves out the groups the client may not DESCRIBE (TestACLListGroups)",
+	17: "SaslHandshake comes before authentication; Kafka authorizes nothing",
+	18: "ApiVersions comes before authentication; Kafka authorizes nothing",
+	36: "SaslAuthenticate comes before authentication; Kafka authorizes nothing",
+}
+
+// everyKeyCased fails for a key the node serves without a refusal case (cased)
+// or a reason in withoutRefusal: a new API must decide its authorization.
+func everyKeyCased(t *testing.T, cased map[int16]bool) {
+	served := map[int16]bool{}
+	for _, req := range kafkaapi.ServedRequests() {
+		served[req.Key()] = true
+	}
+	for key := range served {
+		if _, exempt := withoutRefusal[key]; !cased[key] && !exempt {
+			t.Errorf("key %d (%s) is served without a refusal case in refusals() or a reason in withoutRefusal", key, kmsg.NameForKey(key))
+		}
+	}
+	for key := range withoutRefusal {
+		if !served[key] || cased[key] {
+			t.Errorf("withoutRefusal names key %d (%s), which is not served or has a refusal case", key, kmsg.NameForKey(key))
+		}
+	}
+}
+
 func newRefusalRun(t *testing.T) *refusalRun {
 	n := refusalSeq.Add(1)
 	r := &refusalRun{topic: "refusal-" + strconv.FormatInt(n, 10), group: "refusal-group-" + strconv.FormatInt(n, 10), adm: aclAdmin(t)}
