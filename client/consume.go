@@ -48,17 +48,23 @@ type ConsumeOptions struct {
 	Warn   io.Writer // warnings that do not stop consuming
 }
 
+// ConsumeStats count what Consume printed.
+type ConsumeStats struct {
+	Records int64
+	Elapsed time.Duration // the poll loop, after the offsets are listed
+}
+
 // Consume prints o.Topic's records to o.Out until ctx is cancelled (a clean
-// stop), o.Count records, or with o.ExitAtEnd the end; it returns how many it
-// printed. The topic must exist: Consume never creates it.
-func (k *Client) Consume(ctx context.Context, o ConsumeOptions) (int64, error) {
+// stop), o.Count records, or with o.ExitAtEnd the end. The topic must exist:
+// Consume never creates it.
+func (k *Client) Consume(ctx context.Context, o ConsumeOptions) (ConsumeStats, error) {
 	partitions, err := k.TopicPartitions(ctx, o.Topic)
 	if err != nil {
-		return 0, err
+		return ConsumeStats{}, err
 	}
 	if o.Partition >= 0 {
 		if !slices.Contains(partitions, o.Partition) {
-			return 0, fmt.Errorf("topic %q has no partition %d (it has %d partitions)", o.Topic, o.Partition, len(partitions))
+			return ConsumeStats{}, fmt.Errorf("topic %q has no partition %d (it has %d partitions)", o.Topic, o.Partition, len(partitions))
 		}
 		partitions = []int32{o.Partition}
 	}
@@ -68,17 +74,20 @@ func (k *Client) Consume(ctx context.Context, o ConsumeOptions) (int64, error) {
 	var starts, ends map[int32]int64
 	if o.Group == "" || o.ExitAtEnd {
 		if starts, ends, err = k.plan(ctx, o, partitions); err != nil {
-			return 0, err
+			return ConsumeStats{}, err
 		}
 	}
 	var tracker *endTracker
 	if o.ExitAtEnd {
 		tracker = newEndTracker(starts, ends)
-		if tracker.done() {
-			return 0, nil
-		}
 	}
-	return k.consume(ctx, o, starts, tracker)
+	start := time.Now()
+	var st ConsumeStats
+	if tracker == nil || !tracker.done() {
+		st.Records, err = k.consume(ctx, o, starts, tracker)
+	}
+	st.Elapsed = time.Since(start)
+	return st, err
 }
 
 // plan lists each partition's log start and end offsets (and, for a group,

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -153,13 +152,12 @@ func runConsume(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	start := time.Now()
-	printed, err := k.Consume(ctx, o)
+	st, err := k.Consume(ctx, o)
 	if err != nil {
 		return err
 	}
 	if c.Bool("verbose") || isTerminal(c.App.ErrWriter) {
-		fmt.Fprintf(c.App.ErrWriter, "consumed %d records from %s in %.3fs\n", printed, o.Topic, time.Since(start).Seconds())
+		fmt.Fprintf(c.App.ErrWriter, "consumed %d records from %s in %.3fs\n", st.Records, o.Topic, st.Elapsed.Seconds())
 	}
 	return nil
 }
