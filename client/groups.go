@@ -6,11 +6,52 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
+
+// ListGroups writes the groups to w, one per line, sorted; withStates makes it
+// a table of each group's state, protocol type and member count.
+func (k *Client) ListGroups(ctx context.Context, w io.Writer, withStates bool) error {
+	groups, err := k.admin.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("list groups: %w", k.Explain(err))
+	}
+	var described kadm.DescribedGroups
+	if withStates && len(groups) > 0 {
+		// ListGroups reports states only from v4; DescribeGroups always does.
+		if described, err = k.admin.DescribeGroups(ctx, groups.Groups()...); err != nil {
+			return fmt.Errorf("describe groups: %w", k.Explain(err))
+		}
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	if withStates {
+		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tMEMBERS")
+	}
+	for _, g := range groups.Sorted() {
+		if !withStates {
+			fmt.Fprintln(tw, g.Group)
+			continue
+		}
+		d := described[g.Group]
+		state, pt := d.State, d.ProtocolType
+		if d.Err != nil {
+			state = "error: " + d.Err.Error()
+		}
+		if pt == "" {
+			pt = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, state, pt, len(d.Members))
+	}
+	tw.Flush()
+	_, err = io.WriteString(w, b.String())
+	return err
+}
 
 // DescribeGroup returns a group's members, assignments, committed offsets and
 // lag. A group that does not exist is an error.

@@ -6,12 +6,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
@@ -118,40 +115,7 @@ func runGroupList(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	groups, err := k.Admin().ListGroups(ctx)
-	if err != nil {
-		return fmt.Errorf("list groups: %w", k.Explain(err))
-	}
-	var described kadm.DescribedGroups
-	if c.Bool("state") && len(groups) > 0 {
-		// ListGroups reports states only from v4; DescribeGroups always does.
-		if described, err = k.Admin().DescribeGroups(ctx, groups.Groups()...); err != nil {
-			return fmt.Errorf("describe groups: %w", k.Explain(err))
-		}
-	}
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	if c.Bool("state") {
-		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tMEMBERS")
-	}
-	for _, g := range groups.Sorted() {
-		if !c.Bool("state") {
-			fmt.Fprintln(tw, g.Group)
-			continue
-		}
-		d := described[g.Group]
-		state, pt := d.State, d.ProtocolType
-		if d.Err != nil {
-			state = "error: " + d.Err.Error()
-		}
-		if pt == "" {
-			pt = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, state, pt, len(d.Members))
-	}
-	tw.Flush()
-	_, err = io.WriteString(c.App.Writer, b.String())
-	return err
+	return k.ListGroups(ctx, c.App.Writer, c.Bool("state"))
 }
 
 func runGroupDescribe(c *cli.Context) error {
