@@ -119,6 +119,10 @@ func (c *Coordinator) expireGroupLocked(g *group, offs []offsets.GroupOffset, no
 				recs = append(recs, commitRecord(o))
 			}
 		}
+		if g.cg != nil && now.Sub(g.cg.writtenAt) >= refresh {
+			recs = append(recs, g.consumerSnapshotLocked()...)
+			g.cg.writtenAt = now
+		}
 		if g.metaWrittenAt != 0 && now.UnixMilli()-g.metaWrittenAt >= refresh.Milliseconds() &&
 			(g.state == stateStable || g.state == stateEmpty) {
 			recs = append(recs, groupRecord(g.name, g.metadataValueLocked()))
