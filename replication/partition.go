@@ -261,6 +261,9 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	if h.RecordCount == 0 {
 		return res, fmt.Errorf("empty batch: %w", kerr.InvalidRecord)
 	}
+	if !h.Dense() { // only compaction leaves gaps in a batch
+		return res, fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d: %w", batch.ErrRecordCount, h.LastOffsetDelta, h.RecordCount, kerr.CorruptMessage)
+	}
 
 	p.appendMu.Lock()
 	if !p.IsLeader() {
