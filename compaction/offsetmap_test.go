@@ -1,0 +1,45 @@
+package compaction
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestOffsetMap: the latest offset of every key is returned, unknown keys give
+// -1, and a map bounded to a few thousand entries refuses new keys once full
+// while still updating the ones it has; reset empties it.
+func TestOffsetMap(t *testing.T) {
+	m := newOffsetMap(64 << 10) // 2,048 slots of 24 bytes (the largest power of two)
+	if m.capSlots != 2048 {
+		t.Fatalf("capSlots %d", m.capSlots)
+	}
+	n := 0
+	for i := 0; ; i++ {
+		if !m.put([]byte(fmt.Sprintf("key-%d", i)), int64(i)) {
+			break
+		}
+		n++
+	}
+	if n != 2048*9/10 || !m.full() {
+		t.Fatalf("%d keys fit, full %v", n, m.full())
+	}
+	if !m.put([]byte("key-7"), 10_000) {
+		t.Fatal("a known key refused by a full map")
+	}
+	for i := 0; i < n; i++ {
+		want := int64(i)
+		if i == 7 {
+			want = 10_000
+		}
+		if got := m.get([]byte(fmt.Sprintf("key-%d", i))); got != want {
+			t.Fatalf("key-%d = %d, want %d", i, got, want)
+		}
+	}
+	if got := m.get([]byte("missing")); got != -1 {
+		t.Fatalf("missing key = %d", got)
+	}
+	m.reset()
+	if m.used != 0 || m.get([]byte("key-1")) != -1 || m.latest != -1 {
+		t.Fatal("reset kept entries")
+	}
+}
