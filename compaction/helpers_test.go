@@ -34,8 +34,8 @@ type target struct {
 	producers map[int64]int64 // producer id -> last offset of its last batch
 }
 
-func (t *target) Name() string                         { return "test-0" }
-func (t *target) Log() *logstore.Log                   { return t.l }
+func (t *target) Name() string       { return "test-0" }
+func (t *target) Log() *logstore.Log { return t.l }
 func (t *target) CompactionConfig() Config {
 	t.mu.Lock()
 	defer t.mu.Unlock()
