@@ -50,6 +50,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"skiff/cluster"
+	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
@@ -160,6 +161,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		FS:                     n.fs,
+		Cleaner: compaction.CleanerConfig{Threads: cfg.CleanerThreads, DedupeBufferSize: cfg.CleanerDedupeBufferSize,
+			IOBytesPerSecond: cfg.CleanerIOBytesPerSecond, Backoff: cfg.CleanerBackoff},
 	})
 	if err != nil {
 		return nil, err
