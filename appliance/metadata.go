@@ -98,7 +98,7 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 			IndexIntervalBytes: get(cluster.ConfigIndexIntervalBytes),
 			Logger:             n.logger.With("topic", t.Name),
 		},
-		Compaction: cc,
+		Compaction:        cc,
 		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:     cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
