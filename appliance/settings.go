@@ -164,7 +164,7 @@ func (c *Config) Settings() []Setting {
 			Doc: "how many logs of compacted topics (cleanup.policy=compact) the log cleaner compacts at once (docs/compaction.md)",
 			v:   integer(&c.CleanerThreads, compaction.DefaultThreads)},
 		{Name: "log-cleaner-dedupe-buffer-size", Kafka: "log.cleaner.dedupe.buffer.size", KafkaType: cluster.ConfigTypeLong,
-			Doc: "bytes of memory for the log cleaner's key maps, all threads together (24 bytes a key); a log with more keys to compact is compacted in several passes",
+			Doc: "bytes of memory for the log cleaner's key maps, all threads together (16 bytes a key); a log with more keys to compact is compacted in several passes",
 			v:   integer(&c.CleanerDedupeBufferSize, compaction.DefaultDedupeBufferSize)},
 		{Name: "log-cleaner-io-max-bytes-per-second", Kafka: "log.cleaner.io.max.bytes.per.second", KafkaType: cluster.ConfigTypeDouble,
 			Doc: "bytes the log cleaner reads and writes per second, all threads together; 0: no limit",

@@ -102,8 +102,7 @@ func (w *worker) clean(ctx context.Context, t Target, sp span, now time.Time) (p
 // the last offset it covers.
 func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *passStats) error {
 	m := w.m
-	m.reset()
-	m.latest = sp.firstDirty - 1
+	m.reset(sp.firstDirty)
 	for _, s := range sp.segs[sp.dirty:] {
 		full := false
 		err := l.ScanSegment(s.Base, func(h batch.Header, b []byte) error {

@@ -72,7 +72,7 @@ type CleanerConfig struct {
 	Threads int
 	// DedupeBufferSize is log.cleaner.dedupe.buffer.size: the memory of the
 	// key-to-offset maps of all threads together (default DefaultDedupeBufferSize).
-	// A map is 24 bytes per key and grows as needed up to its share; a log with
+	// A map is 16 bytes per key and grows as needed up to its share; a log with
 	// more keys in its part not yet compacted is compacted in several passes.
 	DedupeBufferSize int64
 	// IOBytesPerSecond is log.cleaner.io.max.bytes.per.second: the bytes all

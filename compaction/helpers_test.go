@@ -49,14 +49,17 @@ const segmentBytes = 4 << 10
 
 // newTarget opens a log in a fresh directory with a Pebble index, closed with
 // the test.
-func newTarget(t *testing.T, cfg Config) *target {
+func newTarget(t testing.TB, cfg Config) *target { return newTargetSized(t, cfg, segmentBytes) }
+
+// newTargetSized is newTarget with segments of segBytes.
+func newTargetSized(t testing.TB, cfg Config, segBytes int64) *target {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := offsets.Open(filepath.Join(dir, "meta"), offsets.Options{CacheBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := logstore.Open(filepath.Join(dir, "test-0"), logstore.Config{SegmentBytes: segmentBytes, IndexIntervalBytes: 512}, db.LogIndex("test-0"))
+	l, err := logstore.Open(filepath.Join(dir, "test-0"), logstore.Config{SegmentBytes: segBytes, IndexIntervalBytes: 512}, db.LogIndex("test-0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,8 @@ import (
 // -1, and a map bounded to a few thousand entries refuses new keys once full
 // while still updating the ones it has; reset empties it.
 func TestOffsetMap(t *testing.T) {
-	m := newOffsetMap(64 << 10) // 2,048 slots of 24 bytes (the largest power of two)
+	m := newOffsetMap(48 << 10) // 2,048 slots of 16 bytes (the largest power of two)
+	m.reset(0)
 	if m.capSlots != 2048 {
 		t.Fatalf("capSlots %d", m.capSlots)
 	}
@@ -38,8 +39,11 @@ func TestOffsetMap(t *testing.T) {
 	if got := m.get([]byte("missing")); got != -1 {
 		t.Fatalf("missing key = %d", got)
 	}
-	m.reset()
-	if m.used != 0 || m.get([]byte("key-1")) != -1 || m.latest != -1 {
+	m.reset(1000)
+	if m.used != 0 || m.get([]byte("key-1")) != -1 || m.latest != 999 {
 		t.Fatal("reset kept entries")
+	}
+	if m.put([]byte("early"), 999) || m.put([]byte("far"), 1000+1<<32) || !m.put([]byte("k"), 1000+1<<32-2) || m.get([]byte("k")) != 1000+1<<32-2 {
+		t.Fatal("offsets outside the map's 32-bit range")
 	}
 }

@@ -45,6 +45,7 @@ docs/performance.md has the targets and how to reproduce them.`,
 			benchLoadCommand(bench.Consume),
 			benchLoadCommand(bench.E2E),
 			benchBaselineCommand(),
+			benchCompactCommand(),
 			benchNullServerCommand(),
 		},
 	}
@@ -206,14 +207,7 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 			return err
 		}
 	}
-	cfg.Brokers, cfg.Timeout = cc.brokers, cc.timeout
-	cfg.Dial = func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
-		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cc.timeout}, nil, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &bench.Client{Kafka: k.cl, Admin: k.adm, Explain: k.explain, TopicError: topicError}, nil
-	}
+	cfg.Brokers, cfg.Timeout, cfg.Dial = cc.brokers, cc.timeout, benchDialer(cc)
 	cfg.NullServer = func(dir string) (*exec.Cmd, error) {
 		self, err := skiffExecutable()
 		if err != nil {
@@ -225,6 +219,17 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 		cfg.Progress = c.App.ErrWriter
 	}
 	return bench.Run(c.Context, cfg, c.App.Writer)
+}
+
+// benchDialer builds the bench's Kafka clients as the other client commands do.
+func benchDialer(cc clientConfig) bench.Dialer {
+	return func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
+		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cc.timeout}, nil, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &bench.Client{Kafka: k.cl, Admin: k.adm, Explain: k.explain, TopicError: topicError}, nil
+	}
 }
 
 // skiffExecutable is the skiff binary that runs the null server: this one (tests,
