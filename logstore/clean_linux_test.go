@@ -3,14 +3,10 @@ package logstore_test
 import (
 	"bytes"
 	"io"
-	"math"
 	"os"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
-
-	"skiff/logstore"
 )
 
 // TestRewriteSendfileBeforeSwap: a Fetch that took its file ranges before a
@@ -18,19 +14,7 @@ import (
 // holds (the replaced files are unlinked by then): the bytes are the old ones,
 // whole.
 func TestRewriteSendfileBeforeSwap(t *testing.T) {
-	dir := t.TempDir()
-	l, want := sealedLog(t, vfs.Default, dir, logstore.NewMemIndex(), 13, 300)
-	defer closeLog(t, l)
-	var old []byte
-	for _, a := range want {
-		old = append(old, a.raw...)
-	}
-	s, err := l.Read(0, math.MaxInt64, math.MaxInt64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release()
-	rewrite(t, l, 5, want, func(i int) bool { return i%3 == 0 })
+	_, s, old, _ := readBeforeRewrite(t, t.TempDir(), nil)
 
 	out, err := os.CreateTemp(t.TempDir(), "sent")
 	if err != nil {

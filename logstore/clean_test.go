@@ -162,21 +162,10 @@ func TestRewrite(t *testing.T) {
 // from the directory and closed once it lets go.
 func TestRewriteReaderBeforeSwap(t *testing.T) {
 	dir := t.TempDir()
-	l, want := sealedLog(t, vfs.Default, dir, logstore.NewMemIndex(), 3, 300)
-	defer closeLog(t, l)
-	var old []byte
-	for _, a := range want {
-		old = append(old, a.raw...)
-	}
-	s, err := l.Read(0, math.MaxInt64, math.MaxInt64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release()
-	filesBefore := segmentFiles(t, dir)
-	want = rewrite(t, l, 5, want, func(i int) bool { return i%4 == 0 })
-	if got := segmentFiles(t, dir); len(got) != len(filesBefore)-4 {
-		t.Fatalf("%d segment files after the swap, %d before", len(got), len(filesBefore))
+	filesBefore := 0
+	l, s, old, want := readBeforeRewrite(t, dir, func() { filesBefore = len(segmentFiles(t, dir)) })
+	if got := segmentFiles(t, dir); len(got) != filesBefore-4 {
+		t.Fatalf("%d segment files after the swap, %d before", len(got), filesBefore)
 	}
 	var buf bytes.Buffer
 	if _, err := s.WriteTo(&buf); err != nil {
@@ -186,6 +175,29 @@ func TestRewriteReaderBeforeSwap(t *testing.T) {
 		t.Fatalf("a reader from before the swap read %d bytes, want the %d it was given", buf.Len(), len(old))
 	}
 	checkLog(t, l, want)
+}
+
+// readBeforeRewrite opens a sealed log in dir, takes a Slice of all of it (as a
+// Fetch does), runs before (if any), and rewrites its first 5 segments keeping
+// every fourth batch. The log and the Slice are closed with the test; it
+// returns the bytes the Slice was given and the batches the log now holds.
+func readBeforeRewrite(t *testing.T, dir string, before func()) (*logstore.Log, *logstore.Slice, []byte, []appended) {
+	t.Helper()
+	l, want := sealedLog(t, vfs.Default, dir, logstore.NewMemIndex(), 3, 300)
+	t.Cleanup(func() { closeLog(t, l) })
+	var old []byte
+	for _, a := range want {
+		old = append(old, a.raw...)
+	}
+	s, err := l.Read(0, math.MaxInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Release)
+	if before != nil {
+		before()
+	}
+	return l, s, old, rewrite(t, l, 5, want, func(i int) bool { return i%4 == 0 })
 }
 
 // TestRewriteRefused: a rewrite whose segments changed before its commit
@@ -283,20 +295,10 @@ func TestRewriteCrash(t *testing.T) {
 	outcomes := map[string]int{}
 	for k := 1; k <= ops+1; k++ {
 		for seed := uint64(0); seed < 3; seed++ {
-			fs := crashfs.New(seed*1000 + uint64(k))
-			idx := logstore.NewMemIndex()
-			l, old := sealedLog(t, fs, "/t-0", idx, 7, count)
-			var atCrash *logstore.MemIndex
-			fs.CrashAt(k, func() { atCrash = idx.Clone() })
-			rw, cleaned := beginRewrite(t, l, 4, old, func(i int) bool { return i%3 == 0 })
-			if err := rw.Commit(); err != nil {
-				t.Fatal(err)
+			fs, atCrash, old, cleaned := crashedRewrite(t, seed*1000+uint64(k), k, count)
+			if atCrash == nil { // the crash point is past the rewrite: a lost index then
+				atCrash = logstore.NewMemIndex()
 			}
-			if atCrash == nil {
-				atCrash = idx.Clone()
-			}
-			l.Crash()
-
 			rfs := fs.Restart()
 			r := memLog(t, rfs, atCrash)
 			got := readBatches(t, r)
@@ -325,6 +327,26 @@ func TestRewriteCrash(t *testing.T) {
 		t.Fatalf("outcomes %v: both the old and the new set must occur", outcomes)
 	}
 	t.Logf("%d operations per rewrite; outcomes %v", ops, outcomes)
+}
+
+// crashedRewrite builds a sealed log of count batches on a fresh crash-test
+// filesystem (seed), arms a crash at its k-th operation from then on, rewrites
+// its first 4 segments keeping every third batch and abandons the log as a
+// killed process would. It returns the filesystem, the index as it was at the
+// crash (nil if the crash point was not reached), and the batches before and
+// after the rewrite.
+func crashedRewrite(t *testing.T, seed uint64, k, count int) (fs *crashfs.FS, atCrash *logstore.MemIndex, old, cleaned []appended) {
+	t.Helper()
+	fs = crashfs.New(seed)
+	idx := logstore.NewMemIndex()
+	l, old := sealedLog(t, fs, "/t-0", idx, 7, count)
+	fs.CrashAt(k, func() { atCrash = idx.Clone() })
+	rw, cleaned := beginRewrite(t, l, 4, old, func(i int) bool { return i%3 == 0 })
+	if err := rw.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	l.Crash()
+	return fs, atCrash, old, cleaned
 }
 
 // readBatches returns every batch of l in order.
@@ -396,16 +418,7 @@ func TestRewriteCrashInRecovery(t *testing.T) {
 	const count = 250
 	swapped := 0
 	for k := 1; k <= 12; k++ {
-		fs := crashfs.New(uint64(k))
-		idx := logstore.NewMemIndex()
-		l, old := sealedLog(t, fs, "/t-0", idx, 7, count)
-		var atCrash *logstore.MemIndex
-		fs.CrashAt(k, func() { atCrash = idx.Clone() })
-		rw, cleaned := beginRewrite(t, l, 4, old, func(i int) bool { return i%3 == 0 })
-		if err := rw.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		l.Crash()
+		fs, atCrash, _, cleaned := crashedRewrite(t, uint64(k), k, count)
 		if atCrash == nil {
 			continue
 		}

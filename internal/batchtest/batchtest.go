@@ -23,31 +23,14 @@ type Producer struct {
 // Plain is a producer without idempotence (id, epoch and sequence -1).
 var Plain = Producer{ID: -1, Epoch: -1, Sequence: -1}
 
-// Build returns one batch holding values, one record each, record i at timestamp
-// ts+i, with the producer fields of p.
+// Build returns one batch holding values, one record each without a key, record
+// i at timestamp ts+i, with the producer fields of p, uncompressed.
 func Build(p Producer, ts int64, values ...[]byte) []byte {
-	var recs []byte
+	kvs := make([]KV, len(values))
 	for i, v := range values {
-		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: v}
-		r.Length = int32(len(r.AppendTo(nil)) - 1) // Length 0 encodes as one varint byte
-		recs = r.AppendTo(recs)
+		kvs[i].Value = v
 	}
-	rb := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1,
-		Magic:                batch.Magic,
-		LastOffsetDelta:      int32(len(values) - 1),
-		FirstTimestamp:       ts,
-		MaxTimestamp:         ts + int64(len(values)) - 1,
-		ProducerID:           p.ID,
-		ProducerEpoch:        p.Epoch,
-		FirstSequence:        p.Sequence,
-		NumRecords:           int32(len(values)),
-		Records:              recs,
-	}
-	rb.Length = int32(batch.HeaderSize - batch.LogOverhead + len(recs))
-	b := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
-	return b
+	return Keyed(p, ts, compress.None, false, kvs...)
 }
 
 // Strings is Build with string values.

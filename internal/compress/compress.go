@@ -274,7 +274,7 @@ func Compress(c Codec, f Format, dst, src []byte) ([]byte, error) {
 	case None:
 		return append(dst, src...), nil
 	case Gzip:
-		return compressGzip(dst, src)
+		return compressStream(&gzipWriters, dst, src)
 	case Snappy:
 		if f == Xerial {
 			return compressXerial(dst, src), nil
@@ -283,7 +283,7 @@ func Compress(c Codec, f Format, dst, src []byte) ([]byte, error) {
 		out := growTo(dst, s2.MaxEncodedLen(len(src)))
 		return out[:start+len(s2.EncodeSnappy(out[start:], src))], nil
 	case LZ4:
-		return compressLZ4(dst, src)
+		return compressStream(&lz4Writers, dst, src)
 	case Zstd:
 		return zstdEncoder().EncodeAll(src, dst), nil
 	}
@@ -292,10 +292,17 @@ func Compress(c Codec, f Format, dst, src []byte) ([]byte, error) {
 
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
-func compressGzip(dst, src []byte) ([]byte, error) {
+// streamWriter is a pooled compressing writer (gzip, lz4).
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressStream appends src compressed by a writer from pool to dst.
+func compressStream(pool *sync.Pool, dst, src []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(zw)
+	zw := pool.Get().(streamWriter)
+	defer pool.Put(zw)
 	zw.Reset(buf)
 	if _, err := zw.Write(src); err != nil {
 		return dst, err
@@ -329,20 +336,6 @@ var lz4Writers = sync.Pool{New: func() any {
 	}
 	return w
 }}
-
-func compressLZ4(dst, src []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	zw := lz4Writers.Get().(*lz4.Writer)
-	defer lz4Writers.Put(zw)
-	zw.Reset(buf)
-	if _, err := zw.Write(src); err != nil {
-		return dst, err
-	}
-	if err := zw.Close(); err != nil {
-		return dst, err
-	}
-	return buf.Bytes(), nil
-}
 
 // zstdEncoder encodes whole frames (EncodeAll), safe for concurrent use; the
 // window matches what Kafka clients use, so that any consumer can decode it.
