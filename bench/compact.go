@@ -37,13 +37,15 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/client"
 )
 
 // CompactConfig is one skiff bench compact run.
 type CompactConfig struct {
 	// Load holds the topic prefix (Topic), the record size, producers, acks,
 	// compression and linger of the fill and of the produce load, the replication
-	// factor, Dir, JSON, the brokers, Timeout and Dial.
+	// factor, Dir, JSON and the Client.
 	Load       Config
 	Keys       int
 	Overwrites int
@@ -87,7 +89,7 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	lc := cfg.Load
-	admin, err := lc.dial()
+	admin, err := client.New(lc.Client)
 	if err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	if err := rollTopic(ctx, lc, a, t0); err != nil {
 		return err
 	}
-	after, err := waitPass(ctx, cfg.HTTP, before, lc.Timeout, &res.SegmentBytes)
+	after, err := waitPass(ctx, cfg.HTTP, before, lc.Client.Timeout, &res.SegmentBytes)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a, err)
 	}
@@ -157,7 +159,7 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	var bSize int64
 	go func() {
 		var err error
-		after, err = waitPass(loadCtx, cfg.HTTP, before, lc.Timeout, &bSize)
+		after, err = waitPass(loadCtx, cfg.HTTP, before, lc.Client.Timeout, &bSize)
 		endLoad()
 		passDone <- err
 	}()
@@ -233,7 +235,7 @@ func compactKey(k int) []byte { return fmt.Appendf(nil, "key-%09d", k) }
 // returns how many records were acknowledged.
 func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int, t0 time.Time) (int64, error) {
 	lc.Topic = topic
-	k, err := lc.dial(append(lc.producerOpts(), kgo.MaxBufferedRecords(1<<16))...)
+	k, err := client.New(lc.Client, append(lc.producerOpts(), kgo.MaxBufferedRecords(1<<16))...)
 	if err != nil {
 		return 0, err
 	}
@@ -245,7 +247,7 @@ func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int
 				return 0, ctx.Err()
 			}
 			r := &kgo.Record{Key: compactKey(key), Value: compactValue(nil, round, lc.RecordSize), Timestamp: t0}
-			k.Kafka.Produce(ctx, r, func(r *kgo.Record, err error) {
+			k.Kafka().Produce(ctx, r, func(r *kgo.Record, err error) {
 				if err != nil {
 					acked.fail(err)
 					return
@@ -254,7 +256,7 @@ func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int
 			})
 		}
 	}
-	if err := k.Kafka.Flush(ctx); err != nil {
+	if err := k.Kafka().Flush(ctx); err != nil {
 		return 0, err
 	}
 	if err := acked.firstErr(); err != nil {
@@ -266,15 +268,15 @@ func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int
 // rollTopic produces one record stamped 2 h after t0, which rolls the active
 // segment (segment.ms 1 h) and so seals the fill.
 func rollTopic(ctx context.Context, lc Config, topic string, t0 time.Time) error {
-	k, err := lc.dial(kgo.DefaultProduceTopic(topic))
+	k, err := client.New(lc.Client, kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return err
 	}
 	defer k.Close()
-	pctx, cancel := k.requestCtx(ctx)
+	pctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
 	r := &kgo.Record{Key: []byte("roll"), Value: []byte("roll"), Timestamp: t0.Add(2 * time.Hour)}
-	if err := k.Kafka.ProduceSync(pctx, r).FirstErr(); err != nil {
+	if err := k.Kafka().ProduceSync(pctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("roll %s: %w", topic, k.Explain(err))
 	}
 	return nil
@@ -392,7 +394,7 @@ func readWriteBaseline(dir string, n int64) (time.Duration, error) {
 // checkFinalKeys reads topic from offset 0 up to the roll record and checks that
 // every key ends at its final round; it returns the keys and records read.
 func checkFinalKeys(ctx context.Context, lc Config, topic string, keys, overwrites int) (int64, int64, error) {
-	k, err := lc.dial(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	k, err := client.New(lc.Client, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -400,8 +402,8 @@ func checkFinalKeys(ctx context.Context, lc Config, topic string, keys, overwrit
 	last := make(map[string]int, keys)
 	var records int64
 	for {
-		fctx, cancel := k.requestCtx(ctx)
-		fs := k.Kafka.PollFetches(fctx)
+		fctx, cancel := k.RequestCtx(ctx)
+		fs := k.Kafka().PollFetches(fctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return 0, 0, err

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"skiff/bench"
@@ -198,8 +197,7 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 	if err != nil {
 		return err
 	}
-	cc, err := clientConfigFrom(c)
-	if err != nil {
+	if cfg.Client, err = clientConfigFrom(c); err != nil {
 		return err
 	}
 	if cfg.Baseline {
@@ -207,7 +205,6 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 			return err
 		}
 	}
-	cfg.Brokers, cfg.Timeout, cfg.Dial = cc.brokers, cc.timeout, benchDialer(cc)
 	cfg.NullServer = func(dir string) (*exec.Cmd, error) {
 		self, err := skiffExecutable()
 		if err != nil {
@@ -219,17 +216,6 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 		cfg.Progress = c.App.ErrWriter
 	}
 	return bench.Run(c.Context, cfg, c.App.Writer)
-}
-
-// benchDialer builds the bench's Kafka clients as the other client commands do.
-func benchDialer(cc clientConfig) bench.Dialer {
-	return func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
-		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cc.timeout}, nil, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &bench.Client{Kafka: k.cl, Admin: k.adm, Explain: k.explain, TopicError: topicError}, nil
-	}
 }
 
 // skiffExecutable is the skiff binary that runs the null server: this one (tests,

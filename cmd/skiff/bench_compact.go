@@ -54,9 +54,10 @@ func runBenchCompact(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+
 	cfg := bench.CompactConfig{Keys: c.Int("keys"), Overwrites: c.Int("overwrites"), HTTP: c.String("http")}
 	lc := bench.Config{Topic: c.String("topic"), RecordSize: c.Int("record-size"), Dir: c.String("dir"), JSON: c.Bool("json"),
-		Producers: 1, Linger: -1, AcksName: "all", DeliveryTimeout: defaultDeliveryTimeout}
+		Producers: 1, Linger: -1, AcksName: "all", DeliveryTimeout: defaultDeliveryTimeout, Client: cc}
 	switch {
 	case cfg.Keys < 1 || cfg.Overwrites < 1:
 		return fmt.Errorf("--keys and --overwrites must be at least 1, not %d and %d", cfg.Keys, cfg.Overwrites)
@@ -83,13 +84,12 @@ func runBenchCompact(c *cli.Context) error {
 		return err
 	}
 	if cfg.HTTP == "" {
-		host, _, err := net.SplitHostPort(cc.brokers[0])
+		host, _, err := net.SplitHostPort(cc.Brokers[0])
 		if err != nil {
 			return err
 		}
 		cfg.HTTP = net.JoinHostPort(host, appliance.DefaultHTTPPort)
 	}
-	lc.Brokers, lc.Timeout, lc.Dial = cc.brokers, cc.timeout, benchDialer(cc)
 	cfg.Load = lc
 	return bench.RunCompact(c.Context, cfg, c.App.Writer)
 }
