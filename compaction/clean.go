@@ -19,11 +19,19 @@ type worker struct {
 	dec      batch.Decoder
 	rb       batch.Rebuilder
 	recs     []batch.Record
+	keys     []hashedKey
 	out      []byte
 	throttle *throttle
 	logger   *slog.Logger
 
 	ioPending int // bytes read or written not yet given to the throttle
+}
+
+// hashedKey is a key of a batch, hashed for the map, and its offset.
+type hashedKey struct {
+	h0     uint64
+	h1     uint32
+	offset int64
 }
 
 // passStats is what one pass did.
@@ -114,23 +122,28 @@ func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *pas
 				m.latest = max(m.latest, h.LastOffset())
 				return nil
 			}
+			// The keys of a batch are hashed first and put after, in a loop
+			// whose table lookups (cache misses) do not wait for each other.
+			w.keys = w.keys[:0]
 			err := w.dec.Records(b, func(r batch.Record) error {
-				if r.Key == nil || r.Offset < sp.firstDirty {
-					return nil
-				}
-				if !m.put(r.Key, r.Offset) {
-					full = true
-					return errMapFull
+				if r.Key != nil && r.Offset >= sp.firstDirty {
+					h0, h1 := m.hash(r.Key)
+					w.keys = append(w.keys, hashedKey{h0, h1, r.Offset})
 				}
 				return nil
 			})
 			switch {
-			case errors.Is(err, errMapFull):
-				return err
 			case errors.Is(err, batch.ErrRecord):
 				st.undecodable++ // its records are kept as they are
+				m.keepAll(h.BaseOffset, h.LastOffset())
 			case err != nil:
 				return err
+			}
+			for _, k := range w.keys {
+				if !m.putHashed(k.h0, k.h1, k.offset) {
+					full = true
+					return errMapFull
+				}
 			}
 			m.latest = h.LastOffset()
 			return nil
@@ -217,19 +230,29 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	retainDeletes := !hasHorizon || nowMs < horizon
 	w.recs = w.recs[:0]
 	total, tombstones := 0, false
-	err := w.dec.Records(b, func(r batch.Record) error {
-		total++
-		keep := r.Offset > w.m.latest
-		if !keep && r.Key != nil {
-			latest := w.m.get(r.Key)
-			keep = r.Offset >= latest && (r.Value != nil || retainDeletes)
-		}
-		if keep {
-			w.recs = append(w.recs, r)
-			tombstones = tombstones || r.Value == nil
-		}
-		return nil
-	})
+	m := w.m
+	var err error
+	if m.covers(h.BaseOffset) && m.covers(h.LastOffset()) && !m.anyCurrent(h.BaseOffset, h.LastOffset()) {
+		total = int(h.RecordCount) // every record replaced: nothing to read
+	} else {
+		err = w.dec.Records(b, func(r batch.Record) error {
+			total++
+			var keep bool
+			switch {
+			case r.Offset > m.latest:
+				keep = true // past the map
+			case m.covers(r.Offset):
+				keep = m.isCurrent(r.Offset) && (r.Value != nil || retainDeletes)
+			case r.Key != nil: // below the map: replaced if a later record of its key is in it
+				keep = r.Offset >= m.get(r.Key) && (r.Value != nil || retainDeletes)
+			}
+			if keep {
+				w.recs = append(w.recs, r)
+				tombstones = tombstones || r.Value == nil
+			}
+			return nil
+		})
+	}
 	if errors.Is(err, batch.ErrRecord) {
 		st.undecodable++
 		return b, nil

@@ -11,8 +11,15 @@ import (
 // look superseded by another's, needs about 2^48 keys), and its offset as a
 // 32-bit distance from the map's base offset, so an entry takes 16 bytes
 // whatever the key's size, four to a cache line. Open addressing with linear
-// probing; it grows by doubling up to capSlots and is full at 90% of that
-// (Kafka's load factor), or at an offset 2^32-1 past its base.
+// probing, which stays short below half full: the table doubles at half full up
+// to capSlots, and is full at 90% of that (Kafka's load factor).
+//
+// Beside the table, one bit per offset from the base says whether the record
+// there is the latest of its key: set when a key is put, cleared for the offset
+// it replaces. A rewrite asks it instead of hashing the keys of the part the map
+// covers, and skips a batch none of whose bits is set without reading its
+// records. It takes an eighth of what the table may, so it too bounds how far
+// past the base the map reaches.
 type offsetMap struct {
 	seed0, seed1 maphash.Seed
 	slots        []slot
@@ -21,7 +28,9 @@ type offsetMap struct {
 	base         int64 // offsets are stored as offset-base+1
 	// latest is the largest offset the map covers: records up to it were read
 	// into it (base-1: none).
-	latest int64
+	latest  int64
+	current []uint64 // bit i: offset base+i is the latest of its key (or must be read)
+	maxBits int64
 }
 
 type slot struct {
@@ -39,15 +48,18 @@ const (
 // newOffsetMap returns an empty map that takes at most about maxBytes.
 func newOffsetMap(maxBytes int64) *offsetMap {
 	c := minSlots
-	for int64(2*c)*slotBytes <= maxBytes {
+	for int64(2*c)*slotBytes+int64(2*c)*slotBytes/8 <= maxBytes {
 		c *= 2
 	}
-	return &offsetMap{seed0: maphash.MakeSeed(), seed1: maphash.MakeSeed(), capSlots: c, latest: -1}
+	return &offsetMap{seed0: maphash.MakeSeed(), seed1: maphash.MakeSeed(), capSlots: c, latest: -1,
+		maxBits: min(int64(c)*slotBytes, math.MaxUint32)}
 }
 
 // reset empties the map, keeping its memory, for offsets from base on.
 func (m *offsetMap) reset(base int64) {
 	clear(m.slots)
+	clear(m.current)
+	m.current = m.current[:0]
 	m.used = 0
 	m.base = base
 	m.latest = base - 1
@@ -64,24 +76,83 @@ func (m *offsetMap) hash(key []byte) (uint64, uint32) {
 // nothing, when the map is full and key is new, or offset is too far past the
 // base.
 func (m *offsetMap) put(key []byte, offset int64) bool {
-	rel := offset - m.base + 1
-	if rel <= 0 || rel > math.MaxUint32 {
+	h0, h1 := m.hash(key)
+	return m.putHashed(h0, h1, offset)
+}
+
+// putHashed is put of a key whose hash is h0, h1.
+func (m *offsetMap) putHashed(h0 uint64, h1 uint32, offset int64) bool {
+	rel := offset - m.base
+	if rel < 0 || rel >= m.maxBits {
 		return false
 	}
-	h0, h1 := m.hash(key)
-	if m.used >= len(m.slots)*loadFactorPct/100 && len(m.slots) < m.capSlots {
+	if m.used >= len(m.slots)/2 && len(m.slots) < m.capSlots {
 		m.grow()
 	}
 	i, ok := m.find(h0, h1)
-	if !ok {
+	if ok {
+		m.setCurrent(int64(m.slots[i].off)-1, false)
+	} else {
 		if m.full() {
 			return false
 		}
 		m.used++
 		m.slots[i].h0, m.slots[i].h1 = h0, h1
 	}
-	m.slots[i].off = uint32(rel)
+	m.slots[i].off = uint32(rel + 1)
+	m.setCurrent(rel, true)
 	return true
+}
+
+// keepAll marks offsets from..to (within the map's range) to be read in full
+// by a rewrite: a batch whose keys could not be read.
+func (m *offsetMap) keepAll(from, to int64) {
+	for o := max(from, m.base); o <= to && o-m.base < m.maxBits; o++ {
+		m.setCurrent(o-m.base, true)
+	}
+}
+
+func (m *offsetMap) setCurrent(rel int64, on bool) {
+	w := int(rel >> 6)
+	for w >= len(m.current) {
+		m.current = append(m.current, 0)
+	}
+	if on {
+		m.current[w] |= 1 << (rel & 63)
+	} else {
+		m.current[w] &^= 1 << (rel & 63)
+	}
+}
+
+// covers reports whether offset is in the part the map covers: its bits answer
+// for it.
+func (m *offsetMap) covers(offset int64) bool { return offset >= m.base && offset <= m.latest }
+
+// isCurrent reports whether the record at offset (covered) is the latest of its
+// key.
+func (m *offsetMap) isCurrent(offset int64) bool {
+	rel := offset - m.base
+	w := int(rel >> 6)
+	return w < len(m.current) && m.current[w]&(1<<(rel&63)) != 0
+}
+
+// anyCurrent reports whether a record at an offset from..to (covered) is the
+// latest of its key.
+func (m *offsetMap) anyCurrent(from, to int64) bool {
+	lo, hi := from-m.base, to-m.base
+	for w := lo >> 6; w <= hi>>6 && int(w) < len(m.current); w++ {
+		word := m.current[w]
+		if w == lo>>6 {
+			word &^= 1<<(lo&63) - 1
+		}
+		if w == hi>>6 && hi&63 != 63 {
+			word &= 1<<(hi&63+1) - 1
+		}
+		if word != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // get returns the latest offset recorded for key, -1 if none.

@@ -43,7 +43,38 @@ func TestOffsetMap(t *testing.T) {
 	if m.used != 0 || m.get([]byte("key-1")) != -1 || m.latest != 999 {
 		t.Fatal("reset kept entries")
 	}
-	if m.put([]byte("early"), 999) || m.put([]byte("far"), 1000+1<<32) || !m.put([]byte("k"), 1000+1<<32-2) || m.get([]byte("k")) != 1000+1<<32-2 {
-		t.Fatal("offsets outside the map's 32-bit range")
+	if m.put([]byte("early"), 999) || m.put([]byte("far"), 1000+m.maxBits) || !m.put([]byte("k"), 1000+m.maxBits-1) || m.get([]byte("k")) != 1000+m.maxBits-1 {
+		t.Fatal("offsets outside the map's range")
+	}
+}
+
+// TestOffsetMapCurrent: the bit of an offset says whether its record is the
+// latest of its key, and anyCurrent finds one in any range, across words.
+func TestOffsetMapCurrent(t *testing.T) {
+	m := newOffsetMap(1 << 20)
+	m.reset(100)
+	for o := int64(100); o < 400; o++ {
+		m.put([]byte(fmt.Sprintf("k%d", o%50)), o) // keys 0..49 over and over: the last 50 offsets are current
+	}
+	m.latest = 399
+	for o := int64(100); o < 400; o++ {
+		if got := m.isCurrent(o); got != (o >= 350) {
+			t.Fatalf("offset %d current %v", o, got)
+		}
+	}
+	for _, c := range []struct {
+		from, to int64
+		want     bool
+	}{{100, 349, false}, {100, 350, true}, {349, 349, false}, {350, 350, true}, {399, 399, true}, {160, 227, false}, {300, 399, true}} {
+		if got := m.anyCurrent(c.from, c.to); got != c.want {
+			t.Errorf("anyCurrent(%d, %d) = %v", c.from, c.to, got)
+		}
+	}
+	m.keepAll(200, 203)
+	if !m.anyCurrent(160, 227) || !m.isCurrent(201) || m.isCurrent(204) {
+		t.Fatal("keepAll")
+	}
+	if !m.covers(100) || !m.covers(399) || m.covers(99) || m.covers(400) {
+		t.Fatal("covers")
 	}
 }
