@@ -45,7 +45,7 @@ import (
 type CompactConfig struct {
 	// Load holds the topic prefix (Topic), the record size, producers, acks,
 	// compression and linger of the fill and of the produce load, the replication
-	// factor, Dir, JSON and the Client.
+	// factor, the load topic's partitions and Configs, Dir, JSON and the Client.
 	Load       Config
 	Keys       int
 	Overwrites int

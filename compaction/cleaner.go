@@ -3,6 +3,7 @@ package compaction
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -73,8 +74,15 @@ func (c *Cleaner) Close() error {
 	return nil
 }
 
+// cleanerNice is the nice value of the cleaner's threads (lowerPriority): a
+// cleaner competing with one busy thread of normal priority gets about a tenth
+// of a CPU.
+const cleanerNice = 10
+
 func (c *Cleaner) run(w *worker) {
 	defer c.wg.Done()
+	runtime.LockOSThread() // never unlocked: the niced thread ends with this goroutine
+	lowerPriority()
 	for {
 		if c.ctx.Err() != nil {
 			return

@@ -23,6 +23,7 @@ func benchCompactCommand() *cli.Command {
 		&cli.IntFlag{Name: "record-size", Aliases: []string{"s"}, Value: 100, Usage: "record value size in `BYTES` (the produce load's too)"},
 		&cli.IntFlag{Name: "replication-factor", Aliases: []string{"r"}, Value: -1, Usage: "create the topics with `N` replicas per partition (-1: the broker's default)"},
 		&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Value: defaultBenchParts, Usage: "partitions of the produce load's topic"},
+		&cli.GenericFlag{Name: "config", Value: &configList{}, Usage: "create the produce load's topic with config `KEY=VALUE` (repeat for several)"},
 		&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "batch compression `CODEC` of every producer: none, gzip, snappy, lz4 or zstd"},
 		&cli.StringFlag{Name: "http", Usage: "`HOST:PORT` of the /metrics of the broker leading the topics (default: the first broker's host, port " + appliance.DefaultHTTPPort + ")"},
 		&cli.StringFlag{Name: "dir", Value: ".", Usage: "write the read+write baseline's files into `DIR` (put it on the brokers' data filesystem)"},
@@ -73,6 +74,9 @@ func runBenchCompact(c *cli.Context) error {
 		return fmt.Errorf("--replication-factor must be at least 1 (or -1) and --partitions at least 1, not %d and %d", rf, p)
 	}
 	lc.ReplicationFactor, lc.Partitions = int16(rf), int32(p)
+	if lc.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
+		return err
+	}
 	if err := checkBaselineDir(lc.Dir); err != nil {
 		return err
 	}
