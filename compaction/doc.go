@@ -23,7 +23,8 @@
 // sequence or ends its segment. Nothing at or above the high watermark, in the
 // active segment, or younger than min.compaction.lag.ms is compacted. The
 // cleaner's reads and writes together are throttled (throttle.go,
-// log.cleaner.io.max.bytes.per.second).
+// log.cleaner.io.max.bytes.per.second), and its threads run at a lower CPU
+// priority than the rest of the node (priority_linux.go).
 //
 // Crash safety is logstore's: a rewrite is swapped in whole or not at all, and
 // a pass is idempotent, so an interrupted one is simply run again.
