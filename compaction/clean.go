@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"skiff/internal/batch"
@@ -22,7 +21,6 @@ type worker struct {
 	keys     []hashedKey
 	out      []byte
 	throttle *throttle
-	logger   *slog.Logger
 
 	ioPending int // bytes read or written not yet given to the throttle
 }
@@ -40,8 +38,6 @@ type passStats struct {
 	files        int   // segment files they became
 	bytesRead    int64 // both phases
 	bytesWritten int64
-	batchesIn    int64
-	batchesOut   int64
 	recordsIn    int64
 	recordsOut   int64
 	undecodable  int64 // batches kept whole because their records do not parse
@@ -185,7 +181,6 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 	for _, s := range g {
 		err := l.ScanSegment(s.Base, func(h batch.Header, b []byte) error {
 			st.bytesRead += int64(len(b))
-			st.batchesIn++
 			out, err := w.filter(&h, b, end, cfg, producers, now, st)
 			if err != nil {
 				return err
@@ -193,7 +188,6 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 			if out == nil {
 				return w.io(ctx, len(b))
 			}
-			st.batchesOut++
 			st.bytesWritten += int64(len(out))
 			if err := rw.Append(out); err != nil {
 				return err

@@ -47,7 +47,7 @@ func New(cfg CleanerConfig) *Cleaner {
 	c.mu.horizons = make(map[*logstore.Log]int64)
 	c.metrics = newMetrics(c)
 	for range cfg.Threads {
-		w := &worker{m: newOffsetMap(cfg.DedupeBufferSize / int64(cfg.Threads)), throttle: c.throttle, logger: cfg.Logger}
+		w := &worker{m: newOffsetMap(cfg.DedupeBufferSize / int64(cfg.Threads)), throttle: c.throttle}
 		c.wg.Add(1)
 		go c.run(w)
 	}
@@ -75,9 +75,10 @@ func (c *Cleaner) Close() error {
 }
 
 // cleanerNice is the nice value of the cleaner's threads (lowerPriority): a
-// cleaner competing with one busy thread of normal priority gets about a tenth
-// of a CPU.
-const cleanerNice = 10
+// cleaner competing with one busy thread of normal priority gets about a
+// quarter of a CPU (CFS weights 335 and 1024), so that it slows the node's own
+// work little and still makes progress on a busy machine.
+const cleanerNice = 5
 
 func (c *Cleaner) run(w *worker) {
 	defer c.wg.Done()

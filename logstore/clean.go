@@ -206,6 +206,7 @@ type Rewrite struct {
 
 	buf        []byte // appended bytes not yet written
 	written    int64  // bytes written to the file
+	flushedTo  int64  // bytes handed to writeback (SyncTo)
 	size       int64  // bytes appended (written + buffered)
 	next       int64  // offset after the last appended batch
 	firstTs    int64
@@ -217,6 +218,11 @@ type Rewrite struct {
 
 // rewriteBuf is how many appended bytes a Rewrite collects before a write.
 const rewriteBuf = 1 << 20
+
+// rewriteWriteback is how many written bytes a Rewrite lets accumulate before it
+// starts their writeback (SyncTo: sync_file_range on Linux), so that the
+// fdatasync of Commit is short and does not hold up the fsyncs of appends.
+const rewriteWriteback = 8 << 20
 
 // BeginRewrite starts replacing the sealed segments with the given base offsets,
 // which must be consecutive segments of the log, ascending, none of them the
@@ -302,6 +308,12 @@ func (r *Rewrite) flush() error {
 	}
 	r.written += int64(len(r.buf))
 	r.buf = r.buf[:0]
+	if r.written-r.flushedTo >= rewriteWriteback {
+		if _, err := r.file.SyncTo(r.written); err != nil {
+			return fmt.Errorf("logstore: write back %s: %w", r.path, err)
+		}
+		r.flushedTo = r.written
+	}
 	return nil
 }
 
