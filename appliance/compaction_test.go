@@ -37,7 +37,7 @@ func TestStableGroupOutlivesRetention(t *testing.T) {
 			cluster.ConfigDeleteRetentionMs: "1000"}}); err != nil {
 		t.Fatal(err)
 	}
-	addr := n.kafkaLn.Addr().String()
+	addr := n.KafkaAddr()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 //
 // Start order:
 //  1. lock <data> (one process per data directory) and read node.json;
-//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listener
+//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listeners
 //     (so a taken port fails at once);
 //  3. start the embedded etcd member and wait until it is ready;
 //  4. create or check the cluster identity; write node.json on first start;
@@ -12,16 +12,19 @@
 //     coordinator;
 //  6. start the metadata cache and apply its topics to the local partitions (and the
 //     leaders of __consumer_offsets partitions to the group coordinator);
-//  7. register the broker under its session lease (kept by a loop that re-registers
-//     after a loss), start campaigning for controller, and wait until the metadata cache
-//     lists it (else Metadata would name no broker and CreateTopics would count none);
+//  7. register the broker under its session lease, start the loops that fence the
+//     node while its session is in doubt and re-register it after a loss
+//     (session.go), start campaigning for controller, and wait until the metadata
+//     cache lists it (else Metadata would name no broker and CreateTopics would count
+//     none);
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
-//  2. stop campaigning for controller (resigning if elected), then end the broker
-//     session (the lease is revoked: the cluster sees the broker go; without etcd
+//  2. stop campaigning for controller (resigning if elected), stop the session and
+//     clock loops, then end the broker session (marked leaving, the lease is revoked:
+//     the cluster sees the broker go and moves its partitions at once; without etcd
 //     quorum it is left to expire instead of waiting for a revoke that cannot
 //     happen);
 //  3. stop applying metadata and close the cache;
@@ -49,10 +52,12 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
+	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
 	"skiff/replication"
@@ -72,12 +77,21 @@ type Node struct {
 	controller *cluster.Controller
 	session    atomic.Pointer[cluster.Session] // the current one; replaced after a loss
 	sessionEnd chan struct{}                   // closed when sessionLoop returns
-	db         *offsets.DB
-	parts      *replication.Manager
-	groups     *groups.Coordinator
-	kafka      *kafkaapi.Server
+	// clockBase, lastBeat, paused and clockEnd belong to watchClock (session.go).
+	clockBase time.Time
+	lastBeat  atomic.Int64  // the last beat, as time since clockBase
+	paused    chan struct{} // a pause was noticed: wakes sessionLoop
+	clockEnd  chan struct{} // closed when watchClock returns
+	view      *view         // whether the metadata cache is known to be current
+	db        *offsets.DB
+	parts     *replication.Manager
+	groups    *groups.Coordinator
+	kafka     *kafkaapi.Server
 
-	kafkaLn      net.Listener
+	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
+	kafkaLns     []net.Listener  // bound, one per listener
+	interBroker  int             // index of the inter-broker listener
+	tls          *tlsconf.Loader // the TLS files; nil without
 	httpLn       net.Listener
 	httpSrv      *http.Server
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
@@ -101,13 +115,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:      cfg,
-		logger:   cfg.Logger,
-		fs:       vfs.Default,
-		ready:    make(chan struct{}),
-		errc:     make(chan error, 4),
-		stop:     make(chan struct{}),
-		applyEnd: make(chan struct{}),
+		cfg:       cfg,
+		logger:    cfg.Logger,
+		fs:        vfs.Default,
+		ready:     make(chan struct{}),
+		errc:      make(chan error, 4),
+		stop:      make(chan struct{}),
+		applyEnd:  make(chan struct{}),
+		clockBase: time.Now(),
+		paused:    make(chan struct{}, 1),
+		view:      newView(),
 	}
 	defer func() {
 		if err != nil {
@@ -135,8 +152,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.fail(fmt.Errorf("HTTP server: %w", err))
 		}
 	}()
-	if n.kafkaLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listen for Kafka clients on %s: %w", cfg.Listen, err)
+	if n.listeners, n.interBroker, err = cfg.listeners(); err != nil {
+		return nil, err
+	}
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
+	for _, l := range n.listeners {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen for Kafka clients on %s (listener %s): %w", l.addr, l.name, err)
+		}
+		n.kafkaLns = append(n.kafkaLns, ln)
 	}
 
 	if nf, err = n.form(ctx, nf, known); err != nil {
@@ -148,6 +175,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes, FS: n.fs}); err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
+	followerSASL, err := n.followerSASL()
+	if err != nil {
+		return nil, err
+	}
 	n.parts, err = replication.NewManager(replication.Config{
 		BrokerID:               n.id,
 		SessionValid:           n.sessionValid,
@@ -155,6 +186,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Dir:                    filepath.Join(cfg.DataDir, "topics"),
 		Store:                  func(key string) replication.Store { return n.db.LogIndex(key) },
 		BrokerAddr:             n.brokerAddr,
+		TLS:                    n.followerTLS(),
+		SASL:                   followerSASL,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
 		Registerer:             reg,
@@ -179,29 +212,39 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.applyStarted = true
 	go n.applyLoop(first)
 
-	host, port, err := advertisedAddr(cfg.Advertise, n.kafkaLn.Addr())
-	if err != nil {
-		return nil, fmt.Errorf("advertised address: %w", err)
+	self := cluster.Broker{ID: n.id, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	for i, l := range n.listeners {
+		host, port, err := advertisedAddr(l.advertise, n.kafkaLns[i].Addr())
+		if err != nil {
+			return nil, fmt.Errorf("advertised address of listener %s: %w", l.name, err)
+		}
+		self.Listeners = append(self.Listeners, cluster.Endpoint{Listener: l.name, Host: host, Port: port})
 	}
-	self := cluster.Broker{ID: n.id, Host: host, Port: port, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	host, port, _ := self.Address(n.listeners[n.interBroker].name)
+	self.Host, self.Port = host, port
 	sess, err := n.store.RegisterBroker(ctx, self, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
 	}
+	n.lastBeat.Store(int64(time.Since(n.clockBase)))
 	n.session.Store(sess)
-	n.sessionEnd = make(chan struct{})
+	n.sessionEnd, n.clockEnd = make(chan struct{}), make(chan struct{})
+	go n.watchClock()
 	go n.sessionLoop(self)
 	n.controller = cluster.StartController(n.store, n.cache, cluster.ControllerConfig{
 		BrokerID:          n.id,
 		Session:           n.session.Load,
 		AutoRebalance:     !cfg.DisableAutoLeaderRebalance,
 		RebalanceInterval: cfg.LeaderImbalanceCheckInterval,
-		Logger:            n.logger,
+		// Long enough for a broker whose live lease was revoked to register again.
+		DepartGrace: cfg.SessionTimeout / 6,
+		Logger:      n.logger,
 	})
 	if err := n.waitListed(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}); err != nil {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
 
+	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
 	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
@@ -216,14 +259,23 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		BrokerConfigs:            n.brokerConfigs(),
 		TopicDefaults:            n.topicDefaults(),
+		ViewCurrent:              n.viewCurrent,
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
+		SSLPrincipal:             sslPrincipal,
+		SASLMechanisms:           cfg.SASLMechanisms,
+		ReauthMax:                max(cfg.ReauthMax, 0),
+		AuthFailureDelay:         cfg.AuthFailureDelay,
 	}), n.store, n.cache, n.parts)
-	go func() {
-		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
-			n.fail(err)
-		}
-	}()
+	for i, l := range n.listeners {
+		kl := n.kafkaListener(l)
+		ln := n.kafkaLns[i]
+		go func() {
+			if err := n.kafka.ServeListener(ln, kl); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+				n.fail(err)
+			}
+		}()
+	}
 	close(n.ready)
 	return n, nil
 }
@@ -287,8 +339,18 @@ func (n *Node) status(s string) {
 // ID is this node's broker id.
 func (n *Node) ID() int32 { return n.id }
 
-// KafkaAddr is the bound Kafka listener address.
-func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
+// KafkaAddr is the bound address of the first Kafka listener.
+func (n *Node) KafkaAddr() string { return n.kafkaLns[0].Addr().String() }
+
+// ListenerAddrs are the bound addresses of the Kafka listeners, NAME://HOST:PORT,
+// in the order of the settings.
+func (n *Node) ListenerAddrs() []string {
+	out := make([]string, len(n.listeners))
+	for i, l := range n.listeners {
+		out[i] = l.name + "://" + n.kafkaLns[i].Addr().String()
+	}
+	return out
+}
 
 // HTTPAddr is the bound HTTP listener address.
 func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
@@ -344,14 +406,17 @@ func (n *Node) Close() error {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 			add("stop Kafka server", n.kafka.Shutdown(ctx))
 			cancel()
-		} else if n.kafkaLn != nil {
-			n.kafkaLn.Close()
+		} else {
+			for _, ln := range n.kafkaLns {
+				ln.Close()
+			}
 		}
 		if n.controller != nil {
 			add("stop controller", n.controller.Close())
 		}
 		if n.sessionEnd != nil {
 			<-n.sessionEnd
+			<-n.clockEnd
 		}
 		if sess := n.session.Load(); sess != nil && !n.quorum() {
 			// Without quorum the lease cannot be revoked (a revoke would wait out its

@@ -25,6 +25,8 @@ type Result struct {
 	RecordSize  int     `json:"record_size,omitempty"`
 	LingerMs    *int64  `json:"linger_ms,omitempty"` // nil: franz-go's default
 	Rate        float64 `json:"target_rate,omitempty"`
+	// Security is the clients' security.protocol (and SASL mechanism).
+	Security string `json:"security"`
 
 	// Records and Bytes (record values and keys) are acknowledged (produce, e2e)
 	// or read (consume); Failed were not acknowledged.
@@ -41,9 +43,14 @@ type Result struct {
 
 	ProduceLatency *LatencySummary `json:"produce_latency,omitempty"` // send (or due time) to ack
 	MaxSendLagMs   *float64        `json:"max_send_lag_ms,omitempty"` // --rate: furthest behind schedule
-	E2ELatency     *LatencySummary `json:"e2e_latency,omitempty"`     // send (or due time) to consume
-	Consumed       int64           `json:"consumed,omitempty"`
-	ConsumeSeconds float64         `json:"consume_seconds,omitempty"`
+	// MaxAckGapMs is the longest time a partition (MaxAckGapPartition) went
+	// without an acknowledgement while a record waited for one: availability, for
+	// runs with faults (a frozen or killed broker).
+	MaxAckGapMs        *float64        `json:"max_ack_gap_ms,omitempty"`
+	MaxAckGapPartition int32           `json:"max_ack_gap_partition,omitempty"`
+	E2ELatency         *LatencySummary `json:"e2e_latency,omitempty"` // send (or due time) to consume
+	Consumed           int64           `json:"consumed,omitempty"`
+	ConsumeSeconds     float64         `json:"consume_seconds,omitempty"`
 
 	Baseline *BaselineResult    `json:"baseline,omitempty"`
 	Ratios   map[string]float64 `json:"ratios,omitempty"` // MBPerSec / each baseline's MB/s
@@ -103,6 +110,9 @@ func (r *Result) writeText(w io.Writer) error {
 			r.Mode, r.Topic, r.Partitions, r.Producers, plural(r.Producers), r.Acks, r.Compression, r.RecordSize, linger, rate)
 		fmt.Fprintf(&b, "records      %d acknowledged, %d failed, in %.2f s\n", r.Records, r.Failed, r.Seconds)
 	}
+	if r.Security != "" {
+		fmt.Fprintf(&b, "security     %s\n", r.Security)
+	}
 	fmt.Fprintf(&b, "throughput   %.0f records/s   %.1f MB/s\n", r.RecordsPerSec, r.MBPerSec)
 	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {
 		fmt.Fprintf(&b, "client CPU   %.2f s (%.2f cores) in this process\n", r.ClientCPUSeconds, r.ClientCPUSeconds/r.Seconds)
@@ -116,6 +126,10 @@ func (r *Result) writeText(w io.Writer) error {
 	}
 	if r.MaxSendLagMs != nil {
 		fmt.Fprintf(&b, "schedule     furthest behind the --rate schedule: %.2f ms\n", *r.MaxSendLagMs)
+	}
+	if r.MaxAckGapMs != nil {
+		fmt.Fprintf(&b, "availability longest time a partition went without an acknowledgement: %.2f ms (partition %d)\n",
+			*r.MaxAckGapMs, r.MaxAckGapPartition)
 	}
 	if r.E2ELatency != nil {
 		fmt.Fprintf(&b, "e2e latency (ms, produce to consume)  %s\n", latencyText(r.E2ELatency))

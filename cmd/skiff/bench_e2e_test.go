@@ -62,6 +62,10 @@ func TestBenchE2E(t *testing.T) {
 		e.ProduceLatency == nil || e.ProduceLatency.Count != 1000 || e.Rate != 5000 || e.MaxSendLagMs == nil {
 		t.Fatalf("e2e: %+v", e)
 	}
+	// No fault: no partition waited longer than the slowest acknowledgement.
+	if e.MaxAckGapMs == nil || *e.MaxAckGapMs <= 0 || *e.MaxAckGapMs > e.ProduceLatency.Max {
+		t.Errorf("e2e: longest ack gap %v ms, want above 0 and at most the max produce latency %v ms", e.MaxAckGapMs, e.ProduceLatency.Max)
+	}
 	if e.Seconds < 0.19 {
 		t.Errorf("1000 records at 5000/s took %.3f s, want at least 0.2", e.Seconds)
 	}
@@ -180,7 +184,7 @@ func TestBenchCompact(t *testing.T) {
 	}
 	if r.Records != 100_000 || r.KeysRead != 20_000 || r.RecordsRead != 20_000 || r.SegmentBytes < 100_000*100 ||
 		r.CleanSeconds <= 0 || r.CleanRead < 2*r.SegmentBytes-1<<20 || r.CleanWritten > r.SegmentBytes/3 ||
-		r.ReadWriteSeconds <= 0 || r.CleanRatio <= 0 || r.ProduceAloneMBPerSec <= 0 || r.ProduceCleaningMBPerSec <= 0 || r.LoadSeconds <= 0 {
+		r.ReadWriteSeconds <= 0 || r.CleanRatio <= 0 || r.Security != "PLAINTEXT" || r.ProduceAloneMBPerSec <= 0 || r.ProduceCleaningMBPerSec <= 0 || r.LoadSeconds <= 0 {
 		t.Fatalf("bench compact: %+v", r)
 	}
 	t.Logf("%s", out)

@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			consumeCommand(),
 			groupCommand(),
 			offsetsCommand(),
+			userCommand(),
 			clusterCommand(),
 			benchCommand(),
 			versionCommand(),
