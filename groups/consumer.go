@@ -147,7 +147,6 @@ type consumerGroup struct {
 	static      map[string]string // group.instance.id -> member id
 	metaHash    uint64            // subscribed topic metadata the target was computed for
 	assignor    string            // the assignor of the last target
-	writtenAt   time.Time         // when every record of the group was last appended
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -269,11 +268,11 @@ func joinNames(ns []string) string {
 // becomeConsumerLocked turns an empty classic group (or a new one) into a consumer
 // group; its committed offsets stay.
 func (g *group) becomeConsumerLocked() {
+	had := g.protocolType != "" || g.generation > 0 // classic metadata may be stored
 	g.cg = newConsumerGroup()
-	g.cg.writtenAt = g.c.clock.Now()
 	g.protocolType = "consumer"
-	g.protocol, g.leader = "", ""
-	if g.metaWrittenAt != 0 {
+	g.protocol, g.leader, g.generation = "", "", 0
+	if had {
 		g.storeClassicTombstoneLocked()
 	}
 }
@@ -283,7 +282,6 @@ func (g *group) storeClassicTombstoneLocked() {
 	if _, err := g.appendLocked([]batch.Record{groupRecord(g.name, nil)}); err != nil {
 		g.c.logger.Warn("group coordinator: deleting classic group metadata failed", "group", g.name, "err", err)
 	}
-	g.metaWrittenAt = 0
 }
 
 // consumerHeartbeatLocked applies one heartbeat to the group, fills resp, and
@@ -570,20 +568,6 @@ func (cg *consumerGroup) stateName() string {
 		}
 	}
 	return "Stable"
-}
-
-// snapshotRecords are the records of the group's whole state, written again
-// before log retention could delete the only copy.
-func (g *group) consumerSnapshotLocked() []batch.Record {
-	cg := g.cg
-	recs := []batch.Record{consumerGroupRecord(g.name, cg.epoch), consumerTargetMetaRecord(g.name, cg.targetEpoch)}
-	for _, m := range cg.members {
-		recs = append(recs, consumerMemberRecord(g.name, m), consumerCurrentRecord(g.name, m))
-		if t, ok := cg.target[m.id]; ok {
-			recs = append(recs, consumerTargetRecord(g.name, m.id, t))
-		}
-	}
-	return recs
 }
 
 // consumerTombstonesLocked deletes an empty consumer group's records.
