@@ -48,9 +48,9 @@ type ConsumeOptions struct {
 	// GroupConsumer, KIP-848's, in which the broker assigns the partitions.
 	GroupProtocol GroupProtocol
 	Format        recordfmt.Format
-	KeySep []byte    // nil: print no key
-	Out    io.Writer // records, buffered and flushed after every batch
-	Warn   io.Writer // warnings that do not stop consuming
+	KeySep        []byte    // nil: print no key
+	Out           io.Writer // records, buffered and flushed after every batch
+	Warn          io.Writer // warnings that do not stop consuming
 }
 
 // GroupProtocol is Kafka's group.protocol: how a consumer takes part in its group.
