@@ -264,3 +264,93 @@ func TestKIP848Convergence(t *testing.T) {
 	}
 	t.Logf("%d records received by 5 members; %d received again after the victim's crash", produced.Load(), twice)
 }
+
+// TestKIP848CoordinatorFailover: in a three-node cluster (__consumer_offsets RF 3)
+// a KIP-848 group of two members consumes while a producer writes; the group's
+// coordinator is killed. A survivor loads the group from its replica of the log:
+// the same members at the same epochs with the same assignments, which go on
+// heartbeating and consuming without rejoining; every record is received once.
+func TestKIP848CoordinatorFailover(t *testing.T) {
+	nodes := testnode.StartCluster(t, 3, append(append([]string(nil), clusterArgs...), kip848NodeArgs...)...)
+	const topic, group, partitions = "kip848-failover", "kip848-failover-g", 6
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, nodes[0].Addr))
+	if r, err := adm.CreateTopic(ctx, partitions, 3, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	var victim int32
+	poll(t, 30*time.Second, "the group's coordinator", func() bool {
+		c := adm.FindGroupCoordinators(ctx, group)[group]
+		victim = c.NodeID
+		return c.Err == nil
+	})
+	var seed *testnode.Node
+	for _, n := range nodes {
+		if n.ID != victim {
+			seed = n
+			break
+		}
+	}
+	adm = kadm.NewClient(newClient(t, seed.Addr))
+	l, o := newLedger(), &owners{owner: map[int32]string{}}
+	start848Member(t, seed.Addr, topic, group, "alpha", l, o)
+	start848Member(t, seed.Addr, topic, group, "beta", l, o)
+	produceValues(t, seed.Addr, topic, "a", 5000)
+	waitConverged(t, adm, group, partitions, "alpha", "beta")
+	before := describeMembers(t, adm, group)
+
+	for _, n := range nodes {
+		if n.ID == victim {
+			n.Kill()
+		}
+	}
+	killed := time.Now()
+	produced := make(chan error, 1)
+	go func() { produced <- produceValuesErr(seed.Addr, topic, "b", 5000) }()
+	// A new admin client: franz-go keeps the dead coordinator of the old one.
+	poll(t, 90*time.Second, "a survivor to coordinate the group", func() bool {
+		adm = kadm.NewClient(newClient(t, seed.Addr))
+		c := adm.FindGroupCoordinators(ctx, group)[group]
+		return c.Err == nil && c.NodeID != victim
+	})
+	waitConverged(t, adm, group, partitions, "alpha", "beta")
+	after := describeMembers(t, adm, group)
+	t.Logf("the group was served by a survivor %v after its coordinator was killed", time.Since(killed).Round(time.Millisecond))
+	if before != after {
+		t.Fatalf("members before the failover:\n%s\nafter:\n%s", before, after)
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, l, "a", 5000)
+	waitCount(t, l, "b", 5000)
+	for v, ds := range l.snapshot() {
+		if len(ds) != 1 {
+			t.Fatalf("record %s received %d times: %+v", v, len(ds), ds)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.violations) > 0 {
+		t.Fatalf("partitions owned twice at once:\n%s", strings.Join(o.violations, "\n"))
+	}
+}
+
+// describeMembers is the group's epoch and its members' ids, epochs and
+// assignments, as one string to compare.
+func describeMembers(t *testing.T, adm *kadm.Client, group string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil || ds.Error() != nil {
+		t.Fatalf("describe %s: %v %v", group, err, ds.Error())
+	}
+	d := ds[group]
+	out := fmt.Sprintf("epoch %d/%d", d.Epoch, d.AssignmentEpoch)
+	for _, m := range d.Members {
+		out += fmt.Sprintf("\n%s %s epoch %d %v", m.ClientID, m.MemberID, m.MemberEpoch, m.Assignment.Sorted())
+	}
+	return out
+}
