@@ -23,6 +23,7 @@ import (
 	"context"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -238,7 +239,7 @@ func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (i
 		}
 	}
 	if a := req.ServerAssignor; a != nil && !slices.Contains(c.cfg.ConsumerAssignors, *a) {
-		return kerr.UnsupportedAssignor.Code, "ServerAssignor " + *a + " is not supported. Supported assignors: " + joinNames(c.cfg.ConsumerAssignors)
+		return kerr.UnsupportedAssignor.Code, "ServerAssignor " + *a + " is not supported. Supported assignors: " + strings.Join(c.cfg.ConsumerAssignors, ", ")
 	}
 	if re := req.SubscribedTopicRegex; re != nil && *re != "" {
 		if _, err := compileFullMatch(*re); err != nil {
@@ -252,17 +253,6 @@ func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (i
 // applies it: to the whole topic name.
 func compileFullMatch(re string) (*regexp.Regexp, error) {
 	return regexp.Compile(`^(?:` + re + `)$`)
-}
-
-func joinNames(ns []string) string {
-	out := ""
-	for i, n := range ns {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }
 
 // becomeConsumerLocked turns an empty classic group (or a new one) into a consumer
@@ -319,7 +309,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 			return nil, kerr.UnknownMemberID.Code, ""
 		}
 		if req.MemberEpoch != m.epoch {
-			owned := ownedOf(g.c, req.Topics)
+			owned := ownedOf(req.Topics)
 			if req.MemberEpoch != m.prevEpoch || owned == nil || !owned.subsetOf(m.assigned) {
 				return nil, kerr.FencedMemberEpoch.Code, "the member epoch is fenced by the group coordinator"
 			}
@@ -337,7 +327,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 	recs = append(recs, g.maybeNewTargetLocked(startEpoch)...)
 
 	before, beforeEpoch, beforeState := m.assigned.clone(), m.epoch, m.state
-	owned := ownedOf(g.c, req.Topics)
+	owned := ownedOf(req.Topics)
 	g.reconcileLocked(m, owned)
 	changed := !before.equal(m.assigned) || beforeEpoch != m.epoch || beforeState != m.state
 	if changed || req.MemberEpoch == epochJoin {
@@ -451,7 +441,7 @@ func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, cl Client) (me
 
 // ownedOf is the partitions a request says the member owns; nil when it does not
 // say (a heartbeat that only keeps the session).
-func ownedOf(c *Coordinator, ts []kmsg.ConsumerGroupHeartbeatRequestTopic) partSet {
+func ownedOf(ts []kmsg.ConsumerGroupHeartbeatRequestTopic) partSet {
 	if ts == nil {
 		return nil
 	}
@@ -552,7 +542,7 @@ func (g *group) setConsumerStateLocked() {
 	}
 }
 
-// consumerStateName is the group state KIP-848 reports: Empty, Assigning (the
+// stateName is the group state KIP-848 reports: Empty, Assigning (the
 // target is behind the group epoch), Reconciling (a member is not at the target),
 // or Stable.
 func (cg *consumerGroup) stateName() string {
