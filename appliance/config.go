@@ -64,8 +64,14 @@ type Config struct {
 	InterBrokerSASLMechanism, InterBrokerUser, InterBrokerPasswordFile string
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
-	// HTTP is the listen address of /metrics, /healthz and /readyz.
+	// EtcdTLS serves both etcd ports with TLS (TLSCert, TLSKey) and requires
+	// certificates signed by TLSClientCA from peers and clients.
+	EtcdTLS bool
+	// HTTP is the listen address of /metrics, /healthz, /readyz and the admin API.
 	HTTP string
+	// HTTPTLS serves the HTTP port with TLS (TLSCert, TLSKey); a client
+	// certificate signed by TLSClientCA then authenticates admin requests.
+	HTTPTLS bool
 	// Pprof adds Go's profiler (net/http/pprof) under /debug/pprof/ to the HTTP
 	// address. Off by default: a profile costs the node CPU while it runs and shows
 	// its internals to whoever reaches the port.

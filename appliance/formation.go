@@ -31,6 +31,7 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		PeerAddr:            cfg.EtcdPeer,
 		AdvertiseClientAddr: cfg.EtcdAdvertiseClient,
 		AdvertisePeerAddr:   cfg.EtcdAdvertisePeer,
+		TLS:                 n.etcdTLS(),
 		Logger:              slog.New(quietHandler{n.logger.Handler()}),
 	}
 	_, statErr := os.Stat(filepath.Join(ecfg.Dir, "member"))
@@ -142,7 +143,7 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 	cfg := n.cfg
 	n.status("joining the cluster at " + strings.Join(cfg.Join, ","))
 	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
-	cli, err := embedetcd.Dial(cfg.Join, n.logger)
+	cli, err := embedetcd.Dial(cfg.Join, n.etcdTLS(), n.logger)
 	if err != nil {
 		cancel()
 		return nodeFile{}, ecfg, nil, fmt.Errorf("join %s: %w", strings.Join(cfg.Join, ","), err)
@@ -168,7 +169,7 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 	if ecfg, err = ecfg.Resolve(); err != nil {
 		return nodeFile{}, ecfg, nil, err
 	}
-	memberID, initial, err := embedetcd.AddMember(jctx, cli, ecfg.Name, "http://"+ecfg.AdvertisePeerAddr, n.logger)
+	memberID, initial, err := embedetcd.AddMember(jctx, cli, ecfg.Name, ecfg.PeerURL(), n.logger)
 	if err != nil {
 		return nodeFile{}, ecfg, nil, n.joinError(err)
 	}
@@ -204,7 +205,7 @@ func (n *Node) joinError(err error) error {
 func (n *Node) checkJoinTarget(ctx context.Context, clusterID string) error {
 	jctx, cancel := context.WithTimeout(ctx, min(n.cfg.JoinTimeout, 5*time.Second))
 	defer cancel()
-	cli, err := embedetcd.Dial(n.cfg.Join, n.logger)
+	cli, err := embedetcd.Dial(n.cfg.Join, n.etcdTLS(), n.logger)
 	if err != nil {
 		return nil
 	}

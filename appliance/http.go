@@ -2,8 +2,10 @@ package appliance
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -21,6 +23,25 @@ func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// serveHTTP serves the HTTP port (with TLS under http-tls) until Close.
+func (n *Node) serveHTTP(reg *prometheus.Registry) {
+	n.httpSrv = &http.Server{Handler: n.httpHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+	serve := func() error { return n.httpSrv.Serve(n.httpLn) }
+	if n.cfg.HTTPTLS {
+		// A client certificate is checked when one is given; whether a path needs
+		// one (or a bearer token) is httpauth.go's business.
+		n.httpSrv.TLSConfig = n.tls.ServerConfig(tls.VerifyClientCertIfGiven)
+		// Failed handshakes (scanners, health checks that only connect) at debug.
+		n.httpSrv.ErrorLog = slog.NewLogLogger(n.logger.Handler(), slog.LevelDebug)
+		serve = func() error { return n.httpSrv.ServeTLS(n.httpLn, "", "") }
+	}
+	go func() {
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.fail(fmt.Errorf("HTTP server: %w", err))
+		}
+	}()
 }
 
 // httpHandler serves /metrics, /healthz (the process answers) and /readyz (200 only

@@ -4,8 +4,8 @@
 //
 // Start order:
 //  1. lock <data> (one process per data directory) and read node.json;
-//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listeners
-//     (so a taken port fails at once);
+//  2. bind the HTTP listener and the Kafka listeners (so a taken port fails at once),
+//     read the TLS files, and serve HTTP (so /healthz answers during the start);
 //  3. start the embedded etcd member and wait until it is ready;
 //  4. create or check the cluster identity; write node.json on first start;
 //  5. open Pebble (<data>/meta), the partition manager (<data>/topics) and the group
@@ -133,16 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTP); err != nil {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTP, err)
 	}
-	n.httpSrv = &http.Server{Handler: n.httpHandler(reg), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.fail(fmt.Errorf("HTTP server: %w", err))
-		}
-	}()
 	if n.listeners, n.interBroker, err = cfg.listeners(); err != nil {
-		return nil, err
-	}
-	if err := n.loadTLS(); err != nil {
 		return nil, err
 	}
 	for _, l := range n.listeners {
@@ -152,6 +143,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 		n.kafkaLns = append(n.kafkaLns, ln)
 	}
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
+	n.serveHTTP(reg)
 
 	if nf, err = n.form(ctx, nf, known); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"skiff/internal/tlsconf"
 )
 
 // Resolve returns cfg with every default applied and its addresses resolved (port 0
@@ -20,20 +22,17 @@ import (
 func (cfg Config) Resolve() (Config, error) { return cfg.withDefaults() }
 
 // Dial returns a client of a running etcd cluster at endpoints (host:port of member
-// client listeners). The caller closes it.
-func Dial(endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
+// client listeners, or URLs), over TLS with tls's certificate when tls is set. The
+// caller closes it.
+func Dial(endpoints []string, tls *tlsconf.Loader, logger *slog.Logger) (*clientv3.Client, error) {
 	urls := make([]string, len(endpoints))
 	for i, e := range endpoints {
 		if !strings.Contains(e, "://") {
-			e = "http://" + e
+			e = schemeOf(tls) + "://" + e
 		}
 		urls[i] = e
 	}
-	return clientv3.New(clientv3.Config{
-		Endpoints:   urls,
-		DialTimeout: 5 * time.Second,
-		Logger:      newZapLogger(logger.With("component", "etcd-client").Handler(), new(atomic.Bool)),
-	})
+	return newClient(urls, tls, 5*time.Second, newZapLogger(logger.With("component", "etcd-client").Handler(), new(atomic.Bool)))
 }
 
 // AddMember adds a member named name with advertised peer URL peerURL to the cluster

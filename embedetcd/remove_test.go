@@ -94,13 +94,13 @@ func TestRemovedAsksPeers(t *testing.T) {
 	if err := ms[2].Close(); err != nil {
 		t.Fatal(err)
 	}
-	if wasRemoved(ms[2].etcd, ms[2].logger, ms[2].closing) {
+	if wasRemoved(ms[2].etcd, nil, ms[2].logger, ms[2].closing) {
 		t.Fatal("reports removed before it was")
 	}
 	if err := RemoveMember(ctx, ms[0].Client(), ms[2].ID()); err != nil {
 		t.Fatal(err)
 	}
-	if !wasRemoved(ms[2].etcd, ms[2].logger, ms[2].closing) {
+	if !wasRemoved(ms[2].etcd, nil, ms[2].logger, ms[2].closing) {
 		t.Fatal("does not learn from its peers that it was removed")
 	}
 }
