@@ -72,6 +72,12 @@ type Config struct {
 	// HTTPTLS serves the HTTP port with TLS (TLSCert, TLSKey); a client
 	// certificate signed by TLSClientCA then authenticates admin requests.
 	HTTPTLS bool
+	// HTTPTokenFile holds (first line) the bearer token that authenticates
+	// admin requests; read at each request.
+	HTTPTokenFile string
+	// HTTPAuth is which HTTP paths need credentials once the node has any
+	// (httpauth.go): HTTPAuthAdmin or HTTPAuthAll.
+	HTTPAuth string
 	// Pprof adds Go's profiler (net/http/pprof) under /debug/pprof/ to the HTTP
 	// address. Off by default: a profile costs the node CPU while it runs and shows
 	// its internals to whoever reaches the port.
@@ -207,6 +213,7 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateHTTPAuth()...)
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
 	}

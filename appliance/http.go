@@ -45,14 +45,19 @@ func (n *Node) serveHTTP(reg *prometheus.Registry) {
 }
 
 // httpHandler serves /metrics, /healthz (the process answers) and /readyz (200 only
-// while the node serves: listener bound, etcd member healthy, storage open).
+// while the node serves: listener bound, etcd member healthy, storage open), the
+// admin API and the profiler, with the authentication of httpauth.go.
 func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	open := func(h http.Handler) http.Handler { return h }
+	if n.cfg.HTTPAuth == HTTPAuthAll {
+		open = n.requireAuth
+	}
+	mux.Handle("/metrics", open(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	mux.Handle("/healthz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("/readyz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := n.CheckReady(ctx); err != nil {
@@ -60,10 +65,14 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "ready")
-	})
-	n.adminRoutes(mux) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	})))
+	admin := http.NewServeMux()
+	n.adminRoutes(admin) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	mux.Handle("/v1/", n.requireAuth(admin))
 	if n.cfg.Pprof {
-		profilerRoutes(mux)
+		profiler := http.NewServeMux()
+		profilerRoutes(profiler)
+		mux.Handle("/debug/pprof/", n.requireAuth(profiler))
 	}
 	return mux
 }

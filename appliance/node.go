@@ -84,7 +84,8 @@ type Node struct {
 	tls          *tlsconf.Loader // the TLS files; nil without
 	httpLn       net.Listener
 	httpSrv      *http.Server
-	applyEnd     chan struct{} // closed when the metadata apply loop has ended
+	httpDelays   *auth.FailureDelays // of failed HTTP authentications, per client address
+	applyEnd     chan struct{}       // closed when the metadata apply loop has ended
 	applyStarted bool
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
@@ -105,13 +106,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:      cfg,
-		logger:   cfg.Logger,
-		fs:       vfs.Default,
-		ready:    make(chan struct{}),
-		errc:     make(chan error, 4),
-		stop:     make(chan struct{}),
-		applyEnd: make(chan struct{}),
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		fs:         vfs.Default,
+		ready:      make(chan struct{}),
+		errc:       make(chan error, 4),
+		stop:       make(chan struct{}),
+		applyEnd:   make(chan struct{}),
+		httpDelays: auth.NewFailureDelays(cfg.AuthFailureDelay),
 	}
 	defer func() {
 		if err != nil {

@@ -13,13 +13,14 @@ import (
 	"skiff/internal/testcerts"
 )
 
-// httpsClient trusts ca and presents pair, if given.
+// httpsClient trusts ca and presents pair, if given, whatever CAs the server
+// names as acceptable (Go would otherwise send no certificate of another CA).
 func httpsClient(ca *x509.Certificate, pair *tls.Certificate) *http.Client {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	if pair != nil {
-		cfg.Certificates = []tls.Certificate{*pair}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return pair, nil }
 	}
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 }
@@ -38,7 +39,11 @@ func TestEtcdAndHTTPTLS(t *testing.T) {
 	joiner.Join = []string{strings.TrimPrefix(first.member.ClientURL(), "https://")}
 	second := startLoopbackNode(t, joiner)
 
-	cl := httpsClient(ca.Cert, nil)
+	nodeCert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := httpsClient(ca.Cert, &nodeCert) // the admin API needs a client certificate of the CA
 	resp, err := cl.Get("https://" + second.HTTPAddr() + "/v1/cluster")
 	if err != nil {
 		t.Fatal(err)
