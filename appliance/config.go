@@ -99,6 +99,21 @@ type Config struct {
 	Join []string
 	// JoinTimeout bounds reaching the join target and being added.
 	JoinTimeout time.Duration
+	// Secure forms the cluster securely (secure.go, docs/security.md): a cluster
+	// CA under <data>/secure, TLS on every port, SASL_SSL with SCRAM, a first
+	// admin user. A node whose data directory holds <data>/secure is secure
+	// whatever this says.
+	Secure bool
+	// JoinToken admits this node to a cluster formed with Secure (join.go); Join
+	// then lists HTTP addresses of running nodes.
+	JoinToken string
+	// JoinTokenTTL is how long the join token the first node of a secure cluster
+	// makes lasts.
+	JoinTokenTTL time.Duration
+	// OnSecureFormed, when set, receives what the first node of a cluster formed
+	// with Secure tells its operator: where the admin password is, a join token.
+	// Called once, when the cluster is formed.
+	OnSecureFormed func(SecureFormed)
 	// ForceNewCluster restarts this node on its data directory as the only member of
 	// its cluster, keeping its data: the way back after a quorum of the nodes is lost
 	// for good (docs/operations.md). Set it for one restart only. Refused with an empty
@@ -214,6 +229,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateHTTPAuth()...)
+	errs = append(errs, c.validateSecure()...)
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
 	}
@@ -222,7 +238,11 @@ func (c Config) Validate() error {
 	}
 	for _, j := range c.Join {
 		if _, _, err := net.SplitHostPort(j); err != nil {
-			errs = append(errs, fmt.Errorf("join %q: want HOST:PORT, the etcd client address of a running node (%v)", j, err))
+			what := "the etcd client address of a running node"
+			if c.JoinToken != "" {
+				what = "the HTTP address of a running node (with join-token)"
+			}
+			errs = append(errs, fmt.Errorf("join %q: want HOST:PORT, %s (%v)", j, what, err))
 		}
 	}
 	if c.DefaultPartitions < 0 {

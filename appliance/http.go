@@ -67,7 +67,8 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 		fmt.Fprintln(w, "ready")
 	})))
 	admin := http.NewServeMux()
-	n.adminRoutes(admin) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	n.adminRoutes(admin)     // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	n.joinRoutes(mux, admin) // POST /v1/join (open), POST /v1/cluster/join-token (join.go)
 	mux.Handle("/v1/", n.requireAuth(admin))
 	if n.cfg.Pprof {
 		profiler := http.NewServeMux()

@@ -36,10 +36,11 @@ const (
 func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
-		Usage: "show the cluster's nodes, etcd members and partitions; remove a node",
+		Usage: "show the cluster's nodes, etcd members and partitions; remove a node; make a join token",
 		Subcommands: []*cli.Command{
 			clusterStatusCommand(),
 			clusterRemoveNodeCommand(),
+			clusterJoinTokenCommand(),
 		},
 	}
 }
@@ -108,6 +109,39 @@ func clusterRemoveNodeCommand() *cli.Command {
 		),
 		Action: runClusterRemoveNode,
 	})
+}
+
+func clusterJoinTokenCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:  "join-token",
+		Usage: "make a token that admits one node to a cluster formed with --secure",
+		Description: "Asks a node (--http) of a cluster formed with --secure for a new join token and prints it.\n" +
+			"A token admits one node (skiff serve --join HOST:HTTP-PORT --join-token TOKEN) until it\n" +
+			"expires. The request needs admin credentials: on a node itself, --data-dir DIR uses that\n" +
+			"node's certificate.",
+		HideHelpCommand: true,
+		Flags: append(adminFlags(),
+			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the token expires after `DURATION` (at most 168h)"},
+		),
+		Action: runClusterJoinToken,
+	})
+}
+
+func runClusterJoinToken(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return fmt.Errorf("unexpected argument %q: skiff cluster join-token takes no arguments", c.Args().First())
+	}
+	a, err := adminClientFrom(c)
+	if err != nil {
+		return err
+	}
+	var res appliance.JoinTokenAnswer
+	if _, err := a.do(c.Context, http.MethodPost, "/v1/cluster/join-token?ttl="+url.QueryEscape(c.Duration("ttl").String()), &res); err != nil {
+		return fmt.Errorf("join token: %w", err)
+	}
+	fmt.Fprintln(c.App.Writer, res.Token)
+	fmt.Fprintf(c.App.ErrWriter, "valid once, until %s: skiff serve --join %s --join-token TOKEN\n", res.Expires.UTC().Format(time.RFC3339), res.HTTPAddr)
+	return nil
 }
 
 // adminClient talks to one node's admin API.
