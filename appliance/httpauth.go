@@ -35,10 +35,7 @@ func (c Config) validateHTTPAuth() []error {
 	var errs []error
 	switch c.HTTPAuth {
 	case HTTPAuthAdmin, "":
-	case HTTPAuthAll:
-		if !c.httpCredentials() {
-			errs = append(errs, errors.New("http-auth all: nothing could authenticate; set http-token-file, or http-tls with tls-client-ca"))
-		}
+	case HTTPAuthAll: // checked by checkHTTPAuthAll, once secure settings are known
 	default:
 		errs = append(errs, fmt.Errorf("http-auth %q: want admin (the admin API needs credentials) or all (every path does)", c.HTTPAuth))
 	}
@@ -48,6 +45,15 @@ func (c Config) validateHTTPAuth() []error {
 		}
 	}
 	return errs
+}
+
+// checkHTTPAuthAll refuses http-auth all on a node without HTTP credentials,
+// where nothing could authenticate.
+func (c Config) checkHTTPAuthAll() error {
+	if c.HTTPAuth == HTTPAuthAll && !c.httpCredentials() {
+		return errors.New("http-auth all: nothing could authenticate; set http-token-file, or http-tls with tls-client-ca (or form the cluster with --secure)")
+	}
+	return nil
 }
 
 // readToken reads a bearer token: the first line of path, without surrounding

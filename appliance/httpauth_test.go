@@ -116,12 +116,20 @@ func TestHTTPAuthSettings(t *testing.T) {
 		want string
 	}{
 		{Config{HTTPAuth: "everything"}, "want admin"},
-		{Config{HTTPAuth: HTTPAuthAll}, "nothing could authenticate"},
 		{Config{HTTPTokenFile: filepath.Join(t.TempDir(), "missing")}, "http-token-file"},
 		{Config{HTTPTokenFile: empty}, "first line is empty"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+	cfg := secureConfig(t, t.TempDir())
+	cfg.HTTPAuth = HTTPAuthAll
+	if _, err := startNode(t, cfg); err == nil || !strings.Contains(err.Error(), "nothing could authenticate") {
+		t.Errorf("http-auth all without credentials: %v", err)
+	}
+	cfg.Secure = true // its certificates are credentials
+	if _, err := startNode(t, cfg); err != nil {
+		t.Errorf("http-auth all with secure: %v", err)
 	}
 }

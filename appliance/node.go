@@ -144,6 +144,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	cfg = n.cfg
+	if err := cfg.checkHTTPAuthAll(); err != nil {
+		return nil, err
+	}
 	reg := newRegistry()
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTP); err != nil {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTP, err)
