@@ -217,8 +217,9 @@ func (n *Node) joinHandshake(ctx context.Context, hosts []string) (*pki.Material
 		return nil, nil, err
 	}
 	if req.Node == "" {
-		req.Node, _ = os.Hostname()
+		req.Node = hostname()
 	}
+	req.Node += " (etcd peer " + cmp.Or(c.EtcdAdvertisePeer, c.EtcdPeer) + ")" // several nodes may share a host
 	if c.JoinToken != "" {
 		tok, _ := pki.ParseToken(c.JoinToken) // validated
 		ca, req.TokenID, req.Secret = tok.CA, tok.ID, tok.Secret

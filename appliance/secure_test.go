@@ -234,3 +234,46 @@ func TestSecureSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptedJoin: a join that got its material but stopped before its etcd
+// member existed (the token is spent) is retried by starting the node again: it
+// proves itself with the certificate it got, and joins.
+func TestInterruptedJoin(t *testing.T) {
+	var formed SecureFormed
+	c1 := secureConfig(t, t.TempDir())
+	c1.Secure = true
+	c1.OnSecureFormed = func(f SecureFormed) { formed = f }
+	n1, err := startNode(t, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := secureConfig(t, t.TempDir())
+	c2.Join, c2.JoinToken = []string{n1.HTTPAddr()}, formed.JoinToken
+	c2.setDefaults()
+	// The handshake alone, as a start that stops right after it would.
+	handshake := func() error {
+		j := &Node{cfg: c2, logger: c2.Logger}
+		if err := j.secureSettings(); err != nil {
+			return err
+		}
+		return j.secureMaterial(context.Background())
+	}
+	if err := handshake(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := pki.PathsOf(c2.DataDir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := startNode(t, c2)
+	if err != nil {
+		t.Fatalf("start after an interrupted join, with a spent token: %v", err)
+	}
+	again, err := pki.PathsOf(c2.DataDir).Load()
+	if err != nil || !again.NodeKey.Equal(first.NodeKey) {
+		t.Errorf("the retried join did not keep the node's key (%v)", err)
+	}
+	if _, body := get(nodeClient(t, c2.DataDir), "https://"+n2.HTTPAddr()+"/v1/cluster", ""); !strings.Contains(body, `"quorum": true`) {
+		t.Errorf("status of the joined node: %s", body)
+	}
+}
