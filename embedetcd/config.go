@@ -139,7 +139,7 @@ type Config struct {
 	// member's own client, the peers and Dial's clients present the same
 	// certificate. It must allow server and client use and name the hosts that
 	// others dial (the advertised addresses, and the listen host for the
-	// member's own client). The peer port does not check that a peer's
+	// member's own client: loopback for a wildcard one). The peer port does not check that a peer's
 	// certificate names the address it connects from (etcd's
 	// SkipClientSANVerify): the CA is the proof. Nil: plaintext (http://). The
 	// members of a cluster all use TLS or none.
