@@ -105,11 +105,22 @@ func kadmCreate(topic string, timeoutMs int32) *kmsg.CreateTopicsRequest {
 // addr, bypassing any client logic, and returns the decoded answer.
 func rawRequest(t *testing.T, addr string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+	nc, err := sendRaw(addr, req, timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
+	return readRaw(nc, req)
+}
+
+// sendRaw dials addr and writes req (a non-flexible version of it) with a null client
+// id; the connection's deadline is timeout from now. A process that is stopped
+// (SIGSTOP) still accepts the connection and the request: its kernel queues them.
+func sendRaw(addr string, req kmsg.Request, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
 	nc.SetDeadline(time.Now().Add(timeout))
 	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
@@ -117,8 +128,14 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request, timeout time.Durati
 	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
 	frame = req.AppendTo(frame)
 	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+		nc.Close()
 		return nil, err
 	}
+	return nc, nil
+}
+
+// readRaw reads the answer to req, sent by sendRaw, from nc.
+func readRaw(nc net.Conn, req kmsg.Request) (kmsg.Response, error) {
 	var hdr [8]byte
 	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
 		return nil, err
