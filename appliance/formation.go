@@ -173,7 +173,7 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 	if ecfg, err = ecfg.Resolve(); err != nil {
 		return nodeFile{}, ecfg, nil, err
 	}
-	memberID, initial, err := embedetcd.AddMember(jctx, cli, ecfg.Name, ecfg.PeerURL(), n.logger)
+	memberID, initial, err := embedetcd.AddMember(jctx, cli, n.etcdTLS(), ecfg.Name, ecfg.PeerURL(), n.logger)
 	if err != nil {
 		return nodeFile{}, ecfg, nil, n.joinError(err)
 	}

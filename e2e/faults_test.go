@@ -40,8 +40,9 @@ func setUpFaultTopic(t *testing.T, nodes []*testnode.Node) []*testnode.Node {
 }
 
 // setUpFaultTopicOf creates the fault topic with the given partitions (RF 3,
-// min.insync.replicas 2) and waits for full ISRs.
+// min.insync.replicas 2) once every node knows every broker, and waits for full ISRs.
 func setUpFaultTopicOf(t *testing.T, nodes []*testnode.Node, partitions int32) []*testnode.Node {
+	waitBrokers(t, len(nodes), nodes...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	minISR := "2"

@@ -5,12 +5,14 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -88,6 +90,51 @@ func createTopicWith(t testing.TB, addr, topic string, partitions int32, rf int1
 		case <-time.After(50 * time.Millisecond): // polling a condition with a deadline
 		}
 	}
+}
+
+// endOffsets returns the end offset of every partition of topic. kadm leaves a
+// partition whose leader has just moved (NOT_LEADER_FOR_PARTITION, or
+// LEADER_NOT_AVAILABLE while one is elected: a preferred leader back, a broker that
+// briefly lost its session) to the caller to ask again, as a consumer does;
+// endOffsets asks until ctx ends.
+func endOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) map[int32]int64 {
+	t.Helper()
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil && (!retriable(err) || ctx.Err() != nil) {
+			t.Fatalf("end offsets of %s: %v", topic, err)
+		}
+		out, retry := make(map[int32]int64), err != nil
+		ends.Each(func(o kadm.ListedOffset) {
+			switch {
+			case o.Err == nil:
+				out[o.Partition] = o.Offset
+			case kerr.IsRetriable(o.Err) && ctx.Err() == nil:
+				retry = true
+			default:
+				t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
+			}
+		})
+		if !retry {
+			return out
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval of a condition with a deadline
+	}
+}
+
+// retriable reports whether err is a retriable Kafka error, or kadm's ShardErrors
+// made only of such errors (the shards of a request whose leader was unknown).
+func retriable(err error) bool {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) {
+		return kerr.IsRetriable(err)
+	}
+	for _, e := range se.Errs {
+		if !kerr.IsRetriable(e.Err) {
+			return false
+		}
+	}
+	return len(se.Errs) > 0
 }
 
 // kadmCreate is a raw CreateTopics request for one topic, for checking the error

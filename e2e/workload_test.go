@@ -398,17 +398,7 @@ func readLog(t *testing.T, addr string) ([]record, map[record]batchOf) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(newClient(t, addr))
-	ends, err := adm.ListEndOffsets(ctx, faultTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make(map[int32]int64)
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("end offset of partition %d: %v", o.Partition, o.Err)
-		}
-		want[o.Partition] = o.Offset
-	})
+	want := endOffsets(t, ctx, adm, faultTopic)
 	cl := newClient(t, addr, kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []record
 	batches := make(map[record]batchOf)

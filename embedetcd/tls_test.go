@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,9 +61,15 @@ func TestTLSCluster(t *testing.T) {
 	if c2, err = c2.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	id, initial, err := AddMember(ctx, cli, c2.Name, c2.PeerURL(), first.logger)
+	// AddMember asks each member over TLS whether it knows the new one; a member it
+	// cannot reach is logged and not waited for, which would hide a missing tls.
+	var joinLog lockedBuffer
+	id, initial, err := AddMember(ctx, cli, l2, c2.Name, c2.PeerURL(), slog.New(slog.NewTextHandler(&joinLog, nil)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(joinLog.String(), "does not answer") {
+		t.Fatalf("AddMember could not ask a member over TLS:\n%s", joinLog.String())
 	}
 	c2.InitialCluster, c2.ClusterState = initial, ClusterStateExisting
 	second, err := Start(ctx, c2)
@@ -143,3 +150,21 @@ func plainGet(url string) (string, error) {
 type httpStatusError struct{ status string }
 
 func (e *httpStatusError) Error() string { return "HTTP " + e.status }
+
+// lockedBuffer is an io.Writer for a logger that the test reads afterwards.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
