@@ -1,10 +1,10 @@
 package e2e
 
 // A cluster formed with one flag (--secure) and two join tokens, with real
-// processes: Kafka over SASL_SSL with replication factor 3 (franz-go and kcat),
-// every internal port refusing plaintext and certificates of another CA, a
-// killed node rejoining on its stored certificate, and used and expired tokens
-// refused.
+// processes: Kafka over SASL_SSL with replication factor 3 (franz-go, kcat and
+// confluent-kafka), every internal port refusing plaintext and certificates of
+// another CA, a killed node rejoining on its stored certificate, and used and
+// expired tokens refused.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"skiff/internal/testcerts"
@@ -87,6 +89,44 @@ func TestSecureCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("confluent-kafka over SASL_SSL", func(t *testing.T) {
+		if err := exec.Command("/usr/bin/python3", "-c", "import confluent_kafka").Run(); err != nil {
+			t.Fatal("confluent-kafka not found: install Debian's python3-confluent-kafka (scripts/test-deps.sh does)")
+		}
+		script := `
+import sys
+from confluent_kafka import Consumer, Producer
+addr, ca, password = sys.argv[1], sys.argv[2], sys.argv[3]
+sec = {"bootstrap.servers": addr, "security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-256",
+       "sasl.username": "admin", "sasl.password": password, "ssl.ca.location": ca}
+p = Producer(dict(sec, **{"enable.idempotence": True, "acks": "all"}))
+for i in range(100):
+    p.produce("secure-python", b"python %03d" % i)
+if p.flush(30) != 0:
+    sys.exit("records left unacknowledged")
+c = Consumer(dict(sec, **{"group.id": "python", "auto.offset.reset": "earliest"}))
+c.subscribe(["secure-python"])
+got = []
+while len(got) < 100:
+    m = c.poll(30)
+    if m is None:
+        break
+    if m.error():
+        sys.exit(str(m.error()))
+    got.append(m.value().decode())
+c.close()
+print(len(got), got[0], got[-1])
+`
+		// Debian's python3 (the one python3-confluent-kafka is installed for).
+		out, err := exec.Command("/usr/bin/python3", "-c", script, nodes[1].Addr, caFile, password).CombinedOutput()
+		if err != nil {
+			t.Fatalf("confluent-kafka: %v\n%s", err, out)
+		}
+		if got := lastLine(string(out)); got != "100 python 000 python 099" {
+			t.Fatalf("confluent-kafka read %q, want 100 records in order", got)
+		}
+	})
+
 	t.Run("internal ports refuse plaintext and strangers", func(t *testing.T) {
 		dir := t.TempDir()
 		other := testcerts.NewCA(t, dir, "other")
@@ -95,7 +135,11 @@ func TestSecureCluster(t *testing.T) {
 		for _, n := range nodes {
 			ports := map[string]string{"Kafka": n.Addr, "etcd client": n.EtcdClient, "etcd peer": n.EtcdPeer, "HTTP": n.HTTPAddr}
 			for name, addr := range ports {
-				if err := plaintextServed(addr); err == nil {
+				served := plaintextServed
+				if name == "Kafka" {
+					served = plaintextKafkaServed
+				}
+				if err := served(addr); err == nil {
 					t.Errorf("node %d %s port %s serves plaintext", n.ID, name, addr)
 				}
 				if err := tlsAccepted(addr, roots, stranger); err == nil {
@@ -212,6 +256,19 @@ func plaintextServed(addr string) error {
 		return fmt.Errorf("HTTP %s", resp.Status)
 	}
 	return nil
+}
+
+// plaintextKafkaServed sends a plaintext ApiVersions request to addr and returns nil
+// if it was answered, as a PLAINTEXT or SASL_PLAINTEXT listener would answer (an
+// HTTP request would fail on those too).
+func plaintextKafkaServed(addr string) error {
+	nc, err := sendRaw(addr, kmsg.NewPtrApiVersionsRequest(), 3*time.Second)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	_, err = readRaw(nc, kmsg.NewPtrApiVersionsRequest())
+	return err
 }
 
 // tlsAccepted dials addr with TLS, trusting roots and presenting cert whatever
