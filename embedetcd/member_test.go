@@ -48,7 +48,7 @@ func (r *recorder) all() []slog.Record {
 	return append([]slog.Record(nil), *r.records...)
 }
 
-func testConfig(t *testing.T, logger *slog.Logger) Config {
+func testConfig(t testing.TB, logger *slog.Logger) Config {
 	t.Helper()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

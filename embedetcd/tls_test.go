@@ -19,7 +19,7 @@ import (
 )
 
 // tlsLoader loads pair's files with ca's certificate as the CA file.
-func tlsLoader(t *testing.T, ca *testcerts.CA, pair *testcerts.Pair) *tlsconf.Loader {
+func tlsLoader(t testing.TB, ca *testcerts.CA, pair *testcerts.Pair) *tlsconf.Loader {
 	t.Helper()
 	l, err := tlsconf.New(tlsconf.Files{Cert: pair.CertFile, Key: pair.KeyFile, CA: ca.File}, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
