@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"skiff/internal/syncbuf"
 	"skiff/internal/testcerts"
 	"skiff/internal/tlsconf"
 )
@@ -63,7 +63,7 @@ func TestTLSCluster(t *testing.T) {
 	}
 	// AddMember asks each member over TLS whether it knows the new one; a member it
 	// cannot reach is logged and not waited for, which would hide a missing tls.
-	var joinLog lockedBuffer
+	var joinLog syncbuf.Buffer
 	id, initial, err := AddMember(ctx, cli, l2, c2.Name, c2.PeerURL(), slog.New(slog.NewTextHandler(&joinLog, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -150,21 +150,3 @@ func plainGet(url string) (string, error) {
 type httpStatusError struct{ status string }
 
 func (e *httpStatusError) Error() string { return "HTTP " + e.status }
-
-// lockedBuffer is an io.Writer for a logger that the test reads afterwards.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
