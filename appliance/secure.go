@@ -10,7 +10,8 @@ package appliance
 //   - serves Kafka on SASL_SSL (unless listeners says otherwise), etcd (client and
 //     peer) and HTTP with TLS, with its node certificate, and requires the
 //     cluster CA's certificates from the other nodes and admin clients;
-//   - has followers log in as pki.InterBrokerUser over SCRAM.
+//   - has followers log in as pki.InterBrokerUser over SCRAM;
+//   - checks ACLs (the ACL authorizer), with AdminUser a super user.
 //
 // The first node (bootstrap) makes the CA, its certificate and the passwords,
 // then, once its etcd member runs, marks the cluster secure together with the
@@ -87,8 +88,9 @@ func (c Config) validateSecure() []error {
 
 // secureSettings decides whether the node is secure and, if so, sets what that
 // implies in n.cfg: the TLS files of <data>/secure, TLS on the etcd and HTTP
-// ports, a SASL_SSL Kafka listener unless listeners are given, and the
-// inter-broker login. It reads no network and writes nothing.
+// ports, a SASL_SSL Kafka listener unless listeners are given, the
+// inter-broker login, and the ACL authorizer with AdminUser a super user. It
+// reads no network and writes nothing.
 func (n *Node) secureSettings() error {
 	c := &n.cfg
 	paths := pki.PathsOf(c.DataDir)
@@ -120,7 +122,28 @@ func (n *Node) secureSettings() error {
 		c.InterBrokerUser, c.InterBrokerPasswordFile = pki.InterBrokerUser, paths.InterBrokerPassword
 		c.InterBrokerSASLMechanism = cmp.Or(c.InterBrokerSASLMechanism, auth.ScramSHA512)
 	}
+	// Every node of a secure cluster checks ACLs (one that did not would let
+	// anybody with a login do everything through it), with AdminUser a super user
+	// besides those of super-users; followers fetch as the inter-broker principal,
+	// which has CLUSTER_ACTION implicitly (interBrokerPrincipals).
+	c.Authorizer = AuthorizerACL
+	c.SuperUsers = withSuperUser(c.SuperUsers, auth.User(AdminUser))
 	return errors.Join(c.validateSecurity()...)
+}
+
+// withSuperUser adds p to a super-users list (Kafka's form: semicolons) unless
+// it is there.
+func withSuperUser(list string, p auth.Principal) string {
+	var out []string
+	for _, s := range strings.Split(list, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	if !slices.Contains(out, p.String()) {
+		out = append([]string{p.String()}, out...)
+	}
+	return strings.Join(out, ";")
 }
 
 // secureMaterial makes, receives or loads the secure files (a no-op for a node

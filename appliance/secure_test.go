@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/internal/freeport"
 	"skiff/internal/pki"
@@ -275,5 +276,21 @@ func TestInterruptedJoin(t *testing.T) {
 	}
 	if _, body := get(nodeClient(t, c2.DataDir), "https://"+n2.HTTPAddr()+"/v1/cluster", ""); !strings.Contains(body, `"quorum": true`) {
 		t.Errorf("status of the joined node: %s", body)
+	}
+}
+
+// TestWithSuperUser: --secure adds User:admin to super-users once, keeping the
+// others.
+func TestWithSuperUser(t *testing.T) {
+	admin := auth.User(AdminUser)
+	for in, want := range map[string]string{
+		"":                            "User:admin",
+		"User:ANONYMOUS":              "User:admin;User:ANONYMOUS",
+		" User:ops ; User:admin ;":    "User:ops;User:admin",
+		"User:CN=node,O=x;User:admin": "User:CN=node,O=x;User:admin",
+	} {
+		if got := withSuperUser(in, admin); got != want {
+			t.Errorf("withSuperUser(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

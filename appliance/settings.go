@@ -157,7 +157,7 @@ func (c *Config) Settings() []Setting {
 			v: list(&c.Join)},
 		{Name: "join-timeout", Doc: "give up joining when no running node answers within this time",
 			v: duration(&c.JoinTimeout, time.Minute)},
-		{Name: "secure", Doc: "form a secure cluster (with bootstrap, or an empty data directory): a cluster CA in <data>/secure, TLS on the Kafka (SASL_SSL with SCRAM), etcd and HTTP ports, a first user admin whose password is written to <data>/initial-admin-password, and a join token printed for the next nodes (docs/security.md)",
+		{Name: "secure", Doc: "form a secure cluster (with bootstrap, or an empty data directory): a cluster CA in <data>/secure, TLS on the Kafka (SASL_SSL with SCRAM), etcd and HTTP ports, the ACL authorizer with a first super user admin whose password is written to <data>/initial-admin-password, and a join token printed for the next nodes (docs/security.md)",
 			v: flag(&c.Secure)},
 		{Name: "join-token", Doc: "join a cluster formed with --secure with this token (printed by its first node, or by skiff cluster join-token); join then names a running node's HTTP address HOST:PORT",
 			v: text(&c.JoinToken, "")},

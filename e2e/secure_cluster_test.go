@@ -2,9 +2,10 @@ package e2e
 
 // A cluster formed with one flag (--secure) and two join tokens, with real
 // processes: Kafka over SASL_SSL with replication factor 3 (franz-go, kcat and
-// confluent-kafka), every internal port refusing plaintext and certificates of
-// another CA, a killed node rejoining on its stored certificate, and used and
-// expired tokens refused.
+// confluent-kafka), the ACL authorizer on (a user may do nothing until granted),
+// every internal port refusing plaintext and certificates of another CA, a
+// killed node rejoining on its stored certificate, and used and expired tokens
+// refused.
 
 import (
 	"context"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -124,6 +126,59 @@ print(len(got), got[0], got[-1])
 		}
 		if got := lastLine(string(out)); got != "100 python 000 python 099" {
 			t.Fatalf("confluent-kafka read %q, want 100 records in order", got)
+		}
+	})
+
+	t.Run("ACLs: a user may do nothing until granted", func(t *testing.T) {
+		// The RF 3 topic above got its ISR full with the authorizer on: followers
+		// fetch as the inter-broker user without an ACL. Another user gets nothing.
+		if _, err := adm.CreateTopic(ctx, 1, 3, nil, "secure-acl"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"}})
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTLSConfig(&tls.Config{RootCAs: roots}),
+			kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+			kgo.DefaultProduceTopic("secure-acl"), kgo.DisableIdempotentWrite())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer alice.Close()
+		if err := alice.ProduceSync(ctx, kgo.StringRecord("refused")).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("alice without ACLs produced: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+		}
+		if ends := endOffsets(t, ctx, adm, "secure-acl"); ends[0] != 0 {
+			t.Fatalf("end offset %d after a refused produce", ends[0])
+		}
+		created, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("secure-acl").
+			ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpWrite))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range created {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		// Every node applies the ACL from its watch: the partition's leader may
+		// not have it yet when the node that created it answers.
+		for {
+			err := alice.ProduceSync(ctx, kgo.StringRecord("allowed")).FirstErr()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, kerr.TopicAuthorizationFailed) || ctx.Err() != nil {
+				t.Fatalf("alice with WRITE: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond) // polling a condition with ctx's deadline
+		}
+		if ends := endOffsets(t, ctx, adm, "secure-acl"); ends[0] != 1 {
+			t.Fatalf("end offset %d, want 1", ends[0])
 		}
 	})
 
