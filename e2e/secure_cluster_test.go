@@ -69,7 +69,7 @@ func TestSecureCluster(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "secure-rf3"); err != nil {
 		t.Fatal(err)
 	}
-	waitAllISR(ctx, t, adm, "secure-rf3", 3)
+	waitISR(ctx, t, adm, "secure-rf3", 3, nodes[1].Logs)
 	produced := map[string]bool{}
 	for i := range 1000 {
 		v := fmt.Sprintf("secure %04d", i)
@@ -228,7 +228,7 @@ print(len(got), got[0], got[-1])
 		for _, n := range nodes {
 			n.WaitLiveBrokers(3)
 		}
-		waitAllISR(ctx, t, adm, "secure-rf3", 3)
+		waitISR(ctx, t, adm, "secure-rf3", 3, nodes[1].Logs)
 		if !strings.Contains(third.Logs(), "restarting etcd member") || strings.Count(third.Logs(), "received a node certificate") != 1 {
 			t.Error("the restarted node did not restart on its stored material")
 		}
@@ -250,31 +250,6 @@ func loadPair(t *testing.T, p *testcerts.Pair) *tls.Certificate {
 		t.Fatal(err)
 	}
 	return &c
-}
-
-// waitAllISR waits until every partition of topic has size replicas in sync.
-func waitAllISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, size int) {
-	t.Helper()
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		short := 0
-		for _, p := range md.Topics[topic].Partitions {
-			if len(p.ISR) != size {
-				short++
-			}
-		}
-		if short == 0 && len(md.Topics[topic].Partitions) > 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d partitions of %s have fewer than %d replicas in sync", short, topic, size)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // consumeAll polls cl until it read every value of want once, each partition in
