@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -88,7 +89,33 @@ type Member struct {
 // left running and the error says why; a member that cannot reach quorum (for
 // example, one whose InitialCluster names members that never start) returns
 // only when ctx is done.
+//
+// A port 0 in ClientAddr or PeerAddr is picked before etcd binds it, so another
+// process may take it in between; Start then picks again, a few times.
 func Start(ctx context.Context, cfg Config) (*Member, error) {
+	for attempt := 1; ; attempt++ {
+		m, err := start(ctx, cfg)
+		if err == nil || attempt == 3 || !cfg.picksPorts() || !isAddrInUse(err) {
+			return m, err
+		}
+		if cfg.Logger != nil {
+			cfg.Logger.Debug("etcd port taken before etcd bound it; picking again", "err", err)
+		}
+	}
+}
+
+// picksPorts reports whether Start chooses a port for the member itself.
+func (c Config) picksPorts() bool {
+	return strings.HasSuffix(c.ClientAddr, ":0") || strings.HasSuffix(c.PeerAddr, ":0")
+}
+
+// isAddrInUse reports whether err is a bind that found its port taken (etcd
+// does not always wrap the syscall error).
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func start(ctx context.Context, cfg Config) (*Member, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
