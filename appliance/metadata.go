@@ -58,10 +58,11 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 
 // partitionConfig resolves a topic's effective configs into partition settings.
 func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
-	defaults := n.topicDefaults()
-	get := func(name string) int64 {
-		v, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, defaults, name), 10, 64)
-		return v
+	defaults := cluster.BrokerDefaults{Static: n.topicDefaults()}
+	get := func(name string) int64 { return cluster.ConfigInt(cluster.EffectiveTopicConfig(t, defaults, name)) }
+	segmentBytes := get(cluster.ConfigSegmentBytes)
+	if v, ok := t.Configs[cluster.ConfigInternalSegmentBytes]; ok {
+		segmentBytes = cluster.ConfigInt(v) // tests' small segments, as Kafka's
 	}
 	flush, err := replication.ParseFlushPolicy(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigFlushPolicy))
 	if err != nil { // validated when set; a value from a newer version: the safest
@@ -71,7 +72,7 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 		Flush:         flush,
 		FlushInterval: time.Duration(get(cluster.ConfigFlushMs)) * time.Millisecond,
 		Log: logstore.Config{
-			SegmentBytes:       get(cluster.ConfigSegmentBytes),
+			SegmentBytes:       segmentBytes,
 			SegmentMs:          get(cluster.ConfigSegmentMs),
 			RetentionMs:        get(cluster.ConfigRetentionMs),
 			RetentionBytes:     get(cluster.ConfigRetentionBytes),
@@ -80,19 +81,20 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 		},
 		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
-		LogAppendTime:     cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+		LogAppendTime:     cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMessageTimestampType) == "LogAppendTime",
 	}
 }
 
-// topicDefaults are the broker-level defaults of topic configs (keyed by topic
-// config name) that this node's settings give: flush.policy and flush.ms.
+// topicDefaults are the broker-level defaults of topic configs (keyed by broker
+// config name) that this node's settings give: flush.policy and
+// log.flush.interval.ms.
 func (n *Node) topicDefaults() map[string]string {
 	d := map[string]string{}
 	if n.cfg.FlushPolicy != "" {
-		d[cluster.ConfigFlushPolicy] = n.cfg.FlushPolicy
+		d["flush.policy"] = n.cfg.FlushPolicy
 	}
 	if n.cfg.FlushInterval != defaultFlushInterval {
-		d[cluster.ConfigFlushMs] = strconv.FormatInt(n.cfg.FlushInterval.Milliseconds(), 10)
+		d["log.flush.interval.ms"] = strconv.FormatInt(n.cfg.FlushInterval.Milliseconds(), 10)
 	}
 	return d
 }

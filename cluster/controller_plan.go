@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"slices"
-	"strconv"
 )
 
 // leaderChange is one partition state the controller wants to write.
@@ -34,7 +33,7 @@ type leaderChange struct {
 func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 	var out []leaderChange
 	for _, t := range snap.Topics() {
-		unclean, _ := strconv.ParseBool(EffectiveTopicConfig(t, nil, ConfigUncleanLeaderElect))
+		unclean := ConfigBool(EffectiveTopicConfig(t, BrokerDefaults{}, ConfigUncleanLeaderElect))
 		for p, replicas := range t.Assignment {
 			st, ok := snap.Partition(t.Name, int32(p))
 			if !ok {

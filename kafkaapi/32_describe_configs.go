@@ -6,8 +6,10 @@ package kafkaapi
 // effective value: the topic's override (source DYNAMIC_TOPIC_CONFIG), else the
 // broker's setting (STATIC_BROKER_CONFIG), else the built-in default
 // (DEFAULT_CONFIG); config_names narrows the list. A broker resource (type 4, name ""
-// or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+) are
-// returned when asked for; types (v3) always; documentation (v3) is null.
+// or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+)
+// are returned when asked for: every value that applies to a topic config, the one in
+// effect first (the topic's override, the broker's, the built-in default); types (v3)
+// always; documentation (v3) when asked for, for topic configs.
 //
 // Not implemented: broker logger resources (type 8) and resources of other brokers
 // (INVALID_REQUEST); changing configs is IncrementalAlterConfigs, a later API.
@@ -67,7 +69,7 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 				rr.ErrorMessage = &msg
 				break
 			}
-			for _, e := range cluster.DescribeTopicConfigs(t, s.cfg.TopicDefaults) {
+			for _, e := range cluster.DescribeTopicConfigs(t, s.brokerDefaults()) {
 				if !want(e.Name) {
 					continue
 				}
@@ -76,8 +78,14 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault, rc.IsSensitive = e.Name, &v, e.ReadOnly, e.IsDefault, e.Sensitive
 				rc.Source = kmsg.ConfigSource(e.Source)
 				rc.ConfigType = kmsg.ConfigType(e.Type)
+				if req.IncludeDocumentation {
+					rc.Documentation = kmsg.StringPtr(e.Doc)
+				}
 				if req.IncludeSynonyms {
-					rc.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: e.Name, Value: &v, Source: rc.Source}}
+					for _, syn := range e.Synonyms {
+						rc.ConfigSynonyms = append(rc.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
+							Name: syn.Name, Value: kmsg.StringPtr(syn.Value), Source: kmsg.ConfigSource(syn.Source)})
+					}
 				}
 				rr.Configs = append(rr.Configs, rc)
 			}
@@ -110,4 +118,9 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
+}
+
+// brokerDefaults are the broker-level layers of topic configs on this broker.
+func (s *Server) brokerDefaults() cluster.BrokerDefaults {
+	return cluster.BrokerDefaults{Static: s.cfg.TopicDefaults}
 }

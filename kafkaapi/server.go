@@ -82,8 +82,8 @@ type Config struct {
 	// DefaultReplicationFactor is default.replication.factor (default
 	// DefaultReplicationFactor).
 	DefaultReplicationFactor int16
-	// TopicDefaults are the broker-level defaults of topic configs, keyed by topic
-	// config name (log.retention.ms is given as retention.ms).
+	// TopicDefaults are the broker's static defaults of topic configs (its
+	// settings), keyed by broker config name (log.flush.interval.ms for flush.ms).
 	TopicDefaults map[string]string
 	// BrokerConfigs are reported by DescribeConfigs for this broker.
 	BrokerConfigs []BrokerConfig
