@@ -74,6 +74,7 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 		Log: logstore.Config{
 			SegmentBytes:       segmentBytes,
 			SegmentMs:          get(cluster.ConfigSegmentMs),
+			SegmentJitterMs:    get(cluster.ConfigSegmentJitterMs),
 			RetentionMs:        get(cluster.ConfigRetentionMs),
 			RetentionBytes:     get(cluster.ConfigRetentionBytes),
 			IndexIntervalBytes: get(cluster.ConfigIndexIntervalBytes),

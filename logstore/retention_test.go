@@ -98,3 +98,75 @@ func TestRetentionBySize(t *testing.T) {
 	}
 	checkLog(t, l, want)
 }
+
+// TestSetConfig changes retention and segment size of a running log: the next
+// retention pass and the next appends follow the new settings.
+func TestSetConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallCfg()
+	l := openLog(t, dir, cfg, logstore.NewMemIndex())
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := appendN(t, l, rng, 60, 5, 1_000_000)
+	files := len(segmentFiles(t, dir))
+	if n, err := l.ApplyRetention(time.UnixMilli(5_000_000)); err != nil || n != 0 {
+		t.Fatalf("retention -1 deleted %d segments: %v", n, err)
+	}
+	cfg.RetentionMs = 1000
+	cfg.SegmentBytes = 1 << 30
+	l.SetConfig(cfg)
+	n, err := l.ApplyRetention(time.UnixMilli(5_000_000))
+	if err != nil || n != files {
+		t.Fatalf("after SetConfig retention deleted %d of %d segments: %v", n, files, err)
+	}
+	if start := l.LogStartOffset(); start != want[len(want)-1].next {
+		t.Fatalf("log start %d, want the log end %d", start, want[len(want)-1].next)
+	}
+	// Segments of 1 GiB now: many more batches stay in one segment.
+	appendN(t, l, rng, 60, 5, 6_000_000)
+	if got := len(segmentFiles(t, dir)); got != 1 {
+		t.Fatalf("%d segments after appending with segment.bytes 1 GiB, want 1", got)
+	}
+	closeLog(t, l)
+}
+
+// TestSegmentJitter: with segment.jitter.ms, segments roll by age before
+// segment.ms, each by its own amount below the jitter.
+func TestSegmentJitter(t *testing.T) {
+	rolls := func(jitter int64) []int64 {
+		dir := t.TempDir()
+		cfg := logstore.Config{SegmentMs: 10_000, SegmentJitterMs: jitter, RetentionMs: -1}
+		l := openLog(t, dir, cfg, logstore.NewMemIndex())
+		defer closeLog(t, l)
+		var ages []int64
+		first := int64(-1)
+		for ts := int64(0); ts < 100_000; ts += 100 {
+			files := len(segmentFiles(t, dir))
+			if _, err := l.Append(makeBatch(t, 1, 10, ts), 1); err != nil {
+				t.Fatal(err)
+			}
+			if len(segmentFiles(t, dir)) > files && first >= 0 {
+				ages = append(ages, ts-first)
+			}
+			if len(segmentFiles(t, dir)) > files || first < 0 {
+				first = ts
+			}
+		}
+		return ages
+	}
+	for _, age := range rolls(0) {
+		if age != 10_100 {
+			t.Fatalf("without jitter a segment rolled at age %d, want the first batch past 10000", age)
+		}
+	}
+	ages := rolls(5_000)
+	distinct := map[int64]bool{}
+	for _, age := range ages {
+		if age <= 5_000 || age > 10_100 {
+			t.Fatalf("with jitter 5000 a segment rolled at age %d", age)
+		}
+		distinct[age] = true
+	}
+	if len(ages) < 9 || len(distinct) < 3 {
+		t.Fatalf("rolls at ages %v: want several, at different ages", ages)
+	}
+}

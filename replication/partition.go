@@ -199,9 +199,15 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 	return p, nil
 }
 
-// SetConfig replaces the partition's settings (topic configs changed).
+// SetConfig replaces the partition's settings (topic configs changed); the log
+// takes changed settings at once (logstore.Log.SetConfig).
 func (p *Partition) SetConfig(cfg PartitionConfig) {
 	old := p.cfg.Swap(&cfg)
+	a, b := old.Log, cfg.Log
+	a.Logger, a.FS, b.Logger, b.FS = nil, nil, nil, nil
+	if a != b {
+		p.log.SetConfig(cfg.Log)
+	}
 	if old.Flush != cfg.Flush || old.FlushInterval != cfg.FlushInterval {
 		p.requestSync() // the syncer picks up the new policy
 	}
