@@ -8,7 +8,7 @@
 // a change it did not see:
 //
 //   - Store writes: EnsureCluster, RegisterBroker (a Session: an etcd lease
-//     kept alive), CreateTopic, CreatePartitions, DeleteTopic, SetTopicConfigs,
+//     kept alive), CreateTopic, CreatePartitions, DeleteTopic, AlterTopicConfigs,
 //     AlterPartition, AllocateProducerID, RecordNode and ForgetNode (each
 //     node's etcd member, for status and remove-node). Writes return the etcd
 //     revision at which they took effect, so a caller can wait until its cache

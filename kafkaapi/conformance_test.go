@@ -32,7 +32,9 @@ var conformanceTests = map[int16]conformance{
 	22: conformInitProducerID,
 	23: conformOffsetForLeaderEpoch,
 	32: conformDescribeConfigs,
+	33: conformAlterConfigs,
 	37: conformCreatePartitions,
+	44: conformIncrementalAlterConfigs,
 }
 
 // advertisedProfile asks ApiVersions v3 for the advertised keys and ranges.
