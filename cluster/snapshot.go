@@ -22,6 +22,9 @@ type Snapshot struct {
 	candidates map[string]candidate
 	// draining holds the brokers whose replicas are being moved away.
 	draining map[int32]bool
+	// brokerConfigs holds the dynamic broker configs by broker id (ClusterDefault
+	// for every broker).
+	brokerConfigs map[int32]map[string]string
 
 	// changed is closed when a newer snapshot replaces this one.
 	changed chan struct{}
@@ -191,6 +194,22 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 		} else {
 			b.next.draining[p] = true
 		}
+
+	case keyIsBrokerConfigs:
+		b.next.brokerConfigs = maps.Clone(b.next.brokerConfigs)
+		if b.next.brokerConfigs == nil {
+			b.next.brokerConfigs = map[int32]map[string]string{}
+		}
+		if del {
+			delete(b.next.brokerConfigs, p)
+			return
+		}
+		cfgs, err := decodeBrokerConfigs(key, kv.Value)
+		if err != nil {
+			b.logger.Error("ignoring metadata key", "key", key, "err", err)
+			return
+		}
+		b.next.brokerConfigs[p] = cfgs
 
 	case keyIsCandidate:
 		b.next.candidates = maps.Clone(b.next.candidates)
