@@ -46,19 +46,21 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 			spec.Partitions = append(spec.Partitions, ps)
 		}
 		if len(spec.Partitions) > 0 {
-			spec.Config = n.partitionConfig(t)
+			spec.Config = n.partitionConfig(snap, t)
 			specs = append(specs, spec)
 		}
 	}
+	n.applyDynamic(snap) // before Apply: a request waiting for this revision sees it all applied
 	err := n.parts.Apply(snap.Revision(), specs)
 	n.applyGroups(snap)
 	n.noticeDeletedTopics(snap)
 	return err
 }
 
-// partitionConfig resolves a topic's effective configs into partition settings.
-func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
-	defaults := cluster.BrokerDefaults{Static: n.topicDefaults()}
+// partitionConfig resolves a topic's effective configs on this broker in snap into
+// partition settings.
+func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replication.PartitionConfig {
+	defaults := snap.BrokerDefaults(n.id, n.topicDefaults())
 	get := func(name string) int64 { return cluster.ConfigInt(cluster.EffectiveTopicConfig(t, defaults, name)) }
 	segmentBytes := get(cluster.ConfigSegmentBytes)
 	if v, ok := t.Configs[cluster.ConfigInternalSegmentBytes]; ok {
@@ -108,8 +110,12 @@ func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
 		if s.Kafka == "" || s.Unlisted {
 			continue
 		}
-		out = append(out, kafkaapi.BrokerConfig{Name: s.Kafka, Value: s.v.kafka(s.Kafka), Type: s.KafkaType,
-			IsDefault: s.v.isDefault(), ReadOnly: !s.Dynamic})
+		bc := kafkaapi.BrokerConfig{Name: s.Kafka, Value: s.v.kafka(s.Kafka), Type: s.KafkaType,
+			IsDefault: s.v.isDefault(), ReadOnly: !s.Dynamic, Doc: s.Doc}
+		if s.Dynamic {
+			bc.Check = s.CheckKafka
+		}
+		out = append(out, bc)
 	}
 	return out
 }

@@ -75,6 +75,7 @@ type Node struct {
 	parts      *replication.Manager
 	groups     *groups.Coordinator
 	kafka      *kafkaapi.Server
+	dyn        dynamicState // the dynamic broker configs applied (dynamic.go)
 
 	kafkaLn      net.Listener
 	httpLn       net.Listener
@@ -216,6 +217,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
 	}), n.store, n.cache, n.parts)
+	n.serveDynamic(n.kafka)
 	go func() {
 		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
 			n.fail(err)

@@ -269,6 +269,40 @@ func DescribeTopicConfigs(t Topic, d BrokerDefaults) []ConfigEntry {
 	return out
 }
 
+// DescribeTopicDefaults resolves the broker configs that set topic configs'
+// defaults (log.retention.ms, ...), as a broker's DescribeConfigs lists them:
+// named by their broker name, each from d's layers, else the built-in default
+// (empty for flush.policy, whose default depends on a topic's replication factor).
+func DescribeTopicDefaults(d BrokerDefaults) []ConfigEntry {
+	var out []ConfigEntry
+	for _, spec := range topicConfigs {
+		if spec.BrokerName == "" {
+			continue
+		}
+		syn := resolveTopicConfig(spec, Topic{}, d)
+		syn[len(syn)-1].Value = spec.Default
+		out = append(out, ConfigEntry{
+			Name: spec.BrokerName, Value: syn[0].Value, Source: syn[0].Source, IsDefault: syn[0].Source == SourceDefault,
+			ReadOnly: spec.ReadOnly, Type: spec.Type, Doc: spec.Doc, Synonyms: syn,
+		})
+	}
+	return out
+}
+
+// ValidateTopicDefault checks the value of a broker config that sets a topic
+// config's default (log.retention.ms): a *ConfigError naming brokerName; ok is
+// false when brokerName sets no topic config's default.
+func ValidateTopicDefault(brokerName, value string) (ok bool, err error) {
+	spec, ok := LookupTopicDefault(brokerName)
+	if !ok {
+		return false, nil
+	}
+	if err := spec.check(value); err != nil {
+		return true, &ConfigError{Name: brokerName, Value: value, Reason: err.Error()}
+	}
+	return true, nil
+}
+
 // EffectiveTopicConfig returns the value of one topic config for t, resolved
 // like DescribeTopicConfigs; "" for an unknown name.
 func EffectiveTopicConfig(t Topic, d BrokerDefaults, name string) string {

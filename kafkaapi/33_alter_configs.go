@@ -9,7 +9,9 @@ package kafkaapi
 // with Kafka's message, a value of null INVALID_CONFIG ("Null value not supported
 // for topic configs"), a missing topic UNKNOWN_TOPIC_OR_PARTITION. A name twice in
 // one resource or a resource listed twice is INVALID_REQUEST. validate_only checks
-// without writing. The answer comes once this node applies the change.
+// without writing. The answer comes once this node applies the change. A broker
+// resource replaces the dynamic configs of every broker ("") or of this one, as
+// IncrementalAlterConfigs changes them.
 //
 // Not implemented: broker logger resources (INVALID_REQUEST).
 

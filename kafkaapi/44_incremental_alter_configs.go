@@ -14,6 +14,12 @@ package kafkaapi
 // INVALID_REQUEST. validate_only checks without writing. The answer comes once
 // this node applies the change.
 //
+// A broker resource ("" for every broker, or this broker's id; another broker's id
+// is INVALID_REQUEST, as it is asked of that broker) changes dynamic broker
+// configs (broker_configs.go): the settings marked dynamic and the broker
+// defaults of topic configs; any other name, and a bad value, is INVALID_REQUEST
+// with Kafka's message (Kafka answers broker config errors so, KAFKA-13609).
+//
 // Not implemented: broker logger resources (INVALID_REQUEST).
 
 import (

@@ -49,8 +49,10 @@ func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		return s.alterTopicConfigs(ctx, name, validateOnly, alter)
+	case kmsg.ConfigResourceTypeBroker:
+		return s.alterBrokerConfigs(ctx, name, validateOnly, alter)
 	default:
-		return newKafkaError(kerr.InvalidRequest, "only the configs of topics can be altered")
+		return newKafkaError(kerr.InvalidRequest, "Unknown resource type %d: only the configs of topics and brokers can be altered", typ)
 	}
 }
 

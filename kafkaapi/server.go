@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"skiff/cluster"
@@ -154,6 +155,7 @@ type Server struct {
 
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
+	dyn      atomic.Pointer[Dynamic]
 
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
@@ -176,10 +178,43 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perHost = make(map[string]int)
+	s.SetDynamic(Dynamic{
+		DisableAutoCreateTopics: cfg.DisableAutoCreateTopics, DefaultPartitions: cfg.DefaultPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		MaxConnections:           cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
+	})
 	s.budget = newBudget(cfg.QueuedMaxRequestBytes, func(used int64) { s.metrics.requestBytes.Set(float64(used)) })
 	s.refusals = newRefusalLog(cfg.Logger)
 	return s
 }
+
+// Dynamic are the settings of a Server that may change while it serves (dynamic
+// broker configs); each is the Config field of the same name, with its default
+// where zero.
+type Dynamic struct {
+	DisableAutoCreateTopics  bool
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+	MaxConnections           int
+	MaxConnectionsPerIP      int
+}
+
+// SetDynamic changes the dynamic settings; requests and connections from then on
+// follow them (open connections beyond a lowered limit stay open).
+func (s *Server) SetDynamic(d Dynamic) {
+	if d.DefaultPartitions <= 0 {
+		d.DefaultPartitions = DefaultPartitions
+	}
+	if d.DefaultReplicationFactor <= 0 {
+		d.DefaultReplicationFactor = DefaultReplicationFactor
+	}
+	if d.MaxConnections <= 0 {
+		d.MaxConnections = DefaultMaxConnections
+	}
+	s.dyn.Store(&d)
+}
+
+func (s *Server) dynamic() *Dynamic { return s.dyn.Load() }
 
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("kafkaapi: server closed")
@@ -248,11 +283,12 @@ func (s *Server) Serve(ln net.Listener) error {
 // max.connections.per.ip; it returns the reason and log line of a refusal, or "".
 // Connections beyond a limit are closed at once, as Kafka does.
 func (s *Server) admitLocked(host string) (reason, msg string, args []any) {
-	if n := len(s.mu.conns); n >= s.cfg.MaxConnections {
+	d := s.dynamic()
+	if n := len(s.mu.conns); n >= d.MaxConnections {
 		return "max_connections", "closing new connection: the node has max-connections open",
-			[]any{"max_connections", s.cfg.MaxConnections}
+			[]any{"max_connections", d.MaxConnections}
 	}
-	if limit := s.cfg.MaxConnectionsPerIP; limit > 0 && s.mu.perHost[host] >= limit {
+	if limit := d.MaxConnectionsPerIP; limit > 0 && s.mu.perHost[host] >= limit {
 		return "max_connections_per_ip", "closing new connection: this address has max-connections-per-ip open",
 			[]any{"max_connections_per_ip", limit}
 	}
