@@ -1,6 +1,6 @@
 package kafkaapi
 
-// DescribeConfigs, key 32, versions 0..3.
+// DescribeConfigs, key 32, versions 0..4 (4 is flexible).
 //
 // Behaviour: a topic resource (type 2) lists every topic config with its effective
 // value: the topic's override (source DYNAMIC_TOPIC_CONFIG), else the broker's
@@ -27,7 +27,7 @@ import (
 
 func init() {
 	register(api[*kmsg.DescribeConfigsRequest]{
-		min: 0, max: 3,
+		min: 0, max: 4,
 		handle: (*Server).handleDescribeConfigs,
 		entries: func(r *kmsg.DescribeConfigsRequest) (n int) {
 			for _, res := range r.Resources {
