@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // ConfigType is the type of a config as DescribeConfigs (v3+) reports it;
@@ -323,4 +324,13 @@ func ConfigInt(v string) int64 {
 func ConfigBool(v string) bool {
 	b, _ := parseBool(v)
 	return b
+}
+
+// CleanupPolicies splits a cleanup.policy value into its policies, in lower case.
+func CleanupPolicies(v string) []string {
+	out := splitConfigList(v)
+	for i := range out {
+		out[i] = strings.ToLower(out[i])
+	}
+	return out
 }

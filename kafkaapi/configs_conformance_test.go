@@ -142,3 +142,42 @@ func conformAlterConfigs(t *testing.T, c *kconn, versions []int16) {
 		})
 	}
 }
+
+func conformDeleteRecords(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			topic := topicName(t, "")
+			createTopic(t, c, topic, 1, nil)
+			for i := range 5 {
+				mustProduce(t, c, topic, 0, makeBatch(noProducer, fmt.Sprint(i)))
+			}
+			del := func(topic string, offset int64) kmsg.DeleteRecordsResponseTopicPartition {
+				t.Helper()
+				req := kmsg.NewPtrDeleteRecordsRequest()
+				req.SetVersion(v)
+				req.TimeoutMillis = 10000
+				req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: topic, Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: offset}}}}
+				resp := c.do(req).(*kmsg.DeleteRecordsResponse)
+				if len(resp.Topics) != 1 || resp.Topics[0].Topic != topic || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Partition != 0 {
+					t.Fatalf("answer %+v", resp.Topics)
+				}
+				return resp.Topics[0].Partitions[0]
+			}
+			if p := del(topic, 2); p.ErrorCode != 0 || p.LowWatermark != 2 {
+				t.Errorf("delete before 2: %s, low watermark %d", errName(p.ErrorCode), p.LowWatermark)
+			}
+			if start := logStart(t, c, topic, 0); start != 2 {
+				t.Errorf("log start %d after deleting before 2", start)
+			}
+			if p := del(topic, 1); p.ErrorCode != 0 || p.LowWatermark != 2 {
+				t.Errorf("delete before 1 (below the start): %s, low watermark %d; want nothing changed", errName(p.ErrorCode), p.LowWatermark)
+			}
+			wantCode(t, "past the high watermark", del(topic, 6).ErrorCode, kerr.OffsetOutOfRange.Code)
+			wantCode(t, "negative", del(topic, -2).ErrorCode, kerr.OffsetOutOfRange.Code)
+			if p := del(topic, -1); p.ErrorCode != 0 || p.LowWatermark != 5 {
+				t.Errorf("delete before the high watermark (-1): %s, low watermark %d", errName(p.ErrorCode), p.LowWatermark)
+			}
+			wantCode(t, "unknown topic", del(topicName(t, "missing"), 0).ErrorCode, kerr.UnknownTopicOrPartition.Code)
+		})
+	}
+}

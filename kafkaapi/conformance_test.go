@@ -29,6 +29,7 @@ var conformanceTests = map[int16]conformance{
 	18: conformApiVersions,
 	19: conformCreateTopics,
 	20: conformDeleteTopics,
+	21: conformDeleteRecords,
 	22: conformInitProducerID,
 	23: conformOffsetForLeaderEpoch,
 	32: conformDescribeConfigs,

@@ -1,10 +1,14 @@
 package logstore_test
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"skiff/internal/batch"
 	"skiff/logstore"
 )
 
@@ -169,4 +173,73 @@ func TestSegmentJitter(t *testing.T) {
 	if len(ages) < 9 || len(distinct) < 3 {
 		t.Fatalf("rolls at ages %v: want several, at different ages", ages)
 	}
+}
+
+// TestAdvanceLogStart moves the log start into the middle of a segment, as
+// DeleteRecords does: reads below it fail, the segments wholly below it go at the
+// next retention pass, the one holding it stays, and the new start survives a
+// reopen (written durably).
+func TestAdvanceLogStart(t *testing.T) {
+	forEachIndex(t, func(t *testing.T, env indexEnv) {
+		dir := t.TempDir()
+		l := openLog(t, dir, smallCfg(), env.Index())
+		want := appendN(t, l, rand.New(rand.NewPCG(5, 6)), 100, 5, 1_000_000)
+		files := segmentFiles(t, dir)
+		mid := want[len(want)/2]
+		start := mid.base + (mid.next-mid.base)/2 // inside a batch, inside a segment
+		if moved, err := l.AdvanceLogStart(start); err != nil || !moved {
+			t.Fatalf("AdvanceLogStart(%d) = %v, %v", start, moved, err)
+		}
+		if m, ok := env.(*memEnv); ok && m.m.DurableWrites == 0 {
+			t.Fatal("the new log start was not written durably")
+		}
+		if l.LogStartOffset() != start {
+			t.Fatalf("log start %d, want %d", l.LogStartOffset(), start)
+		}
+		if _, err := l.Read(start-1, 1<<20, l.LogEndOffset()); !errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			t.Fatalf("read below the new start: %v", err)
+		}
+		b, _ := readAll(t, l, start, 1<<20, l.LogEndOffset())
+		if h, err := batch.ParseHeader(b); err != nil || h.BaseOffset != mid.base {
+			t.Fatalf("read at the new start: first batch %+v, %v; want the one at %d holding %d", h, err, mid.base, start)
+		}
+		if off, _, ok, err := l.OffsetForTimestamp(0); err != nil || !ok || off != start {
+			t.Fatalf("earliest by timestamp = %d %v %v, want the log start %d", off, ok, err, start)
+		}
+		for _, off := range []int64{start, start - 1, 0} {
+			if moved, err := l.AdvanceLogStart(off); err != nil || moved {
+				t.Fatalf("AdvanceLogStart(%d) at start %d = %v, %v; want nothing", off, start, moved, err)
+			}
+		}
+		if _, err := l.AdvanceLogStart(l.LogEndOffset() + 1); !errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			t.Fatalf("past the log end: %v", err)
+		}
+		if n, err := l.ApplyRetention(time.UnixMilli(1_000_000)); err != nil || n == 0 {
+			t.Fatalf("retention deleted %d segments below the start: %v", n, err)
+		}
+		left := segmentFiles(t, dir)
+		if len(left) >= len(files) || l.LogStartOffset() != start {
+			t.Fatalf("%d of %d segments left, log start %d", len(left), len(files), l.LogStartOffset())
+		}
+		if first := filepath.Base(left[0]); first > fmt.Sprintf("%020d.log", start) {
+			t.Fatalf("the segment holding the start is gone: first file %s, start %d", first, start)
+		}
+		closeLog(t, l)
+		l = openLog(t, dir, smallCfg(), env.Index())
+		if l.LogStartOffset() != start {
+			t.Fatalf("log start after reopen %d, want %d", l.LogStartOffset(), start)
+		}
+		// Everything deleted: the start reaches the log end, and retention empties the log.
+		end := l.LogEndOffset()
+		if moved, err := l.AdvanceLogStart(end); err != nil || !moved {
+			t.Fatalf("AdvanceLogStart(end) = %v, %v", moved, err)
+		}
+		if _, err := l.ApplyRetention(time.UnixMilli(1_000_000)); err != nil {
+			t.Fatal(err)
+		}
+		if l.Size() != 0 || l.LogStartOffset() != end || len(segmentFiles(t, dir)) != 1 {
+			t.Fatalf("after deleting everything: size %d, start %d, %d files", l.Size(), l.LogStartOffset(), len(segmentFiles(t, dir)))
+		}
+		closeLog(t, l)
+	})
 }

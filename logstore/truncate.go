@@ -111,7 +111,7 @@ func (l *Log) Truncate(offset int64) error {
 	} else if ok {
 		l.bytesSinceIndex = pos - e.Pos
 	}
-	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()))
+	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load(), false))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
@@ -165,7 +165,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.bytesSinceIndex = 0
 	l.markSyncedLocked(l.written.Load()) // nothing unsynced is left
 	l.rolledUnsynced.Store(false)
-	if err := l.idx.SetLogStartOffset(offset); err != nil {
+	if err := l.idx.SetLogStartOffset(offset, false); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
 	return nil

@@ -125,6 +125,7 @@ type replicaState struct {
 // followerProgress is what a leader knows of one follower (Kafka's replica state).
 type followerProgress struct {
 	leo           int64     // the follower's log end offset: its last fetch offset, -1 unknown
+	logStart      int64     // the follower's log start offset, as its last fetch said; -1 unknown
 	lastCaughtUp  time.Time // the last time its log end reached the leader's
 	lastFetchLEO  int64     // the leader's log end at the follower's previous fetch
 	lastFetchTime time.Time
