@@ -28,6 +28,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/client"
 )
 
 // Mode is what a load run does.
@@ -73,52 +75,14 @@ type Config struct {
 	Baseline bool
 	Dir      string
 
-	// Brokers to bootstrap from, and Timeout for each round of requests.
-	Brokers []string
-	Timeout time.Duration
-	// Dial builds the run's Kafka clients.
-	Dial Dialer
+	// Client is how the run's Kafka clients reach the cluster; its Timeout also
+	// bounds each round of requests and each wait for progress.
+	Client client.Config
 	// NullServer is the command that runs a null server (ServeNull) in a process
 	// of its own, with its files in dir.
 	NullServer func(dir string) (*exec.Cmd, error)
 	// Progress, when set, gets a progress line rewritten every second (a terminal).
 	Progress io.Writer
-}
-
-// Client is a franz-go client as the CLI builds it, with the CLI's wording of
-// failures.
-type Client struct {
-	Kafka *kgo.Client
-	Admin *kadm.Client // over Kafka
-	// Explain words a failed request for people: which broker could not be
-	// reached, and why. Other errors it returns unchanged.
-	Explain func(error) error
-	// TopicError words a topic's error in a broker's answer.
-	TopicError func(topic string, err error) error
-}
-
-// Dialer builds a client seeded with brokers, with opts after its own.
-type Dialer func(brokers []string, opts ...kgo.Opt) (*Client, error)
-
-// client is one Kafka client of a run.
-type client struct {
-	*Client
-	timeout time.Duration // Config.Timeout
-}
-
-func (cfg Config) dial(opts ...kgo.Opt) (*client, error) {
-	c, err := cfg.Dial(cfg.Brokers, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &client{Client: c, timeout: cfg.Timeout}, nil
-}
-
-func (k *client) Close() { k.Kafka.Close() }
-
-// requestCtx bounds one round of requests by the timeout.
-func (k *client) requestCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, k.timeout)
 }
 
 // Run runs the load cfg describes and prints its result to out; with
@@ -210,9 +174,9 @@ func (cfg Config) producerOpts() []kgo.Opt {
 // ensureTopic creates the topic unless it exists, then waits until every
 // partition has a leader and all its replicas in sync, so that the run does not
 // measure a cluster still settling. It returns the partition count.
-func ensureTopic(ctx context.Context, k *client, cfg Config) (int32, error) {
-	cctx, cancel := k.requestCtx(ctx)
-	rs, err := k.Admin.CreateTopics(cctx, cfg.Partitions, cfg.ReplicationFactor, cfg.Configs, cfg.Topic)
+func ensureTopic(ctx context.Context, k *client.Client, cfg Config) (int32, error) {
+	cctx, cancel := k.RequestCtx(ctx)
+	rs, err := k.Admin().CreateTopics(cctx, cfg.Partitions, cfg.ReplicationFactor, cfg.Configs, cfg.Topic)
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("create topic %q: %w", cfg.Topic, k.Explain(err))
@@ -220,7 +184,7 @@ func ensureTopic(ctx context.Context, k *client, cfg Config) (int32, error) {
 	if r, ok := rs[cfg.Topic]; ok && r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 		return 0, fmt.Errorf("create topic %q: %w%s", cfg.Topic, r.Err, brokerSays(r.ErrMessage))
 	}
-	deadline := time.Now().Add(k.timeout)
+	deadline := time.Now().Add(cfg.Client.Timeout)
 	for {
 		n, ready, err := topicSettled(ctx, k, cfg.Topic)
 		switch {
@@ -229,7 +193,7 @@ func ensureTopic(ctx context.Context, k *client, cfg Config) (int32, error) {
 		case ready:
 			return n, nil
 		case time.Now().After(deadline):
-			return 0, fmt.Errorf("topic %q: partitions still without a leader or with replicas out of sync after %v (raise --timeout to wait longer)", cfg.Topic, k.timeout)
+			return 0, fmt.Errorf("topic %q: partitions still without a leader or with replicas out of sync after %v (raise --timeout to wait longer)", cfg.Topic, cfg.Client.Timeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -248,7 +212,7 @@ func brokerSays(msg string) string {
 
 // topicSettled reports the topic's partition count and whether each partition
 // has a leader and every replica in its ISR.
-func topicSettled(ctx context.Context, k *client, topic string) (int32, bool, error) {
+func topicSettled(ctx context.Context, k *client.Client, topic string) (int32, bool, error) {
 	td, err := describeTopic(ctx, k, topic)
 	switch {
 	case err != nil:
@@ -256,7 +220,7 @@ func topicSettled(ctx context.Context, k *client, topic string) (int32, bool, er
 	case errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.LeaderNotAvailable):
 		return 0, false, nil // just created: not known everywhere yet
 	case td.Err != nil:
-		return 0, false, k.TopicError(topic, td.Err)
+		return 0, false, client.TopicError(topic, td.Err)
 	case len(td.Partitions) == 0:
 		return 0, false, nil
 	}
@@ -270,10 +234,10 @@ func topicSettled(ctx context.Context, k *client, topic string) (int32, bool, er
 
 // describeTopic looks topic up with a metadata request, never creating it; a
 // topic the broker does not describe has UNKNOWN_TOPIC_OR_PARTITION.
-func describeTopic(ctx context.Context, k *client, topic string) (kadm.TopicDetail, error) {
-	ctx, cancel := k.requestCtx(ctx)
+func describeTopic(ctx context.Context, k *client.Client, topic string) (kadm.TopicDetail, error) {
+	ctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
-	tds, err := k.Admin.ListTopics(ctx, topic)
+	tds, err := k.Admin().ListTopics(ctx, topic)
 	if err != nil {
 		return kadm.TopicDetail{}, fmt.Errorf("look up topic %q: %w", topic, k.Explain(err))
 	}

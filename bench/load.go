@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/client"
 )
 
 // benchClock gives the nanoseconds since the start of a run from the monotonic
@@ -87,7 +89,7 @@ func (c *loadCounters) firstErr() error {
 // reused once acknowledged, so that the client does not allocate per record
 // (fresh memory is slow on small machines and would be measured as the broker's).
 type loadProducer struct {
-	k     *client
+	k     *client.Client
 	clock benchClock
 	lat   *latencyRecorder
 	acked *loadCounters
@@ -101,7 +103,7 @@ type loadProducer struct {
 	sent        int64 // records handed to the client; read after run returns
 }
 
-func newLoadProducer(k *client, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
+func newLoadProducer(k *client.Client, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
 	p := &loadProducer{k: k, clock: clock, lat: new(latencyRecorder), acked: acked, stampValues: stampValues}
 	p.free.size = size
 	p.free.seed = rand.Uint64()
@@ -184,7 +186,7 @@ func (p *loadProducer) produce(stamp int64) {
 	p.stamp(r, stamp)
 	// Not the run's context: an interrupt stops the loop between records rather
 	// than failing the records buffered.
-	p.k.Kafka.Produce(context.Background(), r, p.promise)
+	p.k.Kafka().Produce(context.Background(), r, p.promise)
 	p.sent++
 }
 
@@ -220,7 +222,7 @@ func (p *loadProducer) run(stop <-chan struct{}, quota, start, until int64, inte
 		p.produce(stamp)
 	}
 	// Every record fails at its delivery timeout at the latest, so this ends.
-	if err := p.k.Kafka.Flush(context.Background()); err != nil {
+	if err := p.k.Kafka().Flush(context.Background()); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
 	return nil
@@ -245,7 +247,7 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 		r := p.free.get()
 		p.stamp(r, untimed)
 		wg.Add(1)
-		p.k.Kafka.Produce(ctx, r, func(r *kgo.Record, err error) {
+		p.k.Kafka().Produce(ctx, r, func(r *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				first = cmpOr(first, err)
@@ -271,7 +273,7 @@ func cmpOr(a, b error) error {
 
 // loadConsumer reads partitions from given offsets and counts what it reads.
 type loadConsumer struct {
-	k     *client
+	k     *client.Client
 	clock benchClock
 	lat   *latencyRecorder // e2e latency of timed records
 	read  loadCounters     // records and value bytes read
@@ -289,7 +291,7 @@ func newLoadConsumer(cfg Config, clock benchClock, topic string, from map[int32]
 	for p, o := range from {
 		offs[p] = kgo.NewOffset().At(o)
 	}
-	k, err := cfg.dial(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	k, err := client.New(cfg.Client, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +315,7 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 		return true
 	}
 	for !complete() && (limit <= 0 || c.read.records.Load() < limit) {
-		fs := c.k.Kafka.PollFetches(ctx)
+		fs := c.k.Kafka().PollFetches(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -356,8 +358,8 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 }
 
 // listOffsets lists the start and end offsets of every partition of topic.
-func listOffsets(ctx context.Context, k *client, topic string) (start, end map[int32]int64, err error) {
-	ctx, cancel := k.requestCtx(ctx)
+func listOffsets(ctx context.Context, k *client.Client, topic string) (start, end map[int32]int64, err error) {
+	ctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
 	collect := func(what string, l kadm.ListedOffsets, err error) (map[int32]int64, error) {
 		if err == nil {
@@ -372,11 +374,11 @@ func listOffsets(ctx context.Context, k *client, topic string) (start, end map[i
 		}
 		return m, nil
 	}
-	l, err := k.Admin.ListStartOffsets(ctx, topic)
+	l, err := k.Admin().ListStartOffsets(ctx, topic)
 	if start, err = collect("start", l, err); err != nil {
 		return nil, nil, err
 	}
-	l, err = k.Admin.ListEndOffsets(ctx, topic)
+	l, err = k.Admin().ListEndOffsets(ctx, topic)
 	if end, err = collect("end", l, err); err != nil {
 		return nil, nil, err
 	}
@@ -385,7 +387,7 @@ func listOffsets(ctx context.Context, k *client, topic string) (start, end map[i
 
 // runProduce is produce and e2e mode.
 func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
-	admin, err := cfg.dial()
+	admin, err := client.New(cfg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +401,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	var acked loadCounters
 	producers := make([]*loadProducer, cfg.Producers)
 	for i := range producers {
-		k, err := cfg.dial(cfg.producerOpts()...)
+		k, err := client.New(cfg.Client, cfg.producerOpts()...)
 		if err != nil {
 			return nil, err
 		}
@@ -435,8 +437,8 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	if cons != nil {
 		want := int64(warm * len(producers))
-		if err := waitUntil(ctx, cfg.Timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
-			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.Timeout)
+		if err := waitUntil(ctx, cfg.Client.Timeout, func() bool { return cons.untimedRead.Load() >= want }); err != nil {
+			return nil, fmt.Errorf("e2e consumer read %d of %d warm-up records within --timeout %v", cons.untimedRead.Load(), want, cfg.Client.Timeout)
 		}
 	}
 
@@ -512,7 +514,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	if cons != nil {
 		// Wait until the consumer has read every acknowledged record, or stalls.
 		want := res.Records
-		err := waitProgress(ctx, cfg.Timeout, func() int64 { return cons.read.records.Load() }, want)
+		err := waitProgress(ctx, cfg.Client.Timeout, func() int64 { return cons.read.records.Load() }, want)
 		consCancel()
 		if cerr := <-consDone; cerr != nil {
 			err = cerr
@@ -535,7 +537,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 
 // runConsume is consume mode.
 func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
-	admin, err := cfg.dial()
+	admin, err := client.New(cfg.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -545,7 +547,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	case err != nil:
 		return nil, err
 	case td.Err != nil:
-		return nil, admin.TopicError(cfg.Topic, td.Err)
+		return nil, client.TopicError(cfg.Topic, td.Err)
 	case len(td.Partitions) == 0:
 		return nil, fmt.Errorf("topic %q has no partitions", cfg.Topic)
 	}

@@ -29,7 +29,7 @@ func nullProduceBaseline(ctx context.Context, cfg Config) (BaselineRow, error) {
 		return BaselineRow{}, err
 	}
 	defer stop()
-	cfg.Brokers = []string{addr}
+	cfg.Client.Brokers = []string{addr}
 	cfg.ReplicationFactor, cfg.Configs = 1, nil
 	res, err := produceAllAcked(ctx, cfg)
 	if err != nil {
@@ -50,7 +50,7 @@ func nullConsumeBaseline(ctx context.Context, cfg Config, run *Result) (Baseline
 		return BaselineRow{}, err
 	}
 	defer stop()
-	cfg.Brokers = []string{addr}
+	cfg.Client.Brokers = []string{addr}
 	fill := cfg
 	fill.Mode, fill.Records, fill.Duration = Produce, run.Records, 0
 	fill.RecordSize, fill.Partitions = max(int(run.Bytes/run.Records), MinRecordSize), max(run.Partitions, 1)

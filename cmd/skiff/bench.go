@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"skiff/bench"
@@ -197,22 +196,13 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 	if err != nil {
 		return err
 	}
-	cc, err := clientConfigFrom(c)
-	if err != nil {
+	if cfg.Client, err = clientConfigFrom(c); err != nil {
 		return err
 	}
 	if cfg.Baseline {
 		if err := checkBaselineDir(cfg.Dir); err != nil {
 			return err
 		}
-	}
-	cfg.Brokers, cfg.Timeout = cc.brokers, cc.timeout
-	cfg.Dial = func(brokers []string, opts ...kgo.Opt) (*bench.Client, error) {
-		k, err := newKafkaClient(clientConfig{brokers: brokers, timeout: cc.timeout}, nil, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &bench.Client{Kafka: k.cl, Admin: k.adm, Explain: k.explain, TopicError: topicError}, nil
 	}
 	cfg.NullServer = func(dir string) (*exec.Cmd, error) {
 		self, err := skiffExecutable()

@@ -18,6 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+
+	"skiff/client"
+	"skiff/internal/recordfmt"
 )
 
 // groupJoinAllowance is added to the --exit-at-end stall window for a group
@@ -93,7 +96,7 @@ type consumeOpts struct {
 	partition int32 // -1: every partition
 	count     int64 // 0: no limit
 	exitAtEnd bool
-	format    recordFormat
+	format    recordfmt.Format
 	group     string
 	keySep    []byte // nil: print no key
 	verbose   bool
@@ -135,7 +138,7 @@ func consumeOptsFrom(c *cli.Context) (consumeOpts, error) {
 		return o, err
 	}
 	if c.IsSet("key-separator") {
-		if o.format != formatValue {
+		if o.format != recordfmt.Value {
 			return o, errors.New("--key-separator only applies to --format value (json has a key field)")
 		}
 		o.keySep = []byte(c.String("key-separator"))
@@ -152,6 +155,17 @@ func consumeOptsFrom(c *cli.Context) (consumeOpts, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseFormat reads --format.
+func parseFormat(s string) (recordfmt.Format, error) {
+	switch s {
+	case "value", "":
+		return recordfmt.Value, nil
+	case "json":
+		return recordfmt.JSON, nil
+	}
+	return 0, fmt.Errorf("invalid --format %q: want value or json", s)
 }
 
 // startOffset returns the offset consuming starts at in a partition whose log
@@ -188,7 +202,7 @@ func runConsume(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	partitions, err := k.topicPartitions(ctx, o.topic)
+	partitions, err := k.TopicPartitions(ctx, o.topic)
 	if err != nil {
 		return err
 	}
@@ -203,7 +217,7 @@ func runConsume(c *cli.Context) error {
 	// group without --exit-at-end leaves both to the group and the client.
 	var starts, ends map[int32]int64
 	if o.group == "" || o.exitAtEnd {
-		if starts, ends, err = k.plan(ctx, o, partitions); err != nil {
+		if starts, ends, err = plan(ctx, k, o, partitions); err != nil {
 			return err
 		}
 	}
@@ -215,7 +229,7 @@ func runConsume(c *cli.Context) error {
 	start := time.Now()
 	var printed int64
 	if tracker == nil || !tracker.done() {
-		printed, err = k.consume(ctx, c, o, starts, tracker)
+		printed, err = consume(ctx, k, c, o, starts, tracker)
 		if err != nil {
 			return err
 		}
@@ -228,22 +242,22 @@ func runConsume(c *cli.Context) error {
 
 // plan lists each partition's log start and end offsets (and, for a group,
 // its committed offsets) and returns where consuming starts and ends.
-func (k *kafkaClient) plan(ctx context.Context, o consumeOpts, partitions []int32) (starts, ends map[int32]int64, err error) {
-	ctx, cancel := k.requestCtx(ctx)
+func plan(ctx context.Context, k *client.Client, o consumeOpts, partitions []int32) (starts, ends map[int32]int64, err error) {
+	ctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
-	logStarts, err := k.adm.ListStartOffsets(ctx, o.topic)
+	logStarts, err := k.Admin().ListStartOffsets(ctx, o.topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list offsets of topic %q: %w", o.topic, k.explain(err))
+		return nil, nil, fmt.Errorf("list offsets of topic %q: %w", o.topic, k.Explain(err))
 	}
-	logEnds, err := k.adm.ListEndOffsets(ctx, o.topic)
+	logEnds, err := k.Admin().ListEndOffsets(ctx, o.topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list offsets of topic %q: %w", o.topic, k.explain(err))
+		return nil, nil, fmt.Errorf("list offsets of topic %q: %w", o.topic, k.Explain(err))
 	}
 	committed := map[int32]int64{}
 	if o.group != "" {
-		resps, err := k.adm.FetchOffsets(ctx, o.group)
+		resps, err := k.Admin().FetchOffsets(ctx, o.group)
 		if err != nil {
-			return nil, nil, fmt.Errorf("fetch committed offsets of group %q: %w", o.group, k.explain(err))
+			return nil, nil, fmt.Errorf("fetch committed offsets of group %q: %w", o.group, k.Explain(err))
 		}
 		for _, p := range partitions {
 			if r, ok := resps.Lookup(o.topic, p); ok && r.Err == nil && r.At >= 0 {
@@ -275,7 +289,7 @@ func (k *kafkaClient) plan(ctx context.Context, o consumeOpts, partitions []int3
 
 // consume runs the poll loop and returns how many records it printed. starts
 // is used without a group; tracker is nil without --exit-at-end.
-func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts, starts map[int32]int64, tracker *endTracker) (int64, error) {
+func consume(ctx context.Context, k *client.Client, c *cli.Context, o consumeOpts, starts map[int32]int64, tracker *endTracker) (int64, error) {
 	// Control records (transaction markers) are kept so that --exit-at-end
 	// sees every offset up to the end; they are never printed.
 	opts := []kgo.Opt{kgo.KeepControlRecords()}
@@ -299,13 +313,13 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 		}
 		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: offsets}))
 	}
-	cons, err := newKafkaClient(k.cfg, k.watch, opts...)
+	cons, err := k.With(opts...)
 	if err != nil {
 		return 0, err
 	}
 	defer cons.Close()
 
-	stall := k.cfg.timeout
+	stall := k.Config().Timeout
 	if o.group != "" {
 		stall += groupJoinAllowance
 	}
@@ -322,9 +336,9 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 		}
 		var fs kgo.Fetches
 		if o.count > 0 {
-			fs = cons.cl.PollRecords(pollCtx, int(min(o.count-printed, 1<<20)))
+			fs = cons.Kafka().PollRecords(pollCtx, int(min(o.count-printed, 1<<20)))
 		} else {
-			fs = cons.cl.PollFetches(pollCtx)
+			fs = cons.Kafka().PollFetches(pollCtx)
 		}
 		stallHit := pollCtx.Err() != nil && ctx.Err() == nil
 		cancel()
@@ -337,7 +351,7 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 				continue // produced after the start
 			}
 			if !r.Attrs.IsControl() {
-				line = appendRecord(line[:0], o.format, r, o.keySep)
+				line = recordfmt.Append(line[:0], o.format, r, o.keySep)
 				if _, err := out.Write(line); err != nil {
 					return printed, fmt.Errorf("write output: %w", err)
 				}
@@ -345,7 +359,7 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 			}
 			marks = append(marks, r)
 			if tracker != nil && tracker.observe(r.Partition, r.Offset) && o.group == "" {
-				cons.cl.PauseFetchPartitions(map[string][]int32{o.topic: {r.Partition}})
+				cons.Kafka().PauseFetchPartitions(map[string][]int32{o.topic: {r.Partition}})
 			}
 			finished = (o.count > 0 && printed >= o.count) || (tracker != nil && tracker.done())
 		}
@@ -353,10 +367,10 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 			return printed, fmt.Errorf("write output: %w", err)
 		}
 		if o.group != "" && len(marks) > 0 {
-			cons.cl.MarkCommitRecords(marks...)
+			cons.Kafka().MarkCommitRecords(marks...)
 		}
 		if finished {
-			return printed, cons.commit(ctx, o)
+			return printed, commit(ctx, cons, o)
 		}
 
 		for _, fe := range fs.Errors() {
@@ -365,15 +379,15 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 			switch {
 			case errors.Is(fe.Err, kgo.ErrClientClosed), errors.Is(fe.Err, context.Canceled) && ctx.Err() != nil:
 				// Interrupted: stop cleanly, keeping what was printed.
-				return printed, cons.commit(ctx, o)
+				return printed, commit(ctx, cons, o)
 			case stallHit && errors.Is(fe.Err, context.DeadlineExceeded):
-				return printed, k.stalled(o, stall, tracker)
+				return printed, stalled(k, o, stall, tracker)
 			case errors.As(fe.Err, &loss), errors.As(fe.Err, &sess):
 				fmt.Fprintf(c.App.ErrWriter, "skiff: warning: %v\n", fe.Err)
 			case fe.Topic != "" && fe.Partition >= 0:
-				return printed, fmt.Errorf("consume topic %q partition %d: %w", fe.Topic, fe.Partition, topicErrorIfUnknown(k.explain(fe.Err)))
+				return printed, fmt.Errorf("consume topic %q partition %d: %w", fe.Topic, fe.Partition, topicErrorIfUnknown(k.Explain(fe.Err)))
 			default:
-				return printed, fmt.Errorf("consume topic %q: %w", o.topic, k.explain(fe.Err))
+				return printed, fmt.Errorf("consume topic %q: %w", o.topic, k.Explain(fe.Err))
 			}
 		}
 	}
@@ -381,22 +395,22 @@ func (k *kafkaClient) consume(ctx context.Context, c *cli.Context, o consumeOpts
 
 // commit commits a group's offsets of printed records before the client
 // closes; it is a no-op without a group. It runs even after an interrupt.
-func (k *kafkaClient) commit(ctx context.Context, o consumeOpts) error {
+func commit(ctx context.Context, k *client.Client, o consumeOpts) error {
 	if o.group == "" {
 		return nil
 	}
-	ctx, cancel := k.requestCtx(context.WithoutCancel(ctx))
+	ctx, cancel := k.RequestCtx(context.WithoutCancel(ctx))
 	defer cancel()
-	if err := k.cl.CommitMarkedOffsets(ctx); err != nil {
-		return fmt.Errorf("commit offsets of group %q: %w", o.group, k.explain(err))
+	if err := k.Kafka().CommitMarkedOffsets(ctx); err != nil {
+		return fmt.Errorf("commit offsets of group %q: %w", o.group, k.Explain(err))
 	}
 	return nil
 }
 
 // stalled explains why --exit-at-end gave up waiting.
-func (k *kafkaClient) stalled(o consumeOpts, waited time.Duration, t *endTracker) error {
-	if _, _, derr := k.watch.last(); derr != nil {
-		return fmt.Errorf("consume topic %q: %w", o.topic, k.explain(context.DeadlineExceeded))
+func stalled(k *client.Client, o consumeOpts, waited time.Duration, t *endTracker) error {
+	if _, _, derr := k.LastDialError(); derr != nil {
+		return fmt.Errorf("consume topic %q: %w", o.topic, k.Explain(context.DeadlineExceeded))
 	}
 	return fmt.Errorf("consume topic %q: no records for %v although partitions %s have not reached the end offsets listed at start; "+
 		"is the broker healthy? (raise --timeout to wait longer)", o.topic, waited, t.pendingString())

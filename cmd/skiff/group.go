@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/urfave/cli/v2"
+
+	"skiff/client"
 )
 
 func groupCommand() *cli.Command {
@@ -120,15 +122,15 @@ func runGroupList(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	groups, err := k.adm.ListGroups(ctx)
+	groups, err := k.Admin().ListGroups(ctx)
 	if err != nil {
-		return fmt.Errorf("list groups: %w", k.explain(err))
+		return fmt.Errorf("list groups: %w", k.Explain(err))
 	}
 	var described kadm.DescribedGroups
 	if c.Bool("state") && len(groups) > 0 {
 		// ListGroups reports states only from v4; DescribeGroups always does.
-		if described, err = k.adm.DescribeGroups(ctx, groups.Groups()...); err != nil {
-			return fmt.Errorf("describe groups: %w", k.explain(err))
+		if described, err = k.Admin().DescribeGroups(ctx, groups.Groups()...); err != nil {
+			return fmt.Errorf("describe groups: %w", k.Explain(err))
 		}
 	}
 	var b strings.Builder
@@ -166,19 +168,19 @@ func runGroupDescribe(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	lags, err := k.adm.Lag(ctx, group)
+	lags, err := k.Admin().Lag(ctx, group)
 	if err != nil {
-		return fmt.Errorf("describe group %q: %w", group, k.explain(err))
+		return fmt.Errorf("describe group %q: %w", group, k.Explain(err))
 	}
 	l, ok := lags[group]
 	if !ok {
 		return fmt.Errorf("describe group %q: the broker's answer did not mention the group", group)
 	}
 	if l.DescribeErr != nil {
-		return fmt.Errorf("describe group %q: %w", group, k.explain(l.DescribeErr))
+		return fmt.Errorf("describe group %q: %w", group, k.Explain(l.DescribeErr))
 	}
 	if l.FetchErr != nil {
-		return fmt.Errorf("fetch the committed offsets of group %q: %w", group, k.explain(l.FetchErr))
+		return fmt.Errorf("fetch the committed offsets of group %q: %w", group, k.Explain(l.FetchErr))
 	}
 	if l.State == "Dead" && len(l.Lag) == 0 {
 		return fmt.Errorf("group %q does not exist (list groups with `skiff group list`)", group)
@@ -289,9 +291,9 @@ func runGroupDelete(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	rs, err := k.adm.DeleteGroups(ctx, group)
+	rs, err := k.Admin().DeleteGroups(ctx, group)
 	if err != nil {
-		return fmt.Errorf("delete group %q: %w", group, k.explain(err))
+		return fmt.Errorf("delete group %q: %w", group, k.Explain(err))
 	}
 	r, ok := rs[group]
 	if !ok {
@@ -315,10 +317,10 @@ func runGroupDelete(c *cli.Context) error {
 // checkInactive refuses a group that has members: offsets cannot be committed for
 // it from outside (the coordinator answers UNKNOWN_MEMBER_ID), and its consumers
 // would overwrite them anyway.
-func (k *kafkaClient) checkInactive(ctx context.Context, groups ...string) error {
-	ds, err := k.adm.DescribeGroups(ctx, groups...)
+func checkInactive(ctx context.Context, k *client.Client, groups ...string) error {
+	ds, err := k.Admin().DescribeGroups(ctx, groups...)
 	if err != nil {
-		return fmt.Errorf("describe groups: %w", k.explain(err))
+		return fmt.Errorf("describe groups: %w", k.Explain(err))
 	}
 	var active []string
 	for _, g := range groups {
@@ -327,7 +329,7 @@ func (k *kafkaClient) checkInactive(ctx context.Context, groups ...string) error
 		case !ok:
 			return fmt.Errorf("describe group %q: the broker's answer did not mention the group", g)
 		case d.Err != nil:
-			return fmt.Errorf("describe group %q: %w", g, k.explain(d.Err))
+			return fmt.Errorf("describe group %q: %w", g, k.Explain(d.Err))
 		case d.State != "Empty" && d.State != "Dead":
 			active = append(active, fmt.Sprintf("%s (%s, %d members)", g, d.State, len(d.Members)))
 		}
@@ -371,41 +373,41 @@ func runGroupResetOffsets(c *cli.Context) error {
 		return err
 	}
 	defer k.Close()
-	partitions, err := k.topicPartitions(c.Context, topic)
+	partitions, err := k.TopicPartitions(c.Context, topic)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := k.requestCtx(c.Context)
+	ctx, cancel := k.RequestCtx(c.Context)
 	defer cancel()
-	if err := k.checkInactive(ctx, group); err != nil {
+	if err := checkInactive(ctx, k, group); err != nil {
 		return err
 	}
-	starts, err := k.adm.ListStartOffsets(ctx, topic)
+	starts, err := k.Admin().ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("list offsets of topic %q: %w", topic, k.explain(err))
+		return fmt.Errorf("list offsets of topic %q: %w", topic, k.Explain(err))
 	}
-	ends, err := k.adm.ListEndOffsets(ctx, topic)
+	ends, err := k.Admin().ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("list offsets of topic %q: %w", topic, k.explain(err))
+		return fmt.Errorf("list offsets of topic %q: %w", topic, k.Explain(err))
 	}
 	var after kadm.ListedOffsets
 	if !at.IsZero() {
-		if after, err = k.adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic); err == nil {
+		if after, err = k.Admin().ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic); err == nil {
 			err = after.Error()
 		}
 		if err != nil {
-			return fmt.Errorf("find offsets of topic %q at %s: %w", topic, at.Format(time.RFC3339), k.explain(err))
+			return fmt.Errorf("find offsets of topic %q at %s: %w", topic, at.Format(time.RFC3339), k.Explain(err))
 		}
 	}
-	old, err := k.adm.FetchOffsetsForTopics(ctx, group, topic)
+	old, err := k.Admin().FetchOffsetsForTopics(ctx, group, topic)
 	if err != nil {
-		return fmt.Errorf("fetch the committed offsets of group %q: %w", group, k.explain(err))
+		return fmt.Errorf("fetch the committed offsets of group %q: %w", group, k.Explain(err))
 	}
 	next := make(kadm.Offsets)
 	for _, p := range partitions {
@@ -444,12 +446,12 @@ func runGroupResetOffsets(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, "dry run: nothing committed")
 		return nil
 	}
-	rs, err := k.adm.CommitOffsets(ctx, group, next)
+	rs, err := k.Admin().CommitOffsets(ctx, group, next)
 	if err == nil {
 		err = rs.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("commit offsets of group %q: %w", group, commitError(k.explain(err)))
+		return fmt.Errorf("commit offsets of group %q: %w", group, commitError(k.Explain(err)))
 	}
 	fmt.Fprintf(c.App.Writer, "reset %s of %s for group %s\n", countOf(len(partitions), "partition"), topic, group)
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/urfave/cli/v2"
 
+	"skiff/client"
 	"skiff/internal/fileutil"
 	"skiff/internal/offsetsnap"
 )
@@ -105,7 +106,7 @@ func runOffsetsSnapshot(c *cli.Context) error {
 		return err
 	}
 	defer k.Close()
-	snap, groups, err := k.snapshot(c.Context, filter)
+	snap, groups, err := snapshot(c.Context, k, filter)
 	if err != nil {
 		return err
 	}
@@ -121,12 +122,12 @@ func runOffsetsSnapshot(c *cli.Context) error {
 }
 
 // snapshot fetches the committed offsets of every group matching filter.
-func (k *kafkaClient) snapshot(ctx context.Context, filter *regexp.Regexp) (*offsetsnap.Snapshot, int, error) {
-	rctx, cancel := k.requestCtx(ctx)
+func snapshot(ctx context.Context, k *client.Client, filter *regexp.Regexp) (*offsetsnap.Snapshot, int, error) {
+	rctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
-	listed, err := k.adm.ListGroups(rctx)
+	listed, err := k.Admin().ListGroups(rctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list groups: %w", k.explain(err))
+		return nil, 0, fmt.Errorf("list groups: %w", k.Explain(err))
 	}
 	snap := &offsetsnap.Snapshot{TakenAt: time.Now().UnixMilli()}
 	groups := 0
@@ -134,11 +135,11 @@ func (k *kafkaClient) snapshot(ctx context.Context, filter *regexp.Regexp) (*off
 		if filter != nil && !filter.MatchString(g.Group) {
 			continue
 		}
-		rctx, cancel := k.requestCtx(ctx)
-		rs, err := k.adm.FetchOffsets(rctx, g.Group)
+		rctx, cancel := k.RequestCtx(ctx)
+		rs, err := k.Admin().FetchOffsets(rctx, g.Group)
 		cancel()
 		if err != nil {
-			return nil, 0, fmt.Errorf("fetch the committed offsets of group %q: %w", g.Group, k.explain(err))
+			return nil, 0, fmt.Errorf("fetch the committed offsets of group %q: %w", g.Group, k.Explain(err))
 		}
 		if err := rs.Error(); err != nil {
 			return nil, 0, fmt.Errorf("fetch the committed offsets of group %q: %w", g.Group, err)
@@ -210,10 +211,10 @@ func runOffsetsRestore(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	if err := k.checkInactive(ctx, groups...); err != nil {
+	if err := checkInactive(ctx, k, groups...); err != nil {
 		return err
 	}
-	if err := k.checkPartitions(ctx, byGroup); err != nil {
+	if err := checkPartitions(ctx, k, byGroup); err != nil {
 		return err
 	}
 
@@ -221,9 +222,9 @@ func runOffsetsRestore(c *cli.Context) error {
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tOLD\tNEW")
 	changed := 0
 	for _, g := range groups {
-		old, err := k.adm.FetchOffsets(ctx, g)
+		old, err := k.Admin().FetchOffsets(ctx, g)
 		if err != nil {
-			return fmt.Errorf("fetch the committed offsets of group %q: %w", g, k.explain(err))
+			return fmt.Errorf("fetch the committed offsets of group %q: %w", g, k.Explain(err))
 		}
 		for _, o := range byGroup[g].Sorted() {
 			was := "-"
@@ -248,12 +249,12 @@ func runOffsetsRestore(c *cli.Context) error {
 		return nil
 	}
 	for _, g := range groups {
-		rs, err := k.adm.CommitOffsets(ctx, g, byGroup[g])
+		rs, err := k.Admin().CommitOffsets(ctx, g, byGroup[g])
 		if err == nil {
 			err = rs.Error()
 		}
 		if err != nil {
-			return fmt.Errorf("commit offsets of group %q: %w", g, commitError(k.explain(err)))
+			return fmt.Errorf("commit offsets of group %q: %w", g, commitError(k.Explain(err)))
 		}
 	}
 	fmt.Fprintf(c.App.Writer, "restored %s of %s (%d changed) from %s\n", countOf(total, "offset"), countOf(len(groups), "group"), changed, file)
@@ -261,7 +262,7 @@ func runOffsetsRestore(c *cli.Context) error {
 }
 
 // checkPartitions refuses a restore naming partitions that do not exist.
-func (k *kafkaClient) checkPartitions(ctx context.Context, byGroup map[string]kadm.Offsets) error {
+func checkPartitions(ctx context.Context, k *client.Client, byGroup map[string]kadm.Offsets) error {
 	topics := make(map[string]bool)
 	for _, offs := range byGroup {
 		for t := range offs {
@@ -273,9 +274,9 @@ func (k *kafkaClient) checkPartitions(ctx context.Context, byGroup map[string]ka
 		names = append(names, t)
 	}
 	sort.Strings(names)
-	tds, err := k.adm.ListTopics(ctx, names...)
+	tds, err := k.Admin().ListTopics(ctx, names...)
 	if err != nil {
-		return fmt.Errorf("look up topics: %w", k.explain(err))
+		return fmt.Errorf("look up topics: %w", k.Explain(err))
 	}
 	var missing []string
 	for g, offs := range byGroup {

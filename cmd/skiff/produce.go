@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+
+	"skiff/client"
 )
 
 const defaultDeliveryTimeout = 2 * time.Minute
@@ -168,26 +170,26 @@ func runProduce(c *cli.Context) error {
 		in = f
 	}
 
-	if _, err := k.topicPartitions(c.Context, o.topic); err != nil {
+	if _, err := k.TopicPartitions(c.Context, o.topic); err != nil {
 		return err
 	}
-	if n, ok := k.maxMessageBytes(c.Context, o.topic); ok {
+	if n, ok := maxMessageBytes(c.Context, k, o.topic); ok {
 		maxBatch.Store(n)
 	}
 
 	start := time.Now()
-	st, err := produceLines(c.Context, k.cl, in, o.keySep)
+	st, err := produceLines(c.Context, k.Kafka(), in, o.keySep)
 	elapsed := time.Since(start)
 	if err != nil {
 		if st.failed > 0 {
 			return fmt.Errorf("%w; also %d of %d records were not acknowledged (first error: %w)",
-				err, st.failed, st.records, k.explain(st.firstErr))
+				err, st.failed, st.records, k.Explain(st.firstErr))
 		}
 		return err
 	}
 	if st.failed > 0 {
 		return fmt.Errorf("%d of %d records were not acknowledged by topic %q (first error: %w)%s",
-			st.failed, st.records, o.topic, k.explain(st.firstErr), k.failureHint(st.firstErr))
+			st.failed, st.records, o.topic, k.Explain(st.firstErr), failureHint(k, st.firstErr))
 	}
 	if o.verbose || isTerminal(c.App.ErrWriter) {
 		fmt.Fprintf(c.App.ErrWriter, "produced %d records (%d bytes) to %s in %.3fs\n",
@@ -201,10 +203,10 @@ const defaultMaxMessageBytes = 1000012
 
 // maxMessageBytes reads the topic's max.message.bytes; ok is false when the
 // broker does not say.
-func (k *kafkaClient) maxMessageBytes(ctx context.Context, topic string) (int32, bool) {
-	ctx, cancel := k.requestCtx(ctx)
+func maxMessageBytes(ctx context.Context, k *client.Client, topic string) (int32, bool) {
+	ctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
-	rcs, err := k.adm.DescribeTopicConfigs(ctx, topic)
+	rcs, err := k.Admin().DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return 0, false
 	}
@@ -226,13 +228,13 @@ func (k *kafkaClient) maxMessageBytes(ctx context.Context, topic string) (int32,
 }
 
 // failureHint adds what is known about the cause of a failed record.
-func (k *kafkaClient) failureHint(err error) string {
+func failureHint(k *client.Client, err error) string {
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
 		return "; a line is larger than the topic's max.message.bytes allows"
 	case errors.Is(err, kgo.ErrRecordTimeout):
-		if addr, _, derr := k.watch.last(); derr != nil {
-			return fmt.Sprintf("; the last connection attempt, to %s, failed: %s", addr, connReason(derr))
+		if addr, _, derr := k.LastDialError(); derr != nil {
+			return fmt.Sprintf("; the last connection attempt, to %s, failed: %s", addr, client.ConnReason(derr))
 		}
 		return "; raise --delivery-timeout to wait longer"
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
+
+	"skiff/client"
 )
 
 func topicCommand() *cli.Command {
@@ -130,9 +132,9 @@ func runTopicCreate(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	rs, err := k.adm.CreateTopics(ctx, int32(partitions), int16(rf), configs, name)
+	rs, err := k.Admin().CreateTopics(ctx, int32(partitions), int16(rf), configs, name)
 	if err != nil {
-		return fmt.Errorf("create topic %q: %w", name, k.explain(err))
+		return fmt.Errorf("create topic %q: %w", name, k.Explain(err))
 	}
 	r, ok := rs[name]
 	if !ok {
@@ -160,9 +162,9 @@ func runTopicList(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	tds, err := k.adm.ListTopicsWithInternal(ctx)
+	tds, err := k.Admin().ListTopicsWithInternal(ctx)
 	if err != nil {
-		return fmt.Errorf("list topics: %w", k.explain(err))
+		return fmt.Errorf("list topics: %w", k.Explain(err))
 	}
 	var b strings.Builder
 	for _, name := range tds.Names() {
@@ -186,20 +188,20 @@ func runTopicDescribe(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	tds, err := k.adm.ListTopics(ctx, name)
+	tds, err := k.Admin().ListTopics(ctx, name)
 	if err != nil {
-		return fmt.Errorf("describe topic %q: %w", name, k.explain(err))
+		return fmt.Errorf("describe topic %q: %w", name, k.Explain(err))
 	}
 	td, ok := tds[name]
 	if !ok {
 		return fmt.Errorf("describe topic %q: the broker's answer did not mention the topic", name)
 	}
 	if td.Err != nil {
-		return topicError(name, td.Err)
+		return client.TopicError(name, td.Err)
 	}
-	rcs, err := k.adm.DescribeTopicConfigs(ctx, name)
+	rcs, err := k.Admin().DescribeTopicConfigs(ctx, name)
 	if err != nil {
-		return fmt.Errorf("describe configs of topic %q: %w", name, k.explain(err))
+		return fmt.Errorf("describe configs of topic %q: %w", name, k.Explain(err))
 	}
 	rc, err := rcs.On(name, nil)
 	if err != nil {
@@ -208,7 +210,7 @@ func runTopicDescribe(c *cli.Context) error {
 	if rc.Err != nil {
 		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, brokerSays(rc.ErrMessage))
 	}
-	return writeTopicDescription(c.App.Writer, td, rc.Configs, partitionOffsets(ctx, k.adm, td))
+	return writeTopicDescription(c.App.Writer, td, rc.Configs, partitionOffsets(ctx, k.Admin(), td))
 }
 
 // offsetsOf is a partition's high watermark (from ListOffsets) and its leader's log
@@ -381,9 +383,9 @@ func runTopicDelete(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	rs, err := k.adm.DeleteTopics(ctx, name)
+	rs, err := k.Admin().DeleteTopics(ctx, name)
 	if err != nil {
-		return fmt.Errorf("delete topic %q: %w", name, k.explain(err))
+		return fmt.Errorf("delete topic %q: %w", name, k.Explain(err))
 	}
 	r, ok := rs[name]
 	if !ok {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
 
@@ -105,15 +104,5 @@ secret          (sensitive)  broker config file
 `
 	if got := b.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-func TestTopicError(t *testing.T) {
-	err := topicError("x", kerr.UnknownTopicOrPartition)
-	if !strings.Contains(err.Error(), `topic "x" does not exist`) || !strings.Contains(err.Error(), "skiff topic create x") {
-		t.Errorf("unknown topic: %v", err)
-	}
-	if err := topicError("x", kerr.InvalidTopicException); !errors.Is(err, kerr.InvalidTopicException) {
-		t.Errorf("other error not wrapped: %v", err)
 	}
 }

@@ -1,40 +1,30 @@
-package main
-
-// How consume prints a record: one line per record, either the value bytes or
-// a JSON object. The JSON encoder is hand-written for speed (no reflection, no
-// per-record allocation) and tested against encoding/json.
+// Package recordfmt prints Kafka records as `skiff consume` does: one line per
+// record, either the value bytes or a JSON object. The JSON encoder is
+// hand-written for speed (no reflection, no per-record allocation) and tested
+// against encoding/json.
+package recordfmt
 
 import (
 	"encoding/base64"
-	"fmt"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-type recordFormat int
+// Format is how a record is printed.
+type Format int
 
 const (
-	formatValue recordFormat = iota // the value bytes, then '\n'
-	formatJSON                      // one JSON object, then '\n'
+	Value Format = iota // the value bytes, then '\n'
+	JSON                // one JSON object (AppendJSON), then '\n'
 )
 
-func parseFormat(s string) (recordFormat, error) {
-	switch s {
-	case "value", "":
-		return formatValue, nil
-	case "json":
-		return formatJSON, nil
-	}
-	return 0, fmt.Errorf("invalid --format %q: want value or json", s)
-}
-
-// appendRecord appends r's output line, including its '\n', to dst. keySep is
-// only used by formatValue: when non-nil the line is KEY SEP VALUE.
-func appendRecord(dst []byte, f recordFormat, r *kgo.Record, keySep []byte) []byte {
-	if f == formatJSON {
-		return appendJSONRecord(dst, r)
+// Append appends r's output line, including its '\n', to dst. keySep is only
+// used by Value: when non-nil the line is KEY SEP VALUE.
+func Append(dst []byte, f Format, r *kgo.Record, keySep []byte) []byte {
+	if f == JSON {
+		return AppendJSON(dst, r)
 	}
 	if keySep != nil {
 		dst = append(dst, r.Key...)
@@ -47,7 +37,7 @@ func appendRecord(dst []byte, f recordFormat, r *kgo.Record, keySep []byte) []by
 // jsonTimeLayout is RFC 3339 with milliseconds; records are printed in UTC.
 const jsonTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// appendJSONRecord appends r as one line of JSON:
+// AppendJSON appends r as one line of JSON:
 //
 //	{"topic":"t","partition":0,"offset":7,"timestamp":"2024-05-01T12:00:00.123Z",
 //	 "timestamp_ms":1714564800123,"key":null,"value":"hello",
@@ -57,7 +47,7 @@ const jsonTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 // otherwise they are base64 (standard, padded) and followed by a field
 // "key_encoding":"base64" (or "value_encoding"). A null key or value (not the
 // same as an empty one) is null. Header keys are handled the same way.
-func appendJSONRecord(dst []byte, r *kgo.Record) []byte {
+func AppendJSON(dst []byte, r *kgo.Record) []byte {
 	dst = append(dst, `{"topic":`...)
 	dst = appendJSONString(dst, r.Topic)
 	dst = append(dst, `,"partition":`...)
