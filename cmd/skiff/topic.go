@@ -26,12 +26,14 @@ import (
 func topicCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe and delete topics",
+		Usage: "create, list, describe, alter and delete topics, and delete records",
 		Subcommands: []*cli.Command{
 			topicCreateCommand(),
 			topicListCommand(),
 			topicDescribeCommand(),
 			topicDeleteCommand(),
+			topicAlterConfigCommand(),
+			topicDeleteRecordsCommand(),
 		},
 	}
 }
@@ -412,14 +414,24 @@ func brokerSays(msg string) string {
 	return " (broker says: " + msg + ")"
 }
 
-// configList collects repeated --config KEY=VALUE flags. Values may contain
-// commas and '=' (cleanup.policy=compact,delete): only the first '=' splits.
-// The flag has no alias: urfave/cli would copy the list to the alias through
-// String and Set, adding its entries a second time.
-type configList struct{ kvs []string }
+// configList collects repeated --config (or, named by flag, --set) KEY=VALUE
+// flags. Values may contain commas and '=' (cleanup.policy=compact,delete): only
+// the first '=' splits. The flag has no alias: urfave/cli would copy the list to
+// the alias through String and Set, adding its entries a second time.
+type configList struct {
+	kvs  []string
+	flag string // the flag's name for messages; "" is --config
+}
+
+func (l *configList) flagName() string {
+	if l.flag == "" {
+		return "--config"
+	}
+	return l.flag
+}
 
 func (l *configList) Set(s string) error {
-	if _, _, err := splitConfig(s); err != nil {
+	if _, _, err := splitConfig(l.flagName(), s); err != nil {
 		return err
 	}
 	l.kvs = append(l.kvs, s)
@@ -442,23 +454,23 @@ func (l *configList) configs() (map[string]*string, error) {
 	}
 	m := make(map[string]*string, len(l.kvs))
 	for _, kv := range l.kvs {
-		k, v, err := splitConfig(kv)
+		k, v, err := splitConfig(l.flagName(), kv)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("--config %s given twice", k)
+			return nil, fmt.Errorf("%s %s given twice", l.flagName(), k)
 		}
 		m[k] = &v
 	}
 	return m, nil
 }
 
-func splitConfig(s string) (key, value string, err error) {
+func splitConfig(flag, s string) (key, value string, err error) {
 	k, v, ok := strings.Cut(s, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
-		return "", "", fmt.Errorf("invalid --config %q: want KEY=VALUE, e.g. --config retention.ms=86400000", s)
+		return "", "", fmt.Errorf("invalid %s %q: want KEY=VALUE, e.g. %s retention.ms=86400000", flag, s, flag)
 	}
 	return k, v, nil
 }
