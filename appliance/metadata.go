@@ -85,6 +85,8 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:     cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+		Timestamps: replication.TimestampBounds{Check: true,
+			BeforeMs: get(cluster.ConfigMessageTimestampBeforeMaxMs), AfterMs: get(cluster.ConfigMessageTimestampAfterMaxMs)},
 	}
 }
 

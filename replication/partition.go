@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,8 @@ type PartitionConfig struct {
 	MaxMessageBytes int
 	// LogAppendTime is message.timestamp.type=LogAppendTime: the broker stamps batches.
 	LogAppendTime bool
+	// Timestamps bounds the producer's timestamps of CreateTime batches.
+	Timestamps TimestampBounds
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
@@ -31,6 +34,39 @@ type PartitionConfig struct {
 	Flush FlushPolicy
 	// FlushInterval is flush.ms, used by FlushInterval (0: sync after every append).
 	FlushInterval time.Duration
+}
+
+// TimestampBounds are message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms. With Check set and CreateTime, a batch is refused
+// (INVALID_TIMESTAMP) whose first timestamp is more than BeforeMs before the
+// broker's clock, or whose largest timestamp is more than AfterMs after it. Kafka
+// checks every record; Skiff reads the batch header only (records stay as
+// produced), so a record stamped before its batch's first one, which producers do
+// not write, is not checked. The zero value checks nothing.
+type TimestampBounds struct {
+	Check             bool
+	BeforeMs, AfterMs int64
+}
+
+// check returns why h's timestamps are out of bounds at now (ms), or nil.
+func (b TimestampBounds) check(h *batch.Header, now int64) error {
+	if !b.Check {
+		return nil
+	}
+	lo, hi := now-b.BeforeMs, now+b.AfterMs
+	if b.BeforeMs > now { // no overflow below the epoch
+		lo = math.MinInt64
+	}
+	if b.AfterMs > math.MaxInt64-now {
+		hi = math.MaxInt64
+	}
+	for _, ts := range []int64{h.BaseTimestamp, h.MaxTimestamp} {
+		if ts < lo || ts > hi {
+			return fmt.Errorf("timestamp %d of the batch is out of range: it must be within [%d, %d] (message.timestamp.before.max.ms %d, message.timestamp.after.max.ms %d): %w",
+				ts, lo, hi, b.BeforeMs, b.AfterMs, kerr.InvalidTimestamp)
+		}
+	}
+	return nil
 }
 
 // AppendResult is what a producer is told about an appended batch.
@@ -267,6 +303,11 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	}
 	if h.RecordCount == 0 {
 		return res, fmt.Errorf("empty batch: %w", kerr.InvalidRecord)
+	}
+	if !cfg.LogAppendTime {
+		if err := cfg.Timestamps.check(&h, time.Now().UnixMilli()); err != nil {
+			return res, err
+		}
 	}
 
 	p.appendMu.Lock()
