@@ -51,7 +51,9 @@ type Setting struct {
 	Name string
 	// Kafka is Kafka's name of the broker config, "" where Kafka has none, and
 	// KafkaType its type. DescribeConfigs reports the setting under this name,
-	// unless Unlisted: Kafka has the config, but Skiff does not report it yet.
+	// unless Unlisted: Kafka has the config, but Skiff does not report it yet, or
+	// reports it as the broker default of a topic config (flush.policy, Skiff's,
+	// and log.flush.interval.ms), checked and resolved as those are.
 	Kafka     string
 	KafkaType cluster.ConfigType
 	Unlisted  bool
@@ -175,9 +177,10 @@ func (c *Config) Settings() []Setting {
 		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
 			Doc: "how often retention deletes old segments",
 			v:   duration(&c.RetentionCheckInterval, replication.DefaultRetentionCheckInterval)},
-		{Name: "flush-policy", Doc: "default flush.policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
-			v: text(&c.FlushPolicy, "")},
-		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
+		{Name: "flush-policy", Kafka: "flush.policy", KafkaType: cluster.ConfigTypeString, Unlisted: true, Dynamic: true,
+			Doc: "default flush policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
+			v:   text(&c.FlushPolicy, "")},
+		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true, Dynamic: true,
 			Doc: "default flush.ms of topics: how often flush.policy=interval fdatasyncs",
 			v:   duration(&c.FlushInterval, defaultFlushInterval)},
 		{Name: "shutdown-timeout", Doc: "how long a stop waits for in-flight requests before closing connections",
