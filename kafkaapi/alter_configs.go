@@ -9,6 +9,7 @@ package kafkaapi
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func (s *Server) alterTopicConfigs(ctx context.Context, name string, validateOnl
 		return alter(topicSchema, cur)
 	}
 	if validateOnly {
-		next, err := change(clone(t.Configs))
+		next, err := change(maps.Clone(t.Configs))
 		if err == nil {
 			err = cluster.ValidateTopicConfigs(next)
 		}
@@ -91,14 +92,6 @@ func (s *Server) alterTopicConfigs(ctx context.Context, name string, validateOnl
 		return newKafkaError(kerr.RequestTimedOut, "the configs of topic %q were changed but are not applied here yet: %v", name, err)
 	}
 	return nil
-}
-
-func clone(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // alterError is the error code and message of a resource's answer.

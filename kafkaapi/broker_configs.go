@@ -10,6 +10,7 @@ package kafkaapi
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -146,7 +147,7 @@ func (s *Server) alterBrokerConfigs(ctx context.Context, name string, validateOn
 		return next, err
 	}
 	if validateOnly {
-		_, err := change(clone(s.cache.Snapshot().BrokerConfigs(id)))
+		_, err := change(maps.Clone(s.cache.Snapshot().BrokerConfigs(id)))
 		return err
 	}
 	rev, err := s.meta.AlterBrokerConfigs(ctx, id, change)
