@@ -24,6 +24,44 @@ type Config struct {
 	// Advertise is the Kafka address clients are told to dial. Empty: Listen, with a
 	// wildcard host replaced by this machine's host name.
 	Advertise string
+	// Listeners are the Kafka listeners, NAME://HOST:PORT (Kafka's listeners);
+	// empty: one PLAINTEXT listener on Listen, advertised as Advertise.
+	Listeners []string
+	// AdvertisedListeners are the addresses clients are told to dial, by listener
+	// name (Kafka's advertised.listeners); a listener without one advertises its
+	// bound address, a wildcard host replaced by this machine's host name.
+	AdvertisedListeners []string
+	// ListenerProtocolMap maps listener names to security protocols, NAME:PROTOCOL
+	// (Kafka's listener.security.protocol.map); the four protocol names map to
+	// themselves.
+	ListenerProtocolMap []string
+	// InterBrokerListener names the listener followers fetch from their leaders
+	// on (Kafka's inter.broker.listener.name); empty: the first listener.
+	InterBrokerListener string
+	// TLSCert and TLSKey are the PEM files of the node's certificate chain and
+	// key, for TLS listeners and for followers dialling TLS leaders; read again
+	// when they change (internal/tlsconf).
+	TLSCert, TLSKey string
+	// TLSClientCA is the PEM file of the CAs that sign client certificates: SSL
+	// listeners require one, SASL_SSL listeners verify one if given. Followers
+	// verify their leaders' certificates with it (empty: the system's roots).
+	TLSClientCA string
+	// TLSPrincipalMappingRules is ssl.principal.mapping.rules: how a client
+	// certificate's subject becomes the principal on SSL listeners.
+	TLSPrincipalMappingRules string
+	// SASLMechanisms are what SASL listeners offer (sasl.enabled.mechanisms).
+	SASLMechanisms []string
+	// ReauthMax is connections.max.reauth.ms (see kafkaapi.Config.ReauthMax);
+	// negative: sessions do not end (the setting's 0).
+	ReauthMax time.Duration
+	// AuthFailureDelay is connection.failed.authentication.delay.ms, the delay of
+	// a first failed authentication from an address.
+	AuthFailureDelay time.Duration
+	// InterBrokerSASLMechanism, InterBrokerUser and InterBrokerPasswordFile are
+	// how followers authenticate to their leaders when the inter-broker listener
+	// uses SASL (docs/security.md); the mechanism defaults to the first of
+	// SASLMechanisms.
+	InterBrokerSASLMechanism, InterBrokerUser, InterBrokerPasswordFile string
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz.
@@ -162,6 +200,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("advertise %q: needs a host and a port clients can dial", c.Advertise))
 		}
 	}
+	errs = append(errs, c.validateSecurity()...)
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
 	}

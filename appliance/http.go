@@ -80,7 +80,7 @@ func (n *Node) CheckAlive(ctx context.Context) error {
 	}
 	n.parts.Partitions()
 	n.cache.Snapshot()
-	addr := n.kafkaLn.Addr().(*net.TCPAddr)
+	addr := n.kafkaLns[0].Addr().(*net.TCPAddr)
 	target := addr.String()
 	if addr.IP.IsUnspecified() {
 		target = net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))

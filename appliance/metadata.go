@@ -122,7 +122,8 @@ func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
 	return out
 }
 
-// brokerAddr is the advertised Kafka address of a live broker, for followers.
+// brokerAddr is the advertised address of a live broker's inter-broker listener
+// (the one named like this node's), for followers.
 func (n *Node) brokerAddr(id int32) (string, bool) {
 	if n.cache == nil {
 		return "", false
@@ -131,5 +132,9 @@ func (n *Node) brokerAddr(id int32) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), true
+	host, port, ok := b.Address(n.listeners[n.interBroker].name)
+	if !ok {
+		return "", false
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), true
 }

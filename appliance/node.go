@@ -4,7 +4,7 @@
 //
 // Start order:
 //  1. lock <data> (one process per data directory) and read node.json;
-//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listener
+//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listeners
 //     (so a taken port fails at once);
 //  3. start the embedded etcd member and wait until it is ready;
 //  4. create or check the cluster identity; write node.json on first start;
@@ -49,9 +49,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/embedetcd"
 	"skiff/groups"
+	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
 	"skiff/replication"
@@ -77,7 +79,10 @@ type Node struct {
 	kafka      *kafkaapi.Server
 	dyn        dynamicState // the dynamic broker configs applied (dynamic.go)
 
-	kafkaLn      net.Listener
+	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
+	kafkaLns     []net.Listener  // bound, one per listener
+	interBroker  int             // index of the inter-broker listener
+	tls          *tlsconf.Loader // the TLS files; nil without
 	httpLn       net.Listener
 	httpSrv      *http.Server
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
@@ -135,8 +140,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.fail(fmt.Errorf("HTTP server: %w", err))
 		}
 	}()
-	if n.kafkaLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listen for Kafka clients on %s: %w", cfg.Listen, err)
+	if n.listeners, n.interBroker, err = cfg.listeners(); err != nil {
+		return nil, err
+	}
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
+	for _, l := range n.listeners {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen for Kafka clients on %s (listener %s): %w", l.addr, l.name, err)
+		}
+		n.kafkaLns = append(n.kafkaLns, ln)
 	}
 
 	if nf, err = n.form(ctx, nf, known); err != nil {
@@ -148,6 +163,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes, FS: n.fs}); err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)
 	}
+	followerSASL, err := n.followerSASL()
+	if err != nil {
+		return nil, err
+	}
 	n.parts, err = replication.NewManager(replication.Config{
 		BrokerID:               n.id,
 		SessionValid:           n.sessionValid,
@@ -155,6 +174,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Dir:                    filepath.Join(cfg.DataDir, "topics"),
 		Store:                  func(key string) replication.Store { return n.db.LogIndex(key) },
 		BrokerAddr:             n.brokerAddr,
+		TLS:                    n.followerTLS(),
+		SASL:                   followerSASL,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
 		Registerer:             reg,
@@ -177,11 +198,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.applyStarted = true
 	go n.applyLoop(first)
 
-	host, port, err := advertisedAddr(cfg.Advertise, n.kafkaLn.Addr())
-	if err != nil {
-		return nil, fmt.Errorf("advertised address: %w", err)
+	self := cluster.Broker{ID: n.id, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	for i, l := range n.listeners {
+		host, port, err := advertisedAddr(l.advertise, n.kafkaLns[i].Addr())
+		if err != nil {
+			return nil, fmt.Errorf("advertised address of listener %s: %w", l.name, err)
+		}
+		self.Listeners = append(self.Listeners, cluster.Endpoint{Listener: l.name, Host: host, Port: port})
 	}
-	self := cluster.Broker{ID: n.id, Host: host, Port: port, Rack: cfg.Rack, DataDirID: nf.DataDirID}
+	host, port, _ := self.Address(n.listeners[n.interBroker].name)
+	self.Host, self.Port = host, port
 	sess, err := n.store.RegisterBroker(ctx, self, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
@@ -200,6 +226,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
 
+	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
 	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
@@ -216,13 +243,21 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		TopicDefaults:            n.topicDefaults(),
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
+		SSLPrincipal:             sslPrincipal,
+		SASLMechanisms:           cfg.SASLMechanisms,
+		ReauthMax:                max(cfg.ReauthMax, 0),
+		AuthFailureDelay:         cfg.AuthFailureDelay,
 	}), n.store, n.cache, n.parts)
 	n.serveDynamic(n.kafka)
-	go func() {
-		if err := n.kafka.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
-			n.fail(err)
-		}
-	}()
+	for i, l := range n.listeners {
+		kl := n.kafkaListener(l)
+		ln := n.kafkaLns[i]
+		go func() {
+			if err := n.kafka.ServeListener(ln, kl); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+				n.fail(err)
+			}
+		}()
+	}
 	close(n.ready)
 	return n, nil
 }
@@ -286,8 +321,18 @@ func (n *Node) status(s string) {
 // ID is this node's broker id.
 func (n *Node) ID() int32 { return n.id }
 
-// KafkaAddr is the bound Kafka listener address.
-func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
+// KafkaAddr is the bound address of the first Kafka listener.
+func (n *Node) KafkaAddr() string { return n.kafkaLns[0].Addr().String() }
+
+// ListenerAddrs are the bound addresses of the Kafka listeners, NAME://HOST:PORT,
+// in the order of the settings.
+func (n *Node) ListenerAddrs() []string {
+	out := make([]string, len(n.listeners))
+	for i, l := range n.listeners {
+		out[i] = l.name + "://" + n.kafkaLns[i].Addr().String()
+	}
+	return out
+}
 
 // HTTPAddr is the bound HTTP listener address.
 func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
@@ -343,8 +388,10 @@ func (n *Node) Close() error {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 			add("stop Kafka server", n.kafka.Shutdown(ctx))
 			cancel()
-		} else if n.kafkaLn != nil {
-			n.kafkaLn.Close()
+		} else {
+			for _, ln := range n.kafkaLns {
+				ln.Close()
+			}
 		}
 		if n.controller != nil {
 			add("stop controller", n.controller.Close())

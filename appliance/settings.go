@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/embedetcd"
 	"skiff/groups"
@@ -105,6 +106,43 @@ func (c *Config) Settings() []Setting {
 			v: text(&c.Listen, ":"+DefaultKafkaPort)},
 		{Name: "advertise", Doc: "Kafka address clients are told to dial HOST:PORT (default: listen, with a wildcard host replaced by this machine's host name)",
 			v: text(&c.Advertise, "")},
+		{Name: "listeners", Kafka: "listeners", KafkaType: cluster.ConfigTypeList, Unlisted: true,
+			Doc: "Kafka API addresses to listen on, NAME://HOST:PORT comma-separated; NAME is PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL or a name of listener-security-protocol-map (default: PLAINTEXT://<listen>)",
+			v:   list(&c.Listeners)},
+		{Name: "advertised-listeners", Kafka: "advertised.listeners", KafkaType: cluster.ConfigTypeList, Unlisted: true,
+			Doc: "addresses clients are told to dial, NAME://HOST:PORT per listener, comma-separated (default: each listener's address, a wildcard host replaced by this machine's host name)",
+			v:   list(&c.AdvertisedListeners)},
+		{Name: "listener-security-protocol-map", Kafka: "listener.security.protocol.map", KafkaType: cluster.ConfigTypeList, Unlisted: true,
+			Doc: "security protocols of named listeners, NAME:PROTOCOL comma-separated, such as INTERNAL:SSL,EXTERNAL:SASL_SSL",
+			v:   list(&c.ListenerProtocolMap)},
+		{Name: "inter-broker-listener", Kafka: "inter.broker.listener.name", KafkaType: cluster.ConfigTypeString, Unlisted: true,
+			Doc: "the listener followers fetch from their leaders on (default: the first listener; docs/security.md)",
+			v:   text(&c.InterBrokerListener, "")},
+		{Name: "tls-cert", Doc: "PEM file of this node's certificate chain, for the listeners with TLS (SSL, SASL_SSL) and for followers dialling them; read again when it changes",
+			v: text(&c.TLSCert, "")},
+		{Name: "tls-key", Doc: "PEM file of the private key of tls-cert; read again when it changes",
+			v: text(&c.TLSKey, "")},
+		{Name: "tls-client-ca", Doc: "PEM file of the CA certificates that sign client certificates: SSL listeners then require one (mutual TLS), SASL_SSL listeners check one if given; followers verify leaders with it too (default: no client certificates; followers trust the system's CAs)",
+			v: text(&c.TLSClientCA, "")},
+		{Name: "tls-principal-mapping-rules", Kafka: "ssl.principal.mapping.rules", KafkaType: cluster.ConfigTypeString, Unlisted: true,
+			Doc: "how a client certificate's subject becomes the principal on SSL listeners: DEFAULT (the whole DN) or RULE:pattern/replacement/[LU] rules, comma-separated",
+			v:   text(&c.TLSPrincipalMappingRules, auth.DefaultMappingRules)},
+		{Name: "sasl-mechanisms", Kafka: "sasl.enabled.mechanisms", KafkaType: cluster.ConfigTypeList,
+			Doc: "SASL mechanisms the SASL listeners offer, comma-separated: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN (PLAIN sends the password itself: offer it on SASL_SSL only)",
+			v:   list(&c.SASLMechanisms, kafkaapi.DefaultSASLMechanisms...)},
+		{Name: "connections-max-reauth", Kafka: "connections.max.reauth.ms", KafkaType: cluster.ConfigTypeLong,
+			Doc: "a SASL session lasts this long; then the client re-authenticates on its connection (KIP-368) or the connection is closed at its next request; 0: sessions do not end",
+			v:   zeroIsNone(duration(&c.ReauthMax, 0))},
+		{Name: "connection-failed-authentication-delay", Kafka: "connection.failed.authentication.delay.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "delay before a failed SASL authentication is answered, doubling with each further failure from the same address within a minute, up to 1s (a good login is never delayed)",
+			v:   duration(&c.AuthFailureDelay, auth.DefaultFailureDelay)},
+		{Name: "inter-broker-sasl-mechanism", Kafka: "sasl.mechanism.inter.broker.protocol", KafkaType: cluster.ConfigTypeString, Unlisted: true,
+			Doc: "SASL mechanism followers authenticate with when the inter-broker listener uses SASL (default: the first of sasl-mechanisms)",
+			v:   text(&c.InterBrokerSASLMechanism, "")},
+		{Name: "inter-broker-user", Doc: "SCRAM user followers authenticate as when the inter-broker listener uses SASL (docs/security.md)",
+			v: text(&c.InterBrokerUser, "")},
+		{Name: "inter-broker-password-file", Doc: "file holding the password of inter-broker-user (its first line)",
+			v: text(&c.InterBrokerPasswordFile, "")},
 		{Name: "etcd-client", Doc: "embedded etcd client listen address HOST:PORT (cluster-internal)",
 			v: text(&c.EtcdClient, embedetcd.DefaultClientAddr)},
 		{Name: "etcd-peer", Doc: "embedded etcd peer listen address HOST:PORT (cluster-internal)",
@@ -297,14 +335,19 @@ func text(p *string, def string) binding[string] {
 	}
 }
 
-// list is a comma-separated list; empty items are dropped.
-func list(p *[]string) binding[[]string] {
-	return binding[[]string]{k: KindString, p: p,
+// list is a comma-separated list; empty items are dropped. An empty list takes
+// the default, if there is one.
+func list(p *[]string, def ...string) binding[[]string] {
+	b := binding[[]string]{k: KindString, p: p, def: def,
 		decode:    func(s string) ([]string, error) { return splitList(s), nil },
 		fromKafka: func(s string, _ time.Duration) ([]string, error) { return splitList(s), nil },
 		format:    func(v []string) string { return strings.Join(v, ",") },
 		toKafka:   func(v []string, _ time.Duration) string { return strings.Join(v, ",") },
 	}
+	if len(def) > 0 {
+		b.unset = func(v []string) bool { return len(v) == 0 }
+	}
+	return b
 }
 
 // splitList splits a comma-separated setting, dropping empty items.

@@ -184,12 +184,12 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 
 // describedConfigs are the broker configs DescribeConfigs lists, sorted.
 var describedConfigs = []string{
-	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connections.max.idle.ms",
+	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
 	"default.replication.factor", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
 	"group.max.size", "group.min.session.timeout.ms", "log.retention.check.interval.ms",
 	"max.connections", "max.connections.per.ip", "num.partitions", "offsets.retention.check.interval.ms",
 	"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-	"queued.max.request.bytes", "socket.request.max.bytes",
+	"queued.max.request.bytes", "sasl.enabled.mechanisms", "socket.request.max.bytes",
 }
 
 // A Kafka client sees the broker's settings with is_default (v0) and source (v3):

@@ -487,7 +487,8 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 
 	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: parts, Producers: cfg.Producers,
-		Acks: cfg.AcksName, Compression: cfg.CompressionName, RecordSize: cfg.RecordSize, Rate: cfg.Rate}
+		Acks: cfg.AcksName, Compression: cfg.CompressionName, RecordSize: cfg.RecordSize, Rate: cfg.Rate,
+		Security: cfg.Client.Protocol()}
 	if cfg.Linger >= 0 {
 		ms := cfg.Linger.Milliseconds()
 		res.LingerMs = &ms
@@ -582,7 +583,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: int32(len(td.Partitions))}
+	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: int32(len(td.Partitions)), Security: cfg.Client.Protocol()}
 	res.Records, res.Bytes = cons.read.records.Load(), cons.read.bytes.Load()
 	if res.Records == total || (cfg.Records > 0 && res.Records >= cfg.Records) {
 		end = cons.last.Load() // finished: up to the last record, not the context's end

@@ -25,6 +25,8 @@ type Result struct {
 	RecordSize  int     `json:"record_size,omitempty"`
 	LingerMs    *int64  `json:"linger_ms,omitempty"` // nil: franz-go's default
 	Rate        float64 `json:"target_rate,omitempty"`
+	// Security is the clients' security.protocol (and SASL mechanism).
+	Security string `json:"security"`
 
 	// Records and Bytes (record values and keys) are acknowledged (produce, e2e)
 	// or read (consume); Failed were not acknowledged.
@@ -102,6 +104,9 @@ func (r *Result) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "%s  topic %s, %d partitions, %d producer%s, acks=%s, compression %s, %d-byte records, linger %s, %s\n",
 			r.Mode, r.Topic, r.Partitions, r.Producers, plural(r.Producers), r.Acks, r.Compression, r.RecordSize, linger, rate)
 		fmt.Fprintf(&b, "records      %d acknowledged, %d failed, in %.2f s\n", r.Records, r.Failed, r.Seconds)
+	}
+	if r.Security != "" {
+		fmt.Fprintf(&b, "security     %s\n", r.Security)
 	}
 	fmt.Fprintf(&b, "throughput   %.0f records/s   %.1f MB/s\n", r.RecordsPerSec, r.MBPerSec)
 	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {

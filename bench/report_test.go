@@ -94,7 +94,7 @@ func TestResultJSONFields(t *testing.T) {
 	latency := []string{"count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms"}
 	want := map[string][]string{
 		"": {"mode", "topic", "partitions", "producers", "acks", "compression", "record_size", "linger_ms",
-			"target_rate", "records", "bytes", "failed", "first_error", "seconds", "records_per_sec", "mb_per_sec",
+			"target_rate", "security", "records", "bytes", "failed", "first_error", "seconds", "records_per_sec", "mb_per_sec",
 			"client_cpu_seconds", "produce_latency", "max_send_lag_ms", "e2e_latency", "consumed",
 			"consume_seconds", "baseline", "ratios"},
 		"produce_latency": latency,

@@ -13,26 +13,58 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Config is how to reach a cluster.
 type Config struct {
 	Brokers []string      // host:port to bootstrap from, at least one (ParseBrokers)
 	Timeout time.Duration // > 0: bounds each dial, admin request and RequestCtx
+	// TLS, when set, connects with TLS (security.protocol SSL or SASL_SSL).
+	TLS *tls.Config
+	// SASL, when set, authenticates every connection with it (SASL_PLAINTEXT
+	// or SASL_SSL).
+	SASL sasl.Mechanism
+}
+
+// WithSecurity returns cfg connecting as s says, or an error naming the flag
+// at fault.
+func (cfg Config) WithSecurity(s Security) (Config, error) {
+	err := s.apply(&cfg)
+	return cfg, err
+}
+
+// Protocol is Kafka's security.protocol of cfg, with the SASL mechanism:
+// PLAINTEXT, SSL, SASL_PLAINTEXT SCRAM-SHA-512, ...
+func (cfg Config) Protocol() string {
+	s := Security{TLS: cfg.TLS != nil}
+	if cfg.SASL != nil {
+		s.Mechanism = cfg.SASL.Name()
+		return s.Protocol() + " " + s.Mechanism
+	}
+	return s.Protocol()
 }
 
 // opts are the kgo options that Config stands for.
 func (cfg Config) opts() []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DialTimeout(cfg.Timeout),
 		kgo.ClientID("skiff-cli"),
 	}
+	if cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
+	}
+	if cfg.SASL != nil {
+		opts = append(opts, kgo.SASL(cfg.SASL))
+	}
+	return opts
 }
 
 // Client is a franz-go client plus an admin client over it. Close it when done.

@@ -61,8 +61,17 @@ type brokerValue struct {
 	Host    string `json:"host"`
 	Port    int32  `json:"port"`
 	Rack    string `json:"rack,omitempty"`
+	// Listeners are the advertised listeners (see Broker.Listeners).
+	Listeners []endpointValue `json:"listeners,omitempty"`
 	// DataDirID identifies the broker's data directory (see Broker.DataDirID).
 	DataDirID string `json:"data_dir_id,omitempty"`
+}
+
+// endpointValue is one advertised listener of a broker.
+type endpointValue struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
 }
 
 // nodeValue is /skiff/nodes/<id>.
@@ -184,7 +193,11 @@ func decodePartition(key string, data []byte) (PartitionState, error) {
 }
 
 func encodeBroker(b Broker) string {
-	return encode(brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID})
+	v := brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID}
+	for _, e := range b.Listeners {
+		v.Listeners = append(v.Listeners, endpointValue{Name: e.Listener, Host: e.Host, Port: e.Port})
+	}
+	return encode(v)
 }
 
 func decodeBroker(key string, data []byte) (Broker, error) {
@@ -195,7 +208,11 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 	if brokerKey(v.ID) != key {
 		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
 	}
-	return Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID}, nil
+	b := Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID}
+	for _, e := range v.Listeners {
+		b.Listeners = append(b.Listeners, Endpoint{Listener: e.Name, Host: e.Host, Port: e.Port})
+	}
+	return b, nil
 }
 
 func encodeNode(n NodeMember) string {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"skiff/auth"
 )
 
 // FuzzParseKey checks the classification of etcd keys under /skiff/
@@ -91,8 +93,9 @@ func FuzzParseKey(f *testing.F) {
 func FuzzDecodeValue(f *testing.F) {
 	id := UUID{0x32, 0x45, 0x37, 0x38}
 	for key, v := range map[string]string{
-		keyCluster:   encode(clusterValue{Version: valueVersion, FormatVersion: FormatVersion, ClusterID: FormatUUID(id), Created: time.Date(2026, 11, 29, 15, 50, 40, 0, time.UTC)}),
-		brokerKey(1): encodeBroker(Broker{ID: 1, Host: "kafka-1.example", Port: 9092, Rack: "r1", DataDirID: "tY2C0m3xQhWb1x0yq9wJbA"}),
+		keyCluster: encode(clusterValue{Version: valueVersion, FormatVersion: FormatVersion, ClusterID: FormatUUID(id), Created: time.Date(2026, 11, 29, 15, 50, 40, 0, time.UTC)}),
+		brokerKey(1): encodeBroker(Broker{ID: 1, Host: "kafka-1.example", Port: 9092, Rack: "r1", DataDirID: "tY2C0m3xQhWb1x0yq9wJbA",
+			Listeners: []Endpoint{{Listener: "SASL_SSL", Host: "kafka-1.example", Port: 9092}, {Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9095}}}),
 		brokerKey(2): encodeBroker(Broker{ID: 2, Host: "h", Port: 1}),
 		nodeKey(3):   encodeNode(NodeMember{NodeID: 3, MemberName: "skiff-3", MemberID: 0x694d9a8b5c1f2e03}),
 		topicKey("orders"): encodeTopic(Topic{Name: "orders", ID: id, Partitions: 3, ReplicationFactor: 2,
@@ -101,6 +104,8 @@ func FuzzDecodeValue(f *testing.F) {
 		partitionKey("orders", 0): encodePartition(PartitionState{Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2}, ISREpochs: []int64{17, 23}, PartitionEpoch: 9}),
 		partitionKey("orders", 1): encodePartition(PartitionState{Leader: NoLeader}),
 		keyProducerIDs:            encode(producerIDsValue{Version: valueVersion, Next: 1000}),
+		userKey("alice", "SCRAM-SHA-512"): encodeScram(auth.ScramCredential{Mechanism: "SCRAM-SHA-512", Salt: []byte("salt"), Iterations: 4096,
+			StoredKey: []byte("stored"), ServerKey: []byte("server")}),
 		brokerKey(5):              `{"version":2,"id":5}`,
 		nodeKey(6):                `{"id":6,"member_id":"1"}`,
 		topicKey("bad"):           `{"version":1,"id":"x","partitions":"3"}`,
@@ -159,6 +164,11 @@ func FuzzDecodeValue(f *testing.F) {
 				got.Created = cv.Created // the same instant; the zone may be spelled differently
 			}
 			return got, cv, err
+		})
+		_, sc, _, err := decodeScram(key, data)
+		check("scram credential", err, func() (any, any, error) {
+			_, got, _, err := decodeScram(key, []byte(encodeScram(sc)))
+			return got, sc, err
 		})
 		var pv producerIDsValue
 		err = decode(key, data, &pv, func() int { return pv.Version })

@@ -27,19 +27,20 @@ func TestBrokerSessionCloseUnregisters(t *testing.T) {
 	ctx := testCtx(t)
 	c := startCache(t, m.Client())
 	s := New(m.Client(), quiet)
-	b := Broker{ID: 3, Host: "kafka-3.example", Port: 9092, Rack: "r1"}
+	b := Broker{ID: 3, Host: "kafka-3.example", Port: 9092, Rack: "r1", Listeners: []Endpoint{
+		{Listener: "SASL_SSL", Host: "kafka-3.example", Port: 9092}, {Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9095}}}
 	sess, err := s.RegisterBroker(ctx, b, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sess.Broker() != b || sess.Lease() == 0 {
+	if !brokerEqual(sess.Broker(), b) || sess.Lease() == 0 {
 		t.Fatalf("session %+v lease %x", sess.Broker(), sess.Lease())
 	}
 	waitFor(t, 5*time.Second, "cache sees broker", func() bool {
 		got, ok := c.Broker(3)
-		return ok && got.Epoch > 0 && withoutEpoch(got) == b
+		return ok && got.Epoch > 0 && brokerEqual(withoutEpoch(got), b)
 	})
-	if bs := c.Brokers(); len(bs) != 1 || withoutEpoch(bs[0]) != b {
+	if bs := c.Brokers(); len(bs) != 1 || !brokerEqual(withoutEpoch(bs[0]), b) {
 		t.Fatalf("Brokers() = %v", bs)
 	}
 	if err := sess.Close(); err != nil {
@@ -182,3 +183,18 @@ func TestBrokerRestartTakesOverItsOwnRegistration(t *testing.T) {
 
 // withoutEpoch drops the broker epoch the cache adds, to compare with what was registered.
 func withoutEpoch(b Broker) Broker { b.Epoch = 0; return b }
+
+func TestBrokerAddress(t *testing.T) {
+	b := Broker{ID: 1, Host: "internal", Port: 9093, Listeners: []Endpoint{
+		{Listener: "SASL_SSL", Host: "kafka.example", Port: 9092}, {Listener: "PLAINTEXT", Host: "internal", Port: 9093}}}
+	if h, p, ok := b.Address("SASL_SSL"); !ok || h != "kafka.example" || p != 9092 {
+		t.Errorf("SASL_SSL: %s:%d %v", h, p, ok)
+	}
+	if _, _, ok := b.Address("SSL"); ok {
+		t.Error("a listener the broker does not have has an address")
+	}
+	old := Broker{ID: 2, Host: "h", Port: 9092}
+	if h, p, ok := old.Address("ANY"); !ok || h != "h" || p != 9092 {
+		t.Errorf("registration without listeners: %s:%d %v", h, p, ok)
+	}
+}

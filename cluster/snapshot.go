@@ -416,7 +416,7 @@ func Diff(a, b *Snapshot) []Event {
 		}
 	}
 	for id, nb := range b.brokers {
-		if ob, ok := a.brokers[id]; !ok || ob != nb {
+		if ob, ok := a.brokers[id]; !ok || !brokerEqual(ob, nb) {
 			registered = append(registered, Event{Kind: BrokerRegistered, Broker: nb})
 		}
 	}
@@ -430,6 +430,11 @@ func topicEqual(a, b Topic) bool {
 	return a.Name == b.Name && a.ID == b.ID && a.Partitions == b.Partitions &&
 		a.ReplicationFactor == b.ReplicationFactor && maps.Equal(a.Configs, b.Configs) &&
 		slices.EqualFunc(a.Assignment, b.Assignment, slices.Equal[[]int32])
+}
+
+func brokerEqual(a, b Broker) bool {
+	return a.ID == b.ID && a.Host == b.Host && a.Port == b.Port && a.Rack == b.Rack &&
+		a.DataDirID == b.DataDirID && a.Epoch == b.Epoch && slices.Equal(a.Listeners, b.Listeners)
 }
 
 func partitionEqual(a, b PartitionState) bool {

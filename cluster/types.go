@@ -90,10 +90,17 @@ type PartitionState struct {
 
 // Broker is a live broker as registered under its session lease.
 type Broker struct {
-	ID   int32
-	Host string // advertised Kafka host
-	Port int32  // advertised Kafka port
-	Rack string // empty: no rack
+	ID int32
+	// Host and Port are the advertised address of the inter-broker listener,
+	// which followers dial (and all a broker without Listeners advertises).
+	Host string
+	Port int32
+	// Listeners are the advertised addresses of every listener, by listener
+	// name; Metadata answers a client with those of the listener it came in on.
+	// Empty: the broker has one listener, at Host and Port (registrations of
+	// versions before listeners).
+	Listeners []Endpoint
+	Rack      string // empty: no rack
 	// DataDirID is a random id of the broker's data directory, fixed when the
 	// directory is first used. A registration held by another lease with the
 	// same DataDirID is a previous run of this very broker (the data
@@ -104,6 +111,27 @@ type Broker struct {
 	// broker that registers again (a restart, a lost session) gets a higher one.
 	// Set by the cache; not stored in the value.
 	Epoch int64
+}
+
+// Endpoint is the advertised address of one listener of a broker.
+type Endpoint struct {
+	Listener string // the listener's name: PLAINTEXT, SASL_SSL, or a name of listener.security.protocol.map
+	Host     string
+	Port     int32
+}
+
+// Address returns the advertised address of the broker's listener of that name;
+// a broker registered without listeners answers Host and Port for any name.
+func (b Broker) Address(listener string) (host string, port int32, ok bool) {
+	if len(b.Listeners) == 0 {
+		return b.Host, b.Port, true
+	}
+	for _, e := range b.Listeners {
+		if e.Listener == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
 }
 
 // EpochOf returns the broker epoch recorded for ISR member b (0: unknown or not a member).

@@ -2,9 +2,10 @@ package kafkaapi
 
 // Metadata, key 3, versions 0..8.
 //
-// Behaviour: every live broker with its advertised address; the controller id (-1
-// while there is none); the requested topics, or all of them when the list is null
-// (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
+// Behaviour: every live broker with its advertised address on the listener the
+// client came in on (a broker without a listener of that name is left out, as in
+// Kafka); the controller id (-1 while there is none); the requested topics, or all
+// of them when the list is null (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
 // when the leader has no live session), leader epoch (v7+), replicas, ISR and
 // offline replicas (v5+). Unknown topics are created with the broker defaults when
 // auto.create.topics.enable is on and the request allows it (v0..v3 always do; v4+
@@ -42,12 +43,16 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	live := make(map[int32]bool)
 	for _, b := range s.cache.Brokers() {
 		live[b.ID] = true
+		host, port, ok := b.Address(c.listener.Name)
+		if !ok {
+			continue
+		}
 		var rack *string
 		if b.Rack != "" {
 			r := b.Rack
 			rack = &r
 		}
-		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port, Rack: rack})
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: host, Port: port, Rack: rack})
 	}
 	clusterID := s.cache.ClusterID()
 	resp.ClusterID = &clusterID

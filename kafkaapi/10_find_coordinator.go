@@ -74,7 +74,11 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of __consumer_offsets is not live")
 	}
-	resp.NodeID, resp.Host, resp.Port = b.ID, b.Host, b.Port
+	host, port, ok := b.Address(c.listener.Name)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no listener "+c.listener.Name)
+	}
+	resp.NodeID, resp.Host, resp.Port = b.ID, host, port
 	return resp
 }
 

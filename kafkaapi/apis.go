@@ -19,9 +19,9 @@ import (
 type api[R kmsg.Request] struct {
 	// min and max are the versions served, as ApiVersions advertises them.
 	min, max int16
-	// beforeAuth: the key is served to a connection that has not authenticated
-	// (ApiVersions; SaslHandshake and SaslAuthenticate once there is SASL). Every
-	// key is served before authentication while Skiff has none.
+	// beforeAuth: the key is served on a SASL listener to a connection that has
+	// not authenticated (ApiVersions, SaslHandshake, SaslAuthenticate); any other
+	// key closes such a connection (sasl.go).
 	beforeAuth bool
 	// handle answers a decoded request; a nil answer sends nothing (acks=0 Produce).
 	handle func(s *Server, c *conn, hdr *RequestHeader, req R) kmsg.Response

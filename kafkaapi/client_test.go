@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -595,4 +596,23 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising
 	}
+}
+
+// readFull reads exactly len(b) bytes from the connection.
+func (c *kconn) readFull(b []byte) {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	if _, err := io.ReadFull(c.nc, b); err != nil {
+		c.t.Fatalf("read %d bytes: %v", len(b), err)
+	}
+}
+
+// binaryLen is the INT32 length prefix of b.
+func binaryLen(b []byte) []byte { return binary.BigEndian.AppendUint32(nil, uint32(len(b))) }
+
+// portOf is the port of HOST:PORT.
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
 }

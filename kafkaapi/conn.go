@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/auth"
 )
 
 // errRefused: the connection is closed for a refusal that has been logged already.
@@ -25,11 +27,18 @@ const responseBufSize = 4 << 10
 // conn is one client connection. Its loop reads a frame, handles it and writes the
 // answer before reading the next, so responses are in request order.
 type conn struct {
-	srv    *Server
+	srv      *Server
+	listener *Listener
+	// nc is the connection: a *tls.Conn on TLS listeners once the handshake is
+	// done (set under mu, read by other goroutines through netConn).
 	nc     net.Conn
 	host   string // remote IP address: the key of per-address limits and refusal logs
 	logger *slog.Logger
 	ctx    context.Context
+
+	// principal is who the client is: auth.Anonymous until a client certificate
+	// or SASL says otherwise. Only the connection's loop uses it.
+	principal auth.Principal
 
 	// The request in hand: its frame buffer (borrowed from the pool) and the bytes it
 	// holds of the server's budget. Both are returned by releaseFrame.
@@ -38,18 +47,33 @@ type conn struct {
 
 	fw *FrameWriter // Fetch responses
 
+	sasl saslState // SASL listeners: the client's authentication
+	// closeAfterResponse: the handler's answer is the last; the connection is
+	// closed once it is written (a failed or refused authentication).
+	closeAfterResponse bool
+
 	mu      sync.Mutex
-	stopped bool // guarded by mu: no further request is read
+	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 	return &conn{
-		srv:    s,
-		nc:     nc,
-		host:   hostOf(nc.RemoteAddr()),
-		logger: s.logger.With("remote", nc.RemoteAddr().String()),
-		ctx:    s.ctx,
+		srv:      s,
+		listener: l,
+		nc:       nc,
+		host:     hostOf(nc.RemoteAddr()),
+		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
+		ctx:      s.ctx,
+		// Anonymous until a client certificate or SASL says otherwise.
+		principal: auth.Anonymous,
 	}
+}
+
+// netConn is the connection (the TLS connection once its handshake is done).
+func (c *conn) netConn() net.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nc
 }
 
 // stopReading makes the loop end after the request in hand (if any) is answered.
@@ -73,16 +97,24 @@ func (c *conn) armRead(d time.Duration) bool {
 }
 
 func (c *conn) serve() {
-	defer c.nc.Close()
+	defer func() { c.netConn().Close() }()
 	defer c.releaseFrame()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()
+	if c.listener.Protocol.TLS() && !c.handshakeTLS() {
+		return
+	}
 	for {
 		frame, err := c.readFrame()
 		if err != nil {
 			return
 		}
-		if err := c.handle(frame); err != nil {
+		err = c.handle(frame)
+		if err == nil && c.sasl.raw {
+			c.releaseFrame()
+			err = c.rawSASL()
+		}
+		if err != nil {
 			if !errors.Is(err, errRefused) {
 				c.logger.Warn("closing connection", "err", err)
 			}
@@ -121,10 +153,14 @@ func (c *conn) readFrame() ([]byte, error) {
 		}
 		n = 4
 	}
+	if !c.listener.Protocol.TLS() && looksLikeTLS(head[:n]) {
+		c.refuse("tls_on_plaintext", "closing connection: a TLS client on a listener without TLS (is its security.protocol SSL or SASL_SSL?)")
+		return nil, errRefused
+	}
 	size := int32(binary.BigEndian.Uint32(head[:]))
-	if size < 10 || size > cfg.MaxRequestBytes {
-		c.refuse("request_size", "closing connection: request frame size out of range (socket-request-max-bytes)",
-			"size", size, "max", cfg.MaxRequestBytes)
+	if limit := c.frameLimit(); size < 10 || size > limit {
+		c.refuse("request_size", "closing connection: request frame size out of range (socket-request-max-bytes; 64 KiB before SASL authentication)",
+			"size", size, "max", limit)
 		return nil, errRefused
 	}
 	if n < 6 {
@@ -175,7 +211,7 @@ func (c *conn) releaseFrame() {
 // window, see refusalLog) and counts it.
 func (c *conn) refuse(reason, msg string, args ...any) {
 	c.srv.metrics.requestErrors.WithLabelValues(reason).Inc()
-	c.srv.refusals.refuse(reason, c.host, msg, append(args, "remote", c.nc.RemoteAddr().String())...)
+	c.srv.refusals.refuse(reason, c.host, msg, append(args, "remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name)...)
 }
 
 func (c *conn) logReadErr(what string, err error, midFrame bool) {
@@ -208,6 +244,12 @@ func (c *conn) handle(frame []byte) error {
 			"client_id", d.hdr.ClientID, "err", err)
 		return errRefused
 	case d.req == nil:
+		if a := lookup(d.hdr.Key); a == nil || !a.beforeAuth {
+			// Not even answered before SASL authentication.
+			if err := c.admitSASL(&apiKey{key: d.hdr.Key, name: kmsg.NameForKey(d.hdr.Key)}); err != nil {
+				return err
+			}
+		}
 		c.srv.metrics.requestErrors.WithLabelValues("unsupported").Inc()
 		return c.writeUnsupported(d.hdr)
 	}
@@ -218,6 +260,9 @@ func (c *conn) handle(frame []byte) error {
 	c.held = keep
 
 	hdr, a := d.hdr, d.api
+	if err := c.admitSASL(a); err != nil {
+		return err
+	}
 	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
 	if a.write != nil { // the key writes its own answer (Fetch: zero copy)
 		return a.write(c.srv, c, &hdr, d.req)
@@ -226,7 +271,13 @@ func (c *conn) handle(frame []byte) error {
 	if resp == nil { // acks=0 produce: no answer at all
 		return nil
 	}
-	return c.writeResponse(&hdr, resp)
+	if err := c.writeResponse(&hdr, resp); err != nil {
+		return err
+	}
+	if c.closeAfterResponse {
+		return errRefused // the handler has logged why
+	}
+	return nil
 }
 
 // writeResponse writes resp as the answer to the request with header hdr.

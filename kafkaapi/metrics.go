@@ -16,6 +16,9 @@ type Metrics struct {
 	// copiedBytes counts record bytes copied through user space instead (connections or
 	// files without a file descriptor).
 	copiedBytes prometheus.Counter
+	// authentications counts SASL authentications, by mechanism and result
+	// (success, failure).
+	authentications *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not registered).
@@ -34,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "skiff_requests_total", Help: "Kafka requests handled, by API.",
 		}, []string{"api"}),
 		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skiff_request_errors_total", Help: "Kafka requests refused before handling, by reason (request_size, request_memory, read_timeout, malformed_request, too_many_partitions, unsupported).",
+			Name: "skiff_request_errors_total", Help: "Kafka requests and connections refused before handling, by reason (request_size, request_memory, read_timeout, malformed_request, too_many_partitions, unsupported; plaintext_on_tls, tls_on_plaintext, tls_handshake, tls_principal, sasl_unauthenticated, sasl_authentication).",
 		}, []string{"reason"}),
 		sendfileBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skiff_fetch_bytes_sendfile_total", Help: "Record bytes sent to fetchers with sendfile (zero copy).",
@@ -42,9 +45,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		copiedBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skiff_fetch_bytes_copied_total", Help: "Record bytes sent to fetchers by copying through user space.",
 		}),
+		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skiff_sasl_authentications_total", Help: "SASL authentications (and re-authentications) on Kafka connections, by mechanism and result (success, failure).",
+		}, []string{"mechanism", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes)
+		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.authentications)
 	}
 	return m
 }

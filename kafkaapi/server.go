@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"skiff/auth"
 	"skiff/cluster"
 	"skiff/groups"
 	"skiff/replication"
@@ -40,6 +41,11 @@ const (
 	DefaultOffsetsTopicPartitions        = 16 // offsets.topic.num.partitions
 	DefaultOffsetsTopicReplicationFactor = 3  // offsets.topic.replication.factor
 )
+
+// DefaultSASLMechanisms are what SASL listeners offer by default: the SCRAM
+// mechanisms. PLAIN, which sends the password itself, is offered only when
+// asked for.
+var DefaultSASLMechanisms = []string{auth.ScramSHA512, auth.ScramSHA256}
 
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
@@ -98,6 +104,22 @@ type Config struct {
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// SASLMechanisms are the mechanisms SASL listeners offer
+	// (sasl.enabled.mechanisms), of auth.Mechanisms; default
+	// DefaultSASLMechanisms.
+	SASLMechanisms []string
+	// ReauthMax is connections.max.reauth.ms: an authenticated SASL session
+	// lasts this long, then the client must re-authenticate on the connection
+	// (KIP-368) or have it closed at its next request. 0: sessions do not end.
+	ReauthMax time.Duration
+	// AuthFailureDelay is the delay of a first failed authentication from an
+	// address (connection.failed.authentication.delay.ms), doubling with each
+	// further one up to auth.MaxFailureDelay; default auth.DefaultFailureDelay.
+	AuthFailureDelay time.Duration
+	// SSLPrincipal maps the subject of a verified client certificate to the
+	// principal of an SSL connection (ssl.principal.mapping.rules); nil: the
+	// whole DN, as Kafka's DEFAULT rule.
+	SSLPrincipal *auth.SSLPrincipalMapper
 	// Logger receives connection-level log lines.
 	Logger *slog.Logger
 	// Metrics, when set, counts requests and fetched bytes.
@@ -136,6 +158,9 @@ func (c *Config) setDefaults() {
 	if c.OffsetsTopicReplicationFactor <= 0 {
 		c.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
 	}
+	if len(c.SASLMechanisms) == 0 {
+		c.SASLMechanisms = DefaultSASLMechanisms
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -156,6 +181,8 @@ type Server struct {
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
 	dyn      atomic.Pointer[Dynamic]
+	sasl     *auth.SASLServer
+	delays   *auth.FailureDelays // of failed authentications, per client address
 
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
@@ -185,6 +212,8 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	})
 	s.budget = newBudget(cfg.QueuedMaxRequestBytes, func(used int64) { s.metrics.requestBytes.Set(float64(used)) })
 	s.refusals = newRefusalLog(cfg.Logger)
+	s.sasl = auth.NewSASLServer(meta.ScramCredential)
+	s.delays = auth.NewFailureDelays(cfg.AuthFailureDelay)
 	return s
 }
 
@@ -219,8 +248,17 @@ func (s *Server) dynamic() *Dynamic { return s.dyn.Load() }
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("kafkaapi: server closed")
 
-// Serve accepts connections on ln until Shutdown; it always returns a non-nil error.
-func (s *Server) Serve(ln net.Listener) error {
+// Serve accepts connections on ln as a PLAINTEXT listener named PLAINTEXT until
+// Shutdown; it always returns a non-nil error.
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, plaintextListener) }
+
+// ServeListener accepts connections on ln as listener l until Shutdown; it always
+// returns a non-nil error.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	if err := l.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.mu.closing {
 		s.mu.Unlock()
@@ -248,7 +286,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("kafkaapi: accept: %w", err)
 		}
 		tempDelay = 0
-		c := newConn(s, nc)
+		c := newConn(s, nc, &l)
 		s.mu.Lock()
 		if s.mu.closing {
 			s.mu.Unlock()
@@ -321,7 +359,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.mu.conns {
-			c.nc.Close()
+			c.netConn().Close()
 		}
 		s.mu.Unlock()
 		<-done

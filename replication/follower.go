@@ -148,7 +148,7 @@ func (f *fetcher) run() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c, err := dialLeader(ctx, addr, "skiff-replica-"+strconv.Itoa(int(f.m.cfg.BrokerID)))
+			c, err := dialLeader(ctx, addr, "skiff-replica-"+strconv.Itoa(int(f.m.cfg.BrokerID)), &f.m.cfg)
 			cancel()
 			if err != nil {
 				f.logger.Debug("dial leader", "addr", addr, "err", err)

@@ -2,13 +2,16 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // kconn is a follower's connection to a leader, speaking the Kafka protocol with kmsg
@@ -18,19 +21,111 @@ type kconn struct {
 	corr int32
 	buf  []byte
 	id   string // client id: "skiff-replica-<broker>"
+
+	// With SASL: the mechanism, the leader's host, and when to re-authenticate
+	// (before the session the leader granted ends, KIP-368; zero: never).
+	sasl     sasl.Mechanism
+	host     string
+	reauthAt time.Time
 }
 
-func dialLeader(ctx context.Context, addr, clientID string) (*kconn, error) {
+// saslTimeout bounds each request of an authentication.
+const saslTimeout = 10 * time.Second
+
+// dialLeader connects to a leader's inter-broker listener at addr, with TLS and
+// SASL as cfg asks (Config.TLS, Config.SASL).
+func dialLeader(ctx context.Context, addr, clientID string, cfg *Config) (*kconn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &kconn{nc: nc, id: clientID}, nil
+	host, _, _ := net.SplitHostPort(addr)
+	if cfg.TLS != nil {
+		tc := tls.Client(nc, cfg.TLS(host))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
+	}
+	c := &kconn{nc: nc, id: clientID, sasl: cfg.SASL, host: host}
+	if c.sasl != nil {
+		if err := c.authenticate(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("SASL authentication with %s: %w", addr, err)
+		}
+	}
+	return c, nil
 }
 
-// request sends req (its version set) and reads the answer, within timeout.
+// authenticate runs SaslHandshake v1 and SaslAuthenticate v1 with the
+// connection's mechanism, and notes when to do it again.
+func (c *kconn) authenticate(ctx context.Context) error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = c.sasl.Name()
+	resp, err := c.exchange(hs, saslTimeout)
+	if err != nil {
+		return err
+	}
+	if code := resp.(*kmsg.SASLHandshakeResponse).ErrorCode; code != 0 {
+		return fmt.Errorf("SaslHandshake %s: %w", c.sasl.Name(), kerr.ErrorForCode(code))
+	}
+	session, msg, err := c.sasl.Authenticate(ctx, c.host)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SetVersion(1)
+		req.SASLAuthBytes = msg
+		resp, err := c.exchange(req, saslTimeout)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.SASLAuthenticateResponse)
+		if r.ErrorCode != 0 {
+			err := fmt.Errorf("SaslAuthenticate: %w", kerr.ErrorForCode(r.ErrorCode))
+			if r.ErrorMessage != nil {
+				err = fmt.Errorf("%w: %s", err, *r.ErrorMessage)
+			}
+			return err
+		}
+		done, next, err := session.Challenge(r.SASLAuthBytes)
+		if err != nil {
+			return err
+		}
+		if done {
+			c.reauthAt = time.Time{}
+			if life := time.Duration(r.SessionLifetimeMillis) * time.Millisecond; life > 0 {
+				// Again at 90% of the session, leaving at least the time this
+				// authentication took.
+				c.reauthAt = start.Add(life - max(life/10, time.Since(start)))
+			}
+			return nil
+		}
+		msg = next
+	}
+}
+
+// request sends req (its version set) and reads the answer, within timeout,
+// re-authenticating first when the SASL session is about to end.
 func (c *kconn) request(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	if !c.reauthAt.IsZero() && time.Now().After(c.reauthAt) {
+		ctx, cancel := context.WithTimeout(context.Background(), saslTimeout)
+		err := c.authenticate(ctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("SASL re-authentication: %w", err)
+		}
+	}
+	return c.exchange(req, timeout)
+}
+
+// exchange sends req and reads the answer, within timeout.
+func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	c.corr++
 	b := append(c.buf[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))

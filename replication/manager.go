@@ -13,6 +13,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"skiff/internal/fileutil"
 	"skiff/logstore"
@@ -55,6 +57,14 @@ type Config struct {
 	Store func(partitionKey string) Store
 	// BrokerAddr returns the Kafka address of a broker, to fetch from leaders.
 	BrokerAddr func(id int32) (string, bool)
+	// TLS, when set, makes connections to leaders TLS: it returns the client
+	// configuration for a leader's host (its certificate must name it). Nil:
+	// plain TCP.
+	TLS func(host string) *tls.Config
+	// SASL, when set, authenticates connections to leaders with this mechanism
+	// (SaslHandshake v1, SaslAuthenticate v1), again before each session the
+	// leader grants ends (KIP-368). Nil: no SASL.
+	SASL sasl.Mechanism
 	// AlterISR writes a leader's new ISR for a partition if its partition epoch is
 	// still partitionEpoch, and returns the ISR written (it may leave out replicas
 	// it cannot admit yet) and the new partition epoch. An error wrapping

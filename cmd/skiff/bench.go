@@ -44,6 +44,7 @@ docs/performance.md has the targets and how to reproduce them.`,
 			benchLoadCommand(bench.Consume),
 			benchLoadCommand(bench.E2E),
 			benchBaselineCommand(),
+			benchConnectCommand(),
 			benchNullServerCommand(),
 		},
 	}
@@ -286,6 +287,39 @@ started it stops it once its load has stopped.`,
 				return err
 			}
 			return bench.ServeNull(c.String("dir"), os.Stdin, c.App.Writer)
+		},
+	}
+}
+
+func benchConnectCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "connect",
+		Usage: "open many new connections and measure how long each takes to be served (TLS and SASL included)",
+		Description: `Opens --connections connections to the first broker, --concurrency at a time, each
+with a client of its own that dials, runs TLS and SASL as the client flags say
+(--tls, --sasl-mechanism, ...) and sends ApiVersions. Reports the total time, the
+connections per second and the latency of each, from the dial to the first answer.
+Run it once without the security flags against a PLAINTEXT listener for the
+baseline.`,
+		ArgsUsage: " ",
+		Flags: append(clientFlags(),
+			&cli.IntFlag{Name: "connections", Aliases: []string{"n"}, Value: 1000, Usage: "`N` connections in all"},
+			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "`C` connections being opened at once"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
+		),
+		Action: func(c *cli.Context) error {
+			if err := unexpectedArgs(c, 0, ""); err != nil {
+				return err
+			}
+			cc, err := clientConfigFrom(c)
+			if err != nil {
+				return err
+			}
+			if c.Int("connections") <= 0 || c.Int("concurrency") <= 0 {
+				return fmt.Errorf("--connections and --concurrency must be positive")
+			}
+			return bench.Connect(c.Context, bench.ConnectConfig{Client: cc, Connections: c.Int("connections"),
+				Concurrency: c.Int("concurrency"), JSON: c.Bool("json")}, c.App.Writer)
 		},
 	}
 }

@@ -1,12 +1,14 @@
 package main
 
-// Shared by the client commands (topic, group, offsets, produce, consume, bench):
-// the --brokers and --timeout flags, turned into the client.Config of package
+// Shared by the client commands (topic, group, offsets, produce, consume, user,
+// bench): the --brokers and --timeout flags and the security flags (TLS, SASL,
+// or a Kafka client properties file), turned into the client.Config of package
 // client, which builds the Kafka client and words its failures.
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,7 +40,58 @@ func clientFlags() []cli.Flag {
 			Value:   defaultTimeout,
 			Usage:   "give up when no broker answers within `DURATION` (first connection, metadata and admin requests)",
 		},
+		&cli.BoolFlag{Name: "tls", EnvVars: []string{"SKIFF_TLS"},
+			Usage: "connect with TLS (security.protocol SSL, or SASL_SSL with --sasl-mechanism)"},
+		&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"SKIFF_TLS_CA"},
+			Usage: "PEM `FILE` of the CAs that sign the brokers' certificates (default: the system's)"},
+		&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"SKIFF_TLS_CERT"},
+			Usage: "PEM `FILE` of a client certificate, for brokers that ask for one (mutual TLS)"},
+		&cli.StringFlag{Name: "tls-key", EnvVars: []string{"SKIFF_TLS_KEY"},
+			Usage: "PEM `FILE` of the key of --tls-cert"},
+		&cli.StringFlag{Name: "sasl-mechanism", EnvVars: []string{"SKIFF_SASL_MECHANISM"},
+			Usage: "authenticate with SASL `MECHANISM`: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN"},
+		&cli.StringFlag{Name: "user", EnvVars: []string{"SKIFF_USER"},
+			Usage: "SASL user `NAME`; the password comes from --password-file or SKIFF_PASSWORD"},
+		&cli.StringFlag{Name: "password-file", EnvVars: []string{"SKIFF_PASSWORD_FILE"},
+			Usage: "read the SASL password from the first line of `FILE`"},
+		&cli.StringFlag{Name: "command-config", EnvVars: []string{"SKIFF_COMMAND_CONFIG"},
+			Usage: "Kafka client properties `FILE` (security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location, ...); flags override it"},
 	}
+}
+
+// securityFrom is what the security flags say: the --command-config file,
+// overridden by the flags given, the password from --password-file, else
+// SKIFF_PASSWORD, else the file.
+func securityFrom(c *cli.Context) (client.Security, error) {
+	var s client.Security
+	if path := c.String("command-config"); path != "" {
+		var err error
+		if s, err = client.ReadProperties(path); err != nil {
+			return s, err
+		}
+	}
+	if c.IsSet("tls") {
+		s.TLS = c.Bool("tls")
+	}
+	for flag, field := range map[string]*string{
+		"tls-ca": &s.CAFile, "tls-cert": &s.CertFile, "tls-key": &s.KeyFile,
+		"sasl-mechanism": &s.Mechanism, "user": &s.User,
+	} {
+		if c.IsSet(flag) {
+			*field = c.String(flag)
+		}
+	}
+	switch {
+	case c.String("password-file") != "":
+		p, err := client.ReadPasswordFile(c.String("password-file"))
+		if err != nil {
+			return s, fmt.Errorf("--password-file: %w", err)
+		}
+		s.Password = p
+	case os.Getenv("SKIFF_PASSWORD") != "":
+		s.Password = os.Getenv("SKIFF_PASSWORD")
+	}
+	return s, nil
 }
 
 // clientConfigFrom is what the client flags say, checked.
@@ -51,7 +104,11 @@ func clientConfigFrom(c *cli.Context) (client.Config, error) {
 	if err != nil {
 		return client.Config{}, err
 	}
-	return client.Config{Brokers: brokers, Timeout: timeout}, nil
+	sec, err := securityFrom(c)
+	if err != nil {
+		return client.Config{}, err
+	}
+	return client.Config{Brokers: brokers, Timeout: timeout}.WithSecurity(sec)
 }
 
 // timeoutFlag is the --timeout of a client or admin command, checked.

@@ -48,6 +48,7 @@ func newApp() *cli.App {
 			consumeCommand(),
 			groupCommand(),
 			offsetsCommand(),
+			userCommand(),
 			clusterCommand(),
 			benchCommand(),
 			versionCommand(),

@@ -102,7 +102,7 @@ func runServe(c *cli.Context) error {
 	}()
 	select {
 	case <-node.Ready():
-		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID(), "memory_limit_mib", memLimit>>20)
+		logger.Info("skiff is ready", "kafka", node.KafkaAddr(), "listeners", strings.Join(node.ListenerAddrs(), ","), "http", node.HTTPAddr(), "data_dir", cfg.DataDir, "node_id", node.ID(), "memory_limit_mib", memLimit>>20)
 		status := fmt.Sprintf("ready: Kafka on %s, HTTP on %s, data in %s", node.KafkaAddr(), node.HTTPAddr(), cfg.DataDir)
 		sd.Ready(status)
 		sd.StartWatchdog(node.CheckAlive, status)

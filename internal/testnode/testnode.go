@@ -67,8 +67,12 @@ func Binary(t testing.TB) string {
 type Node struct {
 	// DataDir is the node's data directory; it survives Kill and Stop.
 	DataDir string
-	// Addr is the Kafka address, HTTPAddr the HTTP address, of the current run.
+	// Addr is the Kafka address (of the first listener), HTTPAddr the HTTP
+	// address, of the current run.
 	Addr, HTTPAddr string
+	// Listeners are the addresses of the Kafka listeners by name (--listeners),
+	// of the current run.
+	Listeners map[string]string
 	// EtcdClient and EtcdPeer are the embedded etcd member's addresses; they stay
 	// the same across restarts (the peer address is part of etcd's membership).
 	EtcdClient, EtcdPeer string
@@ -221,8 +225,8 @@ func (n *Node) Restart() {
 		close(n.done)
 	}()
 	type readyLine struct {
-		Msg, Kafka, HTTP string
-		NodeID           int32 `json:"node_id"`
+		Msg, Kafka, HTTP, Listeners string
+		NodeID                      int32 `json:"node_id"`
 	}
 	ready := make(chan readyLine, 1)
 	go func() {
@@ -244,6 +248,12 @@ func (n *Node) Restart() {
 	select {
 	case r := <-ready:
 		n.Addr, n.HTTPAddr, n.ID = r.Kafka, r.HTTP, r.NodeID
+		n.Listeners = map[string]string{}
+		for _, l := range strings.Split(r.Listeners, ",") {
+			if name, addr, ok := strings.Cut(l, "://"); ok {
+				n.Listeners[name] = addr
+			}
+		}
 	case <-n.done:
 		n.t.Fatalf("skiff serve exited before it was ready (%v); logs:\n%s", n.err, n.Logs())
 	case <-time.After(60 * time.Second):

@@ -1,0 +1,133 @@
+package appliance
+
+// The security of the Kafka listeners: TLS material (internal/tlsconf), the
+// principal of client certificates, SASL settings, and how followers
+// authenticate to their leaders. docs/security.md describes the model.
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"skiff/auth"
+	"skiff/internal/tlsconf"
+	"skiff/kafkaapi"
+)
+
+// validateSecurity checks the listener and TLS settings together.
+func (c Config) validateSecurity() []error {
+	var errs []error
+	specs, interBroker, err := c.listeners()
+	if err != nil {
+		return []error{err}
+	}
+	needTLS := false
+	for _, l := range specs {
+		needTLS = needTLS || l.protocol.TLS()
+	}
+	if needTLS && (c.TLSCert == "" || c.TLSKey == "") {
+		errs = append(errs, errors.New("tls-cert and tls-key: a listener with TLS (SSL, SASL_SSL) needs this node's certificate and key"))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls-cert and tls-key go together: the certificate and its private key"))
+	}
+	if _, err := auth.ParseSSLPrincipalMappingRules(c.TLSPrincipalMappingRules); err != nil {
+		errs = append(errs, fmt.Errorf("tls-principal-mapping-rules: %w", err))
+	}
+	for _, m := range c.SASLMechanisms {
+		if !slices.Contains(auth.Mechanisms, m) {
+			errs = append(errs, fmt.Errorf("sasl-mechanisms: %q is not one of %s", m, strings.Join(auth.Mechanisms, ", ")))
+		}
+	}
+	if c.InterBrokerSASLMechanism != "" && !slices.Contains(auth.Mechanisms, c.InterBrokerSASLMechanism) {
+		errs = append(errs, fmt.Errorf("inter-broker-sasl-mechanism: %q is not one of %s", c.InterBrokerSASLMechanism, strings.Join(auth.Mechanisms, ", ")))
+	}
+	if inter := specs[interBroker]; inter.protocol.SASL() && (c.InterBrokerUser == "" || c.InterBrokerPasswordFile == "") {
+		errs = append(errs, fmt.Errorf("inter-broker-user and inter-broker-password-file: the inter-broker listener %s uses SASL, so followers need a user to authenticate as (docs/security.md)", inter.name))
+	}
+	return errs
+}
+
+// interBrokerMechanism is the SASL mechanism followers use: the setting, or
+// the first offered.
+func (c Config) interBrokerMechanism() string {
+	if c.InterBrokerSASLMechanism != "" {
+		return c.InterBrokerSASLMechanism
+	}
+	if len(c.SASLMechanisms) > 0 {
+		return c.SASLMechanisms[0]
+	}
+	return kafkaapi.DefaultSASLMechanisms[0]
+}
+
+// followerSASL is the SASL mechanism of followers when the inter-broker
+// listener uses SASL (nil otherwise), with the password read from
+// inter-broker-password-file.
+func (n *Node) followerSASL() (sasl.Mechanism, error) {
+	if !n.listeners[n.interBroker].protocol.SASL() {
+		return nil, nil
+	}
+	b, err := os.ReadFile(n.cfg.InterBrokerPasswordFile)
+	if err != nil {
+		return nil, fmt.Errorf("inter-broker-password-file: %w", err)
+	}
+	password, _, _ := strings.Cut(string(b), "\n")
+	password = strings.TrimSuffix(password, "\r")
+	if password == "" {
+		return nil, fmt.Errorf("inter-broker-password-file %s: the first line is empty", n.cfg.InterBrokerPasswordFile)
+	}
+	user := n.cfg.InterBrokerUser
+	switch mech := n.cfg.interBrokerMechanism(); mech {
+	case auth.ScramSHA256:
+		return scram.Auth{User: user, Pass: password}.AsSha256Mechanism(), nil
+	case auth.ScramSHA512:
+		return scram.Auth{User: user, Pass: password}.AsSha512Mechanism(), nil
+	default:
+		return plain.Auth{User: user, Pass: password}.AsMechanism(), nil
+	}
+}
+
+// loadTLS reads the TLS files when the node has any (nil without).
+func (n *Node) loadTLS() error {
+	c := n.cfg
+	if c.TLSCert == "" && c.TLSClientCA == "" {
+		return nil
+	}
+	l, err := tlsconf.New(tlsconf.Files{Cert: c.TLSCert, Key: c.TLSKey, CA: c.TLSClientCA}, 0, n.logger)
+	if err != nil {
+		return err
+	}
+	n.tls = l
+	return nil
+}
+
+// kafkaListener is the kafkaapi listener of spec: SSL listeners require a client
+// certificate signed by tls-client-ca when there is one (mutual TLS, the
+// certificate names the principal); SASL_SSL listeners verify one if the client
+// gives it (SASL names the principal).
+func (n *Node) kafkaListener(spec listenerSpec) kafkaapi.Listener {
+	l := kafkaapi.Listener{Name: spec.name, Protocol: spec.protocol}
+	switch spec.protocol {
+	case kafkaapi.SSL:
+		l.TLS = n.tls.ServerConfig(tls.RequireAndVerifyClientCert)
+	case kafkaapi.SASLSSL:
+		l.TLS = n.tls.ServerConfig(tls.VerifyClientCertIfGiven)
+	}
+	return l
+}
+
+// followerTLS is the TLS client configuration of followers when the
+// inter-broker listener has TLS (nil otherwise).
+func (n *Node) followerTLS() func(host string) *tls.Config {
+	if !n.listeners[n.interBroker].protocol.TLS() {
+		return nil
+	}
+	return n.tls.ClientConfig
+}
