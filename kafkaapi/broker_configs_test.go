@@ -14,6 +14,20 @@ import (
 	"skiff/appliance"
 )
 
+// restartableNode returns a function that starts a node of the test's own, on the
+// same data directory (dir) each time, checking retention every retentionCheck.
+func restartableNode(t *testing.T, retentionCheck time.Duration) (start func() *appliance.Node, dir string) {
+	dir = t.TempDir()
+	return func() *appliance.Node {
+		t.Helper()
+		n, err := startNode(dir, func(c *appliance.Config) { c.RetentionCheckInterval = retentionCheck })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}, dir
+}
+
 // brokerConfig describes one config of broker "1" with its synonyms.
 func brokerConfig(t testing.TB, c *kconn, name string) kmsg.DescribeConfigsResponseResourceConfig {
 	t.Helper()
@@ -35,14 +49,7 @@ func brokerConfig(t testing.TB, c *kconn, name string) kmsg.DescribeConfigsRespo
 // described with their sources, are refused where Kafka refuses them, and survive
 // a restart (they are kept in etcd).
 func TestDynamicBrokerConfigs(t *testing.T) {
-	dir := t.TempDir()
-	start := func() *appliance.Node {
-		n, err := startNode(dir, func(c *appliance.Config) { c.RetentionCheckInterval = time.Hour })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	start, _ := restartableNode(t, time.Hour)
 	n := start()
 	defer func() { n.Close() }()
 	c := dial(t, n.KafkaAddr())

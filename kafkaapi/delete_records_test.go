@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"skiff/appliance"
 )
 
 // consumeFrom reads n records of topic/0 with franz-go, starting at offset with
@@ -43,14 +41,7 @@ func consumeFrom(t *testing.T, addr, topic string, offset int64, reset kgo.Offse
 // below the new start gets OFFSET_OUT_OF_RANGE and goes on by its reset policy;
 // retention removes the segments below the start; the start survives a restart.
 func TestDeleteRecords(t *testing.T) {
-	dir := t.TempDir()
-	start := func() *appliance.Node {
-		n, err := startNode(dir, func(c *appliance.Config) { c.RetentionCheckInterval = 50 * time.Millisecond })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	start, dir := restartableNode(t, 50*time.Millisecond)
 	n := start()
 	defer func() { n.Close() }()
 	c := dial(t, n.KafkaAddr())

@@ -23,8 +23,16 @@ import (
 func alterFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.GenericFlag{Name: "set", Value: &configList{flag: "--set"}, Usage: "set config `KEY=VALUE` (repeat for several)"},
-		&cli.GenericFlag{Name: "delete", Value: &nameList{}, Usage: "delete config `KEY`, back to its default (repeat for several)"},
+		&cli.GenericFlag{Name: "delete", Value: &listFlag{check: configName}, Usage: "delete config `KEY`, back to its default (repeat for several)"},
 	}
+}
+
+// configName refuses an empty config name.
+func configName(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("want a config name")
+	}
+	return nil
 }
 
 // alterations reads --set and --delete; a key in both, or in neither flag, is an
@@ -38,7 +46,8 @@ func alterations(c *cli.Context) ([]kadm.AlterConfig, error) {
 	for k, v := range set {
 		out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
 	}
-	for _, k := range c.Generic("delete").(*nameList).names {
+	for _, k := range c.Generic("delete").(*listFlag).values {
+		k = strings.TrimSpace(k)
 		if _, both := set[k]; both {
 			return nil, fmt.Errorf("%s is given to both --set and --delete", k)
 		}
@@ -294,23 +303,3 @@ func writeBrokerConfigs(w io.Writer, configs []kmsg.DescribeConfigsResponseResou
 	}
 	return tw.Flush()
 }
-
-// nameList collects repeated --delete KEY flags.
-type nameList struct{ names []string }
-
-func (l *nameList) Set(s string) error {
-	if s = strings.TrimSpace(s); s == "" {
-		return errors.New("want a config name")
-	}
-	l.names = append(l.names, s)
-	return nil
-}
-
-func (l *nameList) String() string {
-	if l == nil {
-		return ""
-	}
-	return strings.Join(l.names, " ")
-}
-
-func (l *nameList) reset() { l.names = nil }

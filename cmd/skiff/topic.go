@@ -414,12 +414,39 @@ func brokerSays(msg string) string {
 	return " (broker says: " + msg + ")"
 }
 
+// listFlag collects the values of a flag given several times (a GenericFlag's
+// value); check, when set, refuses a bad value at once. The flag has no alias:
+// urfave/cli would copy the list to the alias through String and Set, adding its
+// entries a second time.
+type listFlag struct {
+	values []string
+	check  func(string) error
+}
+
+func (l *listFlag) Set(s string) error {
+	if l.check != nil {
+		if err := l.check(s); err != nil {
+			return err
+		}
+	}
+	l.values = append(l.values, s)
+	return nil
+}
+
+func (l *listFlag) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.values, " ")
+}
+
+func (l *listFlag) reset() { l.values = nil }
+
 // configList collects repeated --config (or, named by flag, --set) KEY=VALUE
 // flags. Values may contain commas and '=' (cleanup.policy=compact,delete): only
-// the first '=' splits. The flag has no alias: urfave/cli would copy the list to
-// the alias through String and Set, adding its entries a second time.
+// the first '=' splits.
 type configList struct {
-	kvs  []string
+	listFlag
 	flag string // the flag's name for messages; "" is --config
 }
 
@@ -434,26 +461,16 @@ func (l *configList) Set(s string) error {
 	if _, _, err := splitConfig(l.flagName(), s); err != nil {
 		return err
 	}
-	l.kvs = append(l.kvs, s)
-	return nil
+	return l.listFlag.Set(s)
 }
-
-func (l *configList) String() string {
-	if l == nil {
-		return ""
-	}
-	return strings.Join(l.kvs, " ")
-}
-
-func (l *configList) reset() { l.kvs = nil }
 
 // configs returns the collected configs; a key given twice is an error.
 func (l *configList) configs() (map[string]*string, error) {
-	if len(l.kvs) == 0 {
+	if len(l.values) == 0 {
 		return nil, nil
 	}
-	m := make(map[string]*string, len(l.kvs))
-	for _, kv := range l.kvs {
+	m := make(map[string]*string, len(l.values))
+	for _, kv := range l.values {
 		k, v, err := splitConfig(l.flagName(), kv)
 		if err != nil {
 			return nil, err
