@@ -139,6 +139,32 @@ func conformAlterConfigs(t *testing.T, c *kconn, versions []int16) {
 			if got, _ := topicConfig(t, c, topic, "segment.ms"); got != want {
 				t.Errorf("a refused replace changed segment.ms to %s", got)
 			}
+
+			// Every broker's dynamic configs, replaced as a whole too (the shared node
+			// checks retention every 50 ms already, so this changes nothing it runs).
+			broker := func(kv ...string) kmsg.AlterConfigsResponseResource {
+				t.Helper()
+				req := kmsg.NewPtrAlterConfigsRequest()
+				req.SetVersion(v)
+				r := kmsg.NewAlterConfigsRequestResource()
+				r.ResourceType = kmsg.ConfigResourceTypeBroker
+				for i := 0; i < len(kv); i += 2 {
+					cfg := kmsg.NewAlterConfigsRequestResourceConfig()
+					cfg.Name, cfg.Value = kv[i], kmsg.StringPtr(kv[i+1])
+					r.Configs = append(r.Configs, cfg)
+				}
+				req.Resources = append(req.Resources, r)
+				return c.do(req).(*kmsg.AlterConfigsResponse).Resources[0]
+			}
+			wantCode(t, "every broker's configs", broker("log.retention.check.interval.ms", "50").ErrorCode, 0)
+			if rc := brokerConfig(t, c, "log.retention.check.interval.ms"); *rc.Value != "50" || rc.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+				t.Errorf("log.retention.check.interval.ms = %s from %v", *rc.Value, rc.Source)
+			}
+			wantCode(t, "a read-only broker config", broker("broker.id", "7").ErrorCode, kerr.InvalidRequest.Code)
+			wantCode(t, "clearing every broker's configs", broker().ErrorCode, 0)
+			if rc := brokerConfig(t, c, "log.retention.check.interval.ms"); rc.Source == kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+				t.Errorf("log.retention.check.interval.ms still from the dynamic default after clearing")
+			}
 		})
 	}
 }
