@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"skiff/cluster"
+	"skiff/internal/compress"
 	"skiff/kafkaapi"
 	"skiff/logstore"
 	"skiff/replication"
@@ -66,6 +67,7 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 	if v, ok := t.Configs[cluster.ConfigInternalSegmentBytes]; ok {
 		segmentBytes = cluster.ConfigInt(v) // tests' small segments, as Kafka's
 	}
+	compression := cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigCompressionType)
 	flush, err := replication.ParseFlushPolicy(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigFlushPolicy))
 	if err != nil { // validated when set; a value from a newer version: the safest
 		flush = replication.FlushAlways
@@ -85,9 +87,17 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:     cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+		Recompress:        compression != cluster.CompressionProducer,
+		Codec:             brokerCodecs[compression],
 		Timestamps: replication.TimestampBounds{Check: true,
 			BeforeMs: get(cluster.ConfigMessageTimestampBeforeMaxMs), AfterMs: get(cluster.ConfigMessageTimestampAfterMaxMs)},
 	}
+}
+
+// brokerCodecs are the codecs of compression.type's values other than producer.
+var brokerCodecs = map[string]compress.Codec{
+	cluster.CompressionUncompressed: compress.None, "gzip": compress.Gzip, "snappy": compress.Snappy,
+	"lz4": compress.LZ4, "zstd": compress.Zstd,
 }
 
 // topicDefaults are the broker-level defaults of topic configs (keyed by broker

@@ -305,13 +305,14 @@ func ValidateTopicDefault(brokerName, value string) (ok bool, err error) {
 }
 
 // EffectiveTopicConfig returns the value of one topic config for t, resolved
-// like DescribeTopicConfigs; "" for an unknown name.
+// like DescribeTopicConfigs and trimmed of spaces, as Kafka parses values; "" for
+// an unknown name.
 func EffectiveTopicConfig(t Topic, d BrokerDefaults, name string) string {
 	spec, ok := LookupTopicConfig(name)
 	if !ok {
 		return ""
 	}
-	return resolveTopicConfig(spec, t, d)[0].Value
+	return strings.TrimSpace(resolveTopicConfig(spec, t, d)[0].Value)
 }
 
 // ConfigInt reads the value of a validated INT or LONG config (0 if it is none).

@@ -54,6 +54,7 @@ const (
 	noCompactionYet = "a setting of log compaction, which Skiff does not have yet (cleanup.policy=delete only)"
 	noTieredStorage = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
 	noThrottles     = "a setting of replication quotas, which Skiff does not have: followers fetch at full speed"
+	noLevels        = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
 	maxLong         = "9223372036854775807"
 )
 
@@ -87,16 +88,16 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "delete: segments are removed by retention. compact is refused until Skiff has log compaction: a compacted topic (Kafka Streams changelogs) kept under delete would lose data.",
 		rule: listOf("delete")},
 	{Name: ConfigCompressionGzipLevel, Type: ConfigTypeInt, Default: "-1", BrokerName: "compression.gzip.level",
-		Doc:  "Level of the gzip compression the broker applies under compression.type=gzip; -1: the codec's default (6).",
+		Doc: "Level of the gzip compression Kafka's broker applies under compression.type=gzip; -1: the codec's default.", NoEffect: noLevels,
 		rule: gzipLevel},
 	{Name: ConfigCompressionLz4Level, Type: ConfigTypeInt, Default: "9", BrokerName: "compression.lz4.level",
-		Doc:  "Level of the lz4 compression the broker applies under compression.type=lz4 (levels above 9 are 9 in Skiff's lz4 library).",
+		Doc: "Level of the lz4 compression Kafka's broker applies under compression.type=lz4.", NoEffect: noLevels,
 		rule: intRule(32, 1, 17)},
 	{Name: ConfigCompressionType, Type: ConfigTypeString, Default: CompressionProducer, BrokerName: "compression.type",
-		Doc:  "producer: batches are kept as the producer compressed them. uncompressed, gzip, snappy, lz4 or zstd: the broker recompresses every batch produced with another codec before appending it.",
+		Doc:  "producer: batches are kept as the producer compressed them. uncompressed, gzip, snappy, lz4 or zstd: the broker recompresses every batch produced with another codec before appending it (snappy in the xerial framing, as Kafka writes it), each codec at its library's default level.",
 		rule: oneOf(CompressionUncompressed, "zstd", "lz4", "snappy", "gzip", CompressionProducer)},
 	{Name: ConfigCompressionZstdLevel, Type: ConfigTypeInt, Default: "3", BrokerName: "compression.zstd.level",
-		Doc:  "Level of the zstd compression the broker applies under compression.type=zstd (Skiff's zstd library has four speeds: levels map onto the nearest).",
+		Doc: "Level of the zstd compression Kafka's broker applies under compression.type=zstd.", NoEffect: noLevels,
 		rule: intRule(32, -131072, 22)},
 	{Name: ConfigDeleteRetentionMs, Type: ConfigTypeLong, Default: "86400000", BrokerName: "log.cleaner.delete.retention.ms",
 		Doc: "How long tombstones of a compacted topic are kept.", NoEffect: noCompactionYet,

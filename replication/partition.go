@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"skiff/internal/batch"
+	"skiff/internal/compress"
 	"skiff/logstore"
 )
 
@@ -27,6 +28,12 @@ type PartitionConfig struct {
 	LogAppendTime bool
 	// Timestamps bounds the producer's timestamps of CreateTime batches.
 	Timestamps TimestampBounds
+	// Recompress is compression.type other than producer: every produced batch
+	// whose records are not compressed with Codec is recompressed with it before
+	// it is appended (compress.None: uncompressed). MaxMessageBytes applies to the
+	// batch as produced and as stored.
+	Recompress bool
+	Codec      compress.Codec
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
@@ -67,6 +74,25 @@ func (b TimestampBounds) check(h *batch.Header, now int64) error {
 		}
 	}
 	return nil
+}
+
+// maxRecompressBytes bounds what the records of one batch may decompress to when
+// the broker recompresses them, so that a small hostile batch cannot take its
+// memory; Kafka's largest batches are far smaller.
+const maxRecompressBytes = 128 << 20
+
+// recompress returns the batch b with its records compressed by cfg.Codec.
+func recompress(b []byte, cfg *PartitionConfig) ([]byte, error) {
+	out, err := batch.Recompress(b, cfg.Codec, maxRecompressBytes)
+	switch {
+	case errors.Is(err, compress.ErrTooLarge):
+		return nil, fmt.Errorf("the records decompress to more than %d bytes: %w", maxRecompressBytes, kerr.InvalidRecord)
+	case err != nil:
+		return nil, fmt.Errorf("recompress to %v: %v: %w", cfg.Codec, err, kerr.CorruptMessage)
+	case len(out) > cfg.MaxMessageBytes:
+		return nil, fmt.Errorf("batch of %d bytes recompressed with %v exceeds max.message.bytes %d: %w", len(out), cfg.Codec, cfg.MaxMessageBytes, kerr.MessageTooLarge)
+	}
+	return out, nil
 }
 
 // AppendResult is what a producer is told about an appended batch.
@@ -306,6 +332,11 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	}
 	if !cfg.LogAppendTime {
 		if err := cfg.Timestamps.check(&h, time.Now().UnixMilli()); err != nil {
+			return res, err
+		}
+	}
+	if cfg.Recompress { // before the append lock: the codecs' work does not hold up other appends
+		if records, err = recompress(records, cfg); err != nil {
 			return res, err
 		}
 	}
