@@ -218,8 +218,7 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 }
 
 // Dynamic are the settings of a Server that may change while it serves (dynamic
-// broker configs); each is the Config field of the same name, with its default
-// where zero.
+// broker configs); each is the Config field of the same name.
 type Dynamic struct {
 	DisableAutoCreateTopics  bool
 	DefaultPartitions        int32
@@ -229,19 +228,9 @@ type Dynamic struct {
 }
 
 // SetDynamic changes the dynamic settings; requests and connections from then on
-// follow them (open connections beyond a lowered limit stay open).
-func (s *Server) SetDynamic(d Dynamic) {
-	if d.DefaultPartitions <= 0 {
-		d.DefaultPartitions = DefaultPartitions
-	}
-	if d.DefaultReplicationFactor <= 0 {
-		d.DefaultReplicationFactor = DefaultReplicationFactor
-	}
-	if d.MaxConnections <= 0 {
-		d.MaxConnections = DefaultMaxConnections
-	}
-	s.dyn.Store(&d)
-}
+// follow them (open connections beyond a lowered limit stay open). Zero fields are
+// taken as they are: give every one (New starts with Config's, defaults applied).
+func (s *Server) SetDynamic(d Dynamic) { s.dyn.Store(&d) }
 
 func (s *Server) dynamic() *Dynamic { return s.dyn.Load() }
 
