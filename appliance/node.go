@@ -12,16 +12,19 @@
 //     coordinator;
 //  6. start the metadata cache and apply its topics to the local partitions (and the
 //     leaders of __consumer_offsets partitions to the group coordinator);
-//  7. register the broker under its session lease (kept by a loop that re-registers
-//     after a loss), start campaigning for controller, and wait until the metadata cache
-//     lists it (else Metadata would name no broker and CreateTopics would count none);
+//  7. register the broker under its session lease, start the loops that fence the
+//     node while its session is in doubt and re-register it after a loss
+//     (session.go), start campaigning for controller, and wait until the metadata
+//     cache lists it (else Metadata would name no broker and CreateTopics would count
+//     none);
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
-//  2. stop campaigning for controller (resigning if elected), then end the broker
-//     session (the lease is revoked: the cluster sees the broker go; without etcd
+//  2. stop campaigning for controller (resigning if elected), stop the session and
+//     clock loops, then end the broker session (marked leaving, the lease is revoked:
+//     the cluster sees the broker go and moves its partitions at once; without etcd
 //     quorum it is left to expire instead of waiting for a revoke that cannot
 //     happen);
 //  3. stop applying metadata and close the cache;
@@ -73,11 +76,17 @@ type Node struct {
 	controller *cluster.Controller
 	session    atomic.Pointer[cluster.Session] // the current one; replaced after a loss
 	sessionEnd chan struct{}                   // closed when sessionLoop returns
-	db         *offsets.DB
-	parts      *replication.Manager
-	groups     *groups.Coordinator
-	kafka      *kafkaapi.Server
-	dyn        dynamicState // the dynamic broker configs applied (dynamic.go)
+	// clockBase, lastBeat, paused and clockEnd belong to watchClock (session.go).
+	clockBase time.Time
+	lastBeat  atomic.Int64  // the last beat, as time since clockBase
+	paused    chan struct{} // a pause was noticed: wakes sessionLoop
+	clockEnd  chan struct{} // closed when watchClock returns
+	view      *view         // whether the metadata cache is known to be current
+	db        *offsets.DB
+	parts     *replication.Manager
+	groups    *groups.Coordinator
+	kafka     *kafkaapi.Server
+	dyn       dynamicState // the dynamic broker configs applied (dynamic.go)
 
 	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
 	kafkaLns     []net.Listener  // bound, one per listener
@@ -106,13 +115,16 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:      cfg,
-		logger:   cfg.Logger,
-		fs:       vfs.Default,
-		ready:    make(chan struct{}),
-		errc:     make(chan error, 4),
-		stop:     make(chan struct{}),
-		applyEnd: make(chan struct{}),
+		cfg:       cfg,
+		logger:    cfg.Logger,
+		fs:        vfs.Default,
+		ready:     make(chan struct{}),
+		errc:      make(chan error, 4),
+		stop:      make(chan struct{}),
+		applyEnd:  make(chan struct{}),
+		clockBase: time.Now(),
+		paused:    make(chan struct{}, 1),
+		view:      newView(),
 	}
 	defer func() {
 		if err != nil {
@@ -212,15 +224,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
 	}
+	n.lastBeat.Store(int64(time.Since(n.clockBase)))
 	n.session.Store(sess)
-	n.sessionEnd = make(chan struct{})
+	n.sessionEnd, n.clockEnd = make(chan struct{}), make(chan struct{})
+	go n.watchClock()
 	go n.sessionLoop(self)
 	n.controller = cluster.StartController(n.store, n.cache, cluster.ControllerConfig{
 		BrokerID:          n.id,
 		Session:           n.session.Load,
 		AutoRebalance:     !cfg.DisableAutoLeaderRebalance,
 		RebalanceInterval: cfg.LeaderImbalanceCheckInterval,
-		Logger:            n.logger,
+		// Long enough for a broker whose live lease was revoked to register again.
+		DepartGrace: cfg.SessionTimeout / 6,
+		Logger:      n.logger,
 	})
 	if err := n.waitListed(ctx, cluster.Broker{ID: n.id, Host: host, Port: port}); err != nil {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
@@ -241,6 +257,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		BrokerConfigs:            n.brokerConfigs(),
 		TopicDefaults:            n.topicDefaults(),
+		ViewCurrent:              n.viewCurrent,
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
 		SSLPrincipal:             sslPrincipal,
@@ -398,6 +415,7 @@ func (n *Node) Close() error {
 		}
 		if n.sessionEnd != nil {
 			<-n.sessionEnd
+			<-n.clockEnd
 		}
 		if sess := n.session.Load(); sess != nil && !n.quorum() {
 			// Without quorum the lease cannot be revoked (a revoke would wait out its

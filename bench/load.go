@@ -101,6 +101,31 @@ type loadProducer struct {
 	free        recordFreeList
 	maxLag      atomic.Int64
 	sent        int64 // records handed to the client; read after run returns
+	// gaps measure availability; the client's promise goroutine owns it, and it is
+	// read after run returns.
+	gaps ackGaps
+}
+
+// ackGaps finds the longest time a partition went without an acknowledgement while
+// one of this producer's records waited for one: for each acknowledgement, the time
+// since the later of the partition's previous acknowledgement and the record's
+// stamp (its send or due time). Without faults it stays near the latency of a
+// batch; while a partition's leader is frozen or gone it grows with the outage,
+// whatever queues up in the client meanwhile.
+type ackGaps struct {
+	last      []int64 // per partition: clock time of its last acknowledgement
+	longest   int64
+	partition int32
+}
+
+func (g *ackGaps) ack(partition int32, stamp, now int64) {
+	if int(partition) >= len(g.last) {
+		g.last = append(g.last, make([]int64, int(partition)+1-len(g.last))...)
+	}
+	if gap := now - max(g.last[partition], stamp); gap > g.longest {
+		g.longest, g.partition = gap, partition
+	}
+	g.last[partition] = now
 }
 
 func newLoadProducer(k *client.Client, clock benchClock, size int, stampValues bool, acked *loadCounters) *loadProducer {
@@ -176,7 +201,9 @@ func (p *loadProducer) promise(r *kgo.Record, err error) {
 	} else {
 		p.acked.records.Add(1)
 		p.acked.bytes.Add(int64(len(r.Value)))
-		p.lat.record(now - r.Context.(*stampContext).stamp)
+		stamp := r.Context.(*stampContext).stamp
+		p.lat.record(now - stamp)
+		p.gaps.ack(r.Partition, stamp, now)
 	}
 	p.free.put(r)
 }
@@ -501,12 +528,20 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
 	var lat histogram
 	var maxLag int64
+	var gaps ackGaps
 	for _, p := range producers {
 		p.lat.addTotal(&lat)
 		maxLag = max(maxLag, p.maxLag.Load())
+		if p.gaps.longest > gaps.longest {
+			gaps = p.gaps
+		}
 	}
 	s := lat.summary()
 	res.ProduceLatency = &s
+	if res.Records > 0 {
+		gap := ms(gaps.longest)
+		res.MaxAckGapMs, res.MaxAckGapPartition = &gap, gaps.partition
+	}
 	if cfg.Rate > 0 {
 		ms := float64(maxLag) / float64(time.Millisecond)
 		res.MaxSendLagMs = &ms

@@ -76,3 +76,21 @@ func TestProducerOpts(t *testing.T) {
 		t.Errorf("acks=1, linger 0: %d producer options, want 6 (and idempotence off, linger)", n)
 	}
 }
+
+// TestAckGaps: a partition's gap runs from the later of its last acknowledgement and
+// the waiting record's stamp; queueing in the client does not count as an outage.
+func TestAckGaps(t *testing.T) {
+	var g ackGaps
+	g.ack(0, 0, 10)   // first ack of partition 0, record stamped at 0: 10
+	g.ack(2, 5, 12)   // partition 2 grows the slice: 7
+	g.ack(0, 11, 40)  // sent after the last ack: 29
+	g.ack(0, 12, 45)  // queued behind it, acked 5 after it: 5
+	g.ack(2, 100, 60) // a stamp after the ack time (due time ahead): no gap
+	if g.longest != 29 || g.partition != 0 {
+		t.Fatalf("longest gap %d on partition %d, want 29 on partition 0", g.longest, g.partition)
+	}
+	g.ack(2, 13, 100) // partition 2 waited since its ack at 60: 40
+	if g.longest != 40 || g.partition != 2 {
+		t.Fatalf("longest gap %d on partition %d, want 40 on partition 2", g.longest, g.partition)
+	}
+}

@@ -43,9 +43,14 @@ type Result struct {
 
 	ProduceLatency *LatencySummary `json:"produce_latency,omitempty"` // send (or due time) to ack
 	MaxSendLagMs   *float64        `json:"max_send_lag_ms,omitempty"` // --rate: furthest behind schedule
-	E2ELatency     *LatencySummary `json:"e2e_latency,omitempty"`     // send (or due time) to consume
-	Consumed       int64           `json:"consumed,omitempty"`
-	ConsumeSeconds float64         `json:"consume_seconds,omitempty"`
+	// MaxAckGapMs is the longest time a partition (MaxAckGapPartition) went
+	// without an acknowledgement while a record waited for one: availability, for
+	// runs with faults (a frozen or killed broker).
+	MaxAckGapMs        *float64        `json:"max_ack_gap_ms,omitempty"`
+	MaxAckGapPartition int32           `json:"max_ack_gap_partition,omitempty"`
+	E2ELatency         *LatencySummary `json:"e2e_latency,omitempty"` // send (or due time) to consume
+	Consumed           int64           `json:"consumed,omitempty"`
+	ConsumeSeconds     float64         `json:"consume_seconds,omitempty"`
 
 	Baseline *BaselineResult    `json:"baseline,omitempty"`
 	Ratios   map[string]float64 `json:"ratios,omitempty"` // MBPerSec / each baseline's MB/s
@@ -121,6 +126,10 @@ func (r *Result) writeText(w io.Writer) error {
 	}
 	if r.MaxSendLagMs != nil {
 		fmt.Fprintf(&b, "schedule     furthest behind the --rate schedule: %.2f ms\n", *r.MaxSendLagMs)
+	}
+	if r.MaxAckGapMs != nil {
+		fmt.Fprintf(&b, "availability longest time a partition went without an acknowledgement: %.2f ms (partition %d)\n",
+			*r.MaxAckGapMs, r.MaxAckGapPartition)
 	}
 	if r.E2ELatency != nil {
 		fmt.Fprintf(&b, "e2e latency (ms, produce to consume)  %s\n", latencyText(r.E2ELatency))

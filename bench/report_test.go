@@ -75,11 +75,11 @@ func TestProgressLine(t *testing.T) {
 // is added here on purpose.
 func TestResultJSONFields(t *testing.T) {
 	lat := LatencySummary{Count: 1, Mean: 1, P50: 1, P95: 1, P99: 1, P999: 1, Max: 1}
-	linger, lag := int64(5), 1.5
+	linger, lag, gap := int64(5), 1.5, 2.5
 	r := &Result{Mode: E2E, Topic: "t", Partitions: 1, Producers: 1, Acks: "all", Compression: "none",
 		RecordSize: 8, LingerMs: &linger, Rate: 1, Records: 1, Bytes: 8, Failed: 1, FirstError: "e",
-		ClientCPUSeconds: 1, ProduceLatency: &lat, MaxSendLagMs: &lag, E2ELatency: &lat, Consumed: 1,
-		ConsumeSeconds: 1}
+		ClientCPUSeconds: 1, ProduceLatency: &lat, MaxSendLagMs: &lag, MaxAckGapMs: &gap, MaxAckGapPartition: 2,
+		E2ELatency: &lat, Consumed: 1, ConsumeSeconds: 1}
 	r.setElapsed(1e9)
 	r.setBaseline(&BaselineResult{Dir: "d", Bytes: 1, FdatasyncP50Ms: 1,
 		Rows: []BaselineRow{{Name: "loopback_tcp", Desc: "x", MBPerSec: 1, Seconds: 1}}})
@@ -95,7 +95,8 @@ func TestResultJSONFields(t *testing.T) {
 	want := map[string][]string{
 		"": {"mode", "topic", "partitions", "producers", "acks", "compression", "record_size", "linger_ms",
 			"target_rate", "security", "records", "bytes", "failed", "first_error", "seconds", "records_per_sec", "mb_per_sec",
-			"client_cpu_seconds", "produce_latency", "max_send_lag_ms", "e2e_latency", "consumed",
+			"client_cpu_seconds", "produce_latency", "max_send_lag_ms", "max_ack_gap_ms", "max_ack_gap_partition",
+			"e2e_latency", "consumed",
 			"consume_seconds", "baseline", "ratios"},
 		"produce_latency": latency,
 		"e2e_latency":     latency,

@@ -139,6 +139,19 @@ func (c *Cache) WaitRevision(ctx context.Context, rev int64) error {
 	}
 }
 
+// Sync waits until the cache reflects everything etcd had committed when Sync was
+// called (a linearizable read, so it needs etcd's quorum), and returns that
+// revision: after it, the cache is as current as a read of etcd would have been. It
+// fails when ctx ends or the cache is closed (ErrCacheClosed).
+func (c *Cache) Sync(ctx context.Context) (int64, error) {
+	resp, err := c.client.Get(clientv3.WithRequireLeader(ctx), keyCluster, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read the current revision: %w", err)
+	}
+	rev := resp.Header.Revision
+	return rev, c.WaitRevision(ctx, rev)
+}
+
 // Subscribe returns a subscription starting from an empty view: its first
 // Next reports every existing topic and broker as created/registered.
 func (c *Cache) Subscribe() *Subscription {

@@ -141,6 +141,25 @@ func TestWaitRevision(t *testing.T) {
 	}
 }
 
+// TestCacheSync: Sync returns a revision at or past every write made before it, and
+// the cache has it by then.
+func TestCacheSync(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	c := startCache(t, m.Client())
+	put, err := m.Client().Put(ctx, Prefix+"draining/7", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := c.Sync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev < put.Header.Revision || c.Revision() < rev {
+		t.Fatalf("Sync returned %d, cache at %d, after a write at %d", rev, c.Revision(), put.Header.Revision)
+	}
+}
+
 func TestSubscription(t *testing.T) {
 	m := startMember(t, "")
 	ctx := testCtx(t)

@@ -28,7 +28,15 @@ type ControllerConfig struct {
 	// leader rebalance runs (default DefaultRebalanceInterval). Failover does not
 	// wait for it.
 	RebalanceInterval time.Duration
-	Logger            *slog.Logger
+	// DepartGrace is how long a broker whose registration ended without it leaving
+	// (Broker.Leaving: its lease expired, or was revoked) still counts as live for
+	// leadership and the ISR. An etcd member that led before its process was paused
+	// revokes, as it resumes, leases that are alive (Session.watchKey): their brokers
+	// register again within milliseconds under the same broker epoch, and with this
+	// grace nothing moves meanwhile. It delays failover after a crash by as much. 0:
+	// no grace.
+	DepartGrace time.Duration
+	Logger      *slog.Logger
 }
 
 // Controller runs for the controllership of the cluster (a concurrency.Election under
@@ -147,10 +155,16 @@ func (c *Controller) run(ctx context.Context) {
 func (c *Controller) term(ctx context.Context, fence clientv3.Cmp) {
 	rebalance := time.NewTicker(c.cfg.RebalanceInterval)
 	defer rebalance.Stop()
+	graceEnds := time.NewTimer(0)
+	defer graceEnds.Stop()
 	doRebalance := false
 	for {
 		snap := c.cache.Snapshot()
-		if err := c.apply(ctx, snap, doRebalance, fence); err != nil {
+		planned, until := snap.graced(c.cfg.DepartGrace, time.Now())
+		if !until.IsZero() {
+			graceEnds.Reset(time.Until(until))
+		}
+		if err := c.apply(ctx, snap, planned, doRebalance, fence); err != nil {
 			if errors.Is(err, ErrFenced) {
 				return
 			}
@@ -166,6 +180,7 @@ func (c *Controller) term(ctx context.Context, fence clientv3.Cmp) {
 		doRebalance = false
 		select {
 		case <-snap.Changed():
+		case <-graceEnds.C:
 		case <-rebalance.C:
 			doRebalance = c.cfg.AutoRebalance
 		case <-ctx.Done():
@@ -174,9 +189,11 @@ func (c *Controller) term(ctx context.Context, fence clientv3.Cmp) {
 	}
 }
 
-func (c *Controller) apply(ctx context.Context, snap *Snapshot, rebalance bool, fence clientv3.Cmp) error {
+// apply writes the leadership changes planned from planned (snap with the brokers
+// still in their departure grace) and the reassignment steps planned from snap.
+func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalance bool, fence clientv3.Cmp) error {
 	var rev int64
-	for _, ch := range planLeaders(snap, rebalance) {
+	for _, ch := range planLeaders(planned, rebalance) {
 		next, r, err := c.store.AlterPartition(ctx, ch.topic, ch.partition, ch.expected, ch.next, fence)
 		switch {
 		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):

@@ -18,7 +18,7 @@ type leaderChange struct {
 // An ISR member counts as in sync only while its broker is live under the same
 // registration (broker epoch) it was admitted with: a broker that restarted may have
 // lost records, so it must catch up and be admitted again (KIP-903).
-//   - a partition whose leader has no session, or has registered again, gets a new
+//   - a partition whose leader has no session, or has restarted, gets a new
 //     leader from its in-sync members (replica order, so the preferred replica first),
 //     with the next leader epoch;
 //   - with none, a live ISR member that restarted is elected (a whole cluster

@@ -3,6 +3,7 @@ package cluster
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // snapOf builds a snapshot with live brokers and one topic "t" whose partition p has
@@ -173,5 +174,43 @@ func TestPlanReassign(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDepartGrace: a broker whose registration ended without it leaving still counts
+// as live for the grace, so a leader whose lease was revoked by mistake keeps its
+// partitions if it registers again within it; one that left, or one past its grace,
+// does not.
+func TestDepartGrace(t *testing.T) {
+	state := PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2, 3}, ISREpochs: []int64{100, 200, 300}}
+	replicas := [][]int32{{2, 1, 3}}
+	all := snapOf([]int32{1, 2, 3}, false, replicas, []PartitionState{state})
+	if planned, until := all.graced(time.Second, time.Now()); planned != all || !until.IsZero() {
+		t.Fatalf("nothing departed: planned %p (want the snapshot), grace ends %v", planned, until)
+	}
+	start := time.Now()
+	without2 := snapOf([]int32{1, 3}, false, replicas, []PartitionState{state})
+	without2.departed = map[int32]departure{2: {b: all.brokers[2], at: start}}
+	planned, until := without2.graced(time.Second, start.Add(100*time.Millisecond))
+	if until != start.Add(time.Second) {
+		t.Fatalf("grace ends %v after the departure, want 1s", until.Sub(start))
+	}
+	if ch := planLeaders(planned, false); len(ch) != 0 {
+		t.Fatalf("within its grace, broker 2 lost its leadership or ISR place: %+v", ch)
+	}
+	if ch := planLeaders(without2, false); len(ch) != 1 || ch[0].next.Leader == 2 {
+		t.Fatalf("without the grace broker 2 would have been replaced: %+v", ch)
+	}
+	planned, until = without2.graced(time.Second, start.Add(1100*time.Millisecond))
+	if ch := planLeaders(planned, false); len(ch) != 1 || ch[0].next.Leader == 2 || !until.IsZero() {
+		t.Fatalf("after its grace, broker 2 still leads: %+v (grace ends %v)", ch, until)
+	}
+
+	// A broker that left is not waited for.
+	left := all.brokers[2]
+	left.Leaving = true
+	without2.departed[2] = departure{b: left, at: start}
+	if planned, until := without2.graced(time.Second, start.Add(10*time.Millisecond)); planned != without2 || !until.IsZero() {
+		t.Fatalf("a broker that left was given a grace until %v", until)
 	}
 }

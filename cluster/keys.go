@@ -65,6 +65,12 @@ type brokerValue struct {
 	Listeners []endpointValue `json:"listeners,omitempty"`
 	// DataDirID identifies the broker's data directory (see Broker.DataDirID).
 	DataDirID string `json:"data_dir_id,omitempty"`
+	// Epoch is the broker epoch a running broker's new registration continues (see
+	// Broker.Epoch); omitted on the first registration of a run.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Leaving is set by a broker that is shutting down, just before it ends its
+	// session (see Broker.Leaving).
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // endpointValue is one advertised listener of a broker.
@@ -193,7 +199,7 @@ func decodePartition(key string, data []byte) (PartitionState, error) {
 }
 
 func encodeBroker(b Broker) string {
-	v := brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID}
+	v := brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID, Epoch: b.Epoch, Leaving: b.Leaving}
 	for _, e := range b.Listeners {
 		v.Listeners = append(v.Listeners, endpointValue{Name: e.Listener, Host: e.Host, Port: e.Port})
 	}
@@ -208,7 +214,7 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 	if brokerKey(v.ID) != key {
 		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
 	}
-	b := Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID}
+	b := Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID, Epoch: v.Epoch, Leaving: v.Leaving}
 	for _, e := range v.Listeners {
 		b.Listeners = append(b.Listeners, Endpoint{Listener: e.Name, Host: e.Host, Port: e.Port})
 	}

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -23,12 +25,21 @@ type Session struct {
 	client *clientv3.Client // the session's own lessor; see sessionClient
 	broker Broker
 	ttl    time.Duration
+	logger *slog.Logger
 	// validUntil (Unix nanoseconds) is when the lease may have expired at the
-	// latest, as far as this process can tell: the last keep-alive answer plus
+	// earliest, as far as this process can tell: the last keep-alive answer plus
 	// half the TTL (the other half covers the answer's trip and clock rate).
 	validUntil atomic.Int64
-	stopWatch  context.CancelFunc
-	epoch      int64 // the broker epoch of this registration
+	// lastAnswer (Unix nanoseconds) is the last keep-alive answer: the lease expires
+	// at etcd a whole TTL after it at the latest.
+	lastAnswer atomic.Int64
+	// suspect is set by Suspect (the process was paused): until a keep-alive sent
+	// after it is answered, answers that may have waited out the pause are not trusted.
+	suspect   atomic.Bool
+	expired   atomic.Bool   // etcd said the lease is gone
+	renew     chan struct{} // wakes renewLoop (Suspect)
+	stopWatch context.CancelFunc
+	epoch     int64 // the broker epoch of this registration
 
 	closeOnce sync.Once
 	closeErr  error
@@ -37,6 +48,8 @@ type Session struct {
 // RegisterBroker registers b under a new lease of the given TTL (rounded up
 // to whole seconds; etcd raises TTLs below its minimum, 1 s with Skiff's
 // default election timeout) and keeps the lease alive until Session.Close.
+// b.Epoch is 0 for the first registration of a broker's run, and the epoch of
+// its previous session when a running broker registers again (Broker.Epoch).
 //
 // If the key is held by another lease with the same Broker.DataDirID (the
 // previous run of this broker, whose lease has not expired yet), that lease is
@@ -63,8 +76,8 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 		client.Close()
 		return nil, errors.Join(fmt.Errorf("cluster: keep lease of broker %d alive: %w", b.ID, err), s.revoke(lease.ID))
 	}
-	sess := &Session{s: cs, client: client, broker: b, ttl: time.Duration(secs) * time.Second}
-	sess.validUntil.Store(time.Now().Add(sess.ttl / 2).UnixNano())
+	sess := &Session{s: cs, client: client, broker: b, ttl: time.Duration(secs) * time.Second, logger: s.logger, renew: make(chan struct{}, 1)}
+	sess.answered(time.Now())
 	wctx, stop := context.WithCancel(client.Ctx())
 	sess.stopWatch = stop
 	answers, err := client.KeepAlive(wctx, lease.ID)
@@ -73,9 +86,13 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker, ttl time.Duration)
 		return nil, errors.Join(fmt.Errorf("cluster: watch keep-alives of broker %d: %w", b.ID, err), sess.Close())
 	}
 	go sess.watchKeepAlives(answers)
-	if sess.epoch, err = s.putBroker(ctx, b, lease.ID); err != nil {
+	go sess.renewLoop(wctx)
+	created, err := s.putBroker(ctx, b, lease.ID)
+	if err != nil {
 		return nil, errors.Join(err, sess.Close())
 	}
+	sess.epoch = cmp.Or(b.Epoch, created)
+	go sess.watchKey(wctx, created)
 	s.logger.Info("registered broker", "broker_id", b.ID, "host", b.Host, "port", b.Port,
 		"rack", b.Rack, "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl_s", secs)
 	return sess, nil
@@ -110,7 +127,7 @@ func (s *Store) revoke(id clientv3.LeaseID) error {
 }
 
 // putBroker creates the broker key under lease, waiting while another lease
-// holds it.
+// holds it, and returns its create revision.
 func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID) (int64, error) {
 	key := brokerKey(b.ID)
 	for {
@@ -123,7 +140,7 @@ func (s *Store) putBroker(ctx context.Context, b Broker, lease clientv3.LeaseID)
 			return 0, fmt.Errorf("cluster: register broker %d: %w", b.ID, err)
 		}
 		if resp.Succeeded {
-			return resp.Header.Revision, nil // the key's create revision: the broker epoch
+			return resp.Header.Revision, nil // the key's create revision: a new run's broker epoch
 		}
 		held := resp.Responses[0].GetResponseRange().Kvs
 		if len(held) == 0 {
@@ -171,12 +188,114 @@ func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
 func (s *Session) watchKeepAlives(answers <-chan *clientv3.LeaseKeepAliveResponse) {
 	for a := range answers {
 		if a.TTL <= 0 {
-			s.validUntil.Store(0)
+			s.expire()
 			continue
 		}
-		s.validUntil.Store(time.Now().Add(s.ttl / 2).UnixNano())
+		if !s.suspect.Load() {
+			s.answered(time.Now())
+		}
 	}
 	s.validUntil.Store(0)
+}
+
+// watchKey ends the session as soon as its broker key, created at revision
+// created, is deleted (until ctx ends): the lease is gone, whether it expired or
+// was revoked. An etcd member that led before its process was paused revokes, as
+// it resumes, the leases it saw expire by its stale clock, live ones included
+// (etcd's own guard against that, ensureLeadership, is skipped while its raft loop
+// ticks, and it ticks at once on resuming); keep-alive answers would tell only a
+// renewal later.
+func (s *Session) watchKey(ctx context.Context, created int64) {
+	key := brokerKey(s.broker.ID)
+	for wr := range s.client.Watch(ctx, key, clientv3.WithRev(created+1), clientv3.WithFilterPut()) {
+		if wr.Err() != nil || wr.CompactRevision != 0 {
+			return // the keep-alives still tell
+		}
+		if len(wr.Events) > 0 {
+			s.expire()
+			return
+		}
+	}
+}
+
+// answered records a keep-alive answer to a request sent at or before sent.
+func (s *Session) answered(sent time.Time) {
+	raise(&s.lastAnswer, sent.UnixNano())
+	raise(&s.validUntil, sent.Add(s.ttl/2).UnixNano())
+}
+
+// raise moves v up to x, never down.
+func raise(v *atomic.Int64, x int64) {
+	for old := v.Load(); x > old && !v.CompareAndSwap(old, x); old = v.Load() {
+	}
+}
+
+func (s *Session) expire() {
+	s.expired.Store(true)
+	s.validUntil.Store(0)
+}
+
+// renewLoop sends a keep-alive of its own whenever the session's keep-alive stream
+// has gone unanswered for a third of the TTL (about one missed renewal), or Suspect
+// asks for one, until ctx ends. Each goes on a new stream: a stream whose renewal was
+// forwarded to an etcd leader that froze or was cut off is held up for etcd's request
+// timeout (5 s plus two election timeouts), as long as a default session lives, while
+// a new stream reaches whichever member leads now. Without this, every broker would
+// lose its session whenever the etcd leader's node freezes.
+func (s *Session) renewLoop(ctx context.Context) {
+	t := time.NewTicker(s.ttl / 6)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !s.suspect.Load() && time.Since(time.Unix(0, s.lastAnswer.Load())) < s.ttl/3 {
+				continue
+			}
+		case <-s.renew:
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.ttl/3)
+		if err := s.Renew(rctx); err != nil && ctx.Err() == nil {
+			// The session lapses if this goes on; the next tick tries again.
+			s.logger.Info("renewing the broker session failed", "broker_id", s.broker.ID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// ErrSessionExpired is returned by Renew when etcd no longer has the session's lease.
+var ErrSessionExpired = errors.New("cluster: broker session expired")
+
+// Renew sends one keep-alive for the session's lease on a stream of its own and,
+// if etcd still has the lease, extends the session's validity from the moment the
+// keep-alive was sent. It fails with ErrSessionExpired if the lease is gone;
+// cancelling ctx abandons the keep-alive.
+func (s *Session) Renew(ctx context.Context) error {
+	sent := time.Now()
+	resp, err := s.client.KeepAliveOnce(ctx, s.s.Lease())
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && resp.TTL <= 0 {
+		s.expire()
+		return fmt.Errorf("%w: broker %d, lease %x", ErrSessionExpired, s.broker.ID, int64(s.s.Lease()))
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: renew the session of broker %d: %w", s.broker.ID, err)
+	}
+	s.answered(sent)
+	s.suspect.Store(false)
+	return nil
+}
+
+// Suspect makes the session invalid until a keep-alive sent from now on is answered
+// (one is sent at once): for a process that finds it was paused, since an answer that
+// arrived during the pause may be older than the lease's expiry.
+func (s *Session) Suspect() {
+	s.suspect.Store(true)
+	s.validUntil.Store(0)
+	select {
+	case s.renew <- struct{}{}:
+	default:
+	}
 }
 
 // Valid reports whether the lease is certainly still alive: a broker must not act
@@ -188,22 +307,23 @@ func (s *Session) Valid() bool {
 		return false
 	default:
 	}
-	return time.Now().UnixNano() < s.validUntil.Load()
+	return !s.suspect.Load() && !s.expired.Load() && time.Now().UnixNano() < s.validUntil.Load()
 }
 
 // Epoch returns the broker epoch of this registration (Broker.Epoch).
 func (s *Session) Epoch() int64 { return s.epoch }
 
-// Lapsed reports whether no keep-alive answer has arrived for a whole TTL: the
-// lease has expired at etcd, even if the keep-alive stream has not said so (a stream
-// stuck behind an etcd leader change). The broker should register again.
+// Lapsed reports whether the lease has expired at etcd, as far as this process can
+// tell: etcd said so, or no keep-alive answer has arrived for a whole TTL, even if
+// the keep-alive stream has not said so (a stream stuck behind an etcd leader
+// change). The broker should register again.
 func (s *Session) Lapsed() bool {
 	select {
 	case <-s.s.Done():
 		return true
 	default:
 	}
-	return time.Now().UnixNano() > s.validUntil.Load()+int64(s.ttl/2)
+	return s.expired.Load() || time.Now().UnixNano() > s.lastAnswer.Load()+int64(s.ttl)
 }
 
 // Broker returns the registered broker.
@@ -230,12 +350,26 @@ func (s *Session) Abandon() {
 	})
 }
 
+// markLeaving sets Broker.Leaving in the broker key, if it is still this session's
+// (best effort, for a second at most: the revoke that follows deletes the key
+// anyway).
+func (s *Session) markLeaving() {
+	ctx, cancel := context.WithTimeout(s.client.Ctx(), time.Second)
+	defer cancel()
+	key, b := brokerKey(s.broker.ID), s.broker
+	b.Epoch, b.Leaving = s.epoch, true
+	lease := s.s.Lease()
+	_, _ = s.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
+		Then(clientv3.OpPut(key, encodeBroker(b), clientv3.WithLease(lease))).Commit()
+}
+
 // Close revokes the lease, which deletes the broker key at once. It is
 // idempotent.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.stopWatch()
 		s.validUntil.Store(0)
+		s.markLeaving()
 		if err := s.s.Close(); err != nil {
 			s.closeErr = fmt.Errorf("cluster: close session of broker %d: %w", s.broker.ID, err)
 		}

@@ -181,6 +181,96 @@ func TestBrokerRestartTakesOverItsOwnRegistration(t *testing.T) {
 	}
 }
 
+// TestSessionSuspect: a suspected session is not valid until a keep-alive sent after
+// Suspect is answered, which the session sends itself; it has not lapsed meanwhile.
+// Once etcd no longer has the lease, Renew says so and the session has lapsed.
+func TestSessionSuspect(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	s := New(m.Client(), quiet)
+	sess, err := s.RegisterBroker(ctx, Broker{ID: 5, Host: "h", Port: 9092}, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if !sess.Valid() {
+		t.Fatal("a new session is not valid")
+	}
+	sess.Suspect()
+	if sess.Valid() || sess.Lapsed() {
+		t.Fatalf("suspected session: valid %v, lapsed %v; want neither", sess.Valid(), sess.Lapsed())
+	}
+	took := waitFor(t, 3*time.Second, "the suspected session confirmed", sess.Valid)
+	t.Logf("confirmed %v after Suspect", took)
+
+	if _, err := m.Client().Revoke(ctx, sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Renew(ctx); !errors.Is(err, ErrSessionExpired) {
+		t.Fatalf("Renew of a revoked lease: %v", err)
+	}
+	if sess.Valid() || !sess.Lapsed() {
+		t.Fatalf("revoked session: valid %v, lapsed %v; want lapsed only", sess.Valid(), sess.Lapsed())
+	}
+}
+
+// TestSessionRevokedRegistersAgain: a session whose lease someone else revokes (an
+// etcd member that led before a pause does that) lapses at once, well before its next
+// keep-alive; the broker registers again under the same broker epoch, which the
+// cache reports.
+func TestSessionRevokedRegistersAgain(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	c := startCache(t, m.Client())
+	s := New(m.Client(), quiet)
+	b := Broker{ID: 6, Host: "h", Port: 9092, DataDirID: "dir"}
+	sess, err := s.RegisterBroker(ctx, b, 6*time.Second) // keep-alives every 2 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	epoch := sess.Epoch()
+	waitFor(t, 5*time.Second, "cache sees broker", func() bool { got, ok := c.Broker(6); return ok && got.Epoch == epoch })
+	if _, err := m.Client().Revoke(ctx, sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	took := waitFor(t, time.Second, "the revoked session lapsed", sess.Lapsed)
+	t.Logf("lapsed %v after the revoke", took)
+	waitFor(t, 5*time.Second, "cache sees the departure", func() bool {
+		d, ok := c.Snapshot().departed[6]
+		return ok && d.b.Epoch == epoch && !d.b.Leaving
+	})
+
+	b.Epoch = epoch
+	again, err := s.RegisterBroker(ctx, b, 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.Epoch() != epoch {
+		t.Fatalf("registered again under epoch %d, want %d", again.Epoch(), epoch)
+	}
+	waitFor(t, 5*time.Second, "cache sees the new registration", func() bool {
+		got, ok := c.Broker(6)
+		return ok && got.Epoch == epoch && c.Revision() > 0 && countKeys(t, m.Client(), brokerKey(6)) == 1
+	})
+	resp, err := m.Client().Get(ctx, brokerKey(6))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != int64(again.Lease()) || resp.Kvs[0].CreateRevision == epoch {
+		t.Fatalf("broker key %v: %v", resp.Kvs, err)
+	}
+	if _, ok := c.Snapshot().departed[6]; ok {
+		t.Fatal("the cache still lists the broker as departed after it registered again")
+	}
+	// A clean Close marks the registration as leaving before it ends it.
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "cache sees the broker leave", func() bool {
+		d, ok := c.Snapshot().departed[6]
+		return ok && d.b.Leaving
+	})
+}
+
 // withoutEpoch drops the broker epoch the cache adds, to compare with what was registered.
 func withoutEpoch(b Broker) Broker { b.Epoch = 0; return b }
 

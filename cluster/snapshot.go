@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -25,6 +26,9 @@ type Snapshot struct {
 	// brokerConfigs holds the dynamic broker configs by broker id (ClusterDefault
 	// for every broker).
 	brokerConfigs map[int32]map[string]string
+	// departed holds the brokers whose registration this cache saw end, and when,
+	// until they register again (for ControllerConfig.DepartGrace).
+	departed map[int32]departure
 
 	// changed is closed when a newer snapshot replaces this one.
 	changed chan struct{}
@@ -47,6 +51,42 @@ var emptySnapshot = &Snapshot{changed: make(chan struct{})}
 
 // BrokerEpoch returns the epoch of live broker id's registration, 0 if not live.
 func (s *Snapshot) BrokerEpoch(id int32) int64 { return s.brokers[id].Epoch }
+
+// departure is a broker whose registration ended, with when the cache saw it end.
+type departure struct {
+	b  Broker
+	at time.Time
+}
+
+// graced returns s with the brokers that departed less than grace before now, and
+// not by leaving (Broker.Leaving), counted as live, and when the first of those
+// graces ends (zero: there is none).
+func (s *Snapshot) graced(grace time.Duration, now time.Time) (*Snapshot, time.Time) {
+	var until time.Time
+	var extra []Broker
+	for _, d := range s.departed {
+		end := d.at.Add(grace)
+		if d.b.Leaving || !now.Before(end) {
+			continue
+		}
+		extra = append(extra, d.b)
+		if until.IsZero() || end.Before(until) {
+			until = end
+		}
+	}
+	if len(extra) == 0 {
+		return s, until
+	}
+	c := *s
+	c.brokers = maps.Clone(s.brokers)
+	if c.brokers == nil {
+		c.brokers = map[int32]Broker{}
+	}
+	for _, b := range extra {
+		c.brokers[b.ID] = b
+	}
+	return &c, until
+}
 
 // Controller returns the broker id of the elected controller, or NoLeader.
 func (s *Snapshot) Controller() int32 {
@@ -228,12 +268,22 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 		b.next.candidates[key] = candidate{createRev: kv.CreateRevision, broker: id}
 
 	case keyIsBroker:
+		b.next.departed = maps.Clone(b.next.departed)
+		if b.next.departed == nil {
+			b.next.departed = map[int32]departure{}
+		}
 		if del {
+			if old, ok := b.next.brokers[p]; ok {
+				b.next.departed[p] = departure{b: old, at: time.Now()}
+			}
 			delete(b.brokers(), p)
 			return
 		}
+		delete(b.next.departed, p)
 		br, err := decodeBroker(key, kv.Value)
-		br.Epoch = kv.CreateRevision
+		if br.Epoch == 0 { // the first registration of a run
+			br.Epoch = kv.CreateRevision
+		}
 		if err != nil {
 			b.logger.Error("ignoring metadata key", "key", key, "err", err)
 			return

@@ -107,10 +107,19 @@ type Broker struct {
 	// directory lock rules out two at once), so RegisterBroker replaces it
 	// instead of waiting for its lease to expire. Empty: never replaced.
 	DataDirID string
-	// Epoch is the broker epoch: the etcd create revision of this registration. A
-	// broker that registers again (a restart, a lost session) gets a higher one.
-	// Set by the cache; not stored in the value.
+	// Epoch is the broker epoch: the etcd create revision of the registration that
+	// began this run of the broker. A broker that restarts gets a higher one, and is
+	// out of every ISR until a leader admits it again (its storage may be new). A
+	// running broker that registers again after losing its session (its lease
+	// expired while it was paused, or was revoked) passes its epoch to
+	// RegisterBroker, which stores it in the value: its storage is the one it had,
+	// so its ISR memberships and leaderships stay valid. Set by the cache.
 	Epoch int64
+	// Leaving is set by a broker that is shutting down, just before it ends its
+	// session: the controller then moves its partitions at once, without the grace
+	// it gives a broker whose registration ended otherwise
+	// (ControllerConfig.DepartGrace).
+	Leaving bool
 }
 
 // Endpoint is the advertised address of one listener of a broker.

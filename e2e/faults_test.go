@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,27 +27,6 @@ const faultTopic = "faults"
 
 var faultArgs = []string{"--session-timeout", "2s", "--replica-lag-time-max", "4s", "--leader-imbalance-check-interval", "2s"}
 
-// record is one record as produced or read: where it is and what it says.
-type record struct {
-	partition int32
-	offset    int64
-	value     string
-}
-
-// workload produces and consumes in the background until stop.
-type workload struct {
-	t     *testing.T
-	nodes []*testnode.Node
-
-	mu       sync.Mutex
-	acked    []record // acknowledged records, in acknowledgement order
-	failed   int
-	consumed []record
-
-	stop func()
-	done sync.WaitGroup
-}
-
 func startFaultCluster(t *testing.T) []*testnode.Node { return startFaultClusterOf(t, 3) }
 
 func startFaultClusterOf(t *testing.T, size int) []*testnode.Node {
@@ -60,11 +36,18 @@ func startFaultClusterOf(t *testing.T, size int) []*testnode.Node {
 // setUpFaultTopic creates the fault topic (RF 3, min.insync.replicas 2, 4 partitions)
 // and waits for full ISRs.
 func setUpFaultTopic(t *testing.T, nodes []*testnode.Node) []*testnode.Node {
+	return setUpFaultTopicOf(t, nodes, 4)
+}
+
+// setUpFaultTopicOf creates the fault topic with the given partitions (RF 3,
+// min.insync.replicas 2) once every node knows every broker, and waits for full ISRs.
+func setUpFaultTopicOf(t *testing.T, nodes []*testnode.Node, partitions int32) []*testnode.Node {
+	waitBrokers(t, len(nodes), nodes...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	minISR := "2"
 	adm := kadm.NewClient(newClient(t, nodes[0].Addr))
-	if r, err := adm.CreateTopic(ctx, 4, 3, map[string]*string{"min.insync.replicas": &minISR}, faultTopic); err != nil || r.Err != nil {
+	if r, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, faultTopic); err != nil || r.Err != nil {
 		t.Fatalf("create %s: %v %v", faultTopic, err, r.Err)
 	}
 	waitFullISR(t, nodes)
@@ -101,171 +84,6 @@ func seeds(nodes []*testnode.Node) kgo.Opt {
 		addrs = append(addrs, n.Addr)
 	}
 	return kgo.SeedBrokers(addrs...)
-}
-
-func startWorkload(t *testing.T, nodes []*testnode.Node) *workload {
-	w := &workload{t: t, nodes: nodes}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.stop = cancel
-	prod, err := kgo.NewClient(append([]kgo.Opt{seeds(nodes), kgo.DefaultProduceTopic(faultTopic),
-		kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.MaxBufferedRecords(2000)}, clientOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := kgo.NewClient(append([]kgo.Opt{seeds(nodes), kgo.ConsumeTopics(faultTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, clientOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.done.Add(2)
-	go func() { // producer: one record after another as fast as acknowledgements allow
-		defer w.done.Done()
-		defer prod.Close()
-		for i := 0; ctx.Err() == nil; i++ {
-			v := fmt.Sprintf("v%08d", i)
-			prod.Produce(ctx, &kgo.Record{Key: []byte(v[len(v)-2:]), Value: []byte(v)}, func(r *kgo.Record, err error) {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				if err != nil {
-					w.failed++
-					return
-				}
-				w.acked = append(w.acked, record{r.Partition, r.Offset, string(r.Value)})
-			})
-		}
-		fctx, fcancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer fcancel()
-		prod.Flush(fctx)
-	}()
-	go func() { // consumer: remembers everything it was shown
-		defer w.done.Done()
-		defer cons.Close()
-		for ctx.Err() == nil {
-			fs := cons.PollFetches(ctx)
-			w.mu.Lock()
-			fs.EachRecord(func(r *kgo.Record) {
-				w.consumed = append(w.consumed, record{r.Partition, r.Offset, string(r.Value)})
-			})
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-// ackedCount is how many records were acknowledged so far.
-func (w *workload) ackedCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.acked)
-}
-
-// progress waits until n more records are acknowledged.
-func (w *workload) progress(n int, within time.Duration) {
-	w.t.Helper()
-	start := w.ackedCount()
-	poll(w.t, within, fmt.Sprintf("%d more acknowledged records", n), func() bool { return w.ackedCount() >= start+n })
-}
-
-// finish stops the workload and checks the history against the final log.
-func (w *workload) finish(addr string) {
-	w.t.Helper()
-	w.stop()
-	w.done.Wait()
-	final := readLog(w.t, addr)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	check := func() error {
-		at := make(map[int32]map[int64]string)
-		where := make(map[string]record)
-		for _, r := range final {
-			if at[r.partition] == nil {
-				at[r.partition] = make(map[int64]string)
-			}
-			at[r.partition][r.offset] = r.value
-			if prev, dup := where[r.value]; dup {
-				return fmt.Errorf("%s is in the log twice: partition %d offset %d and partition %d offset %d", r.value, prev.partition, prev.offset, r.partition, r.offset)
-			}
-			where[r.value] = r
-		}
-		for _, a := range w.acked {
-			got, ok := where[a.value]
-			if !ok {
-				return fmt.Errorf("acknowledged record %s (partition %d offset %d) is lost", a.value, a.partition, a.offset)
-			}
-			if got.partition != a.partition || got.offset != a.offset {
-				return fmt.Errorf("acknowledged record %s at partition %d offset %d is now at partition %d offset %d", a.value, a.partition, a.offset, got.partition, got.offset)
-			}
-		}
-		for _, c := range w.consumed {
-			if at[c.partition][c.offset] != c.value {
-				return fmt.Errorf("consumed %s at partition %d offset %d, but the log now has %q there: a consumer saw a record that was lost", c.value, c.partition, c.offset, at[c.partition][c.offset])
-			}
-		}
-		// Produce order per partition: one producer, so its values grow with offsets
-		// (records of the tests' own probes, not starting with "v", are left out).
-		last := make(map[int32]string)
-		for _, r := range final {
-			if !strings.HasPrefix(r.value, "v") {
-				continue
-			}
-			if r.value <= last[r.partition] {
-				return fmt.Errorf("partition %d: %s at offset %d after %s", r.partition, r.value, r.offset, last[r.partition])
-			}
-			last[r.partition] = r.value
-		}
-		return nil
-	}
-	if err := check(); err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Logf("history ok: %d acknowledged, %d failed (never acknowledged), %d consumed during the run, %d in the log", len(w.acked), w.failed, len(w.consumed), len(final))
-}
-
-// readLog reads the whole topic from a fresh client, sorted by partition and offset.
-func readLog(t *testing.T, addr string) []record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	adm := kadm.NewClient(newClient(t, addr))
-	ends, err := adm.ListEndOffsets(ctx, faultTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make(map[int32]int64)
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("end offset of partition %d: %v", o.Partition, o.Err)
-		}
-		want[o.Partition] = o.Offset
-	})
-	cl := newClient(t, addr, kgo.ConsumeTopics(faultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	var out []record
-	got := make(map[int32]int64)
-	done := func() bool {
-		for p, end := range want {
-			if got[p] < end {
-				return false
-			}
-		}
-		return true
-	}
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading the log: have %v, want %v", got, want)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, record{r.Partition, r.Offset, string(r.Value)})
-			got[r.Partition] = r.Offset + 1
-		})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].partition != out[j].partition {
-			return out[i].partition < out[j].partition
-		}
-		return out[i].offset < out[j].offset
-	})
-	return out
 }
 
 // leaderOf returns the node leading partition p of the fault topic, asking any live node.

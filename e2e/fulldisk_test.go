@@ -34,8 +34,13 @@ func TestFullDisk(t *testing.T) {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// etcd preallocates its 64 MiB WAL segment; the rest is for the topic.
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=100m", "skiff-full-disk", mnt).CombinedOutput(); err != nil {
+	// etcd preallocates its 64 MB WAL segment and then, in the background, the next
+	// one; the rest is for the topic. The tmpfs has room for both: the background
+	// preallocation takes all the space there is before it gives up, and etcd exits
+	// if a write of its own fails meanwhile (its database as it starts, or the tail
+	// of its WAL, which it preallocates again as it restarts: "failed to read WAL,
+	// cannot be repaired: no space left on device").
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "skiff-full-disk", mnt).CombinedOutput(); err != nil {
 		t.Skipf("skipping the full-disk test: cannot mount a tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { // after the node stopped (cleanups run last first)
@@ -71,7 +76,13 @@ func TestFullDisk(t *testing.T) {
 		}
 	}
 
-	// Fill the filesystem, leaving a little room, so that the next batches fail.
+	// Fill the filesystem, leaving a little room, so that the next batches fail, once
+	// etcd's next WAL segment is there (its preallocation would take that room).
+	nextWAL := filepath.Join(n.DataDir, "etcd", "member", "wal", "0.tmp")
+	poll(t, 30*time.Second, "etcd to preallocate its next WAL segment", func() bool {
+		fi, err := os.Stat(nextWAL)
+		return err == nil && fi.Size() >= 64_000_000
+	})
 	filler := filepath.Join(mnt, "filler")
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(mnt, &st); err != nil {

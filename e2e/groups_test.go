@@ -8,12 +8,14 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,10 +29,19 @@ import (
 // initial rebalance delay, so the tests wait seconds, not minutes.
 var groupNodeArgs = []string{"--group-min-session-timeout", "1s", "--group-initial-rebalance-delay", "0s"}
 
-// memberOpts are the options of a test group member: a 3 s session, commits made
-// by the test after processing each poll, and rebalances only between polls, with a
-// commit of everything polled before partitions are given up, so that no record
-// is processed twice across a rebalance (and none is skipped).
+// memberSession is the session timeout of a test group member. It is well above the
+// few seconds a process on a loaded machine can go without CPU: a node that stalls
+// that long expires the sessions it could not hear from, as a Kafka coordinator
+// does, and a member whose session lapses loses its partitions without committing
+// (franz-go reports ErrGroupSession), so that another member gets again what it
+// had processed: at-least-once, which the tests' exactly-once checks would take
+// for a bug. A killed member is noticed after it.
+const memberSession = 10 * time.Second
+
+// memberOpts are the options of a test group member: a memberSession session,
+// commits made by the test after processing each poll, and rebalances only between
+// polls, with a commit of everything polled before partitions are given up, so that
+// no record is processed twice across a rebalance (and none is skipped).
 func memberOpts(addr, topic, group, name string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(addr),
@@ -38,7 +49,7 @@ func memberOpts(addr, topic, group, name string) []kgo.Opt {
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(3 * time.Second),
+		kgo.SessionTimeout(memberSession),
 		kgo.HeartbeatInterval(300 * time.Millisecond),
 		kgo.RebalanceTimeout(20 * time.Second),
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -225,23 +236,36 @@ func waitGroup(t *testing.T, adm *kadm.Client, group string, partitions int, mem
 }
 
 // TestHelperGroupMember is not a test: it is the child process of TestQueueModel,
-// a group member that TestQueueModel kills with SIGKILL. It prints one line per
-// record received ("partition offset value") and commits after each poll.
+// a group member that kills itself with SIGKILL. It prints one line per record
+// received ("partition offset value") and commits after each poll. Its spec is
+// "addr|topic|group|name|prefix|count": it dies once it has printed count records
+// whose value starts with prefix, before it commits them.
 func TestHelperGroupMember(t *testing.T) {
 	spec := os.Getenv("SKIFF_E2E_GROUP_MEMBER")
 	if spec == "" {
 		t.Skip("helper process of TestQueueModel")
 	}
 	f := strings.Split(spec, "|")
+	dieAfter, err := strconv.Atoi(f[5])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	cl, err := kgo.NewClient(memberOpts(f[0], f[1], f[2], f[3])...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	out := bufio.NewWriter(os.Stdout)
+	got := 0
 	err = consumeLoop(context.Background(), cl, func(r *kgo.Record) {
 		fmt.Fprintf(out, "%d %d %s\n", r.Partition, r.Offset, r.Value)
 		out.Flush()
+		if strings.HasPrefix(string(r.Value), f[4]) {
+			if got++; got == dieAfter {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL) // no LeaveGroup, no last commit
+			}
+		}
 	})
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(3)
@@ -249,9 +273,9 @@ func TestHelperGroupMember(t *testing.T) {
 
 // TestQueueModel: three members of one group on a 6-partition topic share it, two
 // partitions each, and receive every one of 100,000 records exactly once between
-// them. Then one member, a separate process, is killed with SIGKILL: after its
-// session timeout the other two take over its partitions exactly from its last
-// commit, and every record is still received. Then a fourth member joins, gets
+// them. Then one member, a separate process, dies of SIGKILL while it consumes:
+// after its session timeout the other two take over its partitions exactly from its
+// last commit, and every record is still received. Then a fourth member joins, gets
 // partitions, and the three share new records exactly once.
 func TestQueueModel(t *testing.T) {
 	n := testnode.Start(t, groupNodeArgs...)
@@ -260,9 +284,15 @@ func TestQueueModel(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, n.Addr))
 	l := newLedger()
 
-	// The member to be killed runs in its own process.
+	// The member to be killed runs in its own process. It kills itself once it has
+	// received 500 records of the second batch, between two commits: its last commit
+	// is then acknowledged, and the offsets fetched after its death are the ones the
+	// survivors must take over from. (Killed from outside, it would often die with a
+	// commit on its way, which the node may apply after that fetch.)
+	const victimB = 500
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperGroupMember$")
-	child.Env = append(os.Environ(), "SKIFF_E2E_GROUP_MEMBER="+strings.Join([]string{n.Addr, topic, group, "victim"}, "|"))
+	child.Env = append(os.Environ(), "SKIFF_E2E_GROUP_MEMBER="+
+		strings.Join([]string{n.Addr, topic, group, "victim", "b", strconv.Itoa(victimB)}, "|"))
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -318,29 +348,19 @@ func TestQueueModel(t *testing.T) {
 	}
 	t.Logf("records per member: %v", perMember)
 
-	// Kill the victim while it consumes a second batch of records.
+	// The victim dies while it consumes a second batch of records.
 	produced := make(chan error, 1)
 	go func() { produced <- produceValuesErr(n.Addr, topic, "b", 20_000) }()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		victimB := 0
-		for v, ds := range l.snapshot() {
-			if strings.HasPrefix(v, "b") && ds[0].member == "victim" {
-				victimB++
-			}
-		}
-		if victimB >= 500 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the victim received only %d of the second batch", victimB)
-		}
+	select {
+	case <-childDone: // every line it printed is read (Wait would close the pipe)
+	case <-time.After(time.Minute):
+		t.Fatalf("the victim did not receive %d records of the second batch", victimB)
 	}
-	if err := child.Process.Kill(); err != nil { // SIGKILL: no LeaveGroup, no last commit
-		t.Fatal(err)
-	}
-	<-childDone // every line it printed is read (Wait would close the pipe)
-	child.Wait()
 	killedAt := time.Now()
+	var exit *exec.ExitError
+	if err := child.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the victim ended with %v, want SIGKILL", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	committed, err := adm.FetchOffsets(ctx, group)
 	cancel()
@@ -385,18 +405,14 @@ func TestQueueModel(t *testing.T) {
 			}
 		}
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	ends := endOffsets(t, ctx, adm, topic)
 	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for p, first := range firstTaken {
 		c, _ := committed.Lookup(topic, p)
-		end, _ := ends.Lookup(topic, p)
 		switch {
-		case first < 0 && c.At != end.Offset:
-			t.Fatalf("partition %d: the survivors got nothing although the victim committed up to %d of %d", p, c.At, end.Offset)
+		case first < 0 && c.At != ends[p]:
+			t.Fatalf("partition %d: the survivors got nothing although the victim committed up to %d of %d", p, c.At, ends[p])
 		case first >= 0 && first != c.At:
 			t.Fatalf("partition %d: the survivors started at offset %d, the victim's last commit is %d", p, first, c.At)
 		}

@@ -25,9 +25,13 @@ import (
 
 // Settings of the node TestHostileClients attacks, and what it holds it to.
 const (
-	hostileMaxConns    = 1300
-	hostilePerIP       = 600
-	hostileReadTimeout = 3 * time.Second
+	hostileMaxConns = 1300
+	hostilePerIP    = 600
+	// hostileReadTimeout is socket-read-timeout: well above the few seconds a
+	// process on a loaded machine can go without CPU. A node that stalls while it
+	// reads a frame finds the frame's deadline passed when it runs again, however
+	// fast the client sent it, and so does a client that stalls while it sends one.
+	hostileReadTimeout = 8 * time.Second
 	hostileQueuedBytes = 32 << 20
 	// hostileRSSBound is the resident memory the node must stay under: its own
 	// ~50 MiB (etcd, Pebble), the request memory (queued-max-request-bytes, 32 MiB)
@@ -108,7 +112,7 @@ func TestHostileClients(t *testing.T) {
 				defer wg.Done()
 				pause := 15 * time.Millisecond // 45 bytes: about 0.7 s, well in time
 				if slow {
-					pause = 250 * time.Millisecond // about 11 s: cut off at 3 s
+					pause = time.Second // about 45 s: cut off 8 s after the first 6 bytes
 				}
 				for j := range frame {
 					if _, err := c.Write(frame[j : j+1]); err != nil {

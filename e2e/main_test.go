@@ -5,12 +5,14 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -90,6 +92,51 @@ func createTopicWith(t testing.TB, addr, topic string, partitions int32, rf int1
 	}
 }
 
+// endOffsets returns the end offset of every partition of topic. kadm leaves a
+// partition whose leader has just moved (NOT_LEADER_FOR_PARTITION, or
+// LEADER_NOT_AVAILABLE while one is elected: a preferred leader back, a broker that
+// briefly lost its session) to the caller to ask again, as a consumer does;
+// endOffsets asks until ctx ends.
+func endOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) map[int32]int64 {
+	t.Helper()
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil && (!retriable(err) || ctx.Err() != nil) {
+			t.Fatalf("end offsets of %s: %v", topic, err)
+		}
+		out, retry := make(map[int32]int64), err != nil
+		ends.Each(func(o kadm.ListedOffset) {
+			switch {
+			case o.Err == nil:
+				out[o.Partition] = o.Offset
+			case kerr.IsRetriable(o.Err) && ctx.Err() == nil:
+				retry = true
+			default:
+				t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
+			}
+		})
+		if !retry {
+			return out
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval of a condition with a deadline
+	}
+}
+
+// retriable reports whether err is a retriable Kafka error, or kadm's ShardErrors
+// made only of such errors (the shards of a request whose leader was unknown).
+func retriable(err error) bool {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) {
+		return kerr.IsRetriable(err)
+	}
+	for _, e := range se.Errs {
+		if !kerr.IsRetriable(e.Err) {
+			return false
+		}
+	}
+	return len(se.Errs) > 0
+}
+
 // kadmCreate is a raw CreateTopics request for one topic, for checking the error
 // message that kadm does not surface.
 func kadmCreate(topic string, timeoutMs int32) *kmsg.CreateTopicsRequest {
@@ -105,11 +152,22 @@ func kadmCreate(topic string, timeoutMs int32) *kmsg.CreateTopicsRequest {
 // addr, bypassing any client logic, and returns the decoded answer.
 func rawRequest(t *testing.T, addr string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+	nc, err := sendRaw(addr, req, timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
+	return readRaw(nc, req)
+}
+
+// sendRaw dials addr and writes req (a non-flexible version of it) with a null client
+// id; the connection's deadline is timeout from now. A process that is stopped
+// (SIGSTOP) still accepts the connection and the request: its kernel queues them.
+func sendRaw(addr string, req kmsg.Request, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
 	nc.SetDeadline(time.Now().Add(timeout))
 	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
@@ -117,8 +175,14 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request, timeout time.Durati
 	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
 	frame = req.AppendTo(frame)
 	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+		nc.Close()
 		return nil, err
 	}
+	return nc, nil
+}
+
+// readRaw reads the answer to req, sent by sendRaw, from nc.
+func readRaw(nc net.Conn, req kmsg.Request) (kmsg.Response, error) {
 	var hdr [8]byte
 	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
 		return nil, err

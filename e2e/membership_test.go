@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/appliance"
 	"skiff/internal/testnode"
@@ -66,7 +67,7 @@ func TestMembership(t *testing.T) {
 	})
 
 	ok = ok && t.Run("CreatePartitions", func(t *testing.T) {
-		waitBrokers(t, nodes[0].Addr, 3)
+		waitBrokers(t, 3, nodes...)
 		if _, err := adm.CreateTopic(ctx, 3, 1, nil, "grown"); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestMembership(t *testing.T) {
 		t0 := time.Now()
 		fourth = testnode.Start(outer, append([]string{"--join", nodes[1].EtcdClient}, clusterArgs...)...)
 		t.Logf("fourth node ready %v after serve --join", time.Since(t0))
-		waitBrokers(t, fourth.Addr, 4)
+		waitBrokers(t, 4, append(slices.Clone(nodes), fourth)...)
 		if _, err := kadm.NewClient(newClient(t, fourth.Addr)).CreateTopic(ctx, 12, 1, nil, "wide"); err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +194,7 @@ func TestMembership(t *testing.T) {
 	})
 	ok = ok && t.Run("RemoveNodeWithDrain", func(t *testing.T) {
 		fifth := testnode.Start(outer, append([]string{"--join", nodes[2].EtcdClient}, clusterArgs...)...)
-		waitBrokers(t, fifth.Addr, 4)
+		waitBrokers(t, 4, append(slices.Clone(nodes), fifth)...)
 		if _, err := kadm.NewClient(newClient(t, fifth.Addr)).CreateTopic(ctx, 8, 1, nil, "moved"); err != nil {
 			t.Fatal(err)
 		}
@@ -255,14 +256,22 @@ func readCounts(t *testing.T, addr, topic string, n int) map[int32]int {
 	return per
 }
 
-// waitBrokers waits until the node at addr lists count live brokers in Metadata (a
-// node that just joined is listed by the others a moment after it is ready).
-func waitBrokers(t *testing.T, addr string, count int) {
+// waitBrokers waits until each of nodes knows count live brokers. A topic is placed
+// by the node that creates it (the controller, for a client's CreateTopics) from
+// what its own metadata cache knows, and a node that just joined is known to each
+// node a moment after it is ready; so each node is asked itself (its seed broker),
+// not whichever node a client's Metadata request goes to.
+func waitBrokers(t *testing.T, count int, nodes ...*testnode.Node) {
 	t.Helper()
-	poll(t, 30*time.Second, fmt.Sprintf("%s lists %d brokers", addr, count), func() bool {
-		md, err := metadata(t, addr)
-		return err == nil && len(md.Brokers) == count
-	})
+	for _, n := range nodes {
+		seed := newClient(t, n.Addr).SeedBrokers()[0]
+		poll(t, 30*time.Second, fmt.Sprintf("node %d lists %d brokers", n.ID, count), func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			resp, err := seed.Request(ctx, kmsg.NewPtrMetadataRequest())
+			return err == nil && len(resp.(*kmsg.MetadataResponse).Brokers) == count
+		})
+	}
 }
 
 // clusterStatus asks a node's admin API for the cluster status.

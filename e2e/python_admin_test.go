@@ -8,14 +8,11 @@ import (
 	"skiff/internal/testnode"
 )
 
-// python3 is Debian's Python, which has Debian's python3-kafka (kafka-python); a
-// python3 earlier on PATH (pyenv) may lack Debian's packages. `make test` installs
-// python3-kafka, so a missing one fails the test rather than skipping it.
-const python3 = "/usr/bin/python3"
-
 // TestKafkaPythonAdmin: kafka-python's KafkaAdminClient, a client not written
 // here, creates a topic, changes its configs with AlterConfigs, reads them back
 // with DescribeConfigs (topic and broker) and gets Kafka's error for a bad value.
+// `make test` installs python3-kafka, so a missing one fails the test rather than
+// skipping it.
 func TestKafkaPythonAdmin(t *testing.T) {
 	if out, err := exec.Command(python3, "-c", "import kafka").CombinedOutput(); err != nil {
 		t.Fatalf("%s cannot import kafka (install Debian's python3-kafka; make test does): %v\n%s", python3, err, out)

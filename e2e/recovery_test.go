@@ -24,7 +24,7 @@ func TestForceNewCluster(t *testing.T) {
 	survivor := nodes[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitBrokers(t, survivor.Addr, 3)
+	waitBrokers(t, 3, nodes...)
 	if _, err := kadm.NewClient(newClient(t, survivor.Addr)).CreateTopic(ctx, 6, 1, nil, "kept"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,12 @@ func TestSIGTERMDrains(t *testing.T) {
 	if _, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
 		t.Fatal(err)
 	}
-	// The fetch is parked (there is no data); stop the node under it.
+	// Once the node has taken the fetch, it parks (there is no data): stop the node
+	// under it. A request still unread in its socket is not in hand: the node closes
+	// that connection unanswered (a reset).
+	poll(t, 15*time.Second, "the node to take the fetch", func() bool {
+		return strings.Contains(scrape(t, n.HTTPAddr), `skiff_requests_total{api="Fetch"} 1`)
+	})
 	start := time.Now()
 	if err := n.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -80,4 +86,16 @@ func TestSIGTERMDrains(t *testing.T) {
 	if !strings.Contains(n.Logs(), `"msg":"stopped"`) {
 		t.Fatalf("no clean stop in the logs:\n%s", n.Logs())
 	}
+}
+
+// scrape returns the node's /metrics page ("" if it cannot be read).
+func scrape(t *testing.T, httpAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestConcurrentJoins: two members joining one running member at the same moment are
@@ -72,5 +76,35 @@ func TestConcurrentJoins(t *testing.T) {
 		if m.IsLearner {
 			t.Errorf("member %s is still a learner", m.Name)
 		}
+	}
+}
+
+// TestAddMemberKnownToAll: when AddMember returns, every running member lists the new
+// member in its own view of the membership, which is what the new member asks its
+// peers for as it starts (a peer that had not applied the addition yet would make
+// it refuse to start: "member count is unequal").
+func TestAddMemberKnownToAll(t *testing.T) {
+	ms, _ := startMembers(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	peer, err := bindAddr("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := AddMember(ctx, ms[0].Client(), "learner", "http://"+peer, ms[0].logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		list, err := m.Client().MemberList(ctx, clientv3.WithSerializable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(list.Members, func(x *etcdserverpb.Member) bool { return x.ID == id }) {
+			t.Errorf("member %s does not list the new member %x yet", m.Name(), id)
+		}
+	}
+	if err := RemoveMember(ctx, ms[0].Client(), id); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -23,7 +23,9 @@ var ErrMemberNotFound = errors.New("embedetcd: no such member")
 // retries that refusal until ctx ends, then returns it wrapped with ctx's error, so a
 // removal right after a member started waits a moment instead of failing. A request
 // that gets no answer within a few seconds (raft drops a membership change proposed
-// while another is pending) is made again.
+// while another is pending), or that etcd itself reports as timed out, is made
+// again; if an earlier attempt was applied after all, the retry returns
+// ErrMemberNotFound.
 func RemoveMember(ctx context.Context, cli *clientv3.Client, id uint64) error {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, membershipRequestTimeout)
@@ -32,7 +34,7 @@ func RemoveMember(ctx context.Context, cli *clientv3.Client, id uint64) error {
 		switch {
 		case err == nil:
 			return nil
-		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		case unanswered(ctx, err):
 			// Dropped by raft while another membership change was pending: ask again
 			// (if it was applied after all, the member is not found).
 		case errors.Is(err, rpctypes.ErrGRPCMemberNotFound) || errors.Is(err, rpctypes.ErrMemberNotFound):

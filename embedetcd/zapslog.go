@@ -29,16 +29,23 @@ var benign = []struct {
 	{zapcore.ErrorLevel, "setting up serving from embedded etcd failed.", "http: Server closed", true},
 	{zapcore.ErrorLevel, "setting up serving from embedded etcd failed.", "use of closed network connection", true},
 	{zapcore.ErrorLevel, "setting up serving from embedded etcd failed.", "grpc: the server has been stopped", true},
+	{zapcore.ErrorLevel, "setting up serving from embedded etcd failed.", "mux: listener closed", true},
 	// A proposal still in flight when the server stops (right after start,
 	// etcd publishes the cluster version) is cancelled.
 	{zapcore.WarnLevel, "failed to update cluster version", "etcdserver: request cancelled", true},
 	{zapcore.WarnLevel, "stopping insecure grpc server due to error", "use of closed network connection", true},
 	{zapcore.WarnLevel, "stopped insecure grpc server due to error", "use of closed network connection", true},
+	{zapcore.WarnLevel, "stopping insecure grpc server due to error", "mux: listener closed", true},
+	{zapcore.WarnLevel, "stopped insecure grpc server due to error", "mux: listener closed", true},
 	// First start only: etcd's storage-version monitor can run before the
 	// backend has committed the raft term; it retries on its next tick
 	// (every few seconds) and succeeds.
 	{zapcore.WarnLevel, "Failed to detect schema version", "missing term information", false},
 	{zapcore.ErrorLevel, "failed to update storage version", "missing term information", false},
+	// First start: the election timer can fire before the member has applied the
+	// configuration entries that bootstrap its cluster; it campaigns again on the
+	// next one. (raft's lines start with the member id, which is not compared.)
+	{zapcore.WarnLevel, "cannot campaign at term 1 since there are still pending configuration changes to apply", "", false},
 	// Deliberate configuration: gRPC and etcd's small HTTP side (/health,
 	// /version) share the client port, and etcd auth is off, so its default
 	// "simple" token provider is never used.
@@ -48,8 +55,12 @@ var benign = []struct {
 
 // demote returns the level to log an etcd entry at.
 func demote(ent zapcore.Entry, fields []zapcore.Field, closing bool) zapcore.Level {
+	msg := ent.Message
+	if ent.LoggerName == "raft" {
+		_, msg, _ = strings.Cut(msg, " ") // the member id
+	}
 	for _, b := range benign {
-		if ent.Level != b.level || ent.Message != b.msg || (b.onClose && !closing) {
+		if ent.Level != b.level || msg != b.msg || (b.onClose && !closing) {
 			continue
 		}
 		if b.err == "" {

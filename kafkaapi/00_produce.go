@@ -15,9 +15,12 @@ package kafkaapi
 // refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than
 // min.insync.replicas, and otherwise answered once the high watermark passes the
 // batch (every ISR member has it), or with REQUEST_TIMED_OUT after timeout_ms, or
-// NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile. Under flush.policy=always
-// acks=1 and acks=-1 are also answered only once the leader's fdatasync covers the
-// batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
+// NOT_LEADER_OR_FOLLOWER as soon as the partition stops being led here (leadership
+// moved, or this broker's session is in doubt). While this broker confirms its
+// session (after a pause of its process, or a lost lease) a produce first waits for
+// it, up to fencedWait, rather than refusing at once a partition that usually stays
+// here. Under flush.policy=always acks=1 and acks=-1 are also answered only once the
+// leader's fdatasync covers the batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
@@ -46,6 +49,7 @@ func init() {
 
 func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	s.waitUnfenced(c)
 	type pending struct {
 		pr   *kmsg.ProduceResponseTopicPartition
 		p    *replication.Partition

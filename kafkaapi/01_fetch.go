@@ -7,7 +7,10 @@ package kafkaapi
 // first batch of the first partition with data is sent whole however large (KIP-74).
 // A request whose data is below min_bytes parks until a partition it reads receives
 // data, or max_wait_ms passes, or the server shuts down; an error in any partition
-// answers at once. Record bytes go from segment files to the socket with sendfile.
+// answers at once, and a partition that stops being led here (this broker's session
+// is in doubt, or leadership moved) is such an error: NOT_LEADER_OR_FOLLOWER. While
+// this broker confirms its session a fetch first waits for it, up to fencedWait.
+// Record bytes go from segment files to the socket with sendfile.
 // current_leader_epoch (v9+) is checked: older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH.
 //
@@ -62,6 +65,7 @@ type fetchTopic struct {
 }
 
 func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest) error {
+	s.waitUnfenced(c)
 	var wake chan struct{}
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {

@@ -7,10 +7,19 @@ package kafkaapi
 // Kafka); the controller id (-1 while there is none); the requested topics, or all
 // of them when the list is null (v1+) or empty (v0). Each partition lists its leader (LEADER_NOT_AVAILABLE and -1
 // when the leader has no live session), leader epoch (v7+), replicas, ISR and
-// offline replicas (v5+). Unknown topics are created with the broker defaults when
-// auto.create.topics.enable is on and the request allows it (v0..v3 always do; v4+
-// carry allow_auto_topic_creation); otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid
-// names get INVALID_TOPIC_EXCEPTION.
+// offline replicas (v5+). A node names only leaders it knows to be current: while its
+// view of the cluster may be stale (after a pause of the process or a loss of its
+// session, until its metadata has caught up with etcd: Config.ViewCurrent) the answer
+// waits up to staleViewWait, and if the view is still stale then, every partition is
+// LEADER_NOT_AVAILABLE, so that clients ask another broker; and it never names itself
+// leader of a partition its replica does not lead now (a broker without a certainly
+// valid session leads nothing). A partition whose leader is named but cannot be
+// named yet (its registration has just ended, or this node has not applied its
+// election) is waited for up to leaderSettleWait before it is LEADER_NOT_AVAILABLE.
+// The answer is read from one snapshot of the metadata. Unknown topics are created
+// with the broker defaults when auto.create.topics.enable is on and the request
+// allows it (v0..v3 always do; v4+ carry allow_auto_topic_creation); otherwise
+// UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
 //
 // Not implemented: authorized operations (v8 asks for them; the answer is Kafka's
 // "not requested" value, since there are no ACLs).
@@ -19,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,9 +49,66 @@ func init() {
 }
 
 func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	current := s.viewCurrent(c)
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	var names []string
+	for _, t := range req.Topics {
+		if t.Topic != nil && !all {
+			names = append(names, *t.Topic)
+		}
+	}
+	// Unknown topics are created first (or refused): the answer then describes them.
+	refused := make(map[string]int16)
+	allowCreate := !s.dynamic().DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, name := range names {
+		if _, ok := s.cache.Topic(name); !ok {
+			if _, code := s.autoCreate(c, name, allowCreate); code != 0 {
+				refused[name] = code
+			}
+		}
+	}
+	settle := time.NewTimer(leaderSettleWait)
+	defer settle.Stop()
+	poll := time.NewTicker(leaderSettlePoll)
+	defer poll.Stop()
+	for {
+		snap := s.cache.Snapshot()
+		resp, unsettled := s.describeCluster(c, req, snap, all, names, refused, current)
+		if !unsettled {
+			return resp
+		}
+		select {
+		case <-snap.Changed():
+		case <-poll.C:
+		case <-settle.C:
+			return resp
+		case <-c.ctx.Done():
+			return resp
+		}
+	}
+}
+
+// leaderSettleWait bounds how long Metadata waits for partitions whose leader is
+// named but cannot be named yet: a leader whose registration has just ended (the
+// controller moves its partitions within milliseconds, or it registers again), or
+// this node before it has applied its election. Answering LEADER_NOT_AVAILABLE at
+// once would send the client away for longer (franz-go asks again only 5 s later).
+// leaderSettlePoll is how often it looks again without a metadata change (this
+// node's own partitions change role just after the cache does).
+const (
+	leaderSettleWait = 500 * time.Millisecond
+	leaderSettlePoll = 20 * time.Millisecond
+)
+
+// describeCluster answers Metadata from one snapshot: the live brokers (at their
+// addresses on c's listener), the topics requested (every topic when all), and
+// whether a partition's leader is named but cannot be named yet (see
+// leaderSettleWait). current is false while this node's view of the cluster may be
+// stale (viewCurrent); then no leader is named.
+func (s *Server) describeCluster(c *conn, req *kmsg.MetadataRequest, snap *cluster.Snapshot, all bool, names []string, refused map[string]int16, current bool) (resp *kmsg.MetadataResponse, unsettled bool) {
+	resp = req.ResponseKind().(*kmsg.MetadataResponse)
 	live := make(map[int32]bool)
-	for _, b := range s.cache.Brokers() {
+	for _, b := range snap.Brokers() {
 		live[b.ID] = true
 		host, port, ok := b.Address(c.listener.Name)
 		if !ok {
@@ -54,47 +121,42 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 		}
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: host, Port: port, Rack: rack})
 	}
-	clusterID := s.cache.ClusterID()
+	clusterID := snap.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = s.cache.Snapshot().Controller()
+	resp.ControllerID = snap.Controller()
 	resp.AuthorizedOperations = authorizedOperationsOmitted
-
-	var names []string
-	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		for _, t := range s.cache.Topics() {
+		names = names[:0]
+		for _, t := range snap.Topics() {
 			names = append(names, t.Name)
 		}
 		sort.Strings(names)
-	} else {
-		for _, t := range req.Topics {
-			if t.Topic != nil {
-				names = append(names, *t.Topic)
-			}
-		}
 	}
-	allowCreate := !s.dynamic().DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, name := range names {
-		t, ok := s.cache.Topic(name)
-		if !ok && !all {
-			var code int16
-			t, code = s.autoCreate(c, name, allowCreate)
-			if code != 0 {
-				n := name
-				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
-					ErrorCode: code, Topic: &n, AuthorizedOperations: authorizedOperationsOmitted,
-				})
-				continue
-			}
+		t, ok := snap.Topic(name)
+		code := refused[name]
+		if !ok && code == 0 {
+			code = kerr.UnknownTopicOrPartition.Code // deleted meanwhile
 		}
-		resp.Topics = append(resp.Topics, s.describeTopic(t, live))
+		if code != 0 {
+			n := name
+			resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{
+				ErrorCode: code, Topic: &n, AuthorizedOperations: authorizedOperationsOmitted,
+			})
+			continue
+		}
+		rt, wait := s.describeTopic(snap, t, live, current)
+		resp.Topics = append(resp.Topics, rt)
+		unsettled = unsettled || wait
 	}
-	return resp
+	return resp, unsettled
 }
 
-func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTopic {
+// describeTopic describes t's partitions, and reports whether one names a leader
+// that cannot be named yet.
+func (s *Server) describeTopic(snap *cluster.Snapshot, t cluster.Topic, live map[int32]bool, current bool) (rt kmsg.MetadataResponseTopic, unsettled bool) {
 	name := t.Name
-	rt := kmsg.MetadataResponseTopic{
+	rt = kmsg.MetadataResponseTopic{
 		Topic:                &name,
 		TopicID:              t.ID,
 		IsInternal:           cluster.IsInternalTopic(t.Name),
@@ -112,8 +174,10 @@ func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.Metada
 				rp.OfflineReplicas = append(rp.OfflineReplicas, r)
 			}
 		}
-		st, ok := s.cache.Partition(t.Name, i)
-		if !ok || st.Leader == cluster.NoLeader || !live[st.Leader] {
+		st, ok := snap.Partition(t.Name, i)
+		named := ok && st.Leader != cluster.NoLeader
+		if !named || !current || !live[st.Leader] || !s.nameable(t.Name, i, st.Leader) {
+			unsettled = unsettled || named && current
 			rp.ErrorCode = kerr.LeaderNotAvailable.Code
 			rp.Leader, rp.LeaderEpoch = -1, -1
 			rp.ISR = []int32{}
@@ -124,7 +188,7 @@ func (s *Server) describeTopic(t cluster.Topic, live map[int32]bool) kmsg.Metada
 		}
 		rp.Leader, rp.LeaderEpoch, rp.ISR = st.Leader, st.LeaderEpoch, st.ISR
 	}
-	return rt
+	return rt, unsettled
 }
 
 // autoCreate creates an unknown topic with the broker defaults when allowed, and

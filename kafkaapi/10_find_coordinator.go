@@ -10,7 +10,9 @@ package kafkaapi
 // (Kafka's offsets.topic.segment.bytes); creating it on first use rather than at node
 // start lets every broker of a new cluster register first, so the replicas spread.
 // While the partition has no live leader the answer is COORDINATOR_NOT_AVAILABLE,
-// and the client asks again. Error messages are given from v1.
+// and the client asks again; so it is while this node's view of the cluster may be
+// stale (as in Metadata), and when it would name itself but does not lead the
+// partition. Error messages are given from v1.
 //
 // Not implemented: transaction coordinators (key type 1) get
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers a transactional
@@ -55,6 +57,9 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))
 	}
+	if !s.viewCurrent(c) {
+		return fail(kerr.CoordinatorNotAvailable, "this broker's view of the cluster is not current")
+	}
 	t, ok := s.cache.Topic(cluster.OffsetsTopic)
 	if !ok {
 		ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
@@ -67,7 +72,7 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	}
 	p := groups.PartitionFor(req.CoordinatorKey, t.Partitions)
 	st, ok := s.cache.Partition(cluster.OffsetsTopic, p)
-	if !ok || st.Leader == cluster.NoLeader {
+	if !ok || st.Leader == cluster.NoLeader || !s.nameable(cluster.OffsetsTopic, p, st.Leader) {
 		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of __consumer_offsets has no leader")
 	}
 	b, ok := s.cache.Broker(st.Leader)

@@ -1,9 +1,11 @@
 package kafkaapi
 
 // What the handlers of several keys share: finding the local partition a request
-// names, Kafka error codes, timeouts, and counting a request's entries and names.
+// names, waiting while this node's view of the cluster or its leadership is in doubt,
+// Kafka error codes, timeouts, and counting a request's entries and names.
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -27,6 +29,55 @@ func requestTimeout(ms int32) time.Duration {
 		return defaultRequestTimeout
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// staleViewWait bounds how long a request that names leaders (Metadata,
+// FindCoordinator) waits for this node's view of the cluster to become current:
+// after a pause of the process its metadata catches up with etcd in well under a
+// second when etcd has quorum.
+const staleViewWait = 2 * time.Second
+
+// viewCurrent reports whether this node's view of the cluster is current, waiting
+// up to staleViewWait for that while it is not.
+func (s *Server) viewCurrent(c *conn) bool {
+	if s.cfg.ViewCurrent == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, staleViewWait)
+	defer cancel()
+	return s.cfg.ViewCurrent(ctx)
+}
+
+// nameable reports whether leader may be named as the leader of partition p of
+// topic: another broker always (whether it still leads is its own to say), this
+// broker only while its replica leads (not one whose leadership was given to an
+// earlier registration of this broker). A replica not open here (offline, or not
+// applied yet) is named: requests for it get KAFKA_STORAGE_ERROR or
+// NOT_LEADER_OR_FOLLOWER.
+func (s *Server) nameable(topic string, p, leader int32) bool {
+	if leader != s.cfg.NodeID {
+		return true
+	}
+	lp := s.parts.Partition(topic, p)
+	return lp == nil || lp.IsLeader()
+}
+
+// fencedWait bounds how long a Produce or Fetch waits while this node's partitions
+// are fenced: its broker session is in doubt, and it is confirming it or registering
+// again (milliseconds when etcd has quorum; appliance/session.go). The leadership
+// usually stays here, and answering NOT_LEADER_OR_FOLLOWER at once would send the
+// client to refresh its metadata, which franz-go does at most every 5 s. Once the
+// node knows, the request is served, or refused if a partition moved.
+const fencedWait = 500 * time.Millisecond
+
+// waitUnfenced waits up to fencedWait while this node's partitions are fenced.
+func (s *Server) waitUnfenced(c *conn) {
+	if !s.parts.Fenced() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, fencedWait)
+	defer cancel()
+	s.parts.WaitUnfenced(ctx)
 }
 
 // localPartition finds the replica this broker leads, or the error code to answer:

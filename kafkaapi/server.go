@@ -104,6 +104,11 @@ type Config struct {
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// ViewCurrent waits while this node is recovering from a pause of its process or a
+	// loss of its session, until ctx ends, and reports whether its view of the cluster
+	// (the metadata cache) is current: not possibly stale. Requests that name leaders
+	// (Metadata, FindCoordinator) wait up to staleViewWait in it. Nil: always current.
+	ViewCurrent func(ctx context.Context) bool
 	// SASLMechanisms are the mechanisms SASL listeners offer
 	// (sasl.enabled.mechanisms), of auth.Mechanisms; default
 	// DefaultSASLMechanisms.

@@ -153,8 +153,11 @@ type Manager struct {
 }
 
 // SetFenced stops (true) or resumes (false) leadership of every local partition: a
-// broker that lost its etcd session may already have been replaced as leader, so it
-// must not accept writes or serve reads until it has a session again.
+// broker that lost its etcd session, or whose view of the cluster may be stale (the
+// process was paused), may already have been replaced as leader, so it must not
+// accept writes or serve reads until its session is confirmed and its metadata has
+// caught up. Fencing wakes every acks=all produce and every fetch waiting on a local
+// partition: they are answered NOT_LEADER_OR_FOLLOWER at once.
 func (m *Manager) SetFenced(fenced bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -163,6 +166,29 @@ func (m *Manager) SetFenced(fenced bool) {
 		p.fenced.Store(fenced)
 		p.notify()
 	}
+}
+
+// Fenced reports whether no partition may lead here now: SetFenced(true), or the
+// broker's session is not certainly valid (Config.SessionValid) and the fence is
+// about to follow.
+func (m *Manager) Fenced() bool { return m.fenced.Load() || !m.cfg.SessionValid() }
+
+// fencePoll is how often WaitUnfenced looks again: the fence also follows the
+// session's validity, which lapses and returns without a signal.
+const fencePoll = 10 * time.Millisecond
+
+// WaitUnfenced waits until Fenced is false and reports true, or false once ctx ends.
+func (m *Manager) WaitUnfenced(ctx context.Context) bool {
+	t := time.NewTicker(fencePoll)
+	defer t.Stop()
+	for m.Fenced() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // Defaults of Config, shared with the broker's settings table (appliance).

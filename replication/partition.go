@@ -536,6 +536,8 @@ func (p *Partition) close() error {
 }
 
 func (p *Partition) delete() error {
+	p.leader.Store(false)
+	p.notify() // produces and fetches waiting on it answer now
 	p.stopSyncer()
 	return p.log.Delete()
 }

@@ -62,6 +62,10 @@ func TestBenchE2E(t *testing.T) {
 		e.ProduceLatency == nil || e.ProduceLatency.Count != 1000 || e.Rate != 5000 || e.MaxSendLagMs == nil {
 		t.Fatalf("e2e: %+v", e)
 	}
+	// No fault: no partition waited longer than the slowest acknowledgement.
+	if e.MaxAckGapMs == nil || *e.MaxAckGapMs <= 0 || *e.MaxAckGapMs > e.ProduceLatency.Max {
+		t.Errorf("e2e: longest ack gap %v ms, want above 0 and at most the max produce latency %v ms", e.MaxAckGapMs, e.ProduceLatency.Max)
+	}
 	if e.Seconds < 0.19 {
 		t.Errorf("1000 records at 5000/s took %.3f s, want at least 0.2", e.Seconds)
 	}
