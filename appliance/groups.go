@@ -72,8 +72,7 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 		}
 		return
 	}
-	retention := cluster.ConfigInt(cluster.EffectiveTopicConfig(t, snap.BrokerDefaults(n.id, n.topicDefaults()), cluster.ConfigRetentionMs))
-	n.groups.SetOffsetsTopic(t.Partitions, time.Duration(retention)*time.Millisecond)
+	n.groups.SetOffsetsTopic(t.Partitions)
 	for _, p := range n.groups.Led() {
 		if p >= t.Partitions {
 			n.groups.Resign(p)

@@ -228,11 +228,15 @@ type ConfigEntry struct {
 }
 
 // resolveTopicConfig lists every value of spec that applies to t, the one in
-// effect first: the topic's override, the broker layers, the built-in default.
+// effect first: the topic's override (else an internal topic's own default,
+// InternalTopicConfigs), the broker layers, the built-in default.
 func resolveTopicConfig(spec ConfigSpec, t Topic, d BrokerDefaults) []ConfigSynonym {
 	var out []ConfigSynonym
 	if v, ok := t.Configs[spec.Name]; ok {
 		out = append(out, ConfigSynonym{spec.Name, v, SourceTopic})
+	} else if v, ok := InternalTopicConfigs(t.Name)[spec.Name]; ok {
+		// A broker-owned topic created without it (by an older Skiff).
+		out = append(out, ConfigSynonym{spec.Name, v, SourceDefault})
 	}
 	if spec.BrokerName != "" {
 		for _, l := range []struct {
@@ -327,11 +331,15 @@ func ConfigBool(v string) bool {
 	return b
 }
 
-// CleanupPolicies splits a cleanup.policy value into its policies, in lower case.
-func CleanupPolicies(v string) []string {
-	out := splitConfigList(v)
-	for i := range out {
-		out[i] = strings.ToLower(out[i])
+// CleanupPolicies returns the policies of a validated cleanup.policy value.
+func CleanupPolicies(v string) (compact, del bool) {
+	for _, p := range splitConfigList(v) {
+		switch p {
+		case CleanupCompact:
+			compact = true
+		case CleanupDelete:
+			del = true
+		}
 	}
-	return out
+	return compact, del
 }

@@ -30,7 +30,7 @@ const (
 	ConfigMessageTimestampAfterMaxMs  = "message.timestamp.after.max.ms"
 	ConfigMessageTimestampBeforeMaxMs = "message.timestamp.before.max.ms"
 	ConfigMessageTimestampType        = "message.timestamp.type"
-	ConfigMinCleanableDirtyRatio      = "min.cleanable.dirty.ratio"
+	ConfigMinCleanableRatio           = "min.cleanable.dirty.ratio"
 	ConfigMinCompactionLagMs          = "min.compaction.lag.ms"
 	ConfigMinInsyncReplicas           = "min.insync.replicas"
 	ConfigPreallocate                 = "preallocate"
@@ -51,7 +51,6 @@ const (
 
 // Reasons a config has no effect, shared by several.
 const (
-	noCompactionYet = "a setting of log compaction, which Skiff does not have yet (cleanup.policy=delete only)"
 	noTieredStorage = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
 	noThrottles     = "a setting of replication quotas, which Skiff does not have: followers fetch at full speed"
 	noLevels        = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
@@ -63,6 +62,12 @@ const (
 	FlushReplicated = "replicated" // acknowledged once in the page cache of every in-sync replica
 	FlushAlways     = "always"     // fdatasync before acknowledging (group commit)
 	FlushInterval   = "interval"   // fdatasync every flush.ms
+)
+
+// Values of cleanup.policy: a list of one or both.
+const (
+	CleanupDelete  = "delete"  // retention deletes old segments
+	CleanupCompact = "compact" // the log cleaner keeps the latest record of each key
 )
 
 // Values of compression.type: producer keeps each batch as produced, the others
@@ -84,9 +89,9 @@ const DefaultTimestampAfterMaxMs = 3600000
 // types, defaults, bounds and broker synonyms (LogConfig), plus Skiff's
 // flush.policy. docs/configs.md is generated from it.
 var topicConfigs = []ConfigSpec{
-	{Name: ConfigCleanupPolicy, Type: ConfigTypeList, Default: "delete", BrokerName: "log.cleanup.policy",
-		Doc:  "delete: segments are removed by retention. compact is refused until Skiff has log compaction: a compacted topic (Kafka Streams changelogs) kept under delete would lose data.",
-		rule: listOf("delete")},
+	{Name: ConfigCleanupPolicy, Type: ConfigTypeList, Default: CleanupDelete, BrokerName: "log.cleanup.policy",
+		Doc:  "delete: old segments are removed by retention. compact: the log cleaner keeps the latest record of every key (docs/compaction.md). compact,delete: both.",
+		rule: listOf(CleanupCompact, CleanupDelete)},
 	{Name: ConfigCompressionGzipLevel, Type: ConfigTypeInt, Default: "-1", BrokerName: "compression.gzip.level",
 		Doc: "Level of the gzip compression Kafka's broker applies under compression.type=gzip; -1: the codec's default.", NoEffect: noLevels,
 		rule: gzipLevel},
@@ -100,7 +105,7 @@ var topicConfigs = []ConfigSpec{
 		Doc: "Level of the zstd compression Kafka's broker applies under compression.type=zstd.", NoEffect: noLevels,
 		rule: intRule(32, -131072, 22)},
 	{Name: ConfigDeleteRetentionMs, Type: ConfigTypeLong, Default: "86400000", BrokerName: "log.cleaner.delete.retention.ms",
-		Doc: "How long tombstones of a compacted topic are kept.", NoEffect: noCompactionYet,
+		Doc:  "How long a tombstone of a compacted topic is kept after the cleaner first kept it, for consumers to see the delete.",
 		rule: intRule(64, 0, math.MaxInt64)},
 	{Name: ConfigFileDeleteDelayMs, Type: ConfigTypeLong, Default: "60000", BrokerName: "log.segment.delete.delay.ms",
 		Doc:      "How long Kafka waits before deleting a segment file retention removed.",
@@ -135,7 +140,7 @@ var topicConfigs = []ConfigSpec{
 		Doc: "Time segments stay on local disk when they are also in remote storage; -2: retention.ms.", NoEffect: noTieredStorage,
 		rule: intRule(64, -2, math.MaxInt64)},
 	{Name: ConfigMaxCompactionLagMs, Type: ConfigTypeLong, Default: maxLong, BrokerName: "log.cleaner.max.compaction.lag.ms",
-		Doc: "Longest time a record stays uncompacted.", NoEffect: noCompactionYet,
+		Doc:  "Longest time a record of a compacted topic stays uncompacted: a log whose oldest uncompacted record is older is compacted whatever its dirty ratio (its active segment rolls by then too).",
 		rule: intRule(64, 1, math.MaxInt64)},
 	{Name: ConfigMaxMessageBytes, Type: ConfigTypeInt, Default: "1048588", BrokerName: "message.max.bytes",
 		Doc:  "Largest record batch accepted, in bytes (after the broker recompressed it, under compression.type).",
@@ -153,11 +158,11 @@ var topicConfigs = []ConfigSpec{
 	{Name: ConfigMessageTimestampType, Type: ConfigTypeString, Default: "CreateTime", BrokerName: "log.message.timestamp.type",
 		Doc:  "CreateTime: the producer's timestamps are kept. LogAppendTime: the broker sets each batch's maxTimestamp to the append time and marks the batch so (the batch CRC is recomputed; records keep their deltas, which consumers ignore for LogAppendTime batches).",
 		rule: oneOf("CreateTime", "LogAppendTime")},
-	{Name: ConfigMinCleanableDirtyRatio, Type: ConfigTypeDouble, Default: "0.5", BrokerName: "log.cleaner.min.cleanable.ratio",
-		Doc: "Share of a compacted log that must be dirty before it is cleaned.", NoEffect: noCompactionYet,
+	{Name: ConfigMinCleanableRatio, Type: ConfigTypeDouble, Default: "0.5", BrokerName: "log.cleaner.min.cleanable.ratio",
+		Doc:  "Share of a compacted log's compactable bytes not yet compacted at which the cleaner compacts it.",
 		rule: doubleRule(0, 1)},
 	{Name: ConfigMinCompactionLagMs, Type: ConfigTypeLong, Default: "0", BrokerName: "log.cleaner.min.compaction.lag.ms",
-		Doc: "Shortest time a record stays uncompacted.", NoEffect: noCompactionYet,
+		Doc:  "Shortest time a record of a compacted topic stays uncompacted (by batch timestamp).",
 		rule: intRule(64, 0, math.MaxInt64)},
 	{Name: ConfigMinInsyncReplicas, Type: ConfigTypeInt, Default: "1", BrokerName: "min.insync.replicas",
 		Doc:  "Fewest in-sync replicas for an acks=all produce to succeed.",

@@ -77,12 +77,18 @@ func TestValidateTopicConfigs(t *testing.T) {
 		ConfigCleanupPolicy: "delete", ConfigCompressionType: "zstd", ConfigFlushPolicy: "interval",
 		ConfigFlushMs: "250", ConfigMessageTimestampType: "CreateTime", ConfigUncleanLeaderElect: "TRUE",
 		ConfigIndexIntervalBytes: "0", ConfigFlushMessages: "1", ConfigCompressionGzipLevel: "-1",
-		ConfigCompressionLz4Level: "17", ConfigCompressionZstdLevel: "-131072", ConfigMinCleanableDirtyRatio: "1",
+		ConfigCompressionLz4Level: "17", ConfigCompressionZstdLevel: "-131072", ConfigMinCleanableRatio: "1",
 		ConfigLeaderThrottledReplicas: "0:1, 1:2", ConfigFollowerThrottledReplicas: "*", ConfigRemoteStorageEnable: "false",
 		ConfigLocalRetentionMs: "-2", ConfigInternalSegmentBytes: "300", ConfigMessageDownconversionEnable: "false",
+		ConfigMinCompactionLagMs: "0", ConfigMaxCompactionLagMs: "1", ConfigDeleteRetentionMs: "0",
 	}
 	if err := ValidateTopicConfigs(good); err != nil {
 		t.Fatal(err)
+	}
+	for _, policy := range []string{"compact", "compact,delete", "delete, compact"} {
+		if err := ValidateTopicConfigs(map[string]string{ConfigCleanupPolicy: policy}); err != nil {
+			t.Errorf("cleanup.policy=%s: %v", policy, err)
+		}
 	}
 	if err := ValidateTopicConfigs(nil); err != nil {
 		t.Fatal(err)
@@ -95,13 +101,15 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{ConfigSegmentBytes, "4294967296", "Not a number of type INT"}, // beyond int32
 		{ConfigSegmentMs, "0", "Value must be at least 1"},
 		{ConfigMinInsyncReplicas, "0", "Value must be at least 1"},
-		{ConfigCleanupPolicy, "compact", "String must be one of: delete"},
+		{ConfigCleanupPolicy, "compacted", "String must be one of: compact, delete"},
+		{ConfigMaxCompactionLagMs, "0", "Value must be at least 1"},
+		{ConfigDeleteRetentionMs, "-1", "Value must be at least 0"},
 		{ConfigCompressionType, "brotli", "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
 		{ConfigCompressionGzipLevel, "0", "Value must be between 1 and 9 or equal to -1"},
 		{ConfigCompressionLz4Level, "18", "Value must be no more than 17"},
 		{ConfigCompressionZstdLevel, "-131073", "Value must be no less than -131072"},
-		{ConfigMinCleanableDirtyRatio, "1.5", "Value must be no more than 1"},
-		{ConfigMinCleanableDirtyRatio, "half", "Not a number of type DOUBLE"},
+		{ConfigMinCleanableRatio, "1.5", "Value must be no more than 1"},
+		{ConfigMinCleanableRatio, "half", "Not a number of type DOUBLE"},
 		{ConfigMessageTimestampType, "NowTime", "String must be one of: CreateTime, LogAppendTime"},
 		{ConfigFlushPolicy, "sometimes", "String must be one of"},
 		{ConfigUncleanLeaderElect, "yes", "Expected value to be either true or false"},

@@ -20,7 +20,6 @@ package kafkaapi
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,7 +56,8 @@ func (s *Server) handleDeleteRecords(c *conn, _ *RequestHeader, req *kmsg.Delete
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(t.Partitions))
 		topic, known := s.cache.Topic(t.Topic)
-		compacted := known && !slices.Contains(cluster.CleanupPolicies(cluster.EffectiveTopicConfig(topic, s.brokerDefaults(), cluster.ConfigCleanupPolicy)), "delete")
+		_, del := cluster.CleanupPolicies(cluster.EffectiveTopicConfig(topic, s.brokerDefaults(), cluster.ConfigCleanupPolicy))
+		compacted := known && !del
 		for j, rp := range t.Partitions {
 			out := &rt.Partitions[j]
 			*out = kmsg.NewDeleteRecordsResponseTopicPartition()

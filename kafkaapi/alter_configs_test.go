@@ -19,7 +19,7 @@ import (
 // kafkaTopicConfigs are Kafka 4.x's topic configs (LogConfig), each with a valid
 // value other than its default.
 var kafkaTopicConfigs = map[string]string{
-	"cleanup.policy":                          "delete",
+	"cleanup.policy":                          "compact,delete",
 	"compression.gzip.level":                  "5",
 	"compression.lz4.level":                   "3",
 	"compression.type":                        "zstd",

@@ -65,6 +65,12 @@ type Index interface {
 	// copy of that fact).
 	SetLogStartOffset(offset int64, durable bool) error
 
+	// CleanerPoint returns the persisted cleaner point: the log cleaner has
+	// compacted the log below it. 0 if none was recorded.
+	CleanerPoint() (int64, error)
+	// SetCleanerPoint records the cleaner point.
+	SetCleanerPoint(offset int64) error
+
 	// Delete removes everything recorded for the partition.
 	Delete() error
 }

@@ -45,6 +45,7 @@ docs/performance.md has the targets and how to reproduce them.`,
 			benchLoadCommand(bench.E2E),
 			benchBaselineCommand(),
 			benchConnectCommand(),
+			benchCompactCommand(),
 			benchNullServerCommand(),
 		},
 	}
