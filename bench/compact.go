@@ -59,6 +59,7 @@ type CompactResult struct {
 	Keys          int     `json:"keys"`
 	Overwrites    int     `json:"overwrites"`
 	RecordSize    int     `json:"record_size"`
+	Security      string  `json:"security"` // the clients' security.protocol (and SASL mechanism)
 	Records       int64   `json:"records"`
 	SegmentBytes  int64   `json:"segment_bytes"`    // the sealed fill, on disk
 	CleanSeconds  float64 `json:"clean_seconds"`    // the pass alone
@@ -95,7 +96,7 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	}
 	defer admin.Close()
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	res := &CompactResult{Keys: cfg.Keys, Overwrites: cfg.Overwrites, RecordSize: lc.RecordSize}
+	res := &CompactResult{Keys: cfg.Keys, Overwrites: cfg.Overwrites, RecordSize: lc.RecordSize, Security: lc.Client.Protocol()}
 	// The roll record is stamped 2 h ahead: message.timestamp.after.max.ms (1 h
 	// by default) must let it in.
 	compacted := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000"),
@@ -209,6 +210,9 @@ func (r *CompactResult) writeText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "compact  %d keys x %d overwrites of %d-byte values: %d records, one sealed segment of %.1f MB\n",
 		r.Keys, r.Overwrites, r.RecordSize, r.Records, float64(r.SegmentBytes)/mb)
+	if r.Security != "" {
+		fmt.Fprintf(&b, "security      %s\n", r.Security)
+	}
 	fmt.Fprintf(&b, "cleaning      one pass in %.2f s: %.1f MB/s of log (read %.1f MB, wrote %.1f MB)\n",
 		r.CleanSeconds, r.CleanMBPerSec, float64(r.CleanRead)/mb, float64(r.CleanWritten)/mb)
 	fmt.Fprintf(&b, "baseline      read + write of the same bytes (fdatasync at the end) in %.2f s: %.1f MB/s   ratio %.3f (target >= 0.3)\n",
