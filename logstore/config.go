@@ -96,11 +96,14 @@ func (c Config) withDefaults() Config {
 
 // SetConfig changes the log's settings while it runs: SegmentBytes,
 // SegmentMs, SegmentJitterMs, RetentionMs, RetentionBytes and
-// IndexIntervalBytes take effect from the next append or retention pass (zero
-// fields take their defaults; Logger and FS are kept).
+// IndexIntervalBytes take effect from the next append, retention pass or rewrite
+// (zero fields take their defaults; Logger and FS are kept). The config is read
+// under appendMu or mu, so both are held to change it.
 func (l *Log) SetConfig(cfg Config) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	cfg.Logger, cfg.FS = l.cfg.Logger, l.cfg.FS
 	l.cfg = cfg.withDefaults()
 }
