@@ -1,22 +1,16 @@
 package main
 
-// Changing configs at runtime, through the Kafka admin API as any Kafka client
-// would: skiff topic alter-config and delete-records (IncrementalAlterConfigs and
-// DeleteRecords), skiff config alter and describe (dynamic broker configs).
+// The wiring of skiff topic alter-config and delete-records and skiff config
+// alter and describe; their operations are client's (client/configs.go).
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
+
+	"skiff/client"
 )
 
 // alterFlags are --set KEY=VALUE and --delete KEY, each repeatable.
@@ -37,27 +31,26 @@ func configName(s string) error {
 
 // alterations reads --set and --delete; a key in both, or in neither flag, is an
 // error.
-func alterations(c *cli.Context) ([]kadm.AlterConfig, error) {
+func alterations(c *cli.Context) (client.ConfigChanges, error) {
 	set, err := c.Generic("set").(*configList).configs()
 	if err != nil {
-		return nil, err
+		return client.ConfigChanges{}, err
 	}
-	var out []kadm.AlterConfig
+	ch := client.ConfigChanges{Set: map[string]string{}}
 	for k, v := range set {
-		out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
+		ch.Set[k] = *v
 	}
 	for _, k := range c.Generic("delete").(*listFlag).values {
 		k = strings.TrimSpace(k)
 		if _, both := set[k]; both {
-			return nil, fmt.Errorf("%s is given to both --set and --delete", k)
+			return client.ConfigChanges{}, fmt.Errorf("%s is given to both --set and --delete", k)
 		}
-		out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+		ch.Delete = append(ch.Delete, k)
 	}
-	if len(out) == 0 {
-		return nil, errors.New("nothing to change: give --set KEY=VALUE or --delete KEY")
+	if len(ch.Set)+len(ch.Delete) == 0 {
+		return client.ConfigChanges{}, errors.New("nothing to change: give --set KEY=VALUE or --delete KEY")
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return ch, nil
 }
 
 func topicAlterConfigCommand() *cli.Command {
@@ -88,16 +81,8 @@ func runTopicAlterConfig(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	rs, err := k.Admin().AlterTopicConfigs(ctx, changes, name)
-	if err != nil {
-		return fmt.Errorf("alter configs of topic %q: %w", name, k.Explain(err))
-	}
-	r, err := rs.On(name, nil)
-	if err != nil {
-		return fmt.Errorf("alter configs of topic %q: the broker's answer did not mention the topic", name)
-	}
-	if r.Err != nil {
-		return fmt.Errorf("alter configs of topic %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+	if err := k.AlterTopicConfigs(ctx, name, changes); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.App.Writer, "altered configs of topic %s\n", name)
 	return nil
@@ -139,20 +124,11 @@ func runTopicDeleteRecords(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	var offs kadm.Offsets
-	offs.AddOffset(name, int32(p), before, -1)
-	rs, err := k.Admin().DeleteRecords(ctx, offs)
+	low, err := k.DeleteRecords(ctx, name, int32(p), before)
 	if err != nil {
-		return fmt.Errorf("delete records of %s/%d: %w", name, p, k.Explain(err))
+		return err
 	}
-	r, ok := rs.Lookup(name, int32(p))
-	switch {
-	case !ok:
-		return fmt.Errorf("delete records of %s/%d: the broker's answer did not mention the partition", name, p)
-	case r.Err != nil:
-		return fmt.Errorf("delete records of %s/%d before %d: %w", name, p, before, r.Err)
-	}
-	fmt.Fprintf(c.App.Writer, "deleted records of %s/%d; low watermark %d\n", name, p, r.LowWatermark)
+	fmt.Fprintf(c.App.Writer, "deleted records of %s/%d; low watermark %d\n", name, p, low)
 	return nil
 }
 
@@ -190,13 +166,13 @@ func runConfigAlter(c *cli.Context) error {
 	if err := unexpectedArgs(c, 0, ": config alter takes no arguments"); err != nil {
 		return err
 	}
-	var brokers []int32
-	switch id := c.Int("broker"); {
+	id := client.AllBrokers
+	switch b := c.Int("broker"); {
 	case c.Bool("all") && c.IsSet("broker"):
 		return errors.New("give either --broker ID or --all, not both")
 	case c.Bool("all"):
-	case id >= 0 && id <= 1<<31-1:
-		brokers = []int32{int32(id)}
+	case b >= 0 && b <= 1<<31-1:
+		id = int32(b)
 	default:
 		return errors.New("give the broker: --broker ID, or --all for every broker")
 	}
@@ -209,21 +185,10 @@ func runConfigAlter(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	what := "every broker"
-	if len(brokers) > 0 {
-		what = "broker " + strconv.Itoa(int(brokers[0]))
+	if err := k.AlterBrokerConfigs(ctx, id, changes); err != nil {
+		return err
 	}
-	rs, err := k.Admin().AlterBrokerConfigs(ctx, changes, brokers...)
-	if err != nil {
-		return fmt.Errorf("alter configs of %s: %w", what, k.Explain(err))
-	}
-	if len(rs) != 1 {
-		return fmt.Errorf("alter configs of %s: the broker answered for %d resources", what, len(rs))
-	}
-	if r := rs[0]; r.Err != nil {
-		return fmt.Errorf("alter configs of %s: %w%s", what, r.Err, brokerSays(r.ErrMessage))
-	}
-	fmt.Fprintf(c.App.Writer, "altered configs of %s\n", what)
+	fmt.Fprintf(c.App.Writer, "altered configs of %s\n", client.BrokerName(id))
 	return nil
 }
 
@@ -247,59 +212,21 @@ func runConfigDescribe(c *cli.Context) error {
 	if err := unexpectedArgs(c, 0, ": config describe takes no arguments"); err != nil {
 		return err
 	}
-	name := ""
-	if id := c.Int("broker"); c.IsSet("broker") {
-		if id < 0 || id > 1<<31-1 {
-			return fmt.Errorf("--broker %d: want a broker id, 0 or more", id)
+	id := client.AllBrokers
+	if b := c.Int("broker"); c.IsSet("broker") {
+		if b < 0 || b > 1<<31-1 {
+			return fmt.Errorf("--broker %d: want a broker id, 0 or more", b)
 		}
-		name = strconv.Itoa(id)
+		id = int32(b)
 	}
 	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
 	defer done()
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: name}}
-	resp, err := req.RequestWith(ctx, k.Kafka())
+	configs, err := k.DescribeBrokerConfigs(ctx, id)
 	if err != nil {
-		return fmt.Errorf("describe broker configs: %w", k.Explain(err))
+		return err
 	}
-	if len(resp.Resources) != 1 {
-		return fmt.Errorf("describe broker configs: the broker answered for %d resources", len(resp.Resources))
-	}
-	r := resp.Resources[0]
-	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		msg := ""
-		if r.ErrorMessage != nil {
-			msg = *r.ErrorMessage
-		}
-		return fmt.Errorf("describe broker configs: %w%s", err, brokerSays(msg))
-	}
-	return writeBrokerConfigs(c.App.Writer, r.Configs)
-}
-
-// writeBrokerConfigs prints a broker's configs for people:
-//
-//	CONFIG                     VALUE  SOURCE   DYNAMIC
-//	auto.create.topics.enable  false  cluster  yes
-func writeBrokerConfigs(w io.Writer, configs []kmsg.DescribeConfigsResponseResourceConfig) error {
-	sort.Slice(configs, func(i, j int) bool { return configs[i].Name < configs[j].Name })
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONFIG\tVALUE\tSOURCE\tDYNAMIC")
-	for _, cf := range configs {
-		v := "-"
-		switch {
-		case cf.IsSensitive:
-			v = "(sensitive)"
-		case cf.Value != nil && *cf.Value != "":
-			v = *cf.Value
-		}
-		dynamic := "yes"
-		if cf.ReadOnly {
-			dynamic = "no"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cf.Name, v, configSource(cf.Source), dynamic)
-	}
-	return tw.Flush()
+	return client.WriteBrokerConfigs(c.App.Writer, configs)
 }

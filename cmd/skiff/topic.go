@@ -17,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
@@ -149,7 +148,7 @@ func runTopicCreate(c *cli.Context) error {
 		}
 		return fmt.Errorf("topic %q already exists (use --if-not-exists to accept that)", name)
 	case r.Err != nil:
-		return fmt.Errorf("create topic %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+		return fmt.Errorf("create topic %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
 	}
 	fmt.Fprintf(c.App.Writer, "created topic %s\n", name)
 	return nil
@@ -210,7 +209,7 @@ func runTopicDescribe(c *cli.Context) error {
 		return fmt.Errorf("describe configs of topic %q: the broker's answer did not mention the topic", name)
 	}
 	if rc.Err != nil {
-		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, brokerSays(rc.ErrMessage))
+		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, client.BrokerSays(rc.ErrMessage))
 	}
 	return writeTopicDescription(c.App.Writer, td, rc.Configs, partitionOffsets(ctx, k.Admin(), td))
 }
@@ -331,7 +330,7 @@ func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Conf
 		case cf.Value != nil:
 			v = *cf.Value
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", cf.Key, v, configSource(cf.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cf.Key, v, client.ConfigSource(cf.Source))
 	}
 	return tw.Flush()
 }
@@ -353,26 +352,6 @@ func joinIDs(ids []int32) string {
 		s[i] = strconv.Itoa(int(id))
 	}
 	return strings.Join(s, ",")
-}
-
-// configSource names where a config value comes from.
-func configSource(s kmsg.ConfigSource) string {
-	switch s {
-	case kmsg.ConfigSourceDynamicTopicConfig:
-		return "topic"
-	case kmsg.ConfigSourceDynamicBrokerConfig:
-		return "broker"
-	case kmsg.ConfigSourceDynamicDefaultBrokerConfig:
-		return "cluster"
-	case kmsg.ConfigSourceStaticBrokerConfig:
-		return "broker config file"
-	case kmsg.ConfigSourceDefaultConfig:
-		return "default"
-	case kmsg.ConfigSourceUnknown:
-		return "-"
-	default:
-		return strings.ToLower(s.String())
-	}
 }
 
 func runTopicDelete(c *cli.Context) error {
@@ -400,18 +379,10 @@ func runTopicDelete(c *cli.Context) error {
 		}
 		return fmt.Errorf("topic %q does not exist (use --if-exists to accept that)", name)
 	case r.Err != nil:
-		return fmt.Errorf("delete topic %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+		return fmt.Errorf("delete topic %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
 	}
 	fmt.Fprintf(c.App.Writer, "deleted topic %s\n", name)
 	return nil
-}
-
-// brokerSays formats a broker's optional error message for appending to an error.
-func brokerSays(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return " (broker says: " + msg + ")"
 }
 
 // listFlag collects the values of a flag given several times (a GenericFlag's
