@@ -90,7 +90,7 @@ const DefaultTimestampAfterMaxMs = 3600000
 // flush.policy. docs/configs.md is generated from it.
 var topicConfigs = []ConfigSpec{
 	{Name: ConfigCleanupPolicy, Type: ConfigTypeList, Default: CleanupDelete, BrokerName: "log.cleanup.policy",
-		Doc:  "delete: old segments are removed by retention. compact: the log cleaner keeps the latest record of every key (docs/compaction.md). compact,delete: both.",
+		Doc:  "delete: old segments are removed by retention. compact: the log cleaner keeps the latest record of every key (docs/compaction.md). compact,delete: both. Empty: neither, every segment is kept (as in Kafka 4.2).",
 		rule: listOf(CleanupCompact, CleanupDelete)},
 	{Name: ConfigCompressionGzipLevel, Type: ConfigTypeInt, Default: "-1", BrokerName: "compression.gzip.level",
 		Doc: "Level of the gzip compression Kafka's broker applies under compression.type=gzip; -1: the codec's default.", NoEffect: noLevels,

@@ -264,6 +264,7 @@ const (
 	keyIsCandidate     // a controller election candidacy
 	keyIsDraining      // a broker being drained (its id in part)
 	keyIsBrokerConfigs // dynamic configs of a broker (its id in part; ClusterDefault for all)
+	keyIsACL           // an ACL binding
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -272,6 +273,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 		return keyIsCluster, "", 0
 	case strings.HasPrefix(key, prefixController):
 		return keyIsCandidate, "", 0
+	case strings.HasPrefix(key, prefixACLs):
+		if parseACLKey(key) {
+			return keyIsACL, "", 0
+		}
+		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixDraining):
 		if id, ok := parseDrainingKey(key); ok {
 			return keyIsDraining, "", id

@@ -16,6 +16,9 @@ package kafkaapi
 // NOT_LEADER_OR_FOLLOWER; an unknown one UNKNOWN_TOPIC_OR_PARTITION; a topic whose
 // cleanup.policy does not include delete POLICY_VIOLATION (as Kafka refuses it for
 // compacted topics).
+//
+// Authorization, as in Kafka: DELETE on the topic (TOPIC_AUTHORIZATION_FAILED for
+// each of its partitions), before anything else is checked.
 
 import (
 	"context"
@@ -25,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 	"skiff/replication"
 )
@@ -51,6 +55,7 @@ func (s *Server) handleDeleteRecords(c *conn, _ *RequestHeader, req *kmsg.Delete
 	}
 	var waits []waiting
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
+	mayDelete := c.allowedTopics(acl.OpDelete)
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
 		rt.Topic = t.Topic
@@ -62,6 +67,10 @@ func (s *Server) handleDeleteRecords(c *conn, _ *RequestHeader, req *kmsg.Delete
 			out := &rt.Partitions[j]
 			*out = kmsg.NewDeleteRecordsResponseTopicPartition()
 			out.Partition, out.LowWatermark = rp.Partition, -1
+			if !mayDelete(t.Topic) {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			p, code := s.localPartition(t.Topic, rp.Partition)
 			if code == 0 && compacted {
 				code = kerr.PolicyViolation.Code

@@ -13,6 +13,9 @@ package kafkaapi
 // are returned when asked for: every value that applies, the one in effect first;
 // types (v3) always; documentation (v3) when asked for.
 //
+// Authorization, as in Kafka: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource.
+//
 // Not implemented: broker logger resources (type 8) and resources of other brokers
 // (INVALID_REQUEST).
 
@@ -22,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -38,7 +42,7 @@ func init() {
 	})
 }
 
-func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
@@ -53,6 +57,12 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 				}
 			}
 			return false
+		}
+		if code := c.configsRefused(acl.OpDescribeConfigs, r.ResourceType, r.ResourceName); code != nil {
+			msg := code.Description
+			rr.ErrorCode, rr.ErrorMessage = code.Code, &msg
+			resp.Resources = append(resp.Resources, rr)
+			continue
 		}
 		var entries []cluster.ConfigEntry
 		switch r.ResourceType {
@@ -104,4 +114,20 @@ func describedConfig(e cluster.ConfigEntry, req *kmsg.DescribeConfigsRequest) km
 		}
 	}
 	return rc
+}
+
+// configsRefused checks op (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config resource:
+// the error of a refusal, or nil. Resources of other types are not checked.
+func (c *conn) configsRefused(op acl.Operation, t kmsg.ConfigResourceType, name string) *kerr.Error {
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
+		if !c.allowed(op, acl.ResourceTopic, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !c.allowedCluster(op) {
+			return kerr.ClusterAuthorizationFailed
+		}
+	}
+	return nil
 }

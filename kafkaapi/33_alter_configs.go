@@ -13,6 +13,10 @@ package kafkaapi
 // resource replaces the dynamic configs of every broker ("") or of this one, as
 // IncrementalAlterConfigs changes them.
 //
+// Authorization, as in Kafka: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource,
+// before anything else is checked.
+//
 // Not implemented: broker logger resources (INVALID_REQUEST).
 
 import (
@@ -20,6 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 func init() {
@@ -48,6 +54,9 @@ func (s *Server) handleAlterConfigs(c *conn, _ *RequestHeader, req *kmsg.AlterCo
 		configs, err := replacementConfigs(r)
 		if count[resourceKey(r.ResourceType, r.ResourceName)] > 1 {
 			err = newKafkaError(kerr.InvalidRequest, "the resource is listed more than once")
+		}
+		if code := c.configsRefused(acl.OpAlterConfigs, r.ResourceType, r.ResourceName); code != nil {
+			err = newKafkaError(code, "%s", code.Description)
 		}
 		if err == nil {
 			err = s.alterResource(ctx, r.ResourceType, r.ResourceName, req.ValidateOnly,

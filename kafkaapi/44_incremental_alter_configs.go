@@ -20,6 +20,10 @@ package kafkaapi
 // defaults of topic configs; any other name, and a bad value, is INVALID_REQUEST
 // with Kafka's message (Kafka answers broker config errors so, KAFKA-13609).
 //
+// Authorization, as in Kafka: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource,
+// before anything else is checked.
+//
 // Not implemented: broker logger resources (INVALID_REQUEST).
 
 import (
@@ -27,6 +31,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 func init() {
@@ -55,6 +61,9 @@ func (s *Server) handleIncrementalAlterConfigs(c *conn, _ *RequestHeader, req *k
 		changes, err := incrementalChanges(r.Configs)
 		if count[resourceKey(r.ResourceType, r.ResourceName)] > 1 {
 			err = newKafkaError(kerr.InvalidRequest, "the resource is listed more than once")
+		}
+		if code := c.configsRefused(acl.OpAlterConfigs, r.ResourceType, r.ResourceName); code != nil {
+			err = newKafkaError(code, "%s", code.Description)
 		}
 		if err == nil {
 			err = s.alterResource(ctx, r.ResourceType, r.ResourceName, req.ValidateOnly,

@@ -49,6 +49,7 @@ func newApp() *cli.App {
 			groupCommand(),
 			offsetsCommand(),
 			userCommand(),
+			aclCommand(),
 			clusterCommand(),
 			benchCommand(),
 			versionCommand(),
