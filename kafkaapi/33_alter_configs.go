@@ -24,8 +24,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"skiff/acl"
 )
 
 func init() {
@@ -52,17 +50,9 @@ func (s *Server) handleAlterConfigs(c *conn, _ *RequestHeader, req *kmsg.AlterCo
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		configs, err := replacementConfigs(r)
-		if count[resourceKey(r.ResourceType, r.ResourceName)] > 1 {
-			err = newKafkaError(kerr.InvalidRequest, "the resource is listed more than once")
-		}
-		if code := c.configsRefused(acl.OpAlterConfigs, r.ResourceType, r.ResourceName); code != nil {
-			err = newKafkaError(code, "%s", code.Description)
-		}
-		if err == nil {
-			err = s.alterResource(ctx, r.ResourceType, r.ResourceName, req.ValidateOnly,
-				func(configSchema, map[string]string) (map[string]string, error) { return configs, nil })
-		}
-		rr.ErrorCode, rr.ErrorMessage = alterError(err)
+		rr.ErrorCode, rr.ErrorMessage = s.alterOne(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly,
+			count[resourceKey(r.ResourceType, r.ResourceName)] > 1, err,
+			func(configSchema, map[string]string) (map[string]string, error) { return configs, nil })
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp

@@ -31,8 +31,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"skiff/acl"
 )
 
 func init() {
@@ -59,19 +57,11 @@ func (s *Server) handleIncrementalAlterConfigs(c *conn, _ *RequestHeader, req *k
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		changes, err := incrementalChanges(r.Configs)
-		if count[resourceKey(r.ResourceType, r.ResourceName)] > 1 {
-			err = newKafkaError(kerr.InvalidRequest, "the resource is listed more than once")
-		}
-		if code := c.configsRefused(acl.OpAlterConfigs, r.ResourceType, r.ResourceName); code != nil {
-			err = newKafkaError(code, "%s", code.Description)
-		}
-		if err == nil {
-			err = s.alterResource(ctx, r.ResourceType, r.ResourceName, req.ValidateOnly,
-				func(schema configSchema, cur map[string]string) (map[string]string, error) {
-					return applyIncremental(schema, cur, changes)
-				})
-		}
-		rr.ErrorCode, rr.ErrorMessage = alterError(err)
+		rr.ErrorCode, rr.ErrorMessage = s.alterOne(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly,
+			count[resourceKey(r.ResourceType, r.ResourceName)] > 1, err,
+			func(schema configSchema, cur map[string]string) (map[string]string, error) {
+				return applyIncremental(schema, cur, changes)
+			})
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -55,6 +56,23 @@ func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	default:
 		return newKafkaError(kerr.InvalidRequest, "Unknown resource type %d: only the configs of topics and brokers can be altered", typ)
 	}
+}
+
+// alterOne answers one resource of AlterConfigs or IncrementalAlterConfigs: the
+// client's right to alter it comes first (as in Kafka), then parseErr (its
+// changes as read) and whether the request lists it twice, then the change.
+func (s *Server) alterOne(ctx context.Context, c *conn, typ kmsg.ConfigResourceType, name string, validateOnly, twice bool, parseErr error, alter alterFunc) (int16, *string) {
+	err := parseErr
+	if twice {
+		err = newKafkaError(kerr.InvalidRequest, "the resource is listed more than once")
+	}
+	if code := c.configsRefused(acl.OpAlterConfigs, typ, name); code != nil {
+		err = newKafkaError(code, "%s", code.Description)
+	}
+	if err == nil {
+		err = s.alterResource(ctx, typ, name, validateOnly, alter)
+	}
+	return alterError(err)
 }
 
 // alterTopicConfigs changes a topic's overrides.
