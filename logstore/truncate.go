@@ -10,9 +10,10 @@ import (
 // that the log end offset becomes that batch's base offset (or the end of the
 // batch before it, if a gap that compaction left lies between them): pass a
 // batch boundary (as replication does, with leader-epoch start offsets) to
-// truncate exactly at offset. An offset at or above the log end changes nothing. An offset below the
-// first segment empties the log and starts it again at offset (the log start
-// offset moves down to it), like Kafka's truncateFullyAndStartAt.
+// truncate exactly at offset. An offset at or above the log end changes
+// nothing. An offset below the first segment empties the log and starts it
+// again at offset (the log start offset moves down to it), like Kafka's
+// truncateFullyAndStartAt.
 //
 // Later segments are deleted, the segment holding offset is cut and becomes the
 // active segment, and the index entries past the cut are removed. If the cut is
