@@ -57,7 +57,7 @@ func TestACLRefusals(t *testing.T) {
 	startACLNode(t)
 	mallory := aclUserClient(t, aclMallory)
 	cased := map[int16]bool{}
-	for _, c := range refusals() {
+	for _, c := range append(refusals(), configRefusals()...) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRefusalRun(t)
 			cased[c.req(r).Key()] = true
