@@ -363,3 +363,40 @@ func TestConsumerClassicRefusal(t *testing.T) {
 	jr = e.c.JoinGroup(context.Background(), Client{}, joinReq(5, "cg", "", "range"))
 	wantCode(t, "classic member in an empty consumer group", jr.ErrorCode, kerr.MemberIDRequired)
 }
+
+// Offset commits to a consumer group carry the member epoch: the current one, or
+// an older one for partitions the member still owns; a newer one is stale.
+func TestConsumerOffsetCommit(t *testing.T) {
+	e := newConsumerEnv(t)
+	m1 := e.cgJoin("g", "m1", "t")
+	m2 := e.cgJoin("g", "m2", "t")
+	e.cgBeat("g", m1)
+	e.cgBeat("g", m1) // revoked two: epoch 2
+	e.cgBeat("g", m2)
+	if m1.epoch != 2 || m2.epoch != 2 {
+		t.Fatalf("epochs %d and %d", m1.epoch, m2.epoch)
+	}
+	mine, theirs := int32(-1), int32(-1)
+	for tp := range m1.owned {
+		mine = tp.partition
+	}
+	for tp := range m2.owned {
+		theirs = tp.partition
+	}
+	code := func(member string, epoch, p int32) int16 {
+		return e.commit(7, "g", member, epoch, "t", map[int32]int64{p: 5})[p]
+	}
+	wantCode(t, "current epoch", code("m1", 2, mine), nil)
+	wantCode(t, "newer epoch", code("m1", 3, mine), kerr.StaleMemberEpoch)
+	wantCode(t, "older epoch, owned partition", code("m1", 1, mine), nil)
+	wantCode(t, "older epoch, another member's partition", code("m1", 1, theirs), kerr.StaleMemberEpoch)
+	wantCode(t, "unknown member", code("nobody", 2, mine), kerr.UnknownMemberID)
+	wantCode(t, "outside the group while it has members", code("", -1, mine), kerr.UnknownMemberID)
+	for _, m := range []*cgm{m1, m2} {
+		wantCode(t, "leave", e.cgHeartbeat("g", m, -1, nil, nil).ErrorCode, nil)
+	}
+	wantCode(t, "outside the group once it is empty", code("", -1, mine), nil)
+	if got := e.fetch("g")["t/"+fmt.Sprint(mine)]; got != 5 {
+		t.Fatalf("fetched %d", got)
+	}
+}
