@@ -516,7 +516,7 @@ func (g *group) removeConsumerMemberLocked(m *cmember) []batch.Record {
 		delete(cg.static, *m.instanceID)
 	}
 	cg.epoch++
-	recs = append(recs, consumerGroupRecord(g.name, cg.epoch))
+	recs = append(recs, consumerGroupRecord(g.name, cg.epoch, cg.metaHash))
 	g.setConsumerStateLocked()
 	return recs
 }

@@ -73,15 +73,17 @@ func (g *group) maybeNewTargetLocked(startEpoch int32) []batch.Record {
 		h.Write(t.ID[:])
 		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions)})
 	}
+	hashChanged := false
 	if sum := h.Sum64() | 1; sum != cg.metaHash {
+		// 0: not known (a group stored without it); the target stands until a change.
 		if cg.metaHash != 0 && cg.epoch == startEpoch {
 			cg.epoch++
 		}
-		cg.metaHash = sum
+		cg.metaHash, hashChanged = sum, true
 	}
 	var recs []batch.Record
-	if cg.epoch != startEpoch {
-		recs = append(recs, consumerGroupRecord(g.name, cg.epoch))
+	if cg.epoch != startEpoch || hashChanged {
+		recs = append(recs, consumerGroupRecord(g.name, cg.epoch, cg.metaHash))
 	}
 	if cg.epoch <= cg.targetEpoch {
 		return recs

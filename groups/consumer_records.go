@@ -94,10 +94,16 @@ func skipTags(r *kbin.Reader) {
 	}
 }
 
-func consumerGroupRecord(group string, epoch int32) batch.Record {
+// consumerGroupRecord is the group's epoch and, in Kafka's tagged field 0
+// (MetadataHash), the hash of the subscribed topics' metadata its target was
+// computed for (Skiff's own hash: a Kafka reading it rebalances once).
+func consumerGroupRecord(group string, epoch int32, metaHash uint64) batch.Record {
 	v := kbin.AppendInt16(nil, 0)
 	v = kbin.AppendInt32(v, epoch)
-	v = kbin.AppendUvarint(v, 0)
+	v = kbin.AppendUvarint(v, 1)
+	v = kbin.AppendUvarint(v, 0) // tag 0
+	v = kbin.AppendUvarint(v, 8)
+	v = kbin.AppendInt64(v, int64(metaHash))
 	return batch.Record{Key: consumerKey(recConsumerGroup, group, nil), Value: v}
 }
 
@@ -185,6 +191,15 @@ func (l *consumerLoader) add(key, value []byte) error {
 	switch typ {
 	case recConsumerGroup:
 		cg.epoch = r.Int32()
+		for range r.Uvarint() { // tagged fields: 0 is the metadata hash
+			tag, size := r.Uvarint(), r.Uvarint()
+			if tag == 0 && size == 8 {
+				cg.metaHash = uint64(r.Int64())
+			} else {
+				r.Span(int(size))
+			}
+		}
+		return r.Complete()
 	case recConsumerTargetMeta:
 		cg.targetEpoch = r.Int32()
 	case recConsumerMember:

@@ -400,3 +400,29 @@ func TestConsumerOffsetCommit(t *testing.T) {
 		t.Fatalf("fetched %d", got)
 	}
 }
+
+// Partitions added while the group was not loaded are assigned once it is: the
+// stored metadata hash no longer matches.
+func TestConsumerMetadataChangeAcrossReload(t *testing.T) {
+	e := newConsumerEnv(t)
+	m := e.cgJoin("g", "m", "t")
+	e.cgBeat("g", m)
+	if len(m.owned) != 4 {
+		t.Fatalf("owns %d", len(m.owned))
+	}
+	before := m.epoch
+	e.stop()
+	e.setTopic("t", 6)
+	e.start()
+	e.cgBeat("g", m)
+	if len(m.owned) != 6 || m.epoch != before+1 {
+		t.Fatalf("after reload with 6 partitions: owns %d at epoch %d (was %d)", len(m.owned), m.epoch, before)
+	}
+	// Unchanged metadata across a reload moves nothing.
+	e.stop()
+	e.start()
+	e.cgBeat("g", m)
+	if m.epoch != before+1 {
+		t.Fatalf("epoch moved to %d across a reload without changes", m.epoch)
+	}
+}
