@@ -134,16 +134,7 @@ func WriteConsumerGroupDescription(w io.Writer, d ConsumerGroupDescription) erro
 			return err
 		}
 	}
-	if len(d.Offsets) == 0 {
-		_, err := fmt.Fprintln(w, "\nno committed offsets and no assigned partitions")
-		return err
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
-	for _, r := range d.Offsets {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Topic, r.Partition, orDash(r.Committed), orDash(r.End), orDash(r.Lag), orDashString(r.Member))
-	}
-	return tw.Flush()
+	return writeOffsetRows(w, d.Offsets)
 }
 
 // topicsSetString lists partitions as "t:0,1 u:3", or "-".
