@@ -4,19 +4,11 @@ package main
 // Kafka admin API (kadm), as any Kafka client would do it.
 
 import (
-	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
@@ -133,25 +125,12 @@ func runTopicCreate(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	rs, err := k.Admin().CreateTopics(ctx, int32(partitions), int16(rf), configs, name)
-	if err != nil {
-		return fmt.Errorf("create topic %q: %w", name, k.Explain(err))
+	created, err := k.CreateTopic(ctx, client.TopicSpec{Name: name, Partitions: int32(partitions), Replicas: int16(rf),
+		Configs: configs, IfNotExists: c.Bool("if-not-exists")})
+	if created {
+		fmt.Fprintf(c.App.Writer, "created topic %s\n", name)
 	}
-	r, ok := rs[name]
-	if !ok {
-		return fmt.Errorf("create topic %q: the broker's answer did not mention the topic", name)
-	}
-	switch {
-	case errors.Is(r.Err, kerr.TopicAlreadyExists):
-		if c.Bool("if-not-exists") {
-			return nil
-		}
-		return fmt.Errorf("topic %q already exists (use --if-not-exists to accept that)", name)
-	case r.Err != nil:
-		return fmt.Errorf("create topic %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
-	}
-	fmt.Fprintf(c.App.Writer, "created topic %s\n", name)
-	return nil
+	return err
 }
 
 func runTopicList(c *cli.Context) error {
@@ -163,20 +142,7 @@ func runTopicList(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	tds, err := k.Admin().ListTopicsWithInternal(ctx)
-	if err != nil {
-		return fmt.Errorf("list topics: %w", k.Explain(err))
-	}
-	var b strings.Builder
-	for _, name := range tds.Names() {
-		if tds[name].IsInternal && !c.Bool("internal") {
-			continue
-		}
-		b.WriteString(name)
-		b.WriteByte('\n')
-	}
-	_, err = io.WriteString(c.App.Writer, b.String())
-	return err
+	return k.ListTopics(ctx, c.App.Writer, c.Bool("internal"))
 }
 
 func runTopicDescribe(c *cli.Context) error {
@@ -189,169 +155,7 @@ func runTopicDescribe(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	tds, err := k.Admin().ListTopics(ctx, name)
-	if err != nil {
-		return fmt.Errorf("describe topic %q: %w", name, k.Explain(err))
-	}
-	td, ok := tds[name]
-	if !ok {
-		return fmt.Errorf("describe topic %q: the broker's answer did not mention the topic", name)
-	}
-	if td.Err != nil {
-		return client.TopicError(name, td.Err)
-	}
-	rcs, err := k.Admin().DescribeTopicConfigs(ctx, name)
-	if err != nil {
-		return fmt.Errorf("describe configs of topic %q: %w", name, k.Explain(err))
-	}
-	rc, err := rcs.On(name, nil)
-	if err != nil {
-		return fmt.Errorf("describe configs of topic %q: the broker's answer did not mention the topic", name)
-	}
-	if rc.Err != nil {
-		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, client.BrokerSays(rc.ErrMessage))
-	}
-	return writeTopicDescription(c.App.Writer, td, rc.Configs, partitionOffsets(ctx, k.Admin(), td))
-}
-
-// offsetsOf is a partition's high watermark (from ListOffsets) and its leader's log
-// end offset (from OffsetForLeaderEpoch at the current leader epoch, whose end is the
-// log end); -1 where the broker did not say.
-type offsetsOf struct{ hw, leo int64 }
-
-// partitionOffsets asks the leaders for every partition's high watermark and log end.
-// Failures leave -1: the description is still useful without them.
-func partitionOffsets(ctx context.Context, adm *kadm.Client, td kadm.TopicDetail) map[int32]offsetsOf {
-	out := make(map[int32]offsetsOf, len(td.Partitions))
-	var req kadm.OffsetForLeaderEpochRequest
-	for _, p := range td.Partitions {
-		out[p.Partition] = offsetsOf{-1, -1}
-		if p.Leader >= 0 {
-			req.Add(td.Topic, p.Partition, p.LeaderEpoch)
-		}
-	}
-	if ends, err := adm.ListEndOffsets(ctx, td.Topic); err == nil {
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Err == nil {
-				v := out[o.Partition]
-				v.hw = o.Offset
-				out[o.Partition] = v
-			}
-		})
-	}
-	if eps, err := adm.OffsetForLeaderEpoch(ctx, req); err == nil {
-		for _, e := range eps[td.Topic] {
-			if e.Err == nil && e.EndOffset >= 0 {
-				v := out[e.Partition]
-				v.leo = e.EndOffset
-				out[e.Partition] = v
-			}
-		}
-	}
-	return out
-}
-
-// writeTopicDescription prints a topic for people:
-//
-//	topic:              orders
-//	id:                 3q2+7w...
-//	partitions:         3
-//	replication factor: 3
-//
-//	PARTITION  LEADER  EPOCH  REPLICAS  ISR    OFFLINE  HIGH WATERMARK  LOG END
-//	0          1       4      1,2,3     1,2,3  -        1200            1203
-//
-//	CONFIG          VALUE   SOURCE
-//	cleanup.policy  delete  default
-func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Config, offs map[int32]offsetsOf) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "topic:\t%s\n", td.Topic)
-	if td.ID != (kadm.TopicID{}) {
-		// Kafka's form of a topic id: URL-safe base64 without padding.
-		fmt.Fprintf(tw, "id:\t%s\n", base64.RawURLEncoding.EncodeToString(td.ID[:]))
-	}
-	fmt.Fprintf(tw, "partitions:\t%d\n", len(td.Partitions))
-	fmt.Fprintf(tw, "replication factor:\t%d\n", replicationFactor(td.Partitions))
-	if td.IsInternal {
-		fmt.Fprintf(tw, "internal:\ttrue\n")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	parts := td.Partitions.Sorted()
-	anyErr := false
-	for _, p := range parts {
-		anyErr = anyErr || p.Err != nil
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "\nPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tHIGH WATERMARK\tLOG END")
-	if anyErr {
-		fmt.Fprint(tw, "\tERROR")
-	}
-	fmt.Fprintln(tw)
-	for _, p := range parts {
-		leader := "none"
-		if p.Leader >= 0 {
-			leader = strconv.Itoa(int(p.Leader))
-		}
-		hw, leo := "-", "-"
-		if o, ok := offs[p.Partition]; ok {
-			if o.hw >= 0 {
-				hw = strconv.FormatInt(o.hw, 10)
-			}
-			if o.leo >= 0 {
-				leo = strconv.FormatInt(o.leo, 10)
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s", p.Partition, leader, p.LeaderEpoch,
-			joinIDs(p.Replicas), joinIDs(p.ISR), joinIDs(p.OfflineReplicas), hw, leo)
-		if anyErr {
-			e := "-"
-			if p.Err != nil {
-				e = p.Err.Error()
-			}
-			fmt.Fprintf(tw, "\t%s", e)
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	sort.Slice(configs, func(i, j int) bool { return configs[i].Key < configs[j].Key })
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCONFIG\tVALUE\tSOURCE")
-	for _, cf := range configs {
-		v := "-"
-		switch {
-		case cf.Sensitive:
-			v = "(sensitive)"
-		case cf.Value != nil:
-			v = *cf.Value
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", cf.Key, v, client.ConfigSource(cf.Source))
-	}
-	return tw.Flush()
-}
-
-func replicationFactor(ps kadm.PartitionDetails) int {
-	rf := 0
-	for _, p := range ps {
-		rf = max(rf, len(p.Replicas))
-	}
-	return rf
-}
-
-func joinIDs(ids []int32) string {
-	if len(ids) == 0 {
-		return "-"
-	}
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(int(id))
-	}
-	return strings.Join(s, ",")
+	return k.DescribeTopic(ctx, c.App.Writer, name)
 }
 
 func runTopicDelete(c *cli.Context) error {
@@ -364,25 +168,11 @@ func runTopicDelete(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	rs, err := k.Admin().DeleteTopics(ctx, name)
-	if err != nil {
-		return fmt.Errorf("delete topic %q: %w", name, k.Explain(err))
+	deleted, err := k.DeleteTopic(ctx, name, c.Bool("if-exists"))
+	if deleted {
+		fmt.Fprintf(c.App.Writer, "deleted topic %s\n", name)
 	}
-	r, ok := rs[name]
-	if !ok {
-		return fmt.Errorf("delete topic %q: the broker's answer did not mention the topic", name)
-	}
-	switch {
-	case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
-		if c.Bool("if-exists") {
-			return nil
-		}
-		return fmt.Errorf("topic %q does not exist (use --if-exists to accept that)", name)
-	case r.Err != nil:
-		return fmt.Errorf("delete topic %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
-	}
-	fmt.Fprintf(c.App.Writer, "deleted topic %s\n", name)
-	return nil
+	return err
 }
 
 // listFlag collects the values of a flag given several times (a GenericFlag's
