@@ -1,7 +1,7 @@
 package main
 
-// skiff topic create|list|describe|delete: topic administration through the
-// Kafka admin API (kadm), as any Kafka client would do it.
+// skiff topic create|list|describe|delete: the flags; the operations are
+// client's (client/topicadmin.go).
 
 import (
 	"errors"

@@ -1,9 +1,7 @@
 package main
 
-// skiff user create|list|delete: SCRAM users through the Kafka admin API
-// (AlterUserScramCredentials, DescribeUserScramCredentials), as kafka-configs.sh
-// manages them. The broker keeps a salted, iterated form of the password, never
-// the password.
+// skiff user create|list|delete: SCRAM users, as kafka-configs.sh manages them;
+// their operations are client's (client/users.go).
 
 import (
 	"bufio"
@@ -11,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
@@ -127,25 +123,15 @@ func runUserCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var ups []kadm.UpsertSCRAM
-	var names []string
-	for _, m := range mechs {
-		ups = append(ups, kadm.UpsertSCRAM{User: name, Mechanism: m, Iterations: int32(c.Int("iterations")), Password: password})
-		names = append(names, m.String())
-	}
 	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
 	defer done()
-	res, err := k.Admin().AlterUserSCRAMs(ctx, nil, ups)
-	if err != nil {
-		return fmt.Errorf("create user %q: %w", name, k.Explain(err))
+	if err := k.CreateUser(ctx, client.UserSpec{Name: name, Mechanisms: mechs, Iterations: int32(c.Int("iterations")), Password: password}); err != nil {
+		return err
 	}
-	if r := res[name]; r.Err != nil {
-		return fmt.Errorf("create user %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
-	}
-	fmt.Fprintf(c.App.Writer, "created user %s (%s)\n", name, strings.Join(names, ", "))
+	fmt.Fprintf(c.App.Writer, "created user %s (%s)\n", name, client.MechanismNames(mechs, ", "))
 	return nil
 }
 
@@ -158,20 +144,7 @@ func runUserList(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	users, err := k.Admin().DescribeUserSCRAMs(ctx)
-	if err != nil {
-		return fmt.Errorf("list users: %w", k.Explain(err))
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "USER\tMECHANISMS")
-	for _, u := range users.Sorted() {
-		var mechs []string
-		for _, ci := range u.CredInfos {
-			mechs = append(mechs, fmt.Sprintf("%s (%d iterations)", ci.Mechanism, ci.Iterations))
-		}
-		fmt.Fprintf(w, "%s\t%s\n", u.User, strings.Join(mechs, ", "))
-	}
-	return w.Flush()
+	return k.ListUsers(ctx, c.App.Writer)
 }
 
 func runUserDelete(c *cli.Context) error {
@@ -190,36 +163,10 @@ func runUserDelete(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	if only == nil {
-		described, err := k.Admin().DescribeUserSCRAMs(ctx, name)
-		if err != nil {
-			return fmt.Errorf("delete user %q: %w", name, k.Explain(err))
-		}
-		u := described[name]
-		if errors.Is(u.Err, kerr.ResourceNotFound) {
-			return fmt.Errorf("user %q does not exist", name)
-		} else if u.Err != nil {
-			return fmt.Errorf("delete user %q: %w%s", name, u.Err, client.BrokerSays(u.ErrMessage))
-		}
-		for _, ci := range u.CredInfos {
-			only = append(only, ci.Mechanism)
-		}
-	}
-	var dels []kadm.DeleteSCRAM
-	var names []string
-	for _, m := range only {
-		dels = append(dels, kadm.DeleteSCRAM{User: name, Mechanism: m})
-		names = append(names, m.String())
-	}
-	res, err := k.Admin().AlterUserSCRAMs(ctx, dels, nil)
+	deleted, err := k.DeleteUser(ctx, name, only)
 	if err != nil {
-		return fmt.Errorf("delete user %q: %w", name, k.Explain(err))
+		return err
 	}
-	if r := res[name]; errors.Is(r.Err, kerr.ResourceNotFound) {
-		return fmt.Errorf("user %q has no credential for %s", name, strings.Join(names, " or "))
-	} else if r.Err != nil {
-		return fmt.Errorf("delete user %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
-	}
-	fmt.Fprintf(c.App.Writer, "deleted user %s (%s)\n", name, strings.Join(names, ", "))
+	fmt.Fprintf(c.App.Writer, "deleted user %s (%s)\n", name, client.MechanismNames(deleted, ", "))
 	return nil
 }
