@@ -1,18 +1,14 @@
 package main
 
-// skiff acl create|list|delete: ACLs through the Kafka admin API (CreateAcls,
-// DescribeAcls, DeleteAcls), as kafka-acls.sh manages them. The brokers enforce
-// them with --authorizer acl (docs/security.md).
+// skiff acl create|list|delete: the flags of ACLs (resource, principals,
+// operations, filters); the operations are client's (client/acls.go).
 
 import (
 	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"strings"
-	"text/tabwriter"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
 	"skiff/acl"
@@ -117,21 +113,12 @@ func aclOperations(c *cli.Context, rt acl.ResourceType) ([]acl.Operation, error)
 		if err != nil || op == acl.OpAny {
 			return nil, fmt.Errorf("--operation %q: want Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite or All", s)
 		}
-		if supported := acl.SupportedOperations(rt); rt != acl.ResourceAny && op != acl.OpAll && !containsOp(supported, op) {
+		if supported := acl.SupportedOperations(rt); rt != acl.ResourceAny && op != acl.OpAll && !slices.Contains(supported, op) {
 			return nil, fmt.Errorf("--operation %s: a %s ACL supports %s and All", s, strings.ToLower(rt.String()), opNames(supported))
 		}
 		ops = append(ops, op)
 	}
 	return ops, nil
-}
-
-func containsOp(ops []acl.Operation, op acl.Operation) bool {
-	for _, o := range ops {
-		if o == op {
-			return true
-		}
-	}
-	return false
 }
 
 func opNames(ops []acl.Operation) string {
@@ -161,48 +148,29 @@ func runACLCreate(c *cli.Context) error {
 	if len(principals) == 0 {
 		return errors.New("missing --principal TYPE:NAME, such as User:alice")
 	}
-	pattern := acl.PatternLiteral
-	if s := c.String("pattern"); s != "" {
-		if pattern, err = acl.ParsePatternType(s); err != nil || (pattern != acl.PatternLiteral && pattern != acl.PatternPrefixed) {
-			return fmt.Errorf("--pattern %q: want literal or prefixed", s)
+	s := client.ACLCreation{Principals: principals, Operations: ops, Resource: rt, Name: *name,
+		Pattern: acl.PatternLiteral, Permission: acl.Allow, Host: acl.Wildcard}
+	if p := c.String("pattern"); p != "" {
+		if s.Pattern, err = acl.ParsePatternType(p); err != nil || (s.Pattern != acl.PatternLiteral && s.Pattern != acl.PatternPrefixed) {
+			return fmt.Errorf("--pattern %q: want literal or prefixed", p)
 		}
 	}
-	perm := acl.Allow
 	if c.Bool("deny") {
-		perm = acl.Deny
+		s.Permission = acl.Deny
 	}
-	host := acl.Wildcard
 	if c.IsSet("host") {
-		host = c.String("host")
+		s.Host = c.String("host")
 	}
-	req := kmsg.NewPtrCreateACLsRequest()
-	var bindings []string
-	for _, p := range principals {
-		for _, op := range ops {
-			cr := kmsg.NewCreateACLsRequestCreation()
-			cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceType(rt), *name, kmsg.ACLResourcePatternType(pattern)
-			cr.Principal, cr.Host = p, host
-			cr.Operation, cr.PermissionType = kmsg.ACLOperation(op), kmsg.ACLPermissionType(perm)
-			req.Creations = append(req.Creations, cr)
-			bindings = append(bindings, fmt.Sprintf("%s %s %s on %s %s %s from %s", p, perm, op, rt, pattern, *name, host))
-		}
-	}
-	resp, err := adminRequest[*kmsg.CreateACLsResponse](c, "create ACLs", req)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for i, r := range resp.Results {
-		if i >= len(bindings) {
-			break
-		}
-		if err := aclError(r.ErrorCode, r.ErrorMessage); err != nil {
-			errs = append(errs, fmt.Errorf("create ACL %s: %w", bindings[i], err))
-			continue
-		}
-		fmt.Fprintf(c.App.Writer, "created ACL %s\n", bindings[i])
+	defer done()
+	created, err := k.CreateACLs(ctx, s)
+	for _, b := range created {
+		fmt.Fprintf(c.App.Writer, "created ACL %s\n", b)
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // aclFilter reads the filter flags of list and delete; none reports that no
@@ -247,30 +215,6 @@ func aclFilter(c *cli.Context) (f acl.Filter, none bool, err error) {
 	return f, f == every, nil
 }
 
-// kmsgFilter is f as the protocol writes a filter (DeleteAcls' filter; the
-// fields of DescribeAcls).
-func kmsgFilter(f acl.Filter) kmsg.DeleteACLsRequestFilter {
-	rf := kmsg.NewDeleteACLsRequestFilter()
-	rf.ResourceType, rf.ResourceName, rf.ResourcePatternType = kmsg.ACLResourceType(f.Resource), f.Name, kmsg.ACLResourcePatternType(f.Pattern)
-	rf.Principal, rf.Host = f.Principal, f.Host
-	rf.Operation, rf.PermissionType = kmsg.ACLOperation(f.Operation), kmsg.ACLPermissionType(f.Permission)
-	return rf
-}
-
-// aclRow is one ACL as list and delete print it.
-type aclRow struct {
-	principal, permission, operation, resource, pattern, name, host string
-}
-
-func printACLs(w io.Writer, rows []aclRow) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME\tHOST")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.principal, r.permission, r.operation, r.resource, r.pattern, r.name, r.host)
-	}
-	return tw.Flush()
-}
-
 func runACLList(c *cli.Context) error {
 	if err := unexpectedArgs(c, 0, ": skiff acl list takes flags only"); err != nil {
 		return err
@@ -279,25 +223,12 @@ func runACLList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rf := kmsgFilter(f)
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType, req.ResourceName, req.ResourcePatternType = rf.ResourceType, rf.ResourceName, rf.ResourcePatternType
-	req.Principal, req.Host, req.Operation, req.PermissionType = rf.Principal, rf.Host, rf.Operation, rf.PermissionType
-	resp, err := adminRequest[*kmsg.DescribeACLsResponse](c, "list ACLs", req)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	if err := aclError(resp.ErrorCode, resp.ErrorMessage); err != nil {
-		return fmt.Errorf("list ACLs: %w", err)
-	}
-	var rows []aclRow
-	for _, r := range resp.Resources {
-		for _, a := range r.ACLs {
-			rows = append(rows, aclRow{a.Principal, acl.Permission(a.PermissionType).String(), acl.Operation(a.Operation).String(),
-				acl.ResourceType(r.ResourceType).String(), acl.PatternType(r.ResourcePatternType).String(), r.ResourceName, a.Host})
-		}
-	}
-	return printACLs(c.App.Writer, rows)
+	defer done()
+	return k.ListACLs(ctx, c.App.Writer, f)
 }
 
 func runACLDelete(c *cli.Context) error {
@@ -311,62 +242,10 @@ func runACLDelete(c *cli.Context) error {
 	if none && !c.Bool("all") {
 		return errors.New("no filter: give --principal, --operation, a resource, --host, --allow or --deny, or --all to delete every ACL")
 	}
-	req := kmsg.NewPtrDeleteACLsRequest()
-	req.Filters = append(req.Filters, kmsgFilter(f))
-	resp, err := adminRequest[*kmsg.DeleteACLsResponse](c, "delete ACLs", req)
+	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
 		return err
 	}
-	if len(resp.Results) != 1 {
-		return fmt.Errorf("delete ACLs: the broker answered %d results for one filter", len(resp.Results))
-	}
-	r := resp.Results[0]
-	if err := aclError(r.ErrorCode, r.ErrorMessage); err != nil {
-		return fmt.Errorf("delete ACLs: %w", err)
-	}
-	var rows []aclRow
-	for _, m := range r.MatchingACLs {
-		rows = append(rows, aclRow{m.Principal, acl.Permission(m.PermissionType).String(), acl.Operation(m.Operation).String(),
-			acl.ResourceType(m.ResourceType).String(), acl.PatternType(m.ResourcePatternType).String(), m.ResourceName, m.Host})
-	}
-	fmt.Fprintf(c.App.Writer, "deleted %d ACLs\n", len(rows))
-	if len(rows) == 0 {
-		return nil
-	}
-	return printACLs(c.App.Writer, rows)
-}
-
-// adminRequest sends req to a broker of the flags' cluster and returns its
-// answer; what names the request in errors.
-func adminRequest[R kmsg.Response](c *cli.Context, what string, req kmsg.Request) (R, error) {
-	var none R
-	k, ctx, done, err := adminFromFlags(c)
-	if err != nil {
-		return none, err
-	}
 	defer done()
-	resp, err := k.Kafka().Request(ctx, req)
-	if err != nil {
-		return none, fmt.Errorf("%s: %w", what, k.Explain(err))
-	}
-	return resp.(R), nil
-}
-
-// aclError words an ACL API's error for people.
-func aclError(code int16, msg *string) error {
-	if code == 0 {
-		return nil
-	}
-	err := kerr.ErrorForCode(code)
-	m := ""
-	if msg != nil {
-		m = *msg
-	}
-	switch {
-	case errors.Is(err, kerr.SecurityDisabled):
-		return errors.New("the brokers enforce no ACLs: start them with --authorizer acl (docs/security.md)")
-	case errors.Is(err, kerr.ClusterAuthorizationFailed):
-		return fmt.Errorf("%w: managing ACLs needs ALTER (listing them DESCRIBE) on the cluster, or a super user", err)
-	}
-	return fmt.Errorf("%w%s", err, client.BrokerSays(m))
+	return k.DeleteACLs(ctx, c.App.Writer, f)
 }
