@@ -1,24 +1,18 @@
 package main
 
-// skiff cluster status|remove-node: cluster administration through a node's admin
-// HTTP API (appliance/admin.go), which is not part of the Kafka protocol.
+// skiff cluster status|remove-node|join-token: the flags of cluster
+// administration through a node's admin HTTP API; the operations are package
+// nodeadmin's.
 
 import (
 	"cmp"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,6 +20,7 @@ import (
 	"skiff/appliance"
 	"skiff/client"
 	"skiff/internal/pki"
+	"skiff/nodeadmin"
 )
 
 const (
@@ -135,23 +130,18 @@ func runClusterJoinToken(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var res appliance.JoinTokenAnswer
-	if _, err := a.do(c.Context, http.MethodPost, "/v1/cluster/join-token?ttl="+url.QueryEscape(c.Duration("ttl").String()), &res); err != nil {
-		return fmt.Errorf("join token: %w", err)
+	res, err := a.JoinToken(c.Context, c.Duration("ttl"))
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(c.App.Writer, res.Token)
 	fmt.Fprintf(c.App.ErrWriter, "valid once, until %s: skiff serve --join %s --join-token TOKEN\n", res.Expires.UTC().Format(time.RFC3339), res.HTTPAddr)
 	return nil
 }
 
-// adminClient talks to one node's admin API.
-type adminClient struct {
-	base  string // http://host:port or https://host:port
-	token string // bearer token; empty: none
-	http  *http.Client
-}
-
-func adminClientFrom(c *cli.Context) (*adminClient, error) {
+// adminClientFrom is the client of the node the flags name, with the
+// credentials they give.
+func adminClientFrom(c *cli.Context) (*nodeadmin.Client, error) {
 	addr := strings.TrimSpace(c.String("http"))
 	scheme := "http"
 	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
@@ -197,68 +187,7 @@ func adminClientFrom(c *cli.Context) (*adminClient, error) {
 			return nil, fmt.Errorf("--http-token-file: %w", err)
 		}
 	}
-	return &adminClient{base: scheme + "://" + addr, token: strings.TrimSpace(token),
-		http: &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}}}, nil
-}
-
-// do sends a request and decodes a 200 or 202 answer into out, returning the status.
-// Another status is an error carrying the node's message.
-func (a *adminClient) do(ctx context.Context, method, path string, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, nil)
-	if err != nil {
-		return 0, err
-	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		if tlsFailure(err) {
-			return 0, fmt.Errorf("HTTPS to %s failed: %v; give the CA of the node's certificate with --tls-ca (on a node of a cluster formed with --secure: --data-dir, or DATA/secure/ca.pem)", a.base, err)
-		}
-		return 0, fmt.Errorf("no Skiff node answers at %s (%v): is `skiff serve` running there? Give a node's HTTP address with --http HOST:PORT (or SKIFF_HTTP)", a.base, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0, fmt.Errorf("read the answer of %s: %w", a.base, err)
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return resp.StatusCode, errors.New(e.Error)
-		}
-		if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(body), "HTTPS server") {
-			return resp.StatusCode, fmt.Errorf("the node at %s serves HTTPS (http-tls): use --tls with --tls-ca, or https:// in --http", a.base)
-		}
-		return resp.StatusCode, fmt.Errorf("%s %s: %s: %.200s (is %s a Skiff node's HTTP port?)", method, a.base+path, resp.Status, body, a.base)
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return resp.StatusCode, fmt.Errorf("%s answered %s with something that is not a cluster status (%v); is it a Skiff node's HTTP port?", a.base, path, err)
-	}
-	return resp.StatusCode, nil
-}
-
-// tlsFailure reports whether err is a failed TLS handshake or certificate check.
-func tlsFailure(err error) bool {
-	var (
-		unknown   x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-		verifyErr *tls.CertificateVerificationError
-		record    tls.RecordHeaderError
-		op        *net.OpError
-	)
-	// A TLS alert from the server (say, refusing the client certificate) is a
-	// net.OpError of Op "remote error".
-	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
-		errors.As(err, &verifyErr) || errors.As(err, &record) || (errors.As(err, &op) && op.Op == "remote error")
+	return nodeadmin.New(nodeadmin.Config{Base: scheme + "://" + addr, Token: strings.TrimSpace(token), Timeout: timeout, TLS: tc}), nil
 }
 
 func runClusterStatus(c *cli.Context) error {
@@ -269,8 +198,8 @@ func runClusterStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var st appliance.ClusterStatus
-	if _, err := a.do(c.Context, http.MethodGet, "/v1/cluster", &st); err != nil {
+	st, err := a.Status(c.Context)
+	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -279,126 +208,10 @@ func runClusterStatus(c *cli.Context) error {
 		if err := enc.Encode(st); err != nil {
 			return err
 		}
-	} else if err := printClusterStatus(c.App.Writer, st); err != nil {
+	} else if err := nodeadmin.WriteStatus(c.App.Writer, st); err != nil {
 		return err
 	}
-	if !st.Quorum {
-		return fmt.Errorf("the cluster metadata (etcd) has no quorum at node %d (%s): the state shown is that node's last view and may be stale, and no topic or node can be changed. "+
-			"More than half of the etcd members must run: start the stopped nodes (docs/operations.md: losing them for good)", st.NodeID, st.QuorumError)
-	}
-	return nil
-}
-
-// printClusterStatus writes the status as readable tables.
-func printClusterStatus(w io.Writer, st appliance.ClusterStatus) error {
-	yesNo := map[bool]string{true: "yes", false: "NO"}
-	controller := "none"
-	if st.ControllerID >= 0 {
-		controller = fmt.Sprintf("node %d", st.ControllerID)
-	}
-	fmt.Fprintf(w, "cluster %s (answered by node %d)\n", st.ClusterID, st.NodeID)
-	fmt.Fprintf(w, "controller: %s\n", controller)
-	fmt.Fprintf(w, "etcd quorum: %s", yesNo[st.Quorum])
-	if !st.Quorum && st.QuorumError != "" {
-		fmt.Fprintf(w, " (%s)", st.QuorumError)
-	}
-	fmt.Fprintln(w)
-
-	fmt.Fprintf(w, "\netcd members: %d\n", len(st.Members))
-	if st.MembersError != "" {
-		fmt.Fprintf(w, "  %s\n", st.MembersError)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(st.Members) > 0 {
-		fmt.Fprintln(tw, "NODE\tMEMBER\tID\tROLE\tPEER URL\tCLIENT URL\tHEALTH")
-	}
-	for _, m := range st.Members {
-		node := "?"
-		if m.NodeID >= 0 {
-			node = strconv.Itoa(int(m.NodeID))
-		}
-		name := m.Name
-		if name == "" {
-			name = "(not started)"
-		}
-		role := "voter"
-		switch {
-		case m.Learner:
-			role = "learner"
-		case m.Leader:
-			role = "leader"
-		}
-		health := "healthy"
-		if !m.Healthy {
-			health = "UNHEALTHY: " + m.Error
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, name, m.ID, role,
-			strings.Join(m.PeerURLs, ","), orDash(strings.Join(m.ClientURLs, ",")), health)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	live := 0
-	for _, b := range st.Brokers {
-		if b.Live {
-			live++
-		}
-	}
-	fmt.Fprintf(w, "\nbrokers: %d live\n", live)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(st.Brokers) > 0 {
-		fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tREPLICAS\tLEADERS")
-	}
-	for _, b := range st.Brokers {
-		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		if !b.Live {
-			addr = "DOWN (no session)"
-		}
-		if b.Draining {
-			addr += " (draining)"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\n", b.ID, addr, orDash(b.Rack), b.Replicas, b.Leaders)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	fmt.Fprintf(w, "\n%s in %s; %d offline, %d under-replicated\n",
-		countOf(st.Partitions, "partition"), countOf(st.Topics, "topic"), len(st.OfflinePartitions), len(st.UnderReplicatedPartitions))
-	for _, group := range []struct {
-		title string
-		parts []appliance.PartitionStatus
-	}{{"offline partitions (no leader)", st.OfflinePartitions}, {"under-replicated partitions (ISR smaller than replicas)", st.UnderReplicatedPartitions}} {
-		if len(group.parts) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "%s:\n", group.title)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TOPIC\tPARTITION\tLEADER\tREPLICAS\tISR")
-		for _, p := range group.parts {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\n", p.Topic, p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func ids(list []int32) string {
-	parts := make([]string, len(list))
-	for i, id := range list {
-		parts[i] = strconv.Itoa(int(id))
-	}
-	return "[" + strings.Join(parts, ",") + "]"
+	return nodeadmin.CheckQuorum(st)
 }
 
 func runClusterRemoveNode(c *cli.Context) error {
@@ -413,38 +226,5 @@ func runClusterRemoveNode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	path := "/v1/cluster/remove-node?id=" + strconv.FormatInt(id, 10)
-	if c.Bool("drain") {
-		path += "&drain=true"
-	}
-	deadline := time.Now().Add(c.Duration("drain-timeout"))
-	last := -1
-	for {
-		var res appliance.RemoveResult
-		status, err := a.do(c.Context, http.MethodPost, path, &res)
-		if err != nil {
-			return fmt.Errorf("remove node %d: %w", id, err)
-		}
-		if status == http.StatusOK {
-			fmt.Fprintln(c.App.Writer, res.Message)
-			return nil
-		}
-		// 202: still draining.
-		if res.ReplicasLeft != last {
-			fmt.Fprintln(c.App.Writer, res.Message)
-			last = res.ReplicasLeft
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d is still draining after %v (%s left); the replicas keep moving: run the command again to wait and then remove the node",
-				id, c.Duration("drain-timeout"), countOf(res.ReplicasLeft, "partition replica"))
-		}
-		select {
-		case <-time.After(drainPollInterval):
-		case <-c.Context.Done():
-			return c.Context.Err()
-		}
-	}
+	return a.RemoveNode(c.Context, c.App.Writer, int32(id), c.Bool("drain"), c.Duration("drain-timeout"))
 }
-
-// drainPollInterval is how often remove-node --drain asks how far the draining got.
-const drainPollInterval = 500 * time.Millisecond

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -163,10 +162,5 @@ func runOffsetsRestore(c *cli.Context) error {
 	return nil
 }
 
-// countOf is "1 group", "2 groups".
-func countOf(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
+// countOf is client.CountOf: "1 group", "2 groups".
+func countOf(n int, noun string) string { return client.CountOf(n, noun) }
