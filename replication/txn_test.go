@@ -37,8 +37,8 @@ func TestTransactionsOnPartition(t *testing.T) {
 		}
 	}
 	must(p.Append(batchtest.Strings(batchtest.Plain, 1, "plain"), 1)) // 0
-	must(p.Append(txnBatch(7, 0, 0, "a1", "a2"), 1))                   // 1..2
-	must(p.Append(txnBatch(8, 0, 0, "b1"), 1))                         // 3
+	must(p.Append(txnBatch(7, 0, 0, "a1", "a2"), 1))                  // 1..2
+	must(p.Append(txnBatch(8, 0, 0, "b1"), 1))                        // 3
 	if lso := p.LastStableOffset(); lso != 1 {
 		t.Fatalf("LSO with two open transactions: %d, want 1", lso)
 	}
