@@ -139,6 +139,8 @@ type Manager struct {
 	fenced  atomic.Bool // no partition leads while set (the broker has no session)
 	metrics Metrics
 
+	peers peers // idle connections of BrokerRequest (peer.go)
+
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher   // by leader; guarded by fetchMu
 	following map[*Partition]int32 // the leader each follower fetches from; guarded by fetchMu
@@ -457,6 +459,7 @@ func (m *Manager) Close() error {
 	m.mu.parts = nil
 	m.mu.Unlock()
 	m.wg.Wait()
+	m.closePeers()
 	m.fetchMu.Lock()
 	for id, f := range m.fetchers {
 		f.close()

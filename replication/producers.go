@@ -89,8 +89,8 @@ func (s *producerStates) record(h *batch.Header) {
 		e = &producerEntry{epoch: h.ProducerEpoch}
 		s.m[h.ProducerID] = e
 	}
-	if h.ProducerEpoch < e.epoch || h.Control() {
-		return // a marker carries no sequence: it only moves the epoch
+	if h.ProducerEpoch < e.epoch || h.Control() || h.BaseSequence < 0 {
+		return // a marker or a coordinator's batch has no sequence: it only moves the epoch
 	}
 	if len(e.batches) == maxBatchesRetained {
 		copy(e.batches, e.batches[1:])

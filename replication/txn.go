@@ -228,3 +228,26 @@ func (p *Partition) observeLocked(h *batch.Header, raw []byte) error {
 		return p.readBatch(h)
 	}, time.Now())
 }
+
+// AppendFromCoordinator appends a transactional batch that a coordinator writes on
+// behalf of a producer (the group coordinator's TxnOffsetCommit records): it carries
+// the producer's id and epoch but no sequence (-1), so only the epoch is checked.
+func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) {
+	h, err := batch.Check(records)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
+	}
+	if !h.Transactional() || !h.Idempotent() || h.Control() {
+		return AppendResult{}, fmt.Errorf("not a transactional batch: %w", kerr.InvalidRecord)
+	}
+	p.appendMu.Lock()
+	if !p.IsLeader() {
+		p.appendMu.Unlock()
+		return AppendResult{}, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+	}
+	if e := p.producers.m[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
+		p.appendMu.Unlock()
+		return AppendResult{}, fmt.Errorf("producer %d epoch %d is older than %d: %w", h.ProducerID, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	return p.appendLocked(records, &h)
+}

@@ -29,8 +29,17 @@ func BuildControl(ts, pid int64, epoch int16, commit bool, coordinatorEpoch int3
 	}
 	key := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, 0), uint16(typ))
 	value := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), uint32(coordinatorEpoch))
-	b := Build(ts, []Record{{Key: key, Value: value}})
-	binary.BigEndian.PutUint16(b[offAttributes:], AttrTransactional|AttrControl)
+	return withProducer(Build(ts, []Record{{Key: key, Value: value}}), AttrTransactional|AttrControl, pid, epoch)
+}
+
+// BuildTransactional is Build for records a coordinator writes inside producer
+// pid's transaction at epoch (TxnOffsetCommit): transactional, with no sequence.
+func BuildTransactional(ts, pid int64, epoch int16, records []Record) []byte {
+	return withProducer(Build(ts, records), AttrTransactional, pid, epoch)
+}
+
+func withProducer(b []byte, attrs int16, pid int64, epoch int16) []byte {
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(attrs))
 	binary.BigEndian.PutUint64(b[offProducerID:], uint64(pid))
 	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(epoch))
 	binary.BigEndian.PutUint32(b[offCRC:], CRC(b))

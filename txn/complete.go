@@ -1,0 +1,112 @@
+package txn
+
+// Ending transactions: markers to every partition of a prepared transaction, then
+// the complete state; and aborting transactions open longer than their timeout.
+
+import (
+	"time"
+)
+
+// startCompletion writes the markers of m, which is prepared, in the background.
+func (sh *shard) startCompletion(m *txnMeta) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.closing {
+		return // the next coordinator completes it
+	}
+	m.pending = true
+	sh.wg.Add(1)
+	go sh.complete(m)
+}
+
+// complete writes the markers of prepared transaction m until they are all
+// written, then records it complete. m is pending throughout.
+func (sh *shard) complete(m *txnMeta) {
+	defer sh.wg.Done()
+	sh.mu.Lock()
+	prepared := m.clone()
+	sh.mu.Unlock()
+	commit := prepared.state == PrepareCommit
+	markers := make([]Marker, 0, len(prepared.partitions))
+	for _, tp := range prepared.sortedPartitions() {
+		markers = append(markers, Marker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: prepared.pid,
+			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch})
+	}
+	backoff := defaultMarkerRetryBackoff
+	retry := func(what string, err error) bool {
+		if sh.ctx.Err() != nil {
+			return false
+		}
+		sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", prepared.id, "err", err)
+		select {
+		case <-sh.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
+		return true
+	}
+	for len(markers) > 0 {
+		err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
+		if err == nil {
+			break
+		}
+		if !retry("writing transaction markers", err) {
+			return
+		}
+	}
+	next := prepared.clone()
+	next.state, next.updated = CompleteAbort, time.Now()
+	if commit {
+		next.state = CompleteCommit
+	}
+	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	for {
+		err := sh.transition(m, next)
+		if err == nil {
+			sh.notifyChanged()
+			return
+		}
+		if !retry("recording a transaction complete", err) {
+			return
+		}
+		sh.mu.Lock()
+		m.pending = true
+		sh.mu.Unlock()
+	}
+}
+
+// abortTimedOut aborts the transactions open longer than their timeout, under a
+// bumped epoch: the producer is fenced, and learns it at its next request.
+func (sh *shard) abortTimedOut(now time.Time) {
+	sh.mu.Lock()
+	var expired []*txnMeta
+	var nexts []*txnMeta
+	for _, m := range sh.txns {
+		if m.state != Ongoing || m.pending || now.Sub(m.started) <= m.timeout {
+			continue
+		}
+		next := m.clone()
+		next.lastEpoch, next.epoch, next.state, next.updated = m.epoch, m.epoch+1, PrepareAbort, now
+		m.pending = true
+		expired, nexts = append(expired, m), append(nexts, next)
+	}
+	sh.mu.Unlock()
+	for i, m := range expired {
+		sh.c.logger.Info("transaction coordinator: aborting a transaction open longer than its timeout",
+			"transactional_id", m.id, "producer_id", m.pid, "timeout", m.timeout)
+		if err := sh.transition(m, nexts[i]); err != nil {
+			sh.c.logger.Warn("transaction coordinator: aborting a timed-out transaction", "transactional_id", m.id, "err", err)
+			continue
+		}
+		sh.startCompletion(m)
+	}
+}
+
+// notifyChanged wakes the requests waiting for a transaction to complete.
+func (sh *shard) notifyChanged() {
+	sh.mu.Lock()
+	close(sh.changed)
+	sh.changed = make(chan struct{})
+	sh.mu.Unlock()
+}
