@@ -52,6 +52,7 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 	}
 	err := n.parts.Apply(snap.Revision(), specs)
 	n.applyGroups(snap)
+	n.applyTxn(snap)
 	n.noticeDeletedTopics(snap)
 	return err
 }

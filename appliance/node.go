@@ -60,6 +60,7 @@ import (
 	"skiff/kafkaapi"
 	"skiff/offsets"
 	"skiff/replication"
+	"skiff/txn"
 )
 
 // Node is one running Skiff node.
@@ -85,6 +86,7 @@ type Node struct {
 	db        *offsets.DB
 	parts     *replication.Manager
 	groups    *groups.Coordinator
+	txn       *txn.Coordinator
 	kafka     *kafkaapi.Server
 
 	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
@@ -198,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startGroups()
+	n.startTxn()
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
 		return nil, fmt.Errorf("load cluster metadata: %w", err)
@@ -242,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
-	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
+	n.kafka = kafkaapi.New(n.txnKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
 		IdleTimeout:              cfg.IdleTimeout,
@@ -263,7 +266,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
-	}), n.store, n.cache, n.parts)
+	})), n.store, n.cache, n.parts)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
 		ln := n.kafkaLns[i]
@@ -430,6 +433,9 @@ func (n *Node) Close() error {
 		}
 		if n.cache != nil {
 			add("close metadata cache", n.cache.Close())
+		}
+		if n.txn != nil {
+			add("close transaction coordinator", n.txn.Close())
 		}
 		if n.groups != nil {
 			add("close group coordinator", n.groups.Close())

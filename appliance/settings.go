@@ -23,6 +23,7 @@ import (
 	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/replication"
+	"skiff/txn"
 )
 
 // The ports a node listens on by default, for Kafka and HTTP; the client
@@ -80,7 +81,7 @@ func (s Setting) Set(text string) error { return s.v.set(text) }
 // Settings returns every setting of `skiff serve` in the order --help lists them,
 // bound to c's fields: Set writes them, and DescribeConfigs reports c's values.
 func (c *Config) Settings() []Setting {
-	g := &c.Groups
+	g, tx := &c.Groups, &c.Txn
 	return []Setting{
 		{Name: "data-dir", Doc: "folder holding this node's data (etcd member, Pebble, topic segments)",
 			v: text(&c.DataDir, "./skiff-data")},
@@ -228,6 +229,18 @@ func (c *Config) Settings() []Setting {
 		{Name: "offsets-topic-replication-factor", Kafka: "offsets.topic.replication.factor", KafkaType: cluster.ConfigTypeShort,
 			Doc: "replication factor of __consumer_offsets when it is created, capped at the live brokers",
 			v:   integer(&g.OffsetsTopicReplicationFactor, kafkaapi.DefaultOffsetsTopicReplicationFactor)},
+		{Name: "transaction-max-timeout", Kafka: "transaction.max.timeout.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "longest transaction timeout a transactional producer may ask for",
+			v:   duration(&tx.MaxTimeout, txn.DefaultMaxTimeout)},
+		{Name: "transaction-abort-check-interval", Kafka: "transaction.abort.timed.out.transaction.cleanup.interval.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how often transactions open longer than their timeout are looked for and aborted",
+			v:   duration(&tx.AbortCheckInterval, txn.DefaultAbortCheckInterval)},
+		{Name: "transaction-state-log-num-partitions", Kafka: "transaction.state.log.num.partitions", KafkaType: cluster.ConfigTypeInt,
+			Doc: "partitions of the internal topic __transaction_state, fixed when it is created",
+			v:   integer(&tx.TopicPartitions, txn.DefaultTopicPartitions)},
+		{Name: "transaction-state-log-replication-factor", Kafka: "transaction.state.log.replication.factor", KafkaType: cluster.ConfigTypeShort,
+			Doc: "replication factor of __transaction_state when it is created, capped at the live brokers",
+			v:   integer(&tx.TopicReplicationFactor, txn.DefaultTopicReplication)},
 	}
 }
 

@@ -22,8 +22,13 @@ package kafkaapi
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
-// Not implemented: transactions (a transactional batch gets INVALID_TXN_STATE and a
-// transactional_id TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per-record errors (v8+).
+// Transactions: a transactional producer's batches carry the transactional flag and
+// open its transaction on the partition (replication/txn.go) until the coordinator's
+// marker; without a transaction coordinator a transactional_id gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Internal topics (__consumer_offsets,
+// __transaction_state) are written by their coordinators only.
+//
+// Not implemented: per-record errors (v8+).
 
 import (
 	"context"
@@ -68,7 +73,7 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				pr.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
-			case req.TransactionID != nil:
+			case req.TransactionID != nil && s.cfg.Txn == nil:
 				pr.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			case cluster.IsInternalTopic(t.Topic):

@@ -4,19 +4,21 @@ package kafkaapi
 //
 // Behaviour: for a group (key type 0, the only one of v0), the coordinator is the
 // leader of __consumer_offsets partition abs(key.hashCode()) % partitions, Kafka's
-// choice (groups.PartitionFor). The first FindCoordinator creates __consumer_offsets,
-// as Kafka does: offsets.topic.num.partitions partitions, replication factor
-// offsets.topic.replication.factor capped at the live brokers, segment.bytes 100 MiB
-// (Kafka's offsets.topic.segment.bytes); creating it on first use rather than at node
-// start lets every broker of a new cluster register first, so the replicas spread.
+// choice (groups.PartitionFor); for a transactional id (key type 1) the leader of
+// that partition of __transaction_state. The first FindCoordinator of a type
+// creates its topic, as Kafka does: offsets.topic.num.partitions (or
+// transaction.state.log.num.partitions) partitions, replication factor
+// offsets.topic.replication.factor (transaction.state.log.replication.factor) capped
+// at the live brokers, segment.bytes 100 MiB (Kafka's offsets.topic.segment.bytes);
+// __transaction_state keeps its records forever (retention.ms -1) until compaction
+// exists. Creating them on first use rather than at node start lets every broker
+// of a new cluster register first, so the replicas spread.
 // While the partition has no live leader the answer is COORDINATOR_NOT_AVAILABLE,
 // and the client asks again; so it is while this node's view of the cluster may be
 // stale (as in Metadata), and when it would name itself but does not lead the
 // partition. Error messages are given from v1.
 //
-// Not implemented: transaction coordinators (key type 1) get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers a transactional
-// id; other key types INVALID_REQUEST.
+// Not implemented: batched keys (v4+); other key types get INVALID_REQUEST.
 
 import (
 	"context"
@@ -50,34 +52,40 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 		}
 		return resp
 	}
+	topic, partitions, rf := cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions, s.cfg.OffsetsTopicReplicationFactor
+	configs := map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}
 	switch req.CoordinatorType {
 	case 0:
 	case 1:
-		return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported")
+		if s.cfg.Txn == nil {
+			return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not served")
+		}
+		topic, partitions, rf = cluster.TransactionTopic, s.cfg.TxnTopicPartitions, s.cfg.TxnTopicReplicationFactor
+		configs = map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes), cluster.ConfigRetentionMs: "-1"}
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))
 	}
 	if !s.viewCurrent(c) {
 		return fail(kerr.CoordinatorNotAvailable, "this broker's view of the cluster is not current")
 	}
-	t, ok := s.cache.Topic(cluster.OffsetsTopic)
+	t, ok := s.cache.Topic(topic)
 	if !ok {
 		ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 		defer cancel()
 		var err error
-		if t, err = s.createOffsetsTopic(ctx); err != nil {
-			c.logger.Warn("create __consumer_offsets", "err", err)
-			return fail(kerr.CoordinatorNotAvailable, "the internal topic __consumer_offsets is being created: "+err.Error())
+		if t, err = s.createInternalTopic(ctx, topic, partitions, rf, configs); err != nil {
+			c.logger.Warn("create "+topic, "err", err)
+			return fail(kerr.CoordinatorNotAvailable, "the internal topic "+topic+" is being created: "+err.Error())
 		}
 	}
 	p := groups.PartitionFor(req.CoordinatorKey, t.Partitions)
-	st, ok := s.cache.Partition(cluster.OffsetsTopic, p)
-	if !ok || st.Leader == cluster.NoLeader || !s.nameable(cluster.OffsetsTopic, p, st.Leader) {
-		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of __consumer_offsets has no leader")
+	st, ok := s.cache.Partition(topic, p)
+	if !ok || st.Leader == cluster.NoLeader || !s.nameable(topic, p, st.Leader) {
+		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of "+topic+" has no leader")
 	}
 	b, ok := s.cache.Broker(st.Leader)
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of __consumer_offsets is not live")
+		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of "+topic+" is not live")
 	}
 	host, port, ok := b.Address(c.listener.Name)
 	if !ok {
@@ -87,21 +95,21 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	return resp
 }
 
-// createOffsetsTopic creates __consumer_offsets and waits until this node serves it.
-// A concurrent creation by another request or broker is no error.
-func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) {
+// createInternalTopic creates an internal topic and waits until this node serves
+// it. A concurrent creation by another request or broker is no error.
+func (s *Server) createInternalTopic(ctx context.Context, name string, partitions int32, replication int16, configs map[string]string) (cluster.Topic, error) {
 	snap := s.cache.Snapshot()
 	brokers := snap.Brokers()
 	if len(brokers) == 0 {
 		return cluster.Topic{}, errors.New("no live broker")
 	}
-	rf := min(s.cfg.OffsetsTopicReplicationFactor, int16(len(brokers)))
+	rf := min(replication, int16(len(brokers)))
 	t := cluster.Topic{
-		Name:              cluster.OffsetsTopic,
+		Name:              name,
 		ID:                cluster.NewUUID(),
-		Partitions:        s.cfg.OffsetsTopicPartitions,
+		Partitions:        partitions,
 		ReplicationFactor: rf,
-		Configs:           map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)},
+		Configs:           configs,
 	}
 	var err error
 	if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, rf); err != nil {
@@ -115,12 +123,12 @@ func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) 
 	} else if err != nil {
 		return t, err
 	} else {
-		s.logger.Info("created the internal topic __consumer_offsets", "partitions", t.Partitions, "replication_factor", rf)
+		s.logger.Info("created an internal topic", "topic", name, "partitions", t.Partitions, "replication_factor", rf)
 		if err := s.waitApplied(ctx, rev); err != nil {
 			return t, err
 		}
 	}
-	got, ok := s.cache.Topic(cluster.OffsetsTopic)
+	got, ok := s.cache.Topic(name)
 	if !ok {
 		return t, errors.New("not in the metadata cache yet")
 	}

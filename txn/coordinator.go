@@ -40,14 +40,14 @@ import (
 
 // Defaults of Config, shared with the broker's settings table (appliance).
 const (
-	DefaultMaxTimeout           = 15 * time.Minute // transaction.max.timeout.ms
-	DefaultAbortCheckInterval   = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	DefaultTopicPartitions      = 16               // transaction.state.log.num.partitions (Kafka: 50)
-	DefaultTopicReplication     = 3                // transaction.state.log.replication.factor
-	DefaultIDExpiration         = 7 * 24 * time.Hour
-	defaultCommitTimeout        = 10 * time.Second
-	defaultMarkerRetryBackoff   = 100 * time.Millisecond
-	defaultMaxMarkerRetryBackof = 2 * time.Second
+	DefaultMaxTimeout                 = 15 * time.Minute // transaction.max.timeout.ms
+	DefaultAbortCheckInterval         = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	DefaultTopicPartitions      int32 = 16               // transaction.state.log.num.partitions (Kafka: 50)
+	DefaultTopicReplication     int16 = 3                // transaction.state.log.replication.factor
+	DefaultIDExpiration               = 7 * 24 * time.Hour
+	defaultCommitTimeout              = 10 * time.Second
+	defaultMarkerRetryBackoff         = 100 * time.Millisecond
+	defaultMaxMarkerRetryBackof       = 2 * time.Second
 )
 
 // Marker is one commit or abort marker for a partition of a transaction.
