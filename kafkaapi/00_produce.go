@@ -24,7 +24,8 @@ package kafkaapi
 //
 // Transactions: a transactional producer's batches carry the transactional flag and
 // open its transaction on the partition (replication/txn.go) until the coordinator's
-// marker; without a transaction coordinator a transactional_id gets
+// marker; a transactional batch in a request without a transactional_id gets
+// INVALID_TXN_STATE, and without a transaction coordinator a transactional_id gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Internal topics (__consumer_offsets,
 // __transaction_state) are written by their coordinators only.
 //
@@ -37,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/cluster"
+	"skiff/internal/batch"
 	"skiff/replication"
 )
 
@@ -78,6 +80,9 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 				continue
 			case cluster.IsInternalTopic(t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code
+				continue
+			case req.TransactionID == nil && batch.IsTransactional(rp.Records):
+				pr.ErrorCode = kerr.InvalidTxnState.Code // a transaction needs its coordinator
 				continue
 			}
 			p, code := s.localPartition(t.Topic, rp.Partition)

@@ -49,7 +49,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	case m.pending:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
-	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && epoch != m.lastEpoch)):
+	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
 		sh.mu.Unlock()
 		return -1, -1, codeFenced
 	case m.state == PrepareCommit || m.state == PrepareAbort:

@@ -65,3 +65,9 @@ func ControlType(b []byte) (int16, error) {
 	}
 	return typ, err
 }
+
+// IsTransactional reports whether b starts with a batch header whose transactional
+// flag is set (before b is checked: a malformed b is refused later).
+func IsTransactional(b []byte) bool {
+	return len(b) >= HeaderSize && binary.BigEndian.Uint16(b[offAttributes:])&AttrTransactional != 0
+}
