@@ -37,6 +37,10 @@ const (
 	// led: its request to that node stays in flight on an open connection, and an
 	// idempotent producer sends a partition's next batch only after it is answered.
 	freezeMaxAckGap = freezeFor + time.Second
+	// librdkafka takes up to a second longer after the same answers: its longest gap
+	// was 11.0-12.0 s in 10 runs both before and after the fix of issue 21 (3 of 10
+	// over 11 s either way), so the extra second is the client's, not the broker's.
+	freezeMaxAckGapLibrdkafka = freezeFor + 2*time.Second
 )
 
 // SKIFF_FREEZE_TRACE names a directory for a run's timeline: the producer's debug log
@@ -80,9 +84,13 @@ func freezeEach(t *testing.T, cfg workloadConfig) {
 	if res.failed > 0 {
 		t.Errorf("%d records failed", res.failed)
 	}
-	if res.longest.d > freezeMaxAckGap {
+	maxGap := freezeMaxAckGap
+	if cfg.librdkafka {
+		maxGap = freezeMaxAckGapLibrdkafka
+	}
+	if res.longest.d > maxGap {
 		t.Errorf("partition %d went %v without an acknowledged record from %s (at most %v allowed)",
-			res.longest.partition, res.longest.d.Round(time.Millisecond), w.since(res.longest.from), freezeMaxAckGap)
+			res.longest.partition, res.longest.d.Round(time.Millisecond), w.since(res.longest.from), maxGap)
 	}
 }
 
