@@ -10,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/appliance"
 )
 
 // txnProducer is a franz-go transactional producer of id on the node at addr.
@@ -122,5 +125,59 @@ func TestTransactionsFranzGo(t *testing.T) {
 	got := consumeAll(ctx, t, addr, topic, kgo.ReadCommitted(), 4)
 	if !slices.Equal(got, []string{"c1", "c2", "c3", "c4"}) {
 		t.Fatalf("read_committed after fencing read %q, want c1 c2 c3 c4", got)
+	}
+}
+
+// TestTransactionTimeout leaves a transaction open past its timeout: the
+// coordinator aborts it under a bumped epoch (the producer's commit then fails),
+// and read_committed consumers move past it, with its records listed as aborted.
+func TestTransactionTimeout(t *testing.T) {
+	n, err := startNode(t.TempDir(), func(c *appliance.Config) { c.Txn.AbortCheckInterval = 50 * time.Millisecond })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c := dial(t, n.KafkaAddr())
+	f := txnFixture{id: topicName(t, "id"), topic: topicName(t, "")}
+	createTopic(t, c, f.topic, 1, nil)
+	findTxn := kmsg.NewPtrFindCoordinatorRequest()
+	findTxn.SetVersion(1)
+	findTxn.CoordinatorKey, findTxn.CoordinatorType = f.id, 1
+	findTxnCoordinator(t, c, findTxn)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &f.id, 300
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := c.do(init).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode == 0 {
+			f.pid, f.epoch = resp.ProducerID, resp.ProducerEpoch
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("init: %s", errName(resp.ErrorCode))
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+	f.produce(t, c, 0, "left", "open")
+	started := time.Now()
+	for listOffset(t, c, f.topic, 1) == 0 {
+		if time.Since(started) > 30*time.Second {
+			t.Fatal("the open transaction was not aborted within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	if took := time.Since(started); took < 250*time.Millisecond {
+		t.Fatalf("aborted after %v, before its 300 ms timeout", took)
+	}
+	if lso := listOffset(t, c, f.topic, 1); lso != 3 {
+		t.Fatalf("LSO after the abort: %d, want 3 (two records and the marker)", lso)
+	}
+	wantCode(t, "commit after the timeout", f.end(t, c, 0, true), kerr.InvalidProducerEpoch.Code)
+	mustProduce(t, c, f.topic, 0, makeBatch(noProducer, "after"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got := consumeAll(ctx, t, n.KafkaAddr(), f.topic, kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("read_committed read %q, want only the record after the aborted transaction", got)
 	}
 }
