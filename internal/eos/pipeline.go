@@ -31,6 +31,10 @@ type Pipeline struct {
 	MaxPoll int
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
+	// Journal, when set, is told of each transaction before it is ended (outcome
+	// Unknown) and once it is: a member in another process reports its history
+	// through it, so that a transaction it was killed in is known.
+	Journal func(t Txn, ended bool)
 
 	mu   sync.Mutex
 	txns []Txn
@@ -65,6 +69,13 @@ func ProduceInputs(ctx context.Context, opts []kgo.Opt, topic string, n int) ([]
 	return inputs, first
 }
 
+// AddTxns adds transactions of members outside this process to the history.
+func (p *Pipeline) AddTxns(ts ...Txn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txns = append(p.txns, ts...)
+}
+
 // Txns returns the history of the transactions written so far.
 func (p *Pipeline) Txns() []Txn {
 	p.mu.Lock()
@@ -89,7 +100,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.member(ctx, m); err != nil && ctx.Err() == nil {
+			if err := p.RunMember(ctx, m); err != nil && ctx.Err() == nil {
 				errs <- fmt.Errorf("member %d: %w", m, err)
 				cancel()
 			}
@@ -144,8 +155,8 @@ func (p *Pipeline) waitDone(ctx context.Context) error {
 	}
 }
 
-// member runs one consumer of the group until ctx ends.
-func (p *Pipeline) member(ctx context.Context, m int) error {
+// RunMember runs member m of the group until ctx ends.
+func (p *Pipeline) RunMember(ctx context.Context, m int) error {
 	opts := append(append([]kgo.Opt(nil), p.Opts...),
 		kgo.TransactionalID(fmt.Sprintf("%s-member-%d", p.Group, m)),
 		kgo.TransactionTimeout(20*time.Second),
@@ -180,6 +191,10 @@ func (p *Pipeline) member(ctx context.Context, m int) error {
 			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: []byte(rec.String())}, nil)
 		}
 		commit := p.AbortEvery <= 0 || n%p.AbortEvery != p.AbortEvery-1
+		t.Outcome = Unknown
+		if p.Journal != nil {
+			p.Journal(t, false)
+		}
 		committed, err := sess.End(ctx, kgo.TransactionEndTry(commit))
 		switch {
 		case err != nil:
@@ -190,9 +205,10 @@ func (p *Pipeline) member(ctx context.Context, m int) error {
 		default:
 			t.Outcome = Aborted
 		}
-		p.mu.Lock()
-		p.txns = append(p.txns, t)
-		p.mu.Unlock()
+		if p.Journal != nil {
+			p.Journal(t, true)
+		}
+		p.AddTxns(t)
 	}
 	return nil
 }
