@@ -157,6 +157,15 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		rp.Metadata = &md
 	}
 	if code == 0 && req.Topics == nil && req.Version >= 2 {
+		if req.RequireStable {
+			if pending, err := sh.store.GroupPending(req.Group); err != nil || pending {
+				resp.ErrorCode = kerr.UnstableOffsetCommit.Code
+				if err != nil {
+					resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				}
+				return resp
+			}
+		}
 		byTopic := make(map[string]int)
 		err := sh.store.GroupOffsets(req.Group, func(o offsets.GroupOffset) error {
 			i, ok := byTopic[o.Topic]
@@ -184,6 +193,14 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			rp := part(p)
 			if code == 0 {
 				o, ok, err := sh.store.Offset(req.Group, t.Topic, p)
+				if err == nil && req.RequireStable {
+					var pending bool
+					if pending, err = sh.store.Pending(req.Group, t.Topic, p); err == nil && pending {
+						rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+				}
 				switch {
 				case err != nil:
 					c.logger.Error("group coordinator: read offset", "group", req.Group, "topic", t.Topic, "partition", p, "err", err)

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// OffsetFetch, key 9, versions 0..5.
+// OffsetFetch, key 9, versions 0..7.
 //
 // Behaviour: the committed offsets of the listed partitions, read from Pebble (every
 // commit is applied before it is acknowledged); a null topic list (v2+) asks for
@@ -9,13 +9,18 @@ package kafkaapi
 // NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS go in each partition for v0..v1
 // and in the top-level error code for v2+.
 //
-// Not implemented: require_stable (v7+, transactions) is outside the served range.
+// require_stable (v7, KIP-447): a partition for which an open transaction holds a
+// pending offset (TxnOffsetCommit not yet committed or aborted) gets
+// UNSTABLE_OFFSET_COMMIT, which the consumer retries; so does the whole request
+// when it asks for every offset of the group and one is pending.
+//
+// Not implemented: v8+ (several groups per request).
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(api[*kmsg.OffsetFetchRequest]{
-		min: 0, max: 5,
+		min: 0, max: 7,
 		handle: (*Server).handleOffsetFetch,
 		entries: func(r *kmsg.OffsetFetchRequest) (n int) {
 			for _, t := range r.Topics {

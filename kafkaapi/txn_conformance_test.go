@@ -252,9 +252,18 @@ func conformTxnOffsetCommit(t *testing.T, c *kconn, versions []int16) {
 			if o := fetch(); o != -1 {
 				t.Fatalf("offset visible before the commit: %d", o)
 			}
+			stable := kmsg.NewPtrOffsetFetchRequest()
+			stable.SetVersion(7)
+			stable.Group, stable.RequireStable = group, true
+			stable.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: f.topic, Partitions: []int32{0}}}
+			wantCode(t, "require_stable while pending", c.do(stable).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0].ErrorCode, kerr.UnstableOffsetCommit.Code)
 			wantCode(t, "commit", f.end(t, c, 0, true), 0)
 			if o := fetch(); o != 42 {
 				t.Fatalf("offset after the commit: %d, want 42", o)
+			}
+			p := c.do(stable).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.Offset != 42 {
+				t.Fatalf("require_stable after the commit: %s offset %d, want 42", errName(p.ErrorCode), p.Offset)
 			}
 		})
 	}

@@ -72,6 +72,16 @@ func (s *GroupShard) Pending(group, topic string, partition int32) (bool, error)
 	return found, err
 }
 
+// GroupPending reports whether a transaction holds a pending offset of group.
+func (s *GroupShard) GroupPending(group string) (bool, error) {
+	found := false
+	err := s.scanPending(s.prefix(tagGroupPending), func(_ int64, o GroupOffset) error {
+		found = found || o.Group == group
+		return nil
+	})
+	return found, err
+}
+
 // SetPendingOffset records an offset committed in producer pid's open transaction.
 func (b *GroupBatch) SetPendingOffset(pid int64, o GroupOffset) {
 	k, err := b.s.pendingKey(pid, o)

@@ -164,6 +164,7 @@ func (p *Pipeline) RunMember(ctx context.Context, m int) error {
 		kgo.ConsumeTopics(p.Input),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DefaultProduceTopic(p.Output),
+		kgo.RequireStableFetchOffsets(), // KIP-447: wait out pending transactional offsets
 		kgo.SessionTimeout(10*time.Second),
 	)
 	sess, err := kgo.NewGroupTransactSession(opts...)
