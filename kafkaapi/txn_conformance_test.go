@@ -18,6 +18,7 @@ func init() {
 	for key, f := range map[int16]conformance{
 		24: conformAddPartitionsToTxn, 25: conformAddOffsetsToTxn, 26: conformEndTxn,
 		27: conformWriteTxnMarkers, 28: conformTxnOffsetCommit,
+		61: conformDescribeProducers, 65: conformDescribeTransactions, 66: conformListTransactions,
 	} {
 		conformanceTests[key] = f
 	}
@@ -265,6 +266,82 @@ func conformTxnOffsetCommit(t *testing.T, c *kconn, versions []int16) {
 			if p.ErrorCode != 0 || p.Offset != 42 {
 				t.Fatalf("require_stable after the commit: %s offset %d, want 42", errName(p.ErrorCode), p.Offset)
 			}
+		})
+	}
+}
+
+// conformDescribeTransactions describes an open transaction and an unknown id.
+func conformDescribeTransactions(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			f := newTxnFixture(t, c)
+			wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.SetVersion(v)
+			req.TransactionalIDs = []string{f.id, "no-such-id"}
+			resp := c.do(req).(*kmsg.DescribeTransactionsResponse)
+			if len(resp.TransactionStates) != 2 {
+				t.Fatalf("answer %+v", resp.TransactionStates)
+			}
+			st := resp.TransactionStates[0]
+			wantCode(t, "describe", st.ErrorCode, 0)
+			if st.State != "Ongoing" || st.ProducerID != f.pid || st.ProducerEpoch != f.epoch || st.StartTimestamp <= 0 ||
+				len(st.Topics) != 1 || st.Topics[0].Topic != f.topic || len(st.Topics[0].Partitions) != 1 {
+				t.Fatalf("described %+v", st)
+			}
+			wantCode(t, "unknown id", resp.TransactionStates[1].ErrorCode, kerr.TransactionalIDNotFound.Code)
+			wantCode(t, "abort", f.end(t, c, 0, false), 0)
+		})
+	}
+}
+
+// conformListTransactions lists an ongoing transaction by state and producer id.
+func conformListTransactions(t *testing.T, c *kconn, versions []int16) {
+	f := newTxnFixture(t, c)
+	wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+	defer f.end(t, c, 0, false)
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.SetVersion(v)
+			req.StateFilters, req.ProducerIDFilters = []string{"Ongoing", "Bogus"}, []int64{f.pid}
+			resp := c.do(req).(*kmsg.ListTransactionsResponse)
+			wantCode(t, "list", resp.ErrorCode, 0)
+			if len(resp.TransactionStates) != 1 || resp.TransactionStates[0].TransactionalID != f.id || resp.TransactionStates[0].TransactionState != "Ongoing" {
+				t.Fatalf("listed %+v", resp.TransactionStates)
+			}
+			if len(resp.UnknownStateFilters) != 1 || resp.UnknownStateFilters[0] != "Bogus" {
+				t.Fatalf("unknown state filters %q", resp.UnknownStateFilters)
+			}
+			req.StateFilters = []string{"Empty"}
+			if got := c.do(req).(*kmsg.ListTransactionsResponse).TransactionStates; len(got) != 0 {
+				t.Fatalf("Empty filter listed %+v", got)
+			}
+		})
+	}
+}
+
+// conformDescribeProducers shows a producer with an open transaction.
+func conformDescribeProducers(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			f := newTxnFixture(t, c)
+			wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+			f.produce(t, c, 0, "a", "b")
+			req := kmsg.NewPtrDescribeProducersRequest()
+			req.SetVersion(v)
+			req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: f.topic, Partitions: []int32{0, 5}}}
+			resp := c.do(req).(*kmsg.DescribeProducersResponse)
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+				t.Fatalf("answer %+v", resp.Topics)
+			}
+			p := resp.Topics[0].Partitions[0]
+			wantCode(t, "describe", p.ErrorCode, 0)
+			if len(p.ActiveProducers) != 1 || p.ActiveProducers[0].ProducerID != f.pid || p.ActiveProducers[0].LastSequence != 1 || p.ActiveProducers[0].CurrentTxnStartOffset != 0 {
+				t.Fatalf("producers %+v", p.ActiveProducers)
+			}
+			wantCode(t, "missing partition", resp.Topics[0].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			wantCode(t, "abort", f.end(t, c, 0, false), 0)
 		})
 	}
 }

@@ -251,3 +251,31 @@ func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) 
 	}
 	return p.appendLocked(records, &h)
 }
+
+// ProducerInfo is one producer's state on a partition (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID   int64
+	Epoch        int16
+	LastSequence int32 // -1: none
+	// TxnStartOffset is the first offset of its open transaction, -1: none.
+	TxnStartOffset int64
+}
+
+// Producers returns the producers with state on this partition, by id.
+func (p *Partition) Producers() []ProducerInfo {
+	p.appendMu.Lock()
+	out := make([]ProducerInfo, 0, len(p.producers.m))
+	for id, e := range p.producers.m {
+		out = append(out, ProducerInfo{ProducerID: id, Epoch: e.epoch, LastSequence: e.lastSeq(), TxnStartOffset: -1})
+	}
+	p.txns.mu.Lock()
+	for i := range out {
+		if t, ok := p.txns.open[out[i].ProducerID]; ok {
+			out[i].TxnStartOffset = t.FirstOffset
+		}
+	}
+	p.txns.mu.Unlock()
+	p.appendMu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}

@@ -40,6 +40,7 @@ var (
 	codeInvalidTimeout        = kerr.InvalidTransactionTimeout.Code
 	codeUnknownTopic          = kerr.UnknownTopicOrPartition.Code
 	codeOperationNotAttempted = kerr.OperationNotAttempted.Code
+	codeTxnIDNotFound         = kerr.TransactionalIDNotFound.Code
 )
 
 // State is a transaction's state, Kafka's numbering.
