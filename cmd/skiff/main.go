@@ -46,6 +46,7 @@ func newApp() *cli.App {
 			produceCommand(),
 			consumeCommand(),
 			groupCommand(),
+			txnCommand(),
 			offsetsCommand(),
 			userCommand(),
 			clusterCommand(),
