@@ -138,16 +138,21 @@ func markerDone(err error) bool {
 	return err == nil || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
+// writeLocalMarkers writes markers to partitions led here, all at once.
 func (n *Node) writeLocalMarkers(ctx context.Context, ms []txn.Marker) error {
 	var errs []error
+	var local []txn.LocalMarker
 	for _, m := range ms {
 		p := n.parts.Partition(m.Topic, m.Partition)
 		if p == nil || !p.IsLeader() {
 			errs = append(errs, fmt.Errorf("marker for %s-%d: %w", m.Topic, m.Partition, kerr.NotLeaderForPartition))
 			continue
 		}
-		if err := txn.WriteMarkerTo(ctx, p, m, n.groups.WaitApplied); !markerDone(err) {
-			errs = append(errs, fmt.Errorf("marker for %s-%d: %w", m.Topic, m.Partition, err))
+		local = append(local, txn.LocalMarker{To: p, Marker: m})
+	}
+	for i, err := range txn.WriteLocalMarkers(ctx, local, n.groups.WaitApplied) {
+		if !markerDone(err) {
+			errs = append(errs, fmt.Errorf("marker for %s-%d: %w", local[i].Marker.Topic, local[i].Marker.Partition, err))
 		}
 	}
 	return errors.Join(errs...)

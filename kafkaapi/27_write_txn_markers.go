@@ -11,8 +11,6 @@ package kafkaapi
 // INVALID_PRODUCER_EPOCH; partitions not led here NOT_LEADER_OR_FOLLOWER.
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/txn"
@@ -35,6 +33,8 @@ func init() {
 
 func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	var local []txn.LocalMarker
+	var codes []*int16 // where each local marker's outcome goes
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -44,24 +44,30 @@ func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.Writ
 			for _, p := range t.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
-				rp.ErrorCode = s.writeMarker(c.ctx, txn.Marker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,
-					Epoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch})
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)
 		}
 		resp.Markers = append(resp.Markers, rm)
 	}
-	return resp
-}
-
-// writeMarker appends one transaction marker to its partition, led here, and
-// returns once it is committed (and applied, on __consumer_offsets), with the
-// Kafka code of the outcome.
-func (s *Server) writeMarker(ctx context.Context, m txn.Marker) int16 {
-	p, code := s.localPartition(m.Topic, m.Partition)
-	if code != 0 {
-		return code
+	// Every partition's marker at once; each answer waits for its own commit.
+	for i, m := range req.Markers {
+		for j, t := range m.Topics {
+			for k, p := range t.Partitions {
+				rp := &resp.Markers[i].Topics[j].Partitions[k]
+				part, code := s.localPartition(t.Topic, p)
+				if code != 0 {
+					rp.ErrorCode = code
+					continue
+				}
+				local = append(local, txn.LocalMarker{To: part, Marker: txn.Marker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,
+					Epoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch}})
+				codes = append(codes, &rp.ErrorCode)
+			}
+		}
 	}
-	return errorCode(txn.WriteMarkerTo(ctx, p, m, s.cfg.Groups.WaitApplied))
+	for i, err := range txn.WriteLocalMarkers(c.ctx, local, s.cfg.Groups.WaitApplied) {
+		*codes[i] = errorCode(err)
+	}
+	return resp
 }

@@ -61,18 +61,23 @@ func (sh *shard) complete(m *txnMeta) {
 		next.state = CompleteCommit
 	}
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	// The complete state takes effect once appended, before it is committed:
+	// every later change of this id is appended after it and answered only once
+	// committed, which commits this record too; and a coordinator that finds the
+	// transaction still prepared writes its markers again, which partitions ignore.
 	for {
-		err := sh.transition(m, next)
+		_, err := sh.appendStates(next)
 		if err == nil {
+			sh.mu.Lock()
+			*m = *next
+			m.pending = false
+			sh.mu.Unlock()
 			sh.notifyChanged()
 			return
 		}
 		if !retry("recording a transaction complete", err) {
 			return
 		}
-		sh.mu.Lock()
-		m.pending = true
-		sh.mu.Unlock()
 	}
 }
 

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"sync"
 
 	"skiff/replication"
 )
@@ -22,4 +23,27 @@ func WriteMarkerTo(ctx context.Context, p *replication.Partition, m Marker, appl
 		err = applied(ctx, m.Partition, off)
 	}
 	return err
+}
+
+// LocalMarker is a marker and the partition, led here, it goes to.
+type LocalMarker struct {
+	To     *replication.Partition
+	Marker Marker
+}
+
+// WriteLocalMarkers writes markers to their partitions all at once (each waits
+// for its own commit, and sync under flush.policy=always) and returns each one's
+// error, in order.
+func WriteLocalMarkers(ctx context.Context, ms []LocalMarker, applied OffsetsApplied) []error {
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = WriteMarkerTo(ctx, m.To, m.Marker, applied)
+		}()
+	}
+	wg.Wait()
+	return errs
 }

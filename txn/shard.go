@@ -166,8 +166,26 @@ func (sh *shard) load() error {
 // write appends the records of states and waits until they are committed. The
 // caller has marked the transactions pending and applies the states after.
 func (sh *shard) write(ms ...*txnMeta) error {
+	last, err := sh.appendStates(ms...)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	if err := sh.log.WaitHighWatermark(ctx, last); err != nil {
+		if sh.ctx.Err() != nil {
+			return errNotCoordinator
+		}
+		return err
+	}
+	return nil
+}
+
+// appendStates appends the records of states, in one batch, and returns the
+// offset of the last.
+func (sh *shard) appendStates(ms ...*txnMeta) (int64, error) {
 	if sh.ctx.Err() != nil {
-		return errNotCoordinator
+		return 0, errNotCoordinator
 	}
 	recs := make([]batch.Record, len(ms))
 	for i, m := range ms {
@@ -175,17 +193,9 @@ func (sh *shard) write(ms ...*txnMeta) error {
 	}
 	res, err := sh.log.Append(batch.Build(time.Now().UnixMilli(), recs), -1)
 	if err != nil {
-		return fmt.Errorf("append to __transaction_state-%d: %w", sh.id, err)
+		return 0, fmt.Errorf("append to __transaction_state-%d: %w", sh.id, err)
 	}
-	ctx, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
-	defer cancel()
-	if err := sh.log.WaitHighWatermark(ctx, res.LastOffset); err != nil {
-		if sh.ctx.Err() != nil {
-			return errNotCoordinator
-		}
-		return err
-	}
-	return nil
+	return res.LastOffset, nil
 }
 
 // transition writes next, a changed copy of m (marked pending by the caller), and
