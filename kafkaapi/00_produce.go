@@ -24,8 +24,13 @@ package kafkaapi
 //
 // Transactions: a transactional producer's batches carry the transactional flag and
 // open its transaction on the partition (replication/txn.go) until the coordinator's
-// marker; a transactional batch in a request without a transactional_id gets
-// INVALID_TXN_STATE, and without a transaction coordinator a transactional_id gets
+// marker. Before the first batch of a producer's transaction on a partition, the
+// leader asks the transaction coordinator whether the partition is in that
+// transaction (KIP-890 part 1: AddPartitionsToTxn v4 verify_only to another broker);
+// if not, the batch gets INVALID_TXN_STATE rather than opening a transaction no
+// coordinator will end. A transactional batch in a request without a
+// transactional_id gets INVALID_TXN_STATE, and without a transaction coordinator a
+// transactional_id gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Internal topics (__consumer_offsets,
 // __transaction_state) are written by their coordinators only.
 //
@@ -90,7 +95,13 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 				pr.ErrorCode = code
 				continue
 			}
-			res, err := p.Append(rp.Records, req.Acks)
+			var res replication.AppendResult
+			var err error
+			if req.TransactionID != nil && batch.IsTransactional(rp.Records) {
+				res, err = s.appendTransactional(c, p, *req.TransactionID, rp.Records, req.Acks)
+			} else {
+				res, err = p.Append(rp.Records, req.Acks)
+			}
 			if err != nil {
 				pr.ErrorCode = errorCode(err)
 				c.logger.Debug("produce refused", "topic", t.Topic, "partition", rp.Partition, "err", err)

@@ -87,11 +87,39 @@ func newTxnFixture(t *testing.T, c *kconn) txnFixture {
 
 func (f txnFixture) addPartition(t *testing.T, c *kconn, v int16, epoch int16, topic string) kmsg.AddPartitionsToTxnResponse {
 	t.Helper()
+	return f.addPartitionVerify(t, c, v, epoch, topic, false)
+}
+
+// addPartitionVerify sends AddPartitionsToTxn at version v for partition 0 of
+// topic (v4+: as one transaction of the batched form, verifyOnly as given) and
+// returns the answer in the v0..v3 form.
+func (f txnFixture) addPartitionVerify(t *testing.T, c *kconn, v int16, epoch int16, topic string, verifyOnly bool) kmsg.AddPartitionsToTxnResponse {
+	t.Helper()
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.SetVersion(v)
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch = f.id, f.pid, epoch
-	req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{0}}}
-	return *c.do(req).(*kmsg.AddPartitionsToTxnResponse)
+	if v < 4 {
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = f.id, f.pid, epoch
+		req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{0}}}
+		return *c.do(req).(*kmsg.AddPartitionsToTxnResponse)
+	}
+	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = f.id, f.pid, epoch, verifyOnly
+	x.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: []int32{0}}}
+	req.Transactions = append(req.Transactions, x)
+	resp := c.do(req).(*kmsg.AddPartitionsToTxnResponse)
+	wantCode(t, "add partitions (v4)", resp.ErrorCode, 0)
+	if len(resp.Transactions) != 1 || resp.Transactions[0].TransactionalID != f.id {
+		t.Fatalf("answer %+v", resp.Transactions)
+	}
+	out := kmsg.AddPartitionsToTxnResponse{Version: v}
+	for _, rt := range resp.Transactions[0].Topics {
+		t := kmsg.AddPartitionsToTxnResponseTopic{Topic: rt.Topic}
+		for _, rp := range rt.Partitions {
+			t.Partitions = append(t.Partitions, kmsg.AddPartitionsToTxnResponseTopicPartition{Partition: rp.Partition, ErrorCode: rp.ErrorCode})
+		}
+		out.Topics = append(out.Topics, t)
+	}
+	return out
 }
 
 func (f txnFixture) end(t *testing.T, c *kconn, v int16, commit bool) int16 {
@@ -121,6 +149,13 @@ func conformAddPartitionsToTxn(t *testing.T, c *kconn, versions []int16) {
 			wantCode(t, "add partition", resp.Topics[0].Partitions[0].ErrorCode, 0)
 			wantCode(t, "stale epoch", f.addPartition(t, c, v, f.epoch-1, f.topic).Topics[0].Partitions[0].ErrorCode, kerr.InvalidProducerEpoch.Code)
 			wantCode(t, "unknown topic", f.addPartition(t, c, v, f.epoch, "no-such-topic").Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			if v >= 4 {
+				// verify_only (KIP-890 part 1): an added partition is confirmed, another not.
+				other := topicName(t, "other")
+				createTopic(t, c, other, 1, nil)
+				wantCode(t, "verify added", f.addPartitionVerify(t, c, v, f.epoch, f.topic, true).Topics[0].Partitions[0].ErrorCode, 0)
+				wantCode(t, "verify not added", f.addPartitionVerify(t, c, v, f.epoch, other, true).Topics[0].Partitions[0].ErrorCode, kerr.InvalidTxnState.Code)
+			}
 			wantCode(t, "abort", f.end(t, c, 0, false), 0)
 		})
 	}
@@ -182,6 +217,11 @@ func conformWriteTxnMarkers(t *testing.T, c *kconn, versions []int16) {
 	for _, v := range versions {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			f := newTxnFixture(t, c)
+			// Not added to the transaction: refused (KIP-890 part 1).
+			req := produceRequest(7, -1, f.topic, 0, makeBatchAttrs(batchOpts{producerID: f.pid, epoch: f.epoch, seq: 0}, 0x10, "unverified"))
+			req.TransactionID = &f.id
+			wantCode(t, "produce to a partition not added", c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, kerr.InvalidTxnState.Code)
+			wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
 			f.produce(t, c, 0, "doomed")
 			marker := func(epoch int16, topic string) int16 {
 				req := kmsg.NewPtrWriteTxnMarkersRequest()

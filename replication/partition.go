@@ -244,6 +244,18 @@ func (p *Partition) ISR() []int32 {
 // watermark itself when the producer asked for acks=all. Errors wrap a *kerr.Error
 // naming the Kafka error code; nothing is appended when one is returned.
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
+	return p.append(records, acks, nil)
+}
+
+// AppendVerified is Append for a transactional batch whose transaction the
+// coordinator confirmed includes this partition (KIP-890 part 1), with the guard
+// TxnVerification gave before asking: a marker of the producer appended since
+// voids the confirmation (INVALID_TXN_STATE).
+func (p *Partition) AppendVerified(records []byte, acks int16, guard uint64) (AppendResult, error) {
+	return p.append(records, acks, &guard)
+}
+
+func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.cfg.Load()
 	if len(records) > cfg.MaxMessageBytes {
@@ -276,6 +288,10 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 			p.appendMu.Unlock()
 			return res, fmt.Errorf("%s-%d has %d in-sync replicas, min.insync.replicas is %d: %w", p.Topic, p.ID, isr, min, kerr.NotEnoughReplicas)
 		}
+	}
+	if guard != nil && h.Transactional() && !p.txns.verifiedLocked(h.ProducerID, *guard) {
+		p.appendMu.Unlock()
+		return res, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
 	}
 	if h.Idempotent() {
 		dup, err := p.producers.check(&h)

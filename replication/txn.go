@@ -49,10 +49,13 @@ type txnIndex struct {
 	// firstUnstable is the first offset of the earliest open transaction,
 	// math.MaxInt64 when none is open.
 	firstUnstable int64
+	// markers counts the markers of each producer: a verification of a producer's
+	// transaction holds while no marker came (AppendVerified).
+	markers map[int64]uint64
 }
 
 func newTxnIndex() *txnIndex {
-	return &txnIndex{open: make(map[int64]OpenTxn), firstUnstable: math.MaxInt64}
+	return &txnIndex{open: make(map[int64]OpenTxn), firstUnstable: math.MaxInt64, markers: make(map[int64]uint64)}
 }
 
 // observe notes one batch appended to (or read back from) the log. raw returns the
@@ -70,6 +73,7 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 		}
 		return nil
 	}
+	x.markers[h.ProducerID]++
 	b, err := raw()
 	if err != nil {
 		return err
@@ -93,11 +97,32 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 	return nil
 }
 
+// TxnVerification reports whether a transactional batch of producer pid needs
+// its coordinator to confirm that this partition is in its transaction (KIP-890
+// part 1): when none of its transactions is open here, the batch would open one.
+// guard goes to AppendVerified.
+func (p *Partition) TxnVerification(pid int64) (guard uint64, needed bool) {
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	_, open := p.txns.open[pid]
+	return p.txns.markers[pid], !open
+}
+
+// verifiedLocked reports whether a verification taken at guard still holds.
+// The caller holds the partition's appendMu.
+func (x *txnIndex) verifiedLocked(pid int64, guard uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, open := x.open[pid]
+	return open || x.markers[pid] == guard
+}
+
 // reset forgets everything (the log is rebuilt or emptied).
 func (x *txnIndex) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.open, x.aborted, x.firstUnstable = make(map[int64]OpenTxn), nil, math.MaxInt64
+	clear(x.markers)
 }
 
 // abortedIn returns the aborted transactions whose records may be in [from, to):

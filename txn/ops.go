@@ -259,3 +259,30 @@ func (sh *shard) waitComplete(ctx context.Context, m *txnMeta, done State) int16
 		}
 	}
 }
+
+// Verify answers a partition leader's question before it appends the first batch
+// of a producer's transaction (KIP-890 part 1): is tp part of the open
+// transaction of id at pid and epoch? INVALID_TXN_STATE when it is not (a
+// transactional batch that would otherwise open a hanging transaction),
+// INVALID_PRODUCER_EPOCH for another epoch.
+func (c *Coordinator) Verify(id string, pid int64, epoch int16, tp TopicPartition) int16 {
+	sh, code := c.shardFor(id)
+	if code != 0 {
+		return code
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	m := sh.txns[id]
+	switch {
+	case m == nil || m.pid != pid:
+		return codeInvalidMapping
+	case epoch != m.epoch:
+		return codeInvalidEpoch
+	case m.state != Ongoing:
+		return codeInvalidState
+	}
+	if _, ok := m.partitions[tp]; !ok {
+		return codeInvalidState
+	}
+	return 0
+}
