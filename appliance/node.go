@@ -194,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		ProducerIDExpiration:   cfg.Txn.ProducerIDExpiration,
 		FS:                     n.fs,
 	})
 	if err != nil {

@@ -28,6 +28,10 @@ type TxnConfig struct {
 	// AbortCheckInterval is
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
 	AbortCheckInterval time.Duration
+	// IDExpiration is transactional.id.expiration.ms.
+	IDExpiration time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms (used by the partitions).
+	ProducerIDExpiration time.Duration
 	// TopicPartitions and TopicReplicationFactor are
 	// transaction.state.log.num.partitions and
 	// transaction.state.log.replication.factor, used when __transaction_state is
@@ -55,6 +59,7 @@ func (n *Node) startTxn() {
 		},
 		MaxTimeout:         c.MaxTimeout,
 		AbortCheckInterval: c.AbortCheckInterval,
+		IDExpiration:       c.IDExpiration,
 		Logger:             n.logger,
 	})
 }

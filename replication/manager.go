@@ -81,6 +81,11 @@ type Config struct {
 	// RetentionCheckInterval is log.retention.check.interval.ms (default
 	// DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms (KIP-854): each retention
+	// check forgets, on every partition, the producers that appended nothing for
+	// this long and have no transaction open there (default
+	// DefaultProducerIDExpiration).
+	ProducerIDExpiration time.Duration
 	// FS is the filesystem of Dir (segments, leader-epoch checkpoints,
 	// partition.metadata); crash tests pass one that loses unsynced data. Default
 	// vfs.Default.
@@ -195,6 +200,7 @@ func (m *Manager) WaitUnfenced(ctx context.Context) bool {
 const (
 	DefaultReplicaLagMax          = 30 * time.Second // replica.lag.time.max.ms
 	DefaultRetentionCheckInterval = 5 * time.Minute  // log.retention.check.interval.ms
+	DefaultProducerIDExpiration   = 24 * time.Hour   // producer.id.expiration.ms
 )
 
 // NewManager creates the topics folder and starts the retention loop.
@@ -207,6 +213,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if cfg.ProducerIDExpiration <= 0 {
+		cfg.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
 	if cfg.ReplicaLagMax <= 0 {
 		cfg.ReplicaLagMax = DefaultReplicaLagMax
@@ -433,13 +442,17 @@ func (m *Manager) retentionLoop() {
 	}
 }
 
-// ApplyRetention runs time and size retention on every partition now.
+// ApplyRetention runs time and size retention on every partition now, and
+// forgets producers idle longer than producer.id.expiration.ms.
 func (m *Manager) ApplyRetention(now time.Time) {
 	parts := m.Partitions()
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Topic < parts[j].Topic })
 	for _, p := range parts {
 		if err := p.applyRetention(now); err != nil {
 			m.logger.Error("retention failed", "topic", p.Topic, "partition", p.ID, "err", err)
+		}
+		if n := p.expireProducers(now.Add(-m.cfg.ProducerIDExpiration)); n > 0 {
+			m.logger.Debug("forgot idle producers", "topic", p.Topic, "partition", p.ID, "producers", n)
 		}
 	}
 }

@@ -304,3 +304,17 @@ func (p *Partition) Producers() []ProducerInfo {
 	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
 	return out
 }
+
+// expireProducers forgets the producers idle since before cutoff with no
+// transaction open here (KIP-854): a later batch of one is refused with
+// UNKNOWN_PRODUCER_ID unless it starts a sequence, as for any unknown producer.
+func (p *Partition) expireProducers(cutoff time.Time) int {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	return p.producers.expire(cutoff.UnixMilli(), func(pid int64) bool {
+		_, open := p.txns.open[pid]
+		return open
+	})
+}

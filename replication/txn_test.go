@@ -90,3 +90,31 @@ func TestTransactionsOnPartition(t *testing.T) {
 		t.Fatalf("read_committed read ends at %d, want 7", s.NextOffset)
 	}
 }
+
+// TestProducerIDExpiration: a producer idle past producer.id.expiration.ms is
+// forgotten (KIP-854), unless it has a transaction open on the partition.
+func TestProducerIDExpiration(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	if _, err := p.Append(batchtest.Strings(batchtest.Producer{ID: 5, Epoch: 0, Sequence: 0}, old, "idle"), 1); err != nil {
+		t.Fatal(err)
+	}
+	open := batchtest.Strings(batchtest.Producer{ID: 6, Epoch: 0, Sequence: 0}, old, "open")
+	open[22] |= batch.AttrTransactional
+	binaryFixCRC(open)
+	if _, err := p.Append(open, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.expireProducers(time.Now().Add(-time.Minute)); n != 1 {
+		t.Fatalf("expired %d producers, want 1 (the one without a transaction)", n)
+	}
+	wantCode(t, "forgotten producer", appendErr(p, batchtest.Strings(batchtest.Producer{ID: 5, Epoch: 0, Sequence: 1}, old, "next")), kerr.UnknownProducerID)
+	if got := p.Producers(); len(got) != 1 || got[0].ProducerID != 6 || got[0].TxnStartOffset != 1 {
+		t.Fatalf("producers left: %+v", got)
+	}
+}

@@ -5,6 +5,8 @@ package txn
 
 import (
 	"time"
+
+	"skiff/internal/batch"
 )
 
 // startCompletion writes the markers of m, which is prepared, in the background.
@@ -114,4 +116,42 @@ func (sh *shard) notifyChanged() {
 	close(sh.changed)
 	sh.changed = make(chan struct{})
 	sh.mu.Unlock()
+}
+
+// expireIDs forgets the transactional ids idle longer than IDExpiration with no
+// transaction open: a tombstone each, in one batch.
+func (sh *shard) expireIDs(now time.Time) {
+	sh.mu.Lock()
+	var expired []*txnMeta
+	for _, m := range sh.txns {
+		if m.pending || m.pid < 0 || now.Sub(m.updated) <= sh.c.cfg.IDExpiration {
+			continue
+		}
+		if m.state == Empty || m.state == CompleteCommit || m.state == CompleteAbort {
+			m.pending = true
+			expired = append(expired, m)
+		}
+	}
+	sh.mu.Unlock()
+	if len(expired) == 0 {
+		return
+	}
+	recs := make([]batch.Record, len(expired))
+	for i, m := range expired {
+		recs[i] = tombstone(m.id)
+	}
+	err := sh.writeRecords(recs)
+	sh.mu.Lock()
+	for _, m := range expired {
+		m.pending = false
+		if err == nil && sh.txns[m.id] == m {
+			delete(sh.txns, m.id)
+		}
+	}
+	sh.mu.Unlock()
+	if err != nil {
+		sh.c.logger.Warn("transaction coordinator: expiring transactional ids", "partition", sh.id, "err", err)
+		return
+	}
+	sh.c.logger.Info("transaction coordinator: expired idle transactional ids", "partition", sh.id, "count", len(expired))
 }

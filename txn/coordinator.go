@@ -80,6 +80,11 @@ type Config struct {
 	// AbortCheckInterval is how often transactions open longer than their timeout
 	// are looked for and aborted (default DefaultAbortCheckInterval).
 	AbortCheckInterval time.Duration
+	// IDExpiration is transactional.id.expiration.ms: a transactional id with no
+	// transaction open and no request for this long is forgotten (a tombstone
+	// in the log); its next InitProducerId gets a new producer id (default
+	// DefaultIDExpiration).
+	IDExpiration time.Duration
 	// CommitTimeout bounds the wait for a state record to be committed, and how
 	// long EndTxn waits for the markers before answering (default 10 s).
 	CommitTimeout time.Duration
@@ -96,6 +101,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CommitTimeout <= 0 {
 		c.CommitTimeout = defaultCommitTimeout
+	}
+	if c.IDExpiration <= 0 {
+		c.IDExpiration = DefaultIDExpiration
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -171,3 +171,44 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v", got)
 	}
 }
+
+// TestTransactionalIDExpires: an idle id is forgotten (a tombstone, so also after
+// an election) and its next producer gets a new producer id.
+func TestTransactionalIDExpires(t *testing.T) {
+	log := newLog(t)
+	var next atomic.Int64
+	c := New(Config{
+		AllocateProducerID: func(context.Context) (int64, error) { return next.Add(1), nil },
+		WriteMarkers:       (&markerLog{}).write,
+		IDExpiration:       100 * time.Millisecond,
+		AbortCheckInterval: 20 * time.Millisecond,
+	})
+	defer c.Close()
+	c.SetPartitions(1)
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	pid, _, code := c.InitProducerID(context.Background(), "idle", time.Minute, -1, -1)
+	if code != 0 {
+		t.Fatalf("init: %d", code)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, code := c.Describe("idle"); code == codeTxnIDNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle id did not expire within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+	c.Resign(0)
+	c.Elect(0, 1, log)
+	waitLoaded(t, c)
+	if _, code := c.Describe("idle"); code != codeTxnIDNotFound {
+		t.Fatalf("after an election the expired id is back: code %d", code)
+	}
+	pid2, epoch2, code := c.InitProducerID(context.Background(), "idle", time.Minute, -1, -1)
+	if code != 0 || pid2 == pid || epoch2 != 0 {
+		t.Fatalf("init after expiry: pid %d epoch %d code %d, want a new id at epoch 0", pid2, epoch2, code)
+	}
+}

@@ -96,6 +96,7 @@ func (sh *shard) run() {
 			return
 		case <-t.C:
 			sh.abortTimedOut(time.Now())
+			sh.expireIDs(time.Now())
 		}
 	}
 }
@@ -170,9 +171,14 @@ func (sh *shard) write(ms ...*txnMeta) error {
 	if err != nil {
 		return err
 	}
+	return sh.waitCommitted(last)
+}
+
+// waitCommitted waits until the record at offset is committed.
+func (sh *shard) waitCommitted(offset int64) error {
 	ctx, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
-	if err := sh.log.WaitHighWatermark(ctx, last); err != nil {
+	if err := sh.log.WaitHighWatermark(ctx, offset); err != nil {
 		if sh.ctx.Err() != nil {
 			return errNotCoordinator
 		}
@@ -184,18 +190,31 @@ func (sh *shard) write(ms ...*txnMeta) error {
 // appendStates appends the records of states, in one batch, and returns the
 // offset of the last.
 func (sh *shard) appendStates(ms ...*txnMeta) (int64, error) {
-	if sh.ctx.Err() != nil {
-		return 0, errNotCoordinator
-	}
 	recs := make([]batch.Record, len(ms))
 	for i, m := range ms {
 		recs[i] = m.record()
+	}
+	return sh.appendRecords(recs)
+}
+
+func (sh *shard) appendRecords(recs []batch.Record) (int64, error) {
+	if sh.ctx.Err() != nil {
+		return 0, errNotCoordinator
 	}
 	res, err := sh.log.Append(batch.Build(time.Now().UnixMilli(), recs), -1)
 	if err != nil {
 		return 0, fmt.Errorf("append to __transaction_state-%d: %w", sh.id, err)
 	}
 	return res.LastOffset, nil
+}
+
+// writeRecords appends recs and waits until they are committed.
+func (sh *shard) writeRecords(recs []batch.Record) error {
+	last, err := sh.appendRecords(recs)
+	if err != nil {
+		return err
+	}
+	return sh.waitCommitted(last)
 }
 
 // transition writes next, a changed copy of m (marked pending by the caller), and

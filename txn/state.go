@@ -150,6 +150,12 @@ func (m *txnMeta) record() batch.Record {
 	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 
+// tombstone is the record forgetting transactional id id.
+func tombstone(id string) batch.Record {
+	k := kmsg.TxnMetadataKey{Version: keyVersion, TransactionalID: id}
+	return batch.Record{Key: k.AppendTo(nil)}
+}
+
 // errRecordKey: a record of __transaction_state whose key is not a transaction's.
 var errRecordKey = errors.New("txn: not a transaction log record")
 
