@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
-	"skiff/offsets"
 	"skiff/replication"
 )
 
@@ -24,32 +23,34 @@ import (
 // management commits with generation -1.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
-	all := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
+	var parts []commitPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			cp := commitPartition{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, timestamp: -1}
+			if req.Version < 2 {
+				cp.leaderEpoch = -1
 			}
+			parts = append(parts, cp)
 		}
 	}
+	codes := make([]int16, len(parts))
 	defer func() {
-		for i, t := range req.Topics {
+		i := 0
+		for _, t := range req.Topics {
 			rt := kmsg.NewTxnOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
-			for j, p := range t.Partitions {
+			for _, p := range t.Partitions {
 				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+				rp.Partition, rp.ErrorCode = p.Partition, codes[i]
 				rt.Partitions = append(rt.Partitions, rp)
+				i++
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}()
 	g, code := c.lockGroup(req.Group, true)
 	if code != 0 {
-		all(code)
+		fillCodes(codes, code)
 		return resp
 	}
 	if req.Version >= 3 && req.Generation >= 0 {
@@ -64,36 +65,11 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	}
 	if code != 0 {
 		g.mu.Unlock()
-		all(code)
+		fillCodes(codes, code)
 		return resp
 	}
 	now := c.clock.Now()
-	var recs []batch.Record
-	for i, t := range req.Topics {
-		count, known := int32(0), true
-		if c.cfg.TopicPartitions != nil {
-			count, known = c.cfg.TopicPartitions(t.Topic)
-		}
-		for j, p := range t.Partitions {
-			switch {
-			case c.cfg.TopicPartitions != nil && (!known || p.Partition < 0 || p.Partition >= count):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-			default:
-				o := offsets.GroupOffset{Group: req.Group, Topic: t.Topic, Partition: p.Partition,
-					Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, CommitTimestamp: now.UnixMilli()}
-				if p.Metadata != nil {
-					o.Metadata = *p.Metadata
-				}
-				if req.Version < 2 {
-					o.LeaderEpoch = -1
-				}
-				recs = append(recs, commitRecord(o))
-				codes[i][j] = -1 // pending the append
-			}
-		}
-	}
+	recs := c.commitRecords(req.Group, now, parts, codes)
 	sh := g.sh
 	var last int64
 	var err error
@@ -121,13 +97,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			code = errCodeOf(err, code)
 		}
 	}
-	for i := range codes {
-		for j := range codes[i] {
-			if codes[i][j] == -1 {
-				codes[i][j] = code
-			}
-		}
-	}
+	settleCodes(codes, code)
 	return resp
 }
 
