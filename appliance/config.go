@@ -62,6 +62,16 @@ type Config struct {
 	// uses SASL (docs/security.md); the mechanism defaults to the first of
 	// SASLMechanisms.
 	InterBrokerSASLMechanism, InterBrokerUser, InterBrokerPasswordFile string
+	// Authorizer is AuthorizerACL to check every request against the cluster's
+	// ACLs, as Kafka's authorizer does, or AuthorizerNone (the default): every
+	// client may do everything.
+	Authorizer string
+	// SuperUsers is super.users: principals that may do everything whatever the
+	// ACLs say, TYPE:NAME separated by semicolons (User:admin;User:ANONYMOUS).
+	SuperUsers string
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found: with the ACL
+	// authorizer, an operation on a resource that no ACL names is allowed.
+	AllowEveryoneIfNoACL bool
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz.
@@ -139,6 +149,15 @@ type Config struct {
 	// FlushInterval is the broker default of flush.ms, the fdatasync interval of
 	// flush.policy=interval.
 	FlushInterval time.Duration
+	// CleanerThreads is log.cleaner.threads.
+	CleanerThreads int
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the memory of
+	// the log cleaner's key maps.
+	CleanerDedupeBufferSize int64
+	// CleanerIOBytesPerSecond is log.cleaner.io.max.bytes.per.second (0: no limit).
+	CleanerIOBytesPerSecond int64
+	// CleanerBackoff is log.cleaner.backoff.ms.
+	CleanerBackoff time.Duration
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
 	// Txn holds the transaction coordinator's settings (see TxnConfig).
@@ -178,6 +197,15 @@ func (c Config) Validate() error {
 		if _, err := replication.ParseFlushPolicy(c.FlushPolicy); err != nil {
 			errs = append(errs, fmt.Errorf("flush-policy %q: must be replicated, always or interval (or empty: by replication factor)", c.FlushPolicy))
 		}
+	}
+	if c.CleanerThreads < 0 {
+		errs = append(errs, fmt.Errorf("log-cleaner-threads %d: must be at least 1", c.CleanerThreads))
+	}
+	if c.CleanerDedupeBufferSize < 0 {
+		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be positive", c.CleanerDedupeBufferSize))
+	}
+	if c.CleanerIOBytesPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("log-cleaner-io-max-bytes-per-second %d: must be positive, or 0 for no limit", c.CleanerIOBytesPerSecond))
 	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, fmt.Errorf("flush-interval %v: must not be negative", c.FlushInterval))

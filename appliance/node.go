@@ -54,6 +54,7 @@ import (
 
 	"skiff/auth"
 	"skiff/cluster"
+	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/internal/tlsconf"
@@ -196,6 +197,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		ProducerIDExpiration:   cfg.Txn.ProducerIDExpiration,
 		FS:                     n.fs,
+		Cleaner: compaction.CleanerConfig{Threads: cfg.CleanerThreads, DedupeBufferSize: cfg.CleanerDedupeBufferSize,
+			IOBytesPerSecond: cfg.CleanerIOBytesPerSecond, Backoff: cfg.CleanerBackoff},
 	})
 	if err != nil {
 		return nil, err
@@ -264,6 +267,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                   n.logger,
 		Metrics:                  kafkaapi.NewMetrics(reg),
 		SSLPrincipal:             sslPrincipal,
+		Authorizer:               n.authorizer(sslPrincipal),
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,

@@ -7,7 +7,9 @@ package kafkaapi
 // max.message.bytes (MESSAGE_TOO_LARGE), deduplicated for idempotent producers
 // (a retry of one of the last 5 batches gets its original offset; gaps get
 // OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH) and appended
-// whole. The internal topic __consumer_offsets is written by the group coordinator
+// whole. A compacted topic (cleanup.policy=compact) refuses a batch holding a
+// record without a key with INVALID_RECORD, appending nothing of it (its records
+// are decompressed to check). The internal topic __consumer_offsets is written by the group coordinator
 // only: producing to it gets INVALID_TOPIC_EXCEPTION, as in Kafka. acks=0 gets no
 // response at all; acks=1 is answered once the leader appended; acks=-1 (all) is
 // refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than
@@ -29,10 +31,14 @@ package kafkaapi
 // transaction (KIP-890 part 1: AddPartitionsToTxn v4 verify_only to another broker);
 // if not, the batch gets INVALID_TXN_STATE rather than opening a transaction no
 // coordinator will end. A transactional batch in a request without a
-// transactional_id gets INVALID_TXN_STATE, and without a transaction coordinator a
-// transactional_id gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Internal topics (__consumer_offsets,
+// transactional_id gets INVALID_TXN_STATE. Internal topics (__consumer_offsets,
 // __transaction_state) are written by their coordinators only.
+//
+// Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for every partition
+// of a topic without it, nothing appended), as Kafka checks it, and WRITE on the
+// transactional id when one is given (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+// Idempotent batches need nothing more: their producer id comes from
+// InitProducerId, which checks IDEMPOTENT_WRITE.
 //
 // Not implemented: per-record errors (v8+).
 
@@ -42,6 +48,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 	"skiff/internal/batch"
 	"skiff/replication"
@@ -67,7 +74,12 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 	}
 	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	mayWrite := c.allowedTopics(acl.OpWrite)
+	// A transactional producer needs WRITE on its transactional id too.
+	txnAllowed := req.TransactionID == nil ||
+		(s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID))
 	for i, t := range req.Topics {
+		authorized := mayWrite(t.Topic)
 		rt := &resp.Topics[i]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
@@ -80,8 +92,11 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				pr.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
-			case req.TransactionID != nil && s.cfg.Txn == nil:
+			case !txnAllowed:
 				pr.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case !authorized:
+				pr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			case cluster.IsInternalTopic(t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code

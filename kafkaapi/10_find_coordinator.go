@@ -9,14 +9,18 @@ package kafkaapi
 // creates its topic, as Kafka does: offsets.topic.num.partitions (or
 // transaction.state.log.num.partitions) partitions, replication factor
 // offsets.topic.replication.factor (transaction.state.log.replication.factor) capped
-// at the live brokers, segment.bytes 100 MiB (Kafka's offsets.topic.segment.bytes);
-// __transaction_state keeps its records forever (retention.ms -1) until compaction
-// exists. Creating them on first use rather than at node start lets every broker
-// of a new cluster register first, so the replicas spread.
+// at the live brokers, segment.bytes 100 MiB (Kafka's offsets.topic.segment.bytes),
+// compacted (cleanup.policy=compact). Creating them on first use rather than at
+// node start lets every broker of a new cluster register first, so the replicas
+// spread.
 // While the partition has no live leader the answer is COORDINATOR_NOT_AVAILABLE,
 // and the client asks again; so it is while this node's view of the cluster may be
 // stale (as in Metadata), and when it would name itself but does not lead the
 // partition. Error messages are given from v1.
+//
+// Authorization, as in Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
+// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked before the
+// first FindCoordinator creates its internal topic.
 //
 // Not implemented: batched keys (v4+); other key types get INVALID_REQUEST.
 
@@ -28,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 	"skiff/groups"
 )
@@ -53,15 +58,18 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 		return resp
 	}
 	topic, partitions, rf := cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions, s.cfg.OffsetsTopicReplicationFactor
-	configs := map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}
+	configs := internalTopicConfigs(cluster.OffsetsTopic)
 	switch req.CoordinatorType {
 	case 0:
+		if !c.allowed(acl.OpDescribe, acl.ResourceGroup, req.CoordinatorKey) {
+			return fail(kerr.GroupAuthorizationFailed, kerr.GroupAuthorizationFailed.Description)
+		}
 	case 1:
-		if s.cfg.Txn == nil {
-			return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not served")
+		if s.cfg.Txn == nil || !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, req.CoordinatorKey) {
+			return fail(kerr.TransactionalIDAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed.Description)
 		}
 		topic, partitions, rf = cluster.TransactionTopic, s.cfg.TxnTopicPartitions, s.cfg.TxnTopicReplicationFactor
-		configs = map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes), cluster.ConfigRetentionMs: "-1"}
+		configs = internalTopicConfigs(cluster.TransactionTopic)
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))
 	}
@@ -93,6 +101,14 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	}
 	resp.NodeID, resp.Host, resp.Port = b.ID, host, port
 	return resp
+}
+
+// internalTopicConfigs are the configs an internal topic is created with:
+// compacted, as in Kafka, in smaller segments than other topics.
+func internalTopicConfigs(name string) map[string]string {
+	c := cluster.InternalTopicConfigs(name)
+	c[cluster.ConfigSegmentBytes] = strconv.Itoa(offsetsTopicSegmentBytes)
+	return c
 }
 
 // createInternalTopic creates an internal topic and waits until this node serves

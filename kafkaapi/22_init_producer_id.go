@@ -14,6 +14,12 @@ package kafkaapi
 // may give its current producer id and epoch (KIP-360): a mismatch is
 // PRODUCER_FENCED.
 //
+// Authorization, as in Kafka (KIP-679): a transactional id needs WRITE on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE
+// on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED), so that the
+// idempotent default of franz-go and Java producers works for every client allowed
+// to write.
+//
 // Not implemented: v5 (transaction version 2, KIP-890 part 2).
 
 import (
@@ -22,6 +28,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 func init() {
@@ -34,8 +42,9 @@ func init() {
 func (s *Server) handleInitProducerID(c *conn, _ *RequestHeader, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		if s.cfg.Txn == nil {
+	switch {
+	case req.TransactionalID != nil:
+		if s.cfg.Txn == nil || !c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return resp
 		}
@@ -49,6 +58,9 @@ func (s *Server) handleInitProducerID(c *conn, _ *RequestHeader, req *kmsg.InitP
 			resp.ErrorCode = kerr.InvalidProducerEpoch.Code // PRODUCER_FENCED is v4+ (KIP-588)
 		}
 		return resp
+	case !c.mayIdempotentWrite():
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
@@ -60,4 +72,17 @@ func (s *Server) handleInitProducerID(c *conn, _ *RequestHeader, req *kmsg.InitP
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp
+}
+
+// mayIdempotentWrite reports whether the client may produce idempotently:
+// IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679). A refusal of
+// both is logged and counted once.
+func (c *conn) mayIdempotentWrite() bool {
+	a := c.srv.authorizer()
+	if a == nil || c.mayCluster(acl.OpIdempotentWrite) ||
+		a.AuthorizeAny(c.srv.cache.Snapshot().ACLs(), c.aclClient(), acl.OpWrite, acl.ResourceTopic) {
+		return true
+	}
+	c.refused(acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName, "neither IDEMPOTENT_WRITE on the cluster nor WRITE on any topic")
+	return false
 }

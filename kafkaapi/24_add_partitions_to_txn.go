@@ -13,12 +13,19 @@ package kafkaapi
 // transaction (txn.Coordinator.Verify): partition leaders ask so before the first
 // transactional batch of a producer (KIP-890 part 1).
 //
+// Authorization, as in Kafka: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition) and on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions, the others
+// OPERATION_NOT_ATTEMPTED); a v4 request with a verify_only entry needs
+// CLUSTER_ACTION on the cluster (a broker's: CLUSTER_AUTHORIZATION_FAILED).
+//
 // Not implemented: v5 (transaction version 2).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/txn"
 )
 
@@ -43,6 +50,12 @@ func init() {
 func (s *Server) handleAddPartitionsToTxn(c *conn, _ *RequestHeader, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version >= 4 {
+		for _, x := range req.Transactions {
+			if x.VerifyOnly && !c.allowedCluster(acl.OpClusterAction) {
+				resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				return resp
+			}
+		}
 		for _, x := range req.Transactions {
 			rx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rx.TransactionalID = x.TransactionalID
@@ -78,6 +91,16 @@ func (s *Server) addPartitions(c *conn, id string, pid int64, epoch int16, verif
 	code, codes := kerr.TransactionalIDAuthorizationFailed.Code, map[txn.TopicPartition]int16(nil)
 	switch {
 	case s.cfg.Txn == nil:
+	case !verifyOnly && !c.allowed(acl.OpWrite, acl.ResourceTransactionalID, id):
+	case !verifyOnly && !allTopicsAllowed(c, topics):
+		code, codes = 0, make(map[txn.TopicPartition]int16, len(parts))
+		mayWrite := c.allowedTopics(acl.OpWrite)
+		for _, tp := range parts {
+			codes[tp] = kerr.OperationNotAttempted.Code
+			if !mayWrite(tp.Topic) {
+				codes[tp] = kerr.TopicAuthorizationFailed.Code
+			}
+		}
 	case verifyOnly:
 		code, codes = 0, make(map[txn.TopicPartition]int16, len(parts))
 		for _, tp := range parts {
@@ -101,4 +124,15 @@ func (s *Server) addPartitions(c *conn, id string, pid int64, epoch int16, verif
 		out = append(out, rt)
 	}
 	return out
+}
+
+// allTopicsAllowed reports whether the client may WRITE every topic of topics.
+func allTopicsAllowed(c *conn, topics []kmsg.AddPartitionsToTxnRequestTopic) bool {
+	mayWrite := c.allowedTopics(acl.OpWrite)
+	for _, t := range topics {
+		if !mayWrite(t.Topic) {
+			return false
+		}
+	}
+	return true
 }

@@ -11,11 +11,16 @@ package kafkaapi
 // other decision gets INVALID_TXN_STATE, as does ending a transaction that has no
 // partitions.
 //
+// Authorization, as in Kafka: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+//
 // Not implemented: v4+ (TRANSACTION_ABORTABLE, transaction version 2).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 func init() {
@@ -28,7 +33,7 @@ func init() {
 func (s *Server) handleEndTxn(c *conn, _ *RequestHeader, req *kmsg.EndTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-	if s.cfg.Txn != nil {
+	if s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID) {
 		resp.ErrorCode = s.cfg.Txn.EndTxn(c.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	}
 	return resp

@@ -9,9 +9,15 @@ package kafkaapi
 // the group coordinator has applied it, so the offsets it commits are visible).
 // A marker of an epoch older than the producer's on the partition gets
 // INVALID_PRODUCER_EPOCH; partitions not led here NOT_LEADER_OR_FOLLOWER.
+//
+// Authorization, as in Kafka: CLUSTER_ACTION on the cluster (brokers have it;
+// CLUSTER_AUTHORIZATION_FAILED for every partition).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 
 	"skiff/txn"
 )
@@ -50,11 +56,16 @@ func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.Writ
 		}
 		resp.Markers = append(resp.Markers, rm)
 	}
+	allowed := c.allowedCluster(acl.OpClusterAction)
 	// Every partition's marker at once; each answer waits for its own commit.
 	for i, m := range req.Markers {
 		for j, t := range m.Topics {
 			for k, p := range t.Partitions {
 				rp := &resp.Markers[i].Topics[j].Partitions[k]
+				if !allowed {
+					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+					continue
+				}
 				part, code := s.localPartition(t.Topic, p)
 				if code != 0 {
 					rp.ErrorCode = code

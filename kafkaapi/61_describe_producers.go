@@ -8,9 +8,16 @@ package kafkaapi
 // Partitions not led here get NOT_LEADER_OR_FOLLOWER, unknown ones
 // UNKNOWN_TOPIC_OR_PARTITION.
 //
+// Authorization, as in Kafka: READ on each topic (TOPIC_AUTHORIZATION_FAILED).
+//
 // Not implemented: last_timestamp and coordinator_epoch are always -1.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.DescribeProducersRequest]{
@@ -25,14 +32,21 @@ func init() {
 	})
 }
 
-func (s *Server) handleDescribeProducers(_ *conn, _ *RequestHeader, req *kmsg.DescribeProducersRequest) kmsg.Response {
+func (s *Server) handleDescribeProducers(c *conn, _ *RequestHeader, req *kmsg.DescribeProducersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	mayRead := c.allowedTopics(acl.OpRead)
 	for _, t := range req.Topics {
+		readable := mayRead(t.Topic)
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
 		for _, id := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = id
+			if !readable {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			p, code := s.localPartition(t.Topic, id)
 			rp.ErrorCode = code
 			if code == 0 {

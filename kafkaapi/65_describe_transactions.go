@@ -7,11 +7,16 @@ package kafkaapi
 // timeout, the start of its open transaction (-1: none) and its partitions. An id
 // of another coordinator gets NOT_COORDINATOR, an unknown one
 // TRANSACTIONAL_ID_NOT_FOUND.
+//
+// Authorization, as in Kafka: DESCRIBE on each transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); partitions of topics the client may not
+// DESCRIBE are left out.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/txn"
 )
 
@@ -23,12 +28,12 @@ func init() {
 	})
 }
 
-func (s *Server) handleDescribeTransactions(_ *conn, _ *RequestHeader, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
+func (s *Server) handleDescribeTransactions(c *conn, _ *RequestHeader, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
-		if s.cfg.Txn == nil {
+		if s.cfg.Txn == nil || !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, id) {
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
@@ -42,6 +47,9 @@ func (s *Server) handleDescribeTransactions(_ *conn, _ *RequestHeader, req *kmsg
 				st.StartTimestamp = d.Started.UnixMilli()
 			}
 			for _, tp := range d.Partitions {
+				if !c.may(acl.OpDescribe, acl.ResourceTopic, tp.Topic) {
+					continue
+				}
 				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
 					st.Topics = append(st.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: tp.Topic})
 				}

@@ -7,6 +7,8 @@ package kafkaapi
 // for longer than duration_filter_ms. Unknown state names are listed in
 // unknown_state_filters and match nothing.
 //
+// Authorization, as in Kafka: the ids the client may not DESCRIBE are left out.
+//
 // Not implemented: v2 (transactional id pattern).
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/txn"
 )
 
@@ -31,7 +34,7 @@ func init() {
 // txnStates are the state names ListTransactions filters on.
 var txnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead"}
 
-func (s *Server) handleListTransactions(_ *conn, _ *RequestHeader, req *kmsg.ListTransactionsRequest) kmsg.Response {
+func (s *Server) handleListTransactions(c *conn, _ *RequestHeader, req *kmsg.ListTransactionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	for _, f := range req.StateFilters {
 		if !slices.Contains(txnStates, f) {
@@ -47,6 +50,8 @@ func (s *Server) handleListTransactions(_ *conn, _ *RequestHeader, req *kmsg.Lis
 		case len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, txn.StateName(d.State)):
 			return false
 		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, d.ProducerID):
+			return false
+		case !c.may(acl.OpDescribe, acl.ResourceTransactionalID, d.ID):
 			return false
 		case req.DurationFilterMillis > 0 && (d.Started.IsZero() || now.Sub(d.Started) < time.Duration(req.DurationFilterMillis)*time.Millisecond):
 			return false

@@ -18,17 +18,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"skiff/compaction"
 	"skiff/internal/batch"
 	"skiff/logstore"
 )
 
 // AbortedTxn is one aborted transaction of a partition: its producer, the offset of
-// its first record and the offset of its abort marker.
-type AbortedTxn struct {
-	ProducerID  int64
-	FirstOffset int64
-	LastOffset  int64
-}
+// its first record and the offset of its abort marker (compaction's type: the
+// cleaner drops these records).
+type AbortedTxn = compaction.AbortedTxn
 
 // OpenTxn is one transaction open on a partition: its producer, epoch and first offset.
 type OpenTxn struct {
@@ -318,3 +316,14 @@ func (p *Partition) expireProducers(cutoff time.Time) int {
 		return open
 	})
 }
+
+// stableTarget is what the log cleaner sees of a partition: nothing at or above
+// its last stable offset is compacted, and its aborted transactions' records are
+// dropped (compaction.TxnTarget).
+type stableTarget struct{ *Partition }
+
+// HighWatermark is the last stable offset: an open transaction's records and
+// everything after them stay as they are until it ends.
+func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
+
+var _ compaction.TxnTarget = stableTarget{}

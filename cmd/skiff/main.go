@@ -49,6 +49,7 @@ func newApp() *cli.App {
 			txnCommand(),
 			offsetsCommand(),
 			userCommand(),
+			aclCommand(),
 			clusterCommand(),
 			benchCommand(),
 			versionCommand(),
