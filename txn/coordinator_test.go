@@ -212,3 +212,47 @@ func TestTransactionalIDExpires(t *testing.T) {
 		t.Fatalf("init after expiry: pid %d epoch %d code %d, want a new id at epoch 0", pid2, epoch2, code)
 	}
 }
+
+// TestInitRetryAfterAbort (KIP-360): a producer that re-initializes with its own
+// producer id and epoch while its transaction is open gets it aborted under a
+// bumped epoch and, asking again with the epoch it had, its new epoch; a producer
+// fenced by a new instance of the id (no producer id given) stays fenced.
+func TestInitRetryAfterAbort(t *testing.T) {
+	log := newLog(t)
+	c := newTestCoordinator(&markerLog{})
+	defer c.Close()
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	ctx := context.Background()
+	open := func(pid int64, epoch int16) {
+		t.Helper()
+		if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+			t.Fatalf("add partitions: %d", code)
+		}
+	}
+	// initUntil asks until the abort is done.
+	initUntil := func(pid int64, epoch int16) (int64, int16, int16) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			p, e, code := c.InitProducerID(ctx, "app", time.Minute, pid, epoch)
+			if code != codeConcurrent || time.Now().After(deadline) {
+				return p, e, code
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+	pid, epoch, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	open(pid, epoch)
+	if _, e, code := initUntil(pid, epoch); code != 0 || e <= epoch+1 {
+		t.Fatalf("re-init by the producer itself: epoch %d code %d, want above %d", e, code, epoch+1)
+	}
+	pid, epoch, _ = c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	open(pid, epoch)
+	if _, _, code := initUntil(-1, -1); code != 0 { // a new instance fences it
+		t.Fatalf("new instance: %d", code)
+	}
+	if _, _, code := c.InitProducerID(ctx, "app", time.Minute, pid, epoch); code != codeFenced {
+		t.Fatalf("the fenced instance re-initializing: %d, want PRODUCER_FENCED", code)
+	}
+}

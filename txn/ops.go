@@ -60,6 +60,11 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		// fences it on every partition the markers reach.
 		next := m.clone()
 		next.epoch, next.state, next.updated = m.epoch+1, PrepareAbort, time.Now()
+		if pid >= 0 {
+			// The producer itself asked (KIP-360, after an error): its retry with
+			// the epoch it had is accepted once the abort is done.
+			next.lastEpoch = m.epoch
+		}
 		m.pending = true
 		sh.mu.Unlock()
 		if err := sh.transition(m, next); err != nil {
