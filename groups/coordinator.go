@@ -162,6 +162,9 @@ type Coordinator struct {
 	clock  Clock
 
 	partitions atomic.Int32 // of __consumer_offsets; 0 until known
+	// offsetsRetention and checkInterval are Config's OffsetsRetention and
+	// RetentionCheckInterval, which SetOffsetsRetention changes.
+	offsetsRetention, checkInterval atomic.Int64
 
 	expiryMu sync.Mutex // held while expiry runs; Close waits for it
 
@@ -179,11 +182,31 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, logger: cfg.Logger, clock: cfg.Clock}
+	c.offsetsRetention.Store(int64(cfg.OffsetsRetention))
+	c.checkInterval.Store(int64(cfg.RetentionCheckInterval))
 	c.mu.shards = make(map[int32]*shard)
 	c.mu.followers = make(map[int32]*follower)
 	c.mu.groups = make(map[string]*group)
 	c.mu.expiry = c.clock.AfterFunc(cfg.RetentionCheckInterval, c.expiryTick)
 	return c
+}
+
+// SetOffsetsRetention changes offsets.retention.minutes and
+// offsets.retention.check.interval.ms while the coordinator runs (values that are
+// not positive keep the current ones); a new interval counts from now.
+func (c *Coordinator) SetOffsetsRetention(retention, checkInterval time.Duration) {
+	if retention > 0 {
+		c.offsetsRetention.Store(int64(retention))
+	}
+	if checkInterval <= 0 || c.checkInterval.Swap(int64(checkInterval)) == int64(checkInterval) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mu.closed {
+		stopTimer(c.mu.expiry) // every new timer replaces the pending one: one chain of ticks
+		c.mu.expiry = c.clock.AfterFunc(checkInterval, c.expiryTick)
+	}
 }
 
 // PartitionFor returns the __consumer_offsets partition of group when the topic has

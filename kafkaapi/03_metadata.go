@@ -65,7 +65,7 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	}
 	// Unknown topics are created first (or refused): the answer then describes them.
 	refused := make(map[string]int16)
-	allowCreate := !s.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	allowCreate := !s.dynamic().DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	mayDescribe := c.allowedTopics(acl.OpDescribe)
 	for _, name := range names {
 		if !mayDescribe(name) {

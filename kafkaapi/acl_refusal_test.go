@@ -6,6 +6,7 @@ package kafkaapi_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -61,7 +62,7 @@ func TestACLRefusals(t *testing.T) {
 	startACLNode(t)
 	mallory := aclUserClient(t, aclMallory)
 	cased := map[int16]bool{}
-	for _, c := range append(refusals(), txnRefusals()...) {
+	for _, c := range slices.Concat(refusals(), configRefusals(), txnRefusals()) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRefusalRun(t)
 			cased[c.req(r).Key()] = true

@@ -29,10 +29,13 @@ var conformanceTests = map[int16]conformance{
 	18: conformApiVersions,
 	19: conformCreateTopics,
 	20: conformDeleteTopics,
+	21: conformDeleteRecords,
 	22: conformInitProducerID,
 	23: conformOffsetForLeaderEpoch,
 	32: conformDescribeConfigs,
+	33: conformAlterConfigs,
 	37: conformCreatePartitions,
+	44: conformIncrementalAlterConfigs,
 }
 
 // advertisedProfile asks ApiVersions v3 for the advertised keys and ranges.
@@ -434,6 +437,7 @@ func conformDescribeConfigs(t *testing.T, c *kconn, versions []int16) {
 				req := kmsg.NewPtrDescribeConfigsRequest()
 				req.SetVersion(v)
 				req.IncludeSynonyms = v >= 1
+				req.IncludeDocumentation = v >= 3
 				r := kmsg.NewDescribeConfigsRequestResource()
 				r.ResourceType, r.ResourceName, r.ConfigNames = typ, name, names
 				req.Resources = append(req.Resources, r)
@@ -483,6 +487,9 @@ func conformDescribeConfigs(t *testing.T, c *kconn, versions []int16) {
 			}
 			if v >= 3 && ret.ConfigType != kmsg.ConfigTypeLong {
 				t.Errorf("retention.ms type %v, want LONG", ret.ConfigType)
+			}
+			if v >= 3 && (ret.Documentation == nil || *ret.Documentation == "") {
+				t.Error("no documentation for retention.ms although it was asked for")
 			}
 			if one := describe(kmsg.ConfigResourceTypeTopic, topic, "retention.ms"); len(one.Configs) != 1 || one.Configs[0].Name != "retention.ms" {
 				t.Errorf("config_names [retention.ms] listed %d configs", len(one.Configs))
