@@ -44,29 +44,26 @@ func addPartitionsCodes(resp kmsg.Response) (out []int16) {
 	return out
 }
 
+// addPartitionsRequest adds the run's partition to the run's transaction (v3).
+func addPartitionsRequest(r *refusalRun) kmsg.Request {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.SetVersion(3)
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = r.group, r.pid, r.epoch
+	req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
+	return req
+}
+
 func txnRefusals() []refusal {
 	txnWrite := "ALLOW WRITE TRANSACTIONAL_ID LITERAL GROUP_NAME"
 	return []refusal{
 		{name: "AddPartitionsToTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup: txnSetup,
-			req: func(r *refusalRun) kmsg.Request {
-				req := kmsg.NewPtrAddPartitionsToTxnRequest()
-				req.SetVersion(3)
-				req.TransactionalID, req.ProducerID, req.ProducerEpoch = r.group, r.pid, r.epoch
-				req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
-				return req
-			},
+			setup:  txnSetup,
+			req:    addPartitionsRequest,
 			codes:  addPartitionsCodes,
 			grants: []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "AddPartitionsToTxn needs WRITE on the topic", want: kerr.TopicAuthorizationFailed.Code,
 			setup: txnSetup, given: []string{txnWrite},
-			req: func(r *refusalRun) kmsg.Request {
-				req := kmsg.NewPtrAddPartitionsToTxnRequest()
-				req.SetVersion(3)
-				req.TransactionalID, req.ProducerID, req.ProducerEpoch = r.group, r.pid, r.epoch
-				req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
-				return req
-			},
+			req:    addPartitionsRequest,
 			codes:  addPartitionsCodes,
 			grants: []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "AddOffsetsToTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
