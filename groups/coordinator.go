@@ -1,5 +1,6 @@
 // Package groups is the group coordinator for Kafka's classic consumer-group
-// protocol: group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed
+// protocol: group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), KIP-848
+// consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go), committed
 // offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group administration
 // (DescribeGroups, ListGroups, DeleteGroups).
 //
@@ -89,6 +90,20 @@ type Config struct {
 	// or a deletion waits for its record to be committed and applied before the
 	// request gets REQUEST_TIMED_OUT (default 5 s).
 	CommitTimeout time.Duration
+	// Topics lists the cluster's topics (internal ones included) for the
+	// assignments and regex subscriptions of KIP-848 consumer groups. Default: none.
+	Topics func() []TopicMeta
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a consumer group
+	// member silent this long is removed (default DefaultConsumerSessionTimeout).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms, told to
+	// consumer group members (default DefaultConsumerHeartbeatInterval).
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors: the server-side assignors a
+	// member may ask for, the first being the default (default
+	// DefaultConsumerAssignors; names other than "uniform" and "range" are refused by
+	// the settings).
+	ConsumerAssignors []string
 	// Clock is the time source (default: the system clock).
 	Clock Clock
 	// Logger receives the coordinator's log lines (default: discard).
@@ -121,6 +136,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.CommitTimeout <= 0 {
 		c.CommitTimeout = 5 * time.Second
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = DefaultConsumerAssignors
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}

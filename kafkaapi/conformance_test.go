@@ -246,6 +246,26 @@ func conformMetadata(t *testing.T, c *kconn, versions []int16) {
 			if got := metadataTopic(t, c, auto); got.ErrorCode != 0 {
 				t.Fatalf("%s after auto-creation: %s", auto, errName(got.ErrorCode))
 			}
+
+			// v10+: topic ids, and topics named by id alone.
+			if v >= 10 {
+				id := find(all, topic).TopicID
+				if id == [16]byte{} {
+					t.Fatalf("%s has no topic id at v%d", topic, v)
+				}
+				req := kmsg.NewPtrMetadataRequest()
+				req.SetVersion(v)
+				for _, want := range [][16]byte{id, {1, 2, 3}} {
+					rt := kmsg.NewMetadataRequestTopic()
+					rt.TopicID = want
+					req.Topics = append(req.Topics, rt)
+				}
+				byID := c.do(req).(*kmsg.MetadataResponse)
+				if len(byID.Topics) != 2 || byID.Topics[0].Topic == nil || *byID.Topics[0].Topic != topic || byID.Topics[0].TopicID != id {
+					t.Fatalf("by id: %+v", byID.Topics)
+				}
+				wantCode(t, "unknown topic id", byID.Topics[1].ErrorCode, kerr.UnknownTopicID.Code)
+			}
 		})
 	}
 }

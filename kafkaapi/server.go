@@ -99,6 +99,9 @@ type Config struct {
 	// Groups is the group coordinator serving the group APIs (keys 8..16, 42, 47);
 	// required.
 	Groups *groups.Coordinator
+	// MoreGroups are the other coordinators whose groups ListGroups lists (each
+	// reports its own group type, "share" for share groups); optional.
+	MoreGroups []GroupLister
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
 	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when the
 	// first FindCoordinator creates __consumer_offsets (defaults

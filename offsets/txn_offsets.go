@@ -3,10 +3,10 @@ package offsets
 // Offsets committed inside a transaction (TxnOffsetCommit, KIP-98/447): pending
 // until the transaction's marker reaches their __consumer_offsets partition, then
 // committed (a commit marker) or dropped (an abort marker). They live in Pebble
-// under tag 0x07, like the committed ones, so that a transaction open across a
+// under tag 0x08, like the committed ones, so that a transaction open across a
 // restart of the applier keeps them (docs/format/meta-index.md):
 //
-//	0x07 | partition u32 | producer id u64 | group (u16 len + bytes) |
+//	0x08 | partition u32 | producer id u64 | group (u16 len + bytes) |
 //	topic (u16 len + bytes) | partition u32  ->  the committed-offset value
 
 import (
