@@ -5,6 +5,7 @@ package client
 // a salted, iterated form of the password, never the password.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -99,4 +100,34 @@ func MechanismNames(ms []kadm.ScramMechanism, sep string) string {
 		names[i] = m.String()
 	}
 	return strings.Join(names, sep)
+}
+
+// ParseScramMechanisms reads a comma-separated list of SCRAM mechanisms (skiff
+// user's --mechanism).
+func ParseScramMechanisms(s string) ([]kadm.ScramMechanism, error) {
+	var out []kadm.ScramMechanism
+	for _, m := range strings.Split(s, ",") {
+		switch strings.ToUpper(strings.TrimSpace(m)) {
+		case "SCRAM-SHA-512":
+			out = append(out, kadm.ScramSha512)
+		case "SCRAM-SHA-256":
+			out = append(out, kadm.ScramSha256)
+		default:
+			return nil, fmt.Errorf("--mechanism %q: want SCRAM-SHA-512 or SCRAM-SHA-256 (comma-separated)", m)
+		}
+	}
+	return out, nil
+}
+
+// ReadPassword reads a password from the first line of r, standard input.
+func ReadPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the password from standard input: %w", err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("the password on standard input is empty")
+	}
+	return line, nil
 }

@@ -149,3 +149,17 @@ func unexpectedArgs(c *cli.Context, want int, hint string) error {
 	extra := c.Args().Slice()[want:]
 	return fmt.Errorf("unexpected argument %q%s", extra[0], hint)
 }
+
+// nameArg is the one NAME argument of a subcommand of skiff what (topic, user).
+func nameArg(c *cli.Context, what string) (string, error) {
+	switch c.Args().Len() {
+	case 0:
+		return "", fmt.Errorf("missing %s name: usage: skiff %s %s NAME", what, what, c.Command.Name)
+	case 1:
+		if c.Args().First() == "" {
+			return "", fmt.Errorf("%s name must not be empty", what)
+		}
+		return c.Args().First(), nil
+	}
+	return "", fmt.Errorf("unexpected argument %q: give one %s name", c.Args().Get(1), what)
+}

@@ -68,7 +68,7 @@ func topicAlterConfigCommand() *cli.Command {
 }
 
 func runTopicAlterConfig(c *cli.Context) error {
-	name, err := topicName(c)
+	name, err := nameArg(c, "topic")
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func topicDeleteRecordsCommand() *cli.Command {
 }
 
 func runTopicDeleteRecords(c *cli.Context) error {
-	name, err := topicName(c)
+	name, err := nameArg(c, "topic")
 	if err != nil {
 		return err
 	}

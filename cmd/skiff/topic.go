@@ -4,7 +4,6 @@ package main
 // client's (client/topicadmin.go).
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -88,24 +87,8 @@ func topicDeleteCommand() *cli.Command {
 	})
 }
 
-// topicName returns the one NAME argument of a topic subcommand.
-func topicName(c *cli.Context) (string, error) {
-	switch c.Args().Len() {
-	case 0:
-		return "", fmt.Errorf("missing topic name: usage: skiff topic %s NAME", c.Command.Name)
-	case 1:
-		name := c.Args().First()
-		if name == "" {
-			return "", errors.New("topic name must not be empty")
-		}
-		return name, nil
-	default:
-		return "", fmt.Errorf("unexpected argument %q: give one topic name", c.Args().Get(1))
-	}
-}
-
 func runTopicCreate(c *cli.Context) error {
-	name, err := topicName(c)
+	name, err := nameArg(c, "topic")
 	if err != nil {
 		return err
 	}
@@ -146,7 +129,7 @@ func runTopicList(c *cli.Context) error {
 }
 
 func runTopicDescribe(c *cli.Context) error {
-	name, err := topicName(c)
+	name, err := nameArg(c, "topic")
 	if err != nil {
 		return err
 	}
@@ -159,7 +142,7 @@ func runTopicDescribe(c *cli.Context) error {
 }
 
 func runTopicDelete(c *cli.Context) error {
-	name, err := topicName(c)
+	name, err := nameArg(c, "topic")
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,8 @@ package main
 // their operations are client's (client/users.go).
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/urfave/cli/v2"
@@ -64,62 +61,19 @@ func userCommand() *cli.Command {
 	}
 }
 
-// userName is the one positional argument, a user name.
-func userName(c *cli.Context) (string, error) {
-	switch c.Args().Len() {
-	case 0:
-		return "", fmt.Errorf("missing user name: usage: skiff user %s NAME", c.Command.Name)
-	case 1:
-		if c.Args().First() == "" {
-			return "", errors.New("user name must not be empty")
-		}
-		return c.Args().First(), nil
-	}
-	return "", fmt.Errorf("unexpected argument %q: give one user name", c.Args().Get(1))
-}
-
-// scramMechanisms reads a comma-separated list of SCRAM mechanisms.
-func scramMechanisms(s string) ([]kadm.ScramMechanism, error) {
-	var out []kadm.ScramMechanism
-	for _, m := range strings.Split(s, ",") {
-		switch strings.ToUpper(strings.TrimSpace(m)) {
-		case "SCRAM-SHA-512":
-			out = append(out, kadm.ScramSha512)
-		case "SCRAM-SHA-256":
-			out = append(out, kadm.ScramSha256)
-		default:
-			return nil, fmt.Errorf("--mechanism %q: want SCRAM-SHA-512 or SCRAM-SHA-256 (comma-separated)", m)
-		}
-	}
-	return out, nil
-}
-
-// readPassword reads a password from the first line of r.
-func readPassword(r io.Reader) (string, error) {
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("read the password from standard input: %w", err)
-	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return "", errors.New("the password on standard input is empty")
-	}
-	return line, nil
-}
-
 func runUserCreate(c *cli.Context) error {
-	name, err := userName(c)
+	name, err := nameArg(c, "user")
 	if err != nil {
 		return err
 	}
-	mechs, err := scramMechanisms(c.String("mechanism"))
+	mechs, err := client.ParseScramMechanisms(c.String("mechanism"))
 	if err != nil {
 		return err
 	}
 	if !c.Bool("password-stdin") {
 		return errors.New("give the password on standard input with --password-stdin (a flag value would show in the process list)")
 	}
-	password, err := readPassword(c.App.Reader)
+	password, err := client.ReadPassword(c.App.Reader)
 	if err != nil {
 		return err
 	}
@@ -148,13 +102,13 @@ func runUserList(c *cli.Context) error {
 }
 
 func runUserDelete(c *cli.Context) error {
-	name, err := userName(c)
+	name, err := nameArg(c, "user")
 	if err != nil {
 		return err
 	}
 	var only []kadm.ScramMechanism
 	if m := c.String("mechanism"); m != "" {
-		if only, err = scramMechanisms(m); err != nil {
+		if only, err = client.ParseScramMechanisms(m); err != nil {
 			return err
 		}
 	}
