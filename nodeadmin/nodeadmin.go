@@ -8,11 +8,14 @@ package nodeadmin
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"skiff/appliance"
@@ -38,6 +41,29 @@ type Client struct {
 func New(cfg Config) *Client {
 	return &Client{base: cfg.Base, token: cfg.Token,
 		http: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{TLSClientConfig: cfg.TLS, Proxy: http.ProxyFromEnvironment}}}
+}
+
+// ParseAddress reads a node's HTTP address (--http): HOST[:PORT], with
+// defaultPort where none is given, after an optional http:// or https://
+// (then scheme is "https").
+func ParseAddress(s, defaultPort string) (scheme, hostPort string, err error) {
+	addr := strings.TrimSpace(s)
+	scheme = "http"
+	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
+		scheme, addr = "https", rest
+	}
+	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "http://"), "/")
+	if addr == "" {
+		return "", "", errors.New("--http is empty: give a node's HTTP address, HOST:PORT")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(strings.Trim(addr, "[]"), defaultPort)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p <= 0 || p > 65535 {
+		return "", "", fmt.Errorf("--http %q: want HOST:PORT, a node's HTTP address", s)
+	}
+	return scheme, addr, nil
 }
 
 // Status is the cluster's state as the node sees it.

@@ -51,3 +51,19 @@ func TestCheckQuorum(t *testing.T) {
 		t.Errorf("without quorum: %v", err)
 	}
 }
+
+func TestParseAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"h1": "http://h1:8080", " http://h1:9/ ": "http://h1:9", "https://[::1]": "https://[::1]:8080", "[::1]:7": "http://[::1]:7",
+	} {
+		scheme, addr, err := ParseAddress(in, "8080")
+		if got := scheme + "://" + addr; err != nil || got != want {
+			t.Errorf("ParseAddress(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{"": "--http is empty", "https://": "--http is empty", "h1:0": "want HOST:PORT", ":9": "want HOST:PORT", "h1:x": "want HOST:PORT"} {
+		if _, _, err := ParseAddress(in, "8080"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseAddress(%q): %v, want %q", in, err, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package nodeadmin
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,8 +13,13 @@ import (
 	"skiff/client"
 )
 
-// WriteStatus writes the status as readable tables.
-func WriteStatus(w io.Writer, st appliance.ClusterStatus) error {
+// WriteStatus writes the status as readable tables, or as indented JSON.
+func WriteStatus(w io.Writer, st appliance.ClusterStatus, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
 	yesNo := map[bool]string{true: "yes", false: "NO"}
 	controller := "none"
 	if st.ControllerID >= 0 {

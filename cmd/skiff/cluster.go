@@ -6,10 +6,8 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -142,21 +140,9 @@ func runClusterJoinToken(c *cli.Context) error {
 // adminClientFrom is the client of the node the flags name, with the
 // credentials they give.
 func adminClientFrom(c *cli.Context) (*nodeadmin.Client, error) {
-	addr := strings.TrimSpace(c.String("http"))
-	scheme := "http"
-	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
-		scheme, addr = "https", rest
-	}
-	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "http://"), "/")
-	if addr == "" {
-		return nil, errors.New("--http is empty: give a node's HTTP address, HOST:PORT")
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(strings.Trim(addr, "[]"), defaultHTTPPort)
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p <= 0 || p > 65535 {
-		return nil, fmt.Errorf("--http %q: want HOST:PORT, a node's HTTP address", c.String("http"))
+	scheme, addr, err := nodeadmin.ParseAddress(c.String("http"), defaultHTTPPort)
+	if err != nil {
+		return nil, err
 	}
 	timeout, err := timeoutFlag(c)
 	if err != nil {
@@ -202,13 +188,7 @@ func runClusterStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
-			return err
-		}
-	} else if err := nodeadmin.WriteStatus(c.App.Writer, st); err != nil {
+	if err := nodeadmin.WriteStatus(c.App.Writer, st, c.Bool("json")); err != nil {
 		return err
 	}
 	return nodeadmin.CheckQuorum(st)
