@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -154,4 +156,30 @@ func aclError(code int16, msg *string) error {
 		return fmt.Errorf("%w: managing ACLs needs ALTER (listing them DESCRIBE) on the cluster, or a super user", err)
 	}
 	return fmt.Errorf("%w%s", err, BrokerSays(m))
+}
+
+// ParseACLOperations reads the operations of skiff acl's --operation, each
+// checked against the operations Kafka checks on rt (as kafka-acls.sh does; ALL
+// always).
+func ParseACLOperations(names []string, rt acl.ResourceType) ([]acl.Operation, error) {
+	var ops []acl.Operation
+	for _, s := range names {
+		op, err := acl.ParseOperation(s)
+		if err != nil || op == acl.OpAny {
+			return nil, fmt.Errorf("--operation %q: want Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite or All", s)
+		}
+		if supported := acl.SupportedOperations(rt); rt != acl.ResourceAny && op != acl.OpAll && !slices.Contains(supported, op) {
+			return nil, fmt.Errorf("--operation %s: a %s ACL supports %s and All", s, strings.ToLower(rt.String()), opNames(supported))
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func opNames(ops []acl.Operation) string {
+	var names []string
+	for _, op := range ops {
+		names = append(names, op.String())
+	}
+	return strings.Join(names, ", ")
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 // TestACLError: the ACL APIs' errors say what to do; others carry the broker's
@@ -45,5 +47,25 @@ func TestWriteACLs(t *testing.T) {
 func TestCountOf(t *testing.T) {
 	if got := CountOf(1, "group") + ", " + CountOf(0, "group") + ", " + CountOf(2, "partition replica"); got != "1 group, 0 groups, 2 partition replicas" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestParseACLOperations(t *testing.T) {
+	ops, err := ParseACLOperations([]string{"Read", "all"}, acl.ResourceTopic)
+	if err != nil || len(ops) != 2 || ops[0] != acl.OpRead || ops[1] != acl.OpAll {
+		t.Errorf("Read, all on a topic: %v, %v", ops, err)
+	}
+	for _, tc := range []struct {
+		names []string
+		rt    acl.ResourceType
+		want  string
+	}{
+		{[]string{"Fly"}, acl.ResourceTopic, `--operation "Fly": want Read, Write`},
+		{[]string{"Any"}, acl.ResourceAny, `--operation "Any"`},
+		{[]string{"ClusterAction"}, acl.ResourceTopic, "--operation ClusterAction: a topic ACL supports"},
+	} {
+		if _, err := ParseACLOperations(tc.names, tc.rt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v on %v: %v, want %q", tc.names, tc.rt, err, tc.want)
+		}
 	}
 }

@@ -6,8 +6,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -104,31 +102,6 @@ func aclResource(c *cli.Context, required bool) (acl.ResourceType, *string, erro
 	return rt, name, nil
 }
 
-// aclOperations reads --operation, each checked against the operations Kafka
-// checks on rt (as kafka-acls.sh does; ALL always).
-func aclOperations(c *cli.Context, rt acl.ResourceType) ([]acl.Operation, error) {
-	var ops []acl.Operation
-	for _, s := range c.StringSlice("operation") {
-		op, err := acl.ParseOperation(s)
-		if err != nil || op == acl.OpAny {
-			return nil, fmt.Errorf("--operation %q: want Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite or All", s)
-		}
-		if supported := acl.SupportedOperations(rt); rt != acl.ResourceAny && op != acl.OpAll && !slices.Contains(supported, op) {
-			return nil, fmt.Errorf("--operation %s: a %s ACL supports %s and All", s, strings.ToLower(rt.String()), opNames(supported))
-		}
-		ops = append(ops, op)
-	}
-	return ops, nil
-}
-
-func opNames(ops []acl.Operation) string {
-	var names []string
-	for _, op := range ops {
-		names = append(names, op.String())
-	}
-	return strings.Join(names, ", ")
-}
-
 func runACLCreate(c *cli.Context) error {
 	if err := unexpectedArgs(c, 0, ": skiff acl create takes flags only"); err != nil {
 		return err
@@ -137,7 +110,7 @@ func runACLCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ops, err := aclOperations(c, rt)
+	ops, err := client.ParseACLOperations(c.StringSlice("operation"), rt)
 	if err != nil {
 		return err
 	}
@@ -190,7 +163,7 @@ func aclFilter(c *cli.Context) (f acl.Filter, none bool, err error) {
 	} else if len(ps) == 1 {
 		f.Principal = &ps[0]
 	}
-	ops, err := aclOperations(c, f.Resource)
+	ops, err := client.ParseACLOperations(c.StringSlice("operation"), f.Resource)
 	switch {
 	case err != nil:
 		return f, false, err
