@@ -7,6 +7,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,6 +29,26 @@ const AllBrokers int32 = -1
 type ConfigChanges struct {
 	Set    map[string]string
 	Delete []string
+}
+
+// NewConfigChanges are the changes of skiff's --set (set) and --delete (del)
+// flags; a key in both, or no key at all, is an error.
+func NewConfigChanges(set map[string]*string, del []string) (ConfigChanges, error) {
+	ch := ConfigChanges{Set: map[string]string{}}
+	for k, v := range set {
+		ch.Set[k] = *v
+	}
+	for _, k := range del {
+		k = strings.TrimSpace(k)
+		if _, both := set[k]; both {
+			return ConfigChanges{}, fmt.Errorf("%s is given to both --set and --delete", k)
+		}
+		ch.Delete = append(ch.Delete, k)
+	}
+	if len(ch.Set)+len(ch.Delete) == 0 {
+		return ConfigChanges{}, errors.New("nothing to change: give --set KEY=VALUE or --delete KEY")
+	}
+	return ch, nil
 }
 
 // alterations returns the changes as kadm's, sorted by name.

@@ -44,3 +44,17 @@ func TestWriteBrokerConfigs(t *testing.T) {
 		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+func TestNewConfigChanges(t *testing.T) {
+	v := "compact"
+	ch, err := NewConfigChanges(map[string]*string{"cleanup.policy": &v}, []string{" retention.ms "})
+	if err != nil || ch.Set["cleanup.policy"] != "compact" || len(ch.Delete) != 1 || ch.Delete[0] != "retention.ms" {
+		t.Errorf("got %+v, %v", ch, err)
+	}
+	if _, err := NewConfigChanges(map[string]*string{"a": &v}, []string{"a"}); err == nil || !strings.Contains(err.Error(), "a is given to both --set and --delete") {
+		t.Errorf("key in both: %v", err)
+	}
+	if _, err := NewConfigChanges(nil, nil); err == nil || !strings.Contains(err.Error(), "nothing to change") {
+		t.Errorf("no change: %v", err)
+	}
+}

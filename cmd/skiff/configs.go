@@ -36,21 +36,7 @@ func alterations(c *cli.Context) (client.ConfigChanges, error) {
 	if err != nil {
 		return client.ConfigChanges{}, err
 	}
-	ch := client.ConfigChanges{Set: map[string]string{}}
-	for k, v := range set {
-		ch.Set[k] = *v
-	}
-	for _, k := range c.Generic("delete").(*listFlag).values {
-		k = strings.TrimSpace(k)
-		if _, both := set[k]; both {
-			return client.ConfigChanges{}, fmt.Errorf("%s is given to both --set and --delete", k)
-		}
-		ch.Delete = append(ch.Delete, k)
-	}
-	if len(ch.Set)+len(ch.Delete) == 0 {
-		return client.ConfigChanges{}, errors.New("nothing to change: give --set KEY=VALUE or --delete KEY")
-	}
-	return ch, nil
+	return client.NewConfigChanges(set, c.Generic("delete").(*listFlag).values)
 }
 
 func topicAlterConfigCommand() *cli.Command {
