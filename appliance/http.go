@@ -23,8 +23,9 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// httpHandler serves /metrics, /healthz (the process answers) and /readyz (200 only
-// while the node serves: listener bound, etcd member healthy, storage open).
+// httpHandler serves /metrics, /healthz (the process answers), /readyz (200 only
+// while the node serves: listener bound, etcd member healthy, storage open), the
+// admin API and the web console.
 func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -40,7 +41,8 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	n.adminRoutes(mux) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	n.adminRoutes(mux)   // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	n.consoleRoutes(mux) // the web console at / and its internal API under /v1/console/ (console.go)
 	if n.cfg.Pprof {
 		profilerRoutes(mux)
 	}

@@ -20,6 +20,7 @@
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
+//  0. stop the console's sampler (its pages answer 503 from now on);
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
 //  2. stop campaigning for controller (resigning if elected), stop the session and
@@ -46,6 +47,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +56,7 @@ import (
 
 	"skiff/auth"
 	"skiff/cluster"
+	"skiff/console"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/internal/tlsconf"
@@ -93,6 +96,8 @@ type Node struct {
 	tls          *tlsconf.Loader // the TLS files; nil without
 	httpLn       net.Listener
 	httpSrv      *http.Server
+	console      *console.Console // nil when turned off
+	kafkaMetrics *kafkaapi.Metrics
 	applyEnd     chan struct{} // closed when the metadata apply loop has ended
 	applyStarted bool
 	// appliedTopics are the topics of the last snapshot applied, by name.
@@ -219,6 +224,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	host, port, _ := self.Address(n.listeners[n.interBroker].name)
 	self.Host, self.Port = host, port
+	self.HTTP = n.httpAdvertised(host)
 	sess, err := n.store.RegisterBroker(ctx, self, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
@@ -241,6 +247,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
 
+	n.kafkaMetrics = kafkaapi.NewMetrics(reg)
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
 	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
@@ -258,7 +265,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		TopicDefaults:            n.topicDefaults(),
 		ViewCurrent:              n.viewCurrent,
 		Logger:                   n.logger,
-		Metrics:                  kafkaapi.NewMetrics(reg),
+		Metrics:                  n.kafkaMetrics,
 		SSLPrincipal:             sslPrincipal,
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
@@ -275,6 +282,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	close(n.ready)
 	return n, nil
+}
+
+// httpAdvertised is the address other nodes reach this node's HTTP port at: its
+// bound address, a wildcard host replaced by the inter-broker listener's host.
+func (n *Node) httpAdvertised(kafkaHost string) string {
+	a := n.httpLn.Addr().(*net.TCPAddr)
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		host = kafkaHost
+	}
+	return net.JoinHostPort(host, strconv.Itoa(a.Port))
 }
 
 // waitListed waits until the metadata cache lists b at its address, a controller, and
@@ -398,6 +416,9 @@ func (n *Node) Close() error {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", step, err))
 			}
+		}
+		if n.console != nil {
+			add("stop console", n.console.Close())
 		}
 		if n.kafka != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)

@@ -133,6 +133,8 @@ func (c *Config) Settings() []Setting {
 			v: text(&c.HTTP, ":"+DefaultHTTPPort)},
 		{Name: "pprof", Doc: "also serve Go's profiler under /debug/pprof/ on the HTTP address (CPU, heap and goroutine profiles; docs/performance.md)",
 			v: flag(&c.Pprof)},
+		{Name: "console", Doc: "serve the web console at / on the HTTP address: the cluster, its topics, groups and messages, read-only (docs/console.md)",
+			v: onUnless(&c.DisableConsole)},
 		{Name: "node-name", Doc: "name of this node's etcd member (default: skiff-<node id>)",
 			v: text(&c.NodeName, "")},
 		{Name: "bootstrap", Doc: "start a new cluster (also what an empty data directory without --join does)",

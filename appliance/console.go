@@ -1,0 +1,205 @@
+package appliance
+
+// The web console (package console) on the HTTP port: this file is its Source, the
+// node's parts read through the same paths the admin API and the Kafka handlers
+// use, and nothing else.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"skiff/cluster"
+	"skiff/console"
+	"skiff/embedetcd"
+)
+
+// etcdStatusTimeout bounds the status and alarm calls of a console page to this
+// node's own etcd member.
+const etcdStatusTimeout = time.Second
+
+// consoleRoutes mounts the console on mux unless it is turned off.
+func (n *Node) consoleRoutes(mux *http.ServeMux) {
+	if n.cfg.DisableConsole {
+		return
+	}
+	n.console = console.New(console.Config{Source: consoleSource{n}, Logger: n.logger})
+	n.console.Register(mux)
+}
+
+// consoleSource is the console's view of the node.
+type consoleSource struct{ n *Node }
+
+func (s consoleSource) Started() bool {
+	select {
+	case <-s.n.stop:
+		return false
+	default:
+		return s.n.started()
+	}
+}
+
+func (s consoleSource) NodeID() int32 { return s.n.id }
+
+func (s consoleSource) Snapshot() *cluster.Snapshot { return s.n.cache.Snapshot() }
+
+func (s consoleSource) BrokerDefaults() map[string]string { return s.n.topicDefaults() }
+
+func (s consoleSource) Local(ctx context.Context) console.Local {
+	n := s.n
+	l := console.Local{NodeID: n.id, EtcdQuota: embedetcd.DefaultQuotaBackendBytes}
+	for _, p := range n.parts.Partitions() {
+		r := console.Replica{Topic: p.Topic, Partition: p.ID, Leader: p.IsLeader(), LogStart: p.LogStartOffset(),
+			HWM: p.HighWatermark(), LogEnd: p.LogEndOffset(), Size: p.Size(), Unsynced: p.UnsyncedBytes()}
+		l.DataBytes += r.Size
+		l.Replicas = append(l.Replicas, r)
+	}
+	if n.kafkaMetrics != nil {
+		l.BytesIn, l.BytesOut = n.kafkaMetrics.Bytes()
+	}
+	l.ISRShrinks, l.ISRExpands = n.parts.ISRChanges()
+	var st unix.Statfs_t
+	if unix.Statfs(n.cfg.DataDir, &st) == nil {
+		l.DiskFree, l.DiskTotal = int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize
+	}
+	ctx, cancel := context.WithTimeout(ctx, etcdStatusTimeout)
+	defer cancel()
+	cli := n.member.Client()
+	if status, err := cli.Status(ctx, n.member.ClientURL()); err == nil {
+		l.EtcdDBSize = status.DbSize
+	}
+	if alarms, err := cli.AlarmList(ctx); err == nil {
+		for _, a := range alarms.Alarms {
+			l.EtcdAlarms = append(l.EtcdAlarms, fmt.Sprintf("%s on member %x", a.Alarm, a.MemberID))
+		}
+	}
+	return l
+}
+
+// Groups lists the groups this node coordinates: ListGroups, DescribeGroups and
+// OffsetFetch of its coordinator, as a Kafka client would see them.
+func (s consoleSource) Groups() []console.Group {
+	c := s.n.groups
+	list := c.ListGroups(kmsg.NewPtrListGroupsRequest())
+	out := make([]console.Group, 0, len(list.Groups))
+	for _, lg := range list.Groups {
+		g := console.Group{Name: lg.Group, State: lg.GroupState, Type: "classic", ProtocolType: lg.ProtocolType}
+		dreq := kmsg.NewPtrDescribeGroupsRequest()
+		dreq.Groups = []string{lg.Group}
+		if d := c.DescribeGroups(dreq); len(d.Groups) == 1 {
+			g.Members = len(d.Groups[0].Members)
+		}
+		oreq := kmsg.NewPtrOffsetFetchRequest()
+		oreq.Version, oreq.Group = 7, lg.Group
+		for _, t := range c.OffsetFetch(oreq).Topics {
+			for _, p := range t.Partitions {
+				if p.Offset >= 0 && p.ErrorCode == 0 {
+					g.Offsets = append(g.Offsets, console.Committed{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset})
+				}
+			}
+		}
+		slices.SortFunc(g.Offsets, func(a, b console.Committed) int {
+			if a.Topic != b.Topic {
+				return cmpString(a.Topic, b.Topic)
+			}
+			return int(a.Partition - b.Partition)
+		})
+		out = append(out, g)
+	}
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Group describes one group with its members' assignments (decoded when the group
+// is a consumer group).
+func (s consoleSource) Group(name string) (console.GroupMembers, bool) {
+	var gm console.GroupMembers
+	i := slices.IndexFunc(s.Groups(), func(g console.Group) bool { return g.Name == name })
+	if i < 0 {
+		return gm, false
+	}
+	gm.Group = s.Groups()[i]
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{name}
+	d := s.n.groups.DescribeGroups(req)
+	if len(d.Groups) != 1 {
+		return gm, false
+	}
+	dg := d.Groups[0]
+	gm.Protocol = dg.Protocol
+	for _, m := range dg.Members {
+		member := console.GroupMember{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+		if m.InstanceID != nil {
+			member.InstanceID = *m.InstanceID
+		}
+		var a kmsg.ConsumerMemberAssignment
+		if dg.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 && a.ReadFrom(m.MemberAssignment) == nil {
+			for _, t := range a.Topics {
+				member.Assigned = append(member.Assigned, console.Assignment{Topic: t.Topic, Partitions: t.Partitions})
+			}
+		}
+		gm.List = append(gm.List, member)
+	}
+	return gm, true
+}
+
+// Read reads batches from this node's leader replica (Partition.Read: never past
+// the high watermark); offset -1 only reports the marks.
+func (s consoleSource) Read(topic string, partition int32, offset, maxBytes int64) (console.Batches, error) {
+	p := s.n.parts.Partition(topic, partition)
+	if p == nil || !p.IsLeader() {
+		return console.Batches{}, fmt.Errorf("%w: node %d does not lead partition %d of %s", console.ErrNotHere, s.n.id, partition, topic)
+	}
+	b := console.Batches{HWM: p.HighWatermark(), LogStart: p.LogStartOffset()}
+	if offset < 0 {
+		return b, nil
+	}
+	slice, err := p.Read(offset, maxBytes)
+	if err != nil {
+		return b, err
+	}
+	defer slice.Release()
+	var buf bytes.Buffer
+	if _, err := slice.WriteTo(&buf); err != nil {
+		return b, err
+	}
+	b.Data = buf.Bytes()
+	return b, nil
+}
+
+func (s consoleSource) OffsetForTimestamp(topic string, partition int32, ts int64) (int64, error) {
+	p := s.n.parts.Partition(topic, partition)
+	if p == nil || !p.IsLeader() {
+		return 0, fmt.Errorf("%w: node %d does not lead partition %d of %s", console.ErrNotHere, s.n.id, partition, topic)
+	}
+	off, _, ok, err := p.OffsetForTimestamp(ts)
+	if err != nil || !ok {
+		return p.HighWatermark(), err
+	}
+	return off, nil
+}
+
+// Members are the etcd members as GET /v1/cluster lists them.
+func (s consoleSource) Members(ctx context.Context) []console.EtcdMember {
+	ms, _ := s.n.memberStatuses(ctx)
+	out := make([]console.EtcdMember, len(ms))
+	for i, m := range ms {
+		out[i] = console.EtcdMember{Name: m.Name, NodeID: m.NodeID, Learner: m.Learner, Leader: m.Leader, Healthy: m.Healthy, Error: m.Error}
+	}
+	return out
+}
