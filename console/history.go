@@ -1,7 +1,9 @@
 package console
 
 import (
+	"encoding/json"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -54,9 +56,9 @@ func (s *series) put(b int64, v float32) {
 }
 
 // window returns the samples of buckets end-n+1..end, oldest first.
-func (s *series) window(end int64) []float32 {
+func (s *series) window(end int64) Series {
 	n := int64(len(s.vals))
-	out := make([]float32, n)
+	out := make(Series, n)
 	for i := range out {
 		b := end - n + 1 + int64(i)
 		if b < 0 || b > s.last || b <= s.last-n {
@@ -192,10 +194,10 @@ type HistoryReport struct {
 	End    int64 `json:"end"`
 	StepMS int64 `json:"step_ms"`
 	// In and Out are bytes per second; Topics messages per second; Groups lag.
-	In     []float32            `json:"in,omitempty"`
-	Out    []float32            `json:"out,omitempty"`
-	Topics map[string][]float32 `json:"topics,omitempty"`
-	Groups map[string][]float32 `json:"groups,omitempty"`
+	In     Series            `json:"in,omitempty"`
+	Out    Series            `json:"out,omitempty"`
+	Topics map[string]Series `json:"topics,omitempty"`
+	Groups map[string]Series `json:"groups,omitempty"`
 	// Rates are the latest messages per second of every topic led here.
 	Rates map[string]float32 `json:"rates,omitempty"`
 	// ISRShrinks and ISRExpands are the changes of the last hour (or since start).
@@ -231,7 +233,7 @@ func (h *History) Report(now time.Time, w Want) *HistoryReport {
 	for _, t := range w.Topics {
 		if s := h.mu.topics[t]; s != nil {
 			if r.Topics == nil {
-				r.Topics = map[string][]float32{}
+				r.Topics = map[string]Series{}
 			}
 			r.Topics[t] = s.window(end)
 		}
@@ -239,7 +241,7 @@ func (h *History) Report(now time.Time, w Want) *HistoryReport {
 	for _, g := range w.Groups {
 		if s := h.mu.groups[g]; s != nil {
 			if r.Groups == nil {
-				r.Groups = map[string][]float32{}
+				r.Groups = map[string]Series{}
 			}
 			r.Groups[g] = s.window(end)
 		}
@@ -249,4 +251,41 @@ func (h *History) Report(now time.Time, w Want) *HistoryReport {
 		r.ISRShrinks, r.ISRExpands = last.shrinks-first.shrinks, last.expands-first.expands
 	}
 	return r
+}
+
+// Series is a run of samples, oldest first; NaN marks a slot without a sample
+// (null in JSON, which has no NaN).
+type Series []float32
+
+// MarshalJSON writes NaN as null.
+func (s Series) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, 2+len(s)*6)
+	out = append(out, '[')
+	for i, v := range s {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if math.IsNaN(float64(v)) {
+			out = append(out, "null"...)
+			continue
+		}
+		out = strconv.AppendFloat(out, float64(v), 'g', -1, 32)
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads null as NaN.
+func (s *Series) UnmarshalJSON(b []byte) error {
+	var vals []*float32
+	if err := json.Unmarshal(b, &vals); err != nil {
+		return err
+	}
+	*s = make(Series, len(vals))
+	for i, v := range vals {
+		(*s)[i] = float32(math.NaN())
+		if v != nil {
+			(*s)[i] = *v
+		}
+	}
+	return nil
 }

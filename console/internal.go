@@ -86,7 +86,14 @@ func (c *Console) api(fn func(*http.Request) (any, error)) http.HandlerFunc {
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 			return
 		}
-		if err := json.NewEncoder(w).Encode(v); err != nil {
+		body, err := json.Marshal(v)
+		if err != nil {
+			c.logger.Error("console: answer not encoded", "path", r.URL.Path, "err", err)
+			w.WriteHeader(http.StatusInternalServerError)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		if _, err := w.Write(body); err != nil {
 			c.logger.Debug("console: answer not sent", "path", r.URL.Path, "took", time.Since(start), "err", err)
 		}
 	}
