@@ -73,6 +73,9 @@ type Config struct {
 	// DisableConsole turns off the web console served at / on the HTTP address
 	// (package console; --console=false).
 	DisableConsole bool
+	// ConsoleAdmins are the SCRAM users who may use the console's write actions
+	// once logged in (default: none; the console is read-only).
+	ConsoleAdmins []string
 	// NodeName names the etcd member (empty: skiff-<node id>).
 	NodeName string
 	// EtcdAdvertiseClient and EtcdAdvertisePeer are the etcd addresses other nodes

@@ -29,7 +29,7 @@ func (n *Node) consoleRoutes(mux *http.ServeMux) {
 	if n.cfg.DisableConsole {
 		return
 	}
-	n.console = console.New(console.Config{Source: consoleSource{n}, Logger: n.logger})
+	n.console = console.New(console.Config{Source: consoleSource{n}, Admin: consoleAdmin{n}, Logger: n.logger})
 	n.console.Register(mux)
 }
 

@@ -135,6 +135,8 @@ func (c *Config) Settings() []Setting {
 			v: flag(&c.Pprof)},
 		{Name: "console", Doc: "serve the web console at / on the HTTP address: the cluster, its topics, groups and messages, read-only (docs/console.md)",
 			v: onUnless(&c.DisableConsole)},
+		{Name: "console-admins", Doc: "SCRAM users who may create topics, change configs, reset offsets, delete groups and remove nodes in the web console after logging in, comma-separated (default: none, the console is read-only)",
+			v: list(&c.ConsoleAdmins)},
 		{Name: "node-name", Doc: "name of this node's etcd member (default: skiff-<node id>)",
 			v: text(&c.NodeName, "")},
 		{Name: "bootstrap", Doc: "start a new cluster (also what an empty data directory without --join does)",

@@ -21,6 +21,8 @@ var staticFS embed.FS
 type Config struct {
 	// Source is the node the console reads.
 	Source Source
+	// Admin does the write actions and checks logins; nil: read-only, no login.
+	Admin Admin
 	// Logger: default slog.Default().
 	Logger *slog.Logger
 	// Step and Window shape the rate history: default DefaultStep, DefaultWindow.
@@ -33,6 +35,8 @@ type Config struct {
 // Console serves the web console of one node.
 type Console struct {
 	src    Source
+	admin  Admin
+	auth   *sessions
 	logger *slog.Logger
 	hist   *History
 	step   time.Duration
@@ -58,7 +62,7 @@ func New(cfg Config) *Console {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	c := &Console{src: cfg.Source, logger: cfg.Logger, hist: NewHistory(cfg.Step, cfg.Window), step: cfg.Step,
+	c := &Console{src: cfg.Source, admin: cfg.Admin, auth: newSessions(), logger: cfg.Logger, hist: NewHistory(cfg.Step, cfg.Window), step: cfg.Step,
 		client: cfg.Client, pages: parsePages(), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.sampleLoop()
 	return c
@@ -83,6 +87,10 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /groups", c.page(c.groupList))
 	mux.HandleFunc("GET /groups/{group}", c.page(c.group))
 	mux.HandleFunc("GET /nodes/{id}", c.page(c.node))
+	mux.HandleFunc("GET /login", c.loginForm)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	c.actionRoutes(mux)
 	c.internalRoutes(mux)
 }
 

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,16 +112,30 @@ func (c *Console) peerLocal(ctx context.Context, b cluster.Broker, w Want) (Loca
 
 // peerGet GETs path from broker b's HTTP address and decodes its JSON answer.
 func (c *Console) peerGet(ctx context.Context, b cluster.Broker, path string, q url.Values, into any) error {
+	return c.peerDo(ctx, b, http.MethodGet, path, q, nil, into)
+}
+
+// peerPost POSTs body as JSON to path on broker b.
+func (c *Console) peerPost(ctx context.Context, b cluster.Broker, path string, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.peerDo(ctx, b, http.MethodPost, path, nil, data, nil)
+}
+
+func (c *Console) peerDo(ctx context.Context, b cluster.Broker, method, path string, q url.Values, body []byte, into any) error {
 	if b.HTTP == "" {
 		return fmt.Errorf("node %d advertises no HTTP address", b.ID)
 	}
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
 	u := url.URL{Scheme: "http", Host: b.HTTP, Path: path, RawQuery: q.Encode()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", b.ID, err)
@@ -132,6 +147,9 @@ func (c *Console) peerGet(ctx context.Context, b cluster.Broker, path string, q 
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return fmt.Errorf("node %d: %s: %s", b.ID, resp.Status, e.Error)
+	}
+	if into == nil {
+		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
 		return fmt.Errorf("node %d: decode %s: %w", b.ID, path, err)

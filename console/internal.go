@@ -11,6 +11,13 @@ package console
 //	                                             Batches of a local replica
 //	GET /v1/console/offset?topic=T&partition=P&timestamp=MS
 //	                                             {"offset": N}: the first offset at or after MS
+//	POST /v1/console/group/commit {"group": G, "offsets": [...]}
+//	                                             commits offsets of a group without members
+//	POST /v1/console/group/delete {"group": G}   deletes a group without members
+//
+// The writes are what a console page asks of a group's coordinator once its own
+// admin session and CSRF token were checked. Like POST /v1/cluster/remove-node,
+// they are guarded by whatever guards the HTTP port's admin API.
 //
 // Errors are {"error": "..."} with 404 (not here) or 503 (starting).
 
@@ -57,6 +64,23 @@ func (c *Console) internalRoutes(mux *http.ServeMux) {
 		}
 		off, err := c.src.OffsetForTimestamp(q.Get("topic"), int32(p), ts)
 		return map[string]int64{"offset": off}, err
+	}))
+	if c.admin == nil {
+		return
+	}
+	mux.HandleFunc("POST /v1/console/group/commit", c.api(func(r *http.Request) (any, error) {
+		var body groupWrite
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			return nil, badRequest{err}
+		}
+		return map[string]string{}, c.admin.CommitOffsets(r.Context(), body.Group, body.Offsets)
+	}))
+	mux.HandleFunc("POST /v1/console/group/delete", c.api(func(r *http.Request) (any, error) {
+		var body groupWrite
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			return nil, badRequest{err}
+		}
+		return map[string]string{}, c.admin.DeleteGroup(r.Context(), body.Group)
 	}))
 }
 

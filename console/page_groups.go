@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -39,6 +40,8 @@ func (c *Console) groupList(r *http.Request) (rendered, error) {
 }
 
 type groupData struct {
+	Auth   authView
+	Topics []string // of its committed offsets
 	Group
 	Protocol    string
 	Coordinator int32
@@ -61,7 +64,12 @@ func (c *Console) group(r *http.Request) (rendered, error) {
 		}
 		return rendered{}, notFound("No group %q.", name)
 	}
-	d := groupData{Group: g, Coordinator: id, Errs: v.errors()}
+	d := groupData{Group: g, Coordinator: id, Errs: v.errors(), Auth: c.authView(r)}
+	for _, o := range g.Offsets {
+		if !slices.Contains(d.Topics, o.Topic) {
+			d.Topics = append(d.Topics, o.Topic)
+		}
+	}
 	d.Rows, d.Lag = v.lag(g)
 	var gm GroupMembers
 	var err error

@@ -119,6 +119,7 @@ func lastRate(s []float32) int64 {
 }
 
 type nodeData struct {
+	Auth                authView
 	ID                  int32
 	Live, Draining      bool
 	Address, HTTP, Rack string
@@ -146,7 +147,7 @@ func (c *Console) node(r *http.Request) (rendered, error) {
 	}
 	b := ov.Brokers[i]
 	d := nodeData{ID: id, Live: b.Live, Draining: b.Draining, Rack: b.Rack, Replicas: b.Replicas, Leaders: b.Leaders,
-		Etcd: etcdRole(c.src.Members(ctx), id)}
+		Etcd: etcdRole(c.src.Members(ctx), id), Auth: c.authView(r)}
 	if br, ok := snap.Broker(id); ok {
 		d.Address, d.HTTP = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))), br.HTTP
 		l, err := c.nodeLocal(ctx, br)

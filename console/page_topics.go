@@ -28,6 +28,7 @@ type topicRow struct {
 }
 
 type topicsData struct {
+	Auth             authView
 	Query            string
 	Internal         bool
 	Total, Matched   int
@@ -40,7 +41,7 @@ type topicsData struct {
 // a page at a time; only the topics of the page are asked of the other nodes.
 func (c *Console) topics(r *http.Request) (rendered, error) {
 	q := r.URL.Query()
-	d := topicsData{Query: q.Get("q"), Internal: q.Get("internal") != ""}
+	d := topicsData{Query: q.Get("q"), Internal: q.Get("internal") != "", Auth: c.authView(r)}
 	per := intParam(q, "per", defaultPerPage, 1, maxPerPage)
 	d.Page = intParam(q, "page", 1, 1, 1<<30)
 	snap := c.src.Snapshot()
@@ -133,6 +134,8 @@ type partRow struct {
 }
 
 type topicData struct {
+	Auth           authView
+	ConfigNames    []string
 	Name, ID       string
 	PartitionCount int32
 	RF             int16
@@ -153,7 +156,10 @@ func (c *Console) topic(r *http.Request) (rendered, error) {
 	}
 	v := c.gather(r.Context(), Want{Topics: []string{name}, Parts: []string{name}})
 	d := topicData{Name: name, ID: cluster.FormatUUID(t.ID), PartitionCount: t.Partitions, RF: t.ReplicationFactor,
-		Configs: cluster.DescribeTopicConfigs(t, c.src.BrokerDefaults())}
+		Configs: cluster.DescribeTopicConfigs(t, c.src.BrokerDefaults()), Auth: c.authView(r)}
+	for _, spec := range cluster.TopicConfigSpecs() {
+		d.ConfigNames = append(d.ConfigNames, spec.Name)
+	}
 	rate, ok := v.rates()[name]
 	d.Rate = rate
 	if !ok {

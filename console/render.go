@@ -15,7 +15,7 @@ import (
 )
 
 // pageNames are the templates of templates/, one page each.
-var pageNames = []string{"overview", "topics", "topic", "groups", "group", "node", "messages"}
+var pageNames = []string{"overview", "topics", "topic", "groups", "group", "node", "messages", "login", "confirm"}
 
 var funcs = template.FuncMap{
 	"bytes":  formatBytes,
@@ -67,6 +67,7 @@ type layoutData struct {
 	NodeID         int32
 	Live           bool
 	RefreshMS      int64
+	Auth           authView
 	Data           any
 }
 
@@ -75,36 +76,52 @@ type layoutData struct {
 // error is a 500 and not half a page.
 func (c *Console) page(fn func(*http.Request) (rendered, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cache-Control", "no-store")
+		c.setHeaders(w)
 		if !c.src.Started() {
-			c.renderError(w, http.StatusServiceUnavailable, "Starting", "The node is starting; this page will answer once it serves.")
+			c.renderError(w, r, http.StatusServiceUnavailable, "Starting", "The node is starting; this page will answer once it serves.")
+			return
+		}
+		if c.needLogin(r) {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		out, err := fn(r)
 		if err != nil {
-			var he *httpError
-			if errors.As(err, &he) {
-				c.renderError(w, he.status, http.StatusText(he.status), he.msg)
-				return
-			}
-			c.renderError(w, http.StatusInternalServerError, "Error", err.Error())
+			c.renderFailure(w, r, err)
 			return
 		}
-		c.render(w, http.StatusOK, out)
+		c.render(w, r, http.StatusOK, out)
 	}
 }
 
-func (c *Console) renderError(w http.ResponseWriter, status int, title, msg string) {
-	c.render(w, status, rendered{page: "error", title: title, data: map[string]string{"Title": title, "Message": msg}})
+// setHeaders sets the headers of every page: a content security policy that runs
+// only the console's own script and style, and no caching.
+func (c *Console) setHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
 }
 
-func (c *Console) render(w http.ResponseWriter, status int, out rendered) {
+// renderFailure shows err: an *httpError with its status, anything else as 500.
+func (c *Console) renderFailure(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	if errors.As(err, &he) {
+		c.renderError(w, r, he.status, http.StatusText(he.status), he.msg)
+		return
+	}
+	c.renderError(w, r, http.StatusInternalServerError, "Error", err.Error())
+}
+
+func (c *Console) renderError(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	c.render(w, r, status, rendered{page: "error", title: title, data: map[string]string{"Title": title, "Message": msg}})
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, out rendered) {
 	var buf bytes.Buffer
-	ld := layoutData{Title: out.title, Section: out.section, NodeID: c.src.NodeID(), Live: out.live, RefreshMS: c.step.Milliseconds(), Data: out.data}
+	ld := layoutData{Title: out.title, Section: out.section, NodeID: c.src.NodeID(), Live: out.live, RefreshMS: c.step.Milliseconds(),
+		Auth: c.authView(r), Data: out.data}
 	if err := c.pages[out.page].ExecuteTemplate(&buf, "layout", ld); err != nil {
 		c.logger.Error("console: render page", "page", out.page, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)

@@ -134,3 +134,27 @@ type EtcdMember struct {
 	Healthy bool   `json:"healthy"`
 	Error   string `json:"error,omitempty"`
 }
+
+// Admin is what the console's write actions do, and how it checks who may do
+// them. The appliance implements it; without one the console is read-only.
+type Admin interface {
+	// AuthRequired: the cluster authenticates its clients (SASL or client
+	// certificates on a Kafka listener), so every page needs a logged-in user.
+	AuthRequired() bool
+	// Authenticate checks a SCRAM user's password; admin says whether the user
+	// may use the write actions.
+	Authenticate(ctx context.Context, user, password string) (ok, admin bool, err error)
+	// CreateTopic creates a topic as CreateTopics does (-1: the broker defaults).
+	CreateTopic(ctx context.Context, name string, partitions int32, rf int16) error
+	// SetTopicConfig sets one topic-level config ("" removes the override).
+	SetTopicConfig(ctx context.Context, topic, name, value string) error
+	// CommitOffsets commits offsets for a group without members, as an admin
+	// client does (generation -1), on the group's coordinator, this node.
+	CommitOffsets(ctx context.Context, group string, offsets []Committed) error
+	// DeleteGroup deletes a group without members and its offsets; the group's
+	// coordinator must be this node.
+	DeleteGroup(ctx context.Context, group string) error
+	// RemoveNode removes a node (with drain: drains it first), as
+	// POST /v1/cluster/remove-node does; the message says what happened.
+	RemoveNode(ctx context.Context, id int32, drain bool) (string, error)
+}

@@ -1,0 +1,135 @@
+package appliance
+
+// The console's write actions (console.Admin): each goes through the path a
+// Kafka client or `skiff cluster` would take (CreateTopics' placement and
+// validation, the coordinator's OffsetCommit and DeleteGroups, remove-node), and
+// logins check a SCRAM user's password against the credentials SASL uses.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/auth"
+	"skiff/cluster"
+	"skiff/console"
+)
+
+// consoleAdmin is the console's Admin over the node.
+type consoleAdmin struct{ n *Node }
+
+// AuthRequired: some Kafka listener authenticates its clients (SASL, or SSL with
+// client certificates), so the console asks for a login too.
+func (a consoleAdmin) AuthRequired() bool {
+	for _, l := range a.n.listeners {
+		if l.protocol.SASL() || l.protocol.TLS() && a.n.cfg.TLSClientCA != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (a consoleAdmin) Authenticate(ctx context.Context, user, password string) (ok, admin bool, err error) {
+	for _, mech := range auth.ScramMechanisms {
+		cred, found, err := a.n.store.ScramCredential(ctx, user, mech)
+		if err != nil {
+			return false, false, err
+		}
+		if found && cred.CheckPassword(password) {
+			return true, slices.Contains(a.n.cfg.ConsoleAdmins, user), nil
+		}
+	}
+	return false, false, nil
+}
+
+func (a consoleAdmin) CreateTopic(ctx context.Context, name string, partitions int32, rf int16) error {
+	return a.n.kafka.CreateTopic(ctx, name, partitions, rf)
+}
+
+// SetTopicConfig merges one change into the topic's overrides and writes them
+// (validated as DescribeConfigs' names and values are).
+func (a consoleAdmin) SetTopicConfig(ctx context.Context, topic, name, value string) error {
+	t, ok := a.n.cache.Topic(topic)
+	if !ok {
+		return fmt.Errorf("%w: %s", cluster.ErrUnknownTopic, topic)
+	}
+	configs := maps.Clone(t.Configs)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	if value == "" {
+		delete(configs, name)
+	} else {
+		configs[name] = value
+	}
+	rev, err := a.n.store.SetTopicConfigs(ctx, topic, configs)
+	if err != nil {
+		return err
+	}
+	return a.n.cache.WaitRevision(ctx, rev)
+}
+
+func (a consoleAdmin) CommitOffsets(ctx context.Context, group string, offsets []console.Committed) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 7, group, -1
+	byTopic := map[string]int{}
+	for _, o := range offsets {
+		i, ok := byTopic[o.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[o.Topic] = i
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = o.Topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = o.Partition, o.Offset, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	var errs []error
+	for _, t := range a.n.groups.OffsetCommit(ctx, req).Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				errs = append(errs, fmt.Errorf("%s partition %d: %w", t.Topic, p.Partition, err))
+			}
+		}
+	}
+	return groupError(errors.Join(errs...))
+}
+
+func (a consoleAdmin) DeleteGroup(ctx context.Context, group string) error {
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = []string{group}
+	for _, g := range a.n.groups.DeleteGroups(ctx, req).Groups {
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return groupError(err)
+		}
+	}
+	return nil
+}
+
+// groupError says what a coordinator's refusal means for the console.
+func groupError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.NonEmptyGroup), errors.Is(err, kerr.UnknownMemberID):
+		return fmt.Errorf("the group has members: stop its consumers first (%w)", err)
+	case errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.GroupIDNotFound):
+		return fmt.Errorf("%w: %v", console.ErrNotHere, err)
+	}
+	return err
+}
+
+func (a consoleAdmin) RemoveNode(ctx context.Context, id int32, drain bool) (string, error) {
+	res, rerr := a.n.removeNode(ctx, id, drain)
+	if rerr != nil {
+		return "", rerr
+	}
+	return res.Message, nil
+}
