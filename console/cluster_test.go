@@ -1,9 +1,12 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +70,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, ctx, cl, "orders", 40)
+	// A well-named group for the screenshots, its member still in it.
+	billing := newClient(t, nodes[2].Addr, kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+		kgo.ClientID("billing-service"), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < 250; {
+		fs := billing.PollRecords(ctx, 250-got)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume: %v", err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := billing.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	b := startBrowser(t)
 	base := "http://" + nodes[0].HTTPAddr
@@ -83,6 +99,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Run("figures", func(t *testing.T) { checkFigures(t, ctx, b, base, adm) })
 	t.Run("escaped", func(t *testing.T) { checkEscaped(t, b, base, xssMessages) })
 	t.Run("live", func(t *testing.T) { checkLive(t, ctx, b, base, cl) })
+	t.Run("screenshots", func(t *testing.T) { screenshots(t, b, base) })
 	t.Run("down and up", func(t *testing.T) { checkDownUp(t, b, base, nodes[2]) })
 	b.checkClean("the end")
 }
@@ -237,6 +254,30 @@ func checkLive(t *testing.T, ctx context.Context, b *browser, base string, cl *k
 		t.Error("the chart changed by a reload, not by the live script")
 	}
 	b.checkClean("live")
+}
+
+// screenshots saves PNGs of the overview, a topic, a group and the message
+// browser into $SKIFF_CONSOLE_SHOTS (make screenshots: docs/console/), or a
+// temporary directory, and checks each is a PNG.
+func screenshots(t *testing.T, b *browser, base string) {
+	dir := os.Getenv("SKIFF_CONSOLE_SHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	for name, path := range map[string]string{
+		"overview": "/", "topic": "/topics/orders", "group": "/groups/billing",
+		"messages": "/topics/orders/messages?partition=0&last=12",
+	} {
+		b.open(base + path)
+		png := b.screenshot()
+		if !bytes.HasPrefix(png, []byte("\x89PNG\r\n")) {
+			t.Fatalf("the screenshot of %s is not a PNG", path)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.checkClean("screenshots")
 }
 
 // checkDownUp kills a node and watches the overview: down within the session

@@ -15,7 +15,7 @@ import (
 
 const (
 	chartW, chartH = 320, 120
-	padL, padB     = 44, 16
+	padL, padB     = 64, 16
 )
 
 // chart draws a full chart of series (up to two, the second dashed colour) with a
