@@ -2,7 +2,9 @@
 // consume, topic, group, offsets) and of skiff bench: a franz-go client (kgo) and
 // an admin client (kadm) over it, built from one Config, which remembers why
 // connections failed so that an error can say which broker could not be reached
-// and what to do about it.
+// and what to do about it. The commands' operations on a cluster are its methods
+// (Consume, Produce, DescribeGroup, ResetOffsets, SnapshotOffsets, ...): package
+// main only turns flags into their options.
 //
 // It is an ordinary Kafka client: it uses no private door into the broker and
 // works against any Kafka cluster. Its messages are the CLI's and name its flags

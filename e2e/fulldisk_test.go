@@ -168,15 +168,25 @@ func logEndOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic strin
 	rp.Partition, rp.Timestamp = 0, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("list offsets: %v", err)
-	}
-	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode != 0 {
-		t.Fatalf("list offsets: %s", kerr.ErrorForCode(p.ErrorCode))
-	}
-	return p.Offset
+	var end int64
+	// A restarted node may briefly have no leader for the partition, while the
+	// controller admits its new broker epoch to the ISR: retriable errors are asked again.
+	poll(t, 30*time.Second, "the log end offset", func() bool {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("list offsets: %v", err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			if kerr.IsRetriable(err) {
+				return false
+			}
+			t.Fatalf("list offsets: %v", err)
+		}
+		end = p.Offset
+		return true
+	})
+	return end
 }
 
 // consumePartition reads partition 0 from its start up to end and returns the values.
