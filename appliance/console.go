@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -106,7 +107,7 @@ func (s consoleSource) Groups() []console.Group {
 		}
 		slices.SortFunc(g.Offsets, func(a, b console.Committed) int {
 			if a.Topic != b.Topic {
-				return cmpString(a.Topic, b.Topic)
+				return strings.Compare(a.Topic, b.Topic)
 			}
 			return int(a.Partition - b.Partition)
 		})
@@ -115,25 +116,16 @@ func (s consoleSource) Groups() []console.Group {
 	return out
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Group describes one group with its members' assignments (decoded when the group
 // is a consumer group).
 func (s consoleSource) Group(name string) (console.GroupMembers, bool) {
 	var gm console.GroupMembers
-	i := slices.IndexFunc(s.Groups(), func(g console.Group) bool { return g.Name == name })
+	groups := s.Groups()
+	i := slices.IndexFunc(groups, func(g console.Group) bool { return g.Name == name })
 	if i < 0 {
 		return gm, false
 	}
-	gm.Group = s.Groups()[i]
+	gm.Group = groups[i]
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{name}
 	d := s.n.groups.DescribeGroups(req)

@@ -120,8 +120,9 @@ func (c *Console) sampleLoop() {
 }
 
 // sample takes one sample: the node's counters and replicas, and the lag of the
-// groups it coordinates (log ends from its own replicas' high watermarks, and
-// from the leaders for partitions it has no replica of).
+// groups it coordinates (log ends from its own replicas' high watermarks, a
+// follower's at most a fetch behind its leader's, and from the leaders for
+// partitions it has no replica of).
 func (c *Console) sample() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.step)
 	defer cancel()
@@ -142,9 +143,13 @@ func (c *Console) sample() {
 				end, ok := ends[k]
 				if !ok {
 					if v == nil {
-						v = c.gather(ctx, Want{})
+						v = c.gather(ctx, Want{AllParts: true})
 					}
-					end, ok = v.leaders[k].HWM, true
+					rep, led := v.leaders[k]
+					if !led {
+						continue // its leader did not answer: counted as no lag
+					}
+					end = rep.HWM
 				}
 				total += max(end-o.Offset, 0)
 			}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,16 +165,6 @@ func (v *view) brokerOf(id int32) (cluster.Broker, error) {
 	return b, nil
 }
 
-// groups merges the groups every node coordinates, sorted by name.
-func (v *view) groups() []Group {
-	var out []Group
-	for _, a := range v.nodes {
-		out = append(out, a.local.Groups...)
-	}
-	sortBy(out, func(g Group) string { return g.Name })
-	return out
-}
-
 // coordinatorOf returns the node whose report lists group name.
 func (v *view) coordinatorOf(name string) (int32, Group, bool) {
 	for id, a := range v.nodes {
@@ -229,8 +218,6 @@ func sumSeries(parts [][]float32) []float32 {
 	}
 	return out
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func sortBy[T any](s []T, key func(T) string) {
 	slices.SortFunc(s, func(a, b T) int { return strings.Compare(key(a), key(b)) })
