@@ -187,8 +187,9 @@ func (c *Console) offsetFor(ctx context.Context, snap *cluster.Snapshot, leader 
 }
 
 // readRecords reads up to limit records from start below hwm, at most
-// maxPageBytes of batches; next is the offset after the last batch read, capped
-// whether a limit stopped it before hwm.
+// maxPageBytes of batches (more only when the first batch alone is bigger); next
+// is the offset after the last batch read, capped whether a limit stopped it
+// before hwm.
 func readRecords(read readFunc, start, hwm int64, limit int) (recs []*kgo.Record, next int64, capped bool, err error) {
 	next = start
 	budget := int64(maxPageBytes)
@@ -202,6 +203,11 @@ func readRecords(read readFunc, start, hwm int64, limit int) (recs []*kgo.Record
 		}
 		if len(b.Data) == 0 {
 			break
+		}
+		if int64(len(b.Data)) > budget && len(recs) > 0 {
+			// Only the first batch of a page may pass the budget (a record bigger
+			// than it must still be shown).
+			return recs, next, true, nil
 		}
 		budget -= int64(len(b.Data))
 		got, err := decodeBatches(b.Data, next, min(hwm, b.HWM))
