@@ -62,6 +62,16 @@ type Config struct {
 	// uses SASL (docs/security.md); the mechanism defaults to the first of
 	// SASLMechanisms.
 	InterBrokerSASLMechanism, InterBrokerUser, InterBrokerPasswordFile string
+	// Authorizer is AuthorizerACL to check every request against the cluster's
+	// ACLs, as Kafka's authorizer does, or AuthorizerNone (the default): every
+	// client may do everything.
+	Authorizer string
+	// SuperUsers is super.users: principals that may do everything whatever the
+	// ACLs say, TYPE:NAME separated by semicolons (User:admin;User:ANONYMOUS).
+	SuperUsers string
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found: with the ACL
+	// authorizer, an operation on a resource that no ACL names is allowed.
+	AllowEveryoneIfNoACL bool
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
 	// HTTP is the listen address of /metrics, /healthz and /readyz.

@@ -267,6 +267,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                   n.logger,
 		Metrics:                  n.kafkaMetrics,
 		SSLPrincipal:             sslPrincipal,
+		Authorizer:               n.authorizer(sslPrincipal),
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,

@@ -16,9 +16,16 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"skiff/acl"
 	"skiff/auth"
 	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
+)
+
+// The values of the authorizer setting.
+const (
+	AuthorizerNone = "none" // every client may do everything (the default)
+	AuthorizerACL  = "acl"  // Kafka's ACLs decide (acl.Authorizer)
 )
 
 // validateSecurity checks the listener and TLS settings together.
@@ -48,6 +55,14 @@ func (c Config) validateSecurity() []error {
 	}
 	if c.InterBrokerSASLMechanism != "" && !slices.Contains(auth.Mechanisms, c.InterBrokerSASLMechanism) {
 		errs = append(errs, fmt.Errorf("inter-broker-sasl-mechanism: %q is not one of %s", c.InterBrokerSASLMechanism, strings.Join(auth.Mechanisms, ", ")))
+	}
+	switch c.Authorizer {
+	case "", AuthorizerNone, AuthorizerACL:
+	default:
+		errs = append(errs, fmt.Errorf("authorizer: %q is not %s or %s", c.Authorizer, AuthorizerACL, AuthorizerNone))
+	}
+	if _, err := acl.ParsePrincipals(c.SuperUsers); err != nil {
+		errs = append(errs, fmt.Errorf("super-users: %w", err))
 	}
 	if inter := specs[interBroker]; inter.protocol.SASL() && (c.InterBrokerUser == "" || c.InterBrokerPasswordFile == "") {
 		errs = append(errs, fmt.Errorf("inter-broker-user and inter-broker-password-file: the inter-broker listener %s uses SASL, so followers need a user to authenticate as (docs/security.md)", inter.name))
@@ -130,4 +145,43 @@ func (n *Node) followerTLS() func(host string) *tls.Config {
 		return nil
 	}
 	return n.tls.ClientConfig
+}
+
+// authorizer is the ACL authorizer with --authorizer acl, nil otherwise: the
+// super users, allow-everyone-if-no-acl-found, and the inter-broker principals.
+func (n *Node) authorizer(ssl *auth.SSLPrincipalMapper) *acl.Authorizer {
+	if n.cfg.Authorizer != AuthorizerACL {
+		return nil
+	}
+	supers, _ := acl.ParsePrincipals(n.cfg.SuperUsers) // validated
+	return acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: n.cfg.AllowEveryoneIfNoACL, InterBroker: n.interBrokerPrincipals(ssl)})
+}
+
+// interBrokerPrincipals are who this node's followers are to their leaders, so
+// that they may fetch (CLUSTER_ACTION) without an ACL: on a SASL inter-broker
+// listener the inter-broker user, whose password proves it; on SSL the
+// principal of this node's own certificate, which the CA vouches for (nodes
+// whose certificates map to one principal need nothing more; others are
+// granted CLUSTER_ACTION by an ACL or super-users). On PLAINTEXT there is no
+// proof: followers are User:ANONYMOUS like anybody, and get nothing implicitly.
+func (n *Node) interBrokerPrincipals(ssl *auth.SSLPrincipalMapper) []auth.Principal {
+	switch l := n.listeners[n.interBroker]; {
+	case l.protocol.SASL():
+		return []auth.Principal{auth.User(n.cfg.InterBrokerUser)}
+	case l.protocol.TLS() && n.tls != nil:
+		cert := n.tls.Certificate()
+		if cert == nil || cert.Leaf == nil {
+			return nil
+		}
+		if ssl == nil {
+			ssl, _ = auth.ParseSSLPrincipalMappingRules(auth.DefaultMappingRules)
+		}
+		p, err := ssl.Principal(cert.Leaf)
+		if err != nil {
+			n.logger.Warn("this node's certificate names no principal (tls-principal-mapping-rules): grant its followers ClusterAction with an ACL", "err", err)
+			return nil
+		}
+		return []auth.Principal{p}
+	}
+	return nil
 }

@@ -10,11 +10,13 @@
 //   - Store writes: EnsureCluster, RegisterBroker (a Session: an etcd lease
 //     kept alive), CreateTopic, CreatePartitions, DeleteTopic, SetTopicConfigs,
 //     AlterPartition, AllocateProducerID, RecordNode and ForgetNode (each
-//     node's etcd member, for status and remove-node). Writes return the etcd
+//     node's etcd member, for status and remove-node), AlterScramCredentials
+//     (users.go), CreateACLs and DeleteACLs (acls.go). Writes return the etcd
 //     revision at which they took effect, so a caller can wait until its cache
 //     has seen them (Cache.WaitRevision: read-your-writes).
 //   - Cache reads: an immutable Snapshot behind an atomic pointer, replaced on
-//     every change; reads take no lock. Subscriptions turn snapshots into
+//     every change; reads take no lock. It indexes the ACLs for the authorizer
+//     (Snapshot.ACLs). Subscriptions turn snapshots into
 //     created/deleted/changed events without ever blocking the cache.
 //   - Topic configs: the table of known topic configs, their types, defaults
 //     and validation (configs.go).

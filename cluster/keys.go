@@ -265,6 +265,7 @@ const (
 	keyIsPartition
 	keyIsCandidate // a controller election candidacy
 	keyIsDraining  // a broker being drained (its id in part)
+	keyIsACL       // an ACL binding
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -273,6 +274,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 		return keyIsCluster, "", 0
 	case strings.HasPrefix(key, prefixController):
 		return keyIsCandidate, "", 0
+	case strings.HasPrefix(key, prefixACLs):
+		if parseACLKey(key) {
+			return keyIsACL, "", 0
+		}
+		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixDraining):
 		if id, ok := parseDrainingKey(key); ok {
 			return keyIsDraining, "", id

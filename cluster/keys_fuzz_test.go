@@ -1,13 +1,16 @@
 package cluster
 
 import (
+	"encoding/hex"
 	"errors"
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"skiff/acl"
 	"skiff/auth"
 )
 
@@ -20,7 +23,9 @@ import (
 //     format says;
 //   - the keys the builders make classify back to what they were made from:
 //     brokerKey(id), drainingKey(id) for id >= 0, and topicKey(topic) and
-//     partitionKey(topic, p) for a valid topic name and p >= 0.
+//     partitionKey(topic, p) for a valid topic name and p >= 0;
+//   - an ACL key is the prefix and 32 lower-case hex digits, and aclKey makes
+//     one.
 //
 // Seeds are real keys of each kind and near misses (padded, signed, empty or
 // out-of-range numbers, a slash in a topic name).
@@ -30,7 +35,7 @@ func FuzzParseKey(f *testing.F) {
 		partitionKey("orders", 10), drainingKey(3), prefixController + "694d9a8b5c1f2e03",
 		prefixBrokers + "01", prefixBrokers + "+1", prefixBrokers + "-0", prefixBrokers, prefixBrokers + "2147483648",
 		prefixPartitions + "orders/007", prefixPartitions + "orders/", prefixPartitions + "a/b/1", prefixDraining + "-1",
-		topicKey(""), Prefix, "/other",
+		topicKey(""), Prefix, "/other", aclKey(acl.Binding{Name: "orders"}), prefixACLs + "0123", prefixACLs + "0123456789ABCDEF0123456789abcdef",
 	} {
 		f.Add(k, int32(4), "t.x-1_", int32(9))
 	}
@@ -52,6 +57,14 @@ func FuzzParseKey(f *testing.F) {
 			if partitionKey(name, n) != key || n < 0 {
 				t.Fatalf("%q read as partition %d of %q, whose key is %q", key, n, name, partitionKey(name, n))
 			}
+		case keyIsACL:
+			id := strings.TrimPrefix(key, prefixACLs)
+			if _, err := hex.DecodeString(id); err != nil || len(id) != 32 || strings.ToLower(id) != id {
+				t.Fatalf("%q read as an ACL key", key)
+			}
+		}
+		if k, _, _ := parseKey(aclKey(acl.Binding{Name: topic, Principal: auth.User(topic)})); k != keyIsACL {
+			t.Fatalf("aclKey of %q is not an ACL key", topic)
 		}
 
 		check := func(key string, kind keyKind, name string, n int32) {
@@ -80,7 +93,9 @@ func FuzzParseKey(f *testing.F) {
 //   - whatever decodes, encoded again by the code that writes it, decodes to the
 //     same value (nil and empty lists and maps count as equal: the encoding
 //     does not tell them apart); a broker or node value decodes only under its
-//     own key, and a topic is named after its key.
+//     own key, and a topic is named after its key;
+//   - an ACL decodes only as a valid binding (acl.Binding.Validate), and only
+//     under the key named after it.
 //
 // Seeds are the values the store writes for each key, the examples of
 // etcd-keys.md, and values with a higher version, no version or the wrong types.
@@ -100,6 +115,9 @@ func FuzzDecodeValue(f *testing.F) {
 		keyProducerIDs:            encode(producerIDsValue{Version: valueVersion, Next: 1000}),
 		userKey("alice", "SCRAM-SHA-512"): encodeScram(auth.ScramCredential{Mechanism: "SCRAM-SHA-512", Salt: []byte("salt"), Iterations: 4096,
 			StoredKey: []byte("stored"), ServerKey: []byte("server")}),
+		aclKey(seedACL):           encodeACL(seedACL),
+		aclKey(seedACL) + "x":     encodeACL(seedACL),
+		aclKey(acl.Binding{}):     `{"version":1,"resource_type":"TOPIC","resource_name":"","pattern_type":"MATCH","principal":"alice","host":"localhost","operation":"ANY","permission":"ANY"}`,
 		brokerKey(5):              `{"version":2,"id":5}`,
 		nodeKey(6):                `{"id":6,"member_id":"1"}`,
 		topicKey("bad"):           `{"version":1,"id":"x","partitions":"3"}`,
@@ -164,6 +182,14 @@ func FuzzDecodeValue(f *testing.F) {
 			_, got, _, err := decodeScram(key, []byte(encodeScram(sc)))
 			return got, sc, err
 		})
+		ab, err := decodeACL(key, data)
+		check("acl", err, func() (any, any, error) {
+			if err := ab.Validate(); err != nil || aclKey(ab) != key {
+				t.Fatalf("ACL %v decoded under %q: %v", ab, key, err)
+			}
+			got, err := decodeACL(key, []byte(encodeACL(ab)))
+			return got, ab, err
+		})
 		var pv producerIDsValue
 		err = decode(key, data, &pv, func() int { return pv.Version })
 		check("producer ids", err, func() (any, any, error) {
@@ -173,6 +199,10 @@ func FuzzDecodeValue(f *testing.F) {
 		})
 	})
 }
+
+// seedACL is the ACL of the seeds, as etcd-keys.md shows it.
+var seedACL = acl.Binding{Resource: acl.ResourceTopic, Name: "orders-", Pattern: acl.PatternPrefixed, Principal: auth.User("alice"),
+	Host: "*", Operation: acl.OpWrite, Permission: acl.Allow}
 
 func normalTopic(t Topic) Topic {
 	if len(t.Configs) == 0 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"skiff/acl"
 )
 
 // Snapshot is an immutable view of the metadata at one etcd revision. All
@@ -23,6 +25,9 @@ type Snapshot struct {
 	candidates map[string]candidate
 	// draining holds the brokers whose replicas are being moved away.
 	draining map[int32]bool
+	// aclByKey are the ACLs by key; acls indexes them for the authorizer.
+	aclByKey map[string]acl.Binding
+	acls     *acl.Set
 	// departed holds the brokers whose registration this cache saw end, and when,
 	// until they register again (for ControllerConfig.DepartGrace).
 	departed map[int32]departure
@@ -137,6 +142,16 @@ func (s *Snapshot) Partition(topic string, p int32) (PartitionState, bool) {
 	return *ts.parts[p], true
 }
 
+// ACLs returns the cluster's ACLs, indexed for acl.Authorizer (never nil).
+func (s *Snapshot) ACLs() *acl.Set {
+	if s.acls == nil {
+		return emptyACLs
+	}
+	return s.acls
+}
+
+var emptyACLs = acl.NewSet(nil)
+
 // Brokers returns the live brokers, sorted by id.
 func (s *Snapshot) Brokers() []Broker {
 	out := make([]Broker, 0, len(s.brokers))
@@ -161,6 +176,7 @@ type builder struct {
 	ownTopics     bool                                 // next.topics is a private copy
 	ownBrokers    bool                                 // next.brokers is a private copy
 	ownState      map[string]bool                      // next.topics[name] is a private copy
+	ownACLs       bool                                 // next.aclByKey is a private copy, acls to be rebuilt
 	orphans       map[string]map[int32]*PartitionState // partitions seen before their topic
 	topicSetDirty bool                                 // names must be recomputed
 }
@@ -231,6 +247,26 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 		} else {
 			b.next.draining[p] = true
 		}
+
+	case keyIsACL:
+		if !b.ownACLs {
+			b.next.aclByKey = maps.Clone(b.next.aclByKey)
+			if b.next.aclByKey == nil {
+				b.next.aclByKey = map[string]acl.Binding{}
+			}
+			b.ownACLs = true
+		}
+		if del {
+			delete(b.next.aclByKey, key)
+			return
+		}
+		ab, err := decodeACL(key, kv.Value)
+		if err != nil {
+			delete(b.next.aclByKey, key)
+			b.logger.Error("ignoring metadata key", "key", key, "err", err)
+			return
+		}
+		b.next.aclByKey[key] = ab
 
 	case keyIsCandidate:
 		b.next.candidates = maps.Clone(b.next.candidates)
@@ -341,6 +377,9 @@ func (b *builder) build(rev int64) *Snapshot {
 	}
 	if b.topicSetDirty {
 		b.next.names = slices.Sorted(maps.Keys(b.next.topics))
+	}
+	if b.ownACLs {
+		b.next.acls = acl.NewSet(slices.Collect(maps.Values(b.next.aclByKey)))
 	}
 	b.next.rev = rev
 	b.next.changed = make(chan struct{})

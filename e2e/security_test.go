@@ -217,33 +217,8 @@ func TestSecureReplication(t *testing.T) {
 			if _, err := adm.CreateTopic(ctx, 1, 3, nil, "replicated"); err != nil {
 				t.Fatal(err)
 			}
-			for {
-				md, err := adm.Metadata(ctx, "replicated")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if p := md.Topics["replicated"].Partitions[0]; len(p.ISR) == 3 {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					t.Fatalf("followers never joined the ISR over %s; logs of a follower:\n%s", tc.name, nodes[1].Logs())
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			for i := range 100 {
-				if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "r%03d", i)}).FirstErr(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got := 0
-			for got < 100 {
-				fs := cl.PollFetches(ctx)
-				if err := fs.Err0(); err != nil {
-					t.Fatal(err)
-				}
-				got += fs.NumRecords()
-			}
+			waitISR(ctx, t, adm, "replicated", 3, nodes[1].Logs)
+			produceConsume(ctx, t, cl, 100)
 		})
 	}
 }

@@ -22,6 +22,11 @@ package kafkaapi
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
+// Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for every partition
+// of a topic without it, nothing appended), as Kafka checks it. Idempotent batches
+// need nothing more: their producer id comes from InitProducerId, which checks
+// IDEMPOTENT_WRITE.
+//
 // Not implemented: transactions (a transactional batch gets INVALID_TXN_STATE and a
 // transactional_id TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per-record errors (v8+).
 
@@ -31,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 	"skiff/replication"
 )
@@ -55,7 +61,9 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 	}
 	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	mayWrite := c.allowedTopics(acl.OpWrite)
 	for i, t := range req.Topics {
+		authorized := req.TransactionID != nil || mayWrite(t.Topic) // transactional: refused below
 		rt := &resp.Topics[i]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
@@ -70,6 +78,9 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 				continue
 			case req.TransactionID != nil:
 				pr.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case !authorized:
+				pr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			case cluster.IsInternalTopic(t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code

@@ -18,6 +18,10 @@ package kafkaapi
 // leader's log end (not the high watermark), and their fetch offset is their log end,
 // which moves the high watermark and their ISR standing (replication.ReadReplica).
 //
+// Authorization, as in Kafka: a follower's fetch needs CLUSTER_ACTION on the cluster, a
+// consumer's READ on each topic; a refused partition answers TOPIC_AUTHORIZATION_FAILED
+// at once, and nothing of it is read (nor does a follower's fetch move the ISR).
+//
 // Not implemented: fetch sessions (KIP-227: session_id is always 0, so every fetch is
 // a full fetch and forgotten_topics is ignored), follower fetching from the closest
 // replica (preferred_read_replica is always -1), aborted transactions (there are none:
@@ -26,8 +30,10 @@ package kafkaapi
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/logstore"
 	"skiff/replication"
 )
@@ -66,6 +72,20 @@ type fetchTopic struct {
 
 func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest) error {
 	s.waitUnfenced(c)
+	mayRead := c.allowedTopics(acl.OpRead)
+	if req.ReplicaID >= 0 {
+		follower := c.allowedCluster(acl.OpClusterAction)
+		mayRead = func(string) bool { return follower }
+	}
+	var denied map[string]bool
+	for _, t := range req.Topics {
+		if !mayRead(t.Topic) {
+			if denied == nil {
+				denied = map[string]bool{}
+			}
+			denied[t.Topic] = true
+		}
+	}
 	var wake chan struct{}
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
@@ -89,7 +109,7 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var timer *time.Timer
 	for {
-		topics, total, anyErr := s.readFetch(req)
+		topics, total, anyErr := s.readFetch(req, denied)
 		if anyErr || total >= int64(req.MinBytes) || wake == nil || c.ctx.Err() != nil || !time.Now().Before(deadline) {
 			err := s.writeFetch(c, hdr, req, topics)
 			releaseFetch(topics)
@@ -108,9 +128,9 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	}
 }
 
-// readFetch picks every partition's file ranges. It reports the record bytes found and
-// whether any partition has an error.
-func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total int64, anyErr bool) {
+// readFetch picks every partition's file ranges, except those of denied topics. It
+// reports the record bytes found and whether any partition has an error.
+func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topics []fetchTopic, total int64, anyErr bool) {
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -121,6 +141,10 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 		for j, rp := range t.Partitions {
 			fp := &topics[i].parts[j]
 			fp.id, fp.hw, fp.logStart = rp.Partition, -1, -1
+			if denied[t.Topic] {
+				fp.errCode, anyErr = kerr.TopicAuthorizationFailed.Code, true
+				continue
+			}
 			p, code := s.localPartition(t.Topic, rp.Partition)
 			if code == 0 {
 				code = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch())

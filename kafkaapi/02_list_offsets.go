@@ -9,12 +9,17 @@ package kafkaapi
 // with old_style_offsets holding that one offset. current_leader_epoch (v4+) is checked
 // as in Fetch. The leader epoch returned (v4+) is the current leader epoch.
 //
+// Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for its
+// partitions), as in Kafka.
+//
 // Not implemented: v0's list of segment start offsets (only the one offset is
 // returned, which every client uses); -3 (max timestamp) needs v7.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 func init() {
@@ -30,10 +35,12 @@ func init() {
 	})
 }
 
-func (s *Server) handleListOffsets(_ *conn, _ *RequestHeader, req *kmsg.ListOffsetsRequest) kmsg.Response {
+func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+	mayDescribe := c.allowedTopics(acl.OpDescribe)
 	for i, t := range req.Topics {
+		authorized := mayDescribe(t.Topic)
 		rt := &resp.Topics[i]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
@@ -42,6 +49,10 @@ func (s *Server) handleListOffsets(_ *conn, _ *RequestHeader, req *kmsg.ListOffs
 			*pr = kmsg.NewListOffsetsResponseTopicPartition()
 			pr.Partition = rp.Partition
 			pr.Timestamp, pr.Offset, pr.LeaderEpoch = -1, -1, -1
+			if !authorized {
+				pr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			p, code := s.localPartition(t.Topic, rp.Partition)
 			if code == 0 {
 				code = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch())

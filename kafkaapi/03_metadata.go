@@ -21,8 +21,13 @@ package kafkaapi
 // allows it (v0..v3 always do; v4+ carry allow_auto_topic_creation); otherwise
 // UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
 //
-// Not implemented: authorized operations (v8 asks for them; the answer is Kafka's
-// "not requested" value, since there are no ACLs).
+// Authorization, as in Kafka: a listing of all topics leaves out those the client
+// may not DESCRIBE; a topic named in the request without DESCRIBE answers
+// TOPIC_AUTHORIZATION_FAILED (without saying whether it exists). Creating an unknown
+// topic needs CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED,
+// nothing created). Asked for (v8), the authorized operations of the cluster (0
+// without DESCRIBE on it) and of each topic are reported; without an authorizer they
+// are Kafka's "not known" value.
 
 import (
 	"context"
@@ -33,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -60,8 +66,17 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	// Unknown topics are created first (or refused): the answer then describes them.
 	refused := make(map[string]int16)
 	allowCreate := !s.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	mayDescribe := c.allowedTopics(acl.OpDescribe)
 	for _, name := range names {
+		if !mayDescribe(name) {
+			refused[name] = kerr.TopicAuthorizationFailed.Code
+			continue
+		}
 		if _, ok := s.cache.Topic(name); !ok {
+			if allowCreate && !c.mayCluster(acl.OpCreate) && !c.allowed(acl.OpCreate, acl.ResourceTopic, name) {
+				refused[name] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if _, code := s.autoCreate(c, name, allowCreate); code != 0 {
 				refused[name] = code
 			}
@@ -75,17 +90,40 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 		snap := s.cache.Snapshot()
 		resp, unsettled := s.describeCluster(c, req, snap, all, names, refused, current)
 		if !unsettled {
-			return resp
+			return c.withAuthorizedOperations(req, resp)
 		}
 		select {
 		case <-snap.Changed():
 		case <-poll.C:
 		case <-settle.C:
-			return resp
+			return c.withAuthorizedOperations(req, resp)
 		case <-c.ctx.Done():
 			return resp
 		}
 	}
+}
+
+// withAuthorizedOperations reports the authorized operations the request asks
+// for (v8), once an authorizer decides them: the cluster's (0 without DESCRIBE
+// on it) and each described topic's.
+func (c *conn) withAuthorizedOperations(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) *kmsg.MetadataResponse {
+	if c.srv.authorizer() == nil {
+		return resp
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = 0
+		if c.allowedCluster(acl.OpDescribe) {
+			resp.AuthorizedOperations = c.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+		}
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if rt := &resp.Topics[i]; rt.ErrorCode == 0 && rt.Topic != nil {
+				rt.AuthorizedOperations = c.authorizedOperations(acl.ResourceTopic, *rt.Topic)
+			}
+		}
+	}
+	return resp
 }
 
 // leaderSettleWait bounds how long Metadata waits for partitions whose leader is
@@ -128,7 +166,9 @@ func (s *Server) describeCluster(c *conn, req *kmsg.MetadataRequest, snap *clust
 	if all {
 		names = names[:0]
 		for _, t := range snap.Topics() {
-			names = append(names, t.Name)
+			if c.may(acl.OpDescribe, acl.ResourceTopic, t.Name) {
+				names = append(names, t.Name)
+			}
 		}
 		sort.Strings(names)
 	}

@@ -13,10 +13,19 @@ package kafkaapi
 // OFFSET_METADATA_TOO_LARGE. The commit timestamp of v1 is kept. A group this node
 // does not coordinate gets NOT_COORDINATOR.
 //
+// Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED for every
+// partition, nothing committed), then READ on each topic (TOPIC_AUTHORIZATION_FAILED
+// for its partitions; the others are committed).
+//
 // Not implemented: retention_time_ms (v2..v4) is ignored: offsets.retention.minutes
 // applies to every group, as in Kafka 2.1+.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.OffsetCommitRequest]{
@@ -32,5 +41,41 @@ func init() {
 }
 
 func (s *Server) handleOffsetCommit(c *conn, _ *RequestHeader, req *kmsg.OffsetCommitRequest) kmsg.Response {
-	return s.cfg.Groups.OffsetCommit(c.ctx, req)
+	refuse := func(topics []kmsg.OffsetCommitRequestTopic, code int16, resp *kmsg.OffsetCommitResponse) {
+		for _, t := range topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if !c.allowed(acl.OpRead, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		refuse(req.Topics, kerr.GroupAuthorizationFailed.Code, resp)
+		return resp
+	}
+	mayRead := c.allowedTopics(acl.OpRead)
+	var allowed, denied []kmsg.OffsetCommitRequestTopic
+	for _, t := range req.Topics {
+		if mayRead(t.Topic) {
+			allowed = append(allowed, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	if len(denied) == 0 {
+		return s.cfg.Groups.OffsetCommit(c.ctx, req)
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	if len(allowed) > 0 {
+		part := *req
+		part.Topics = allowed
+		resp = s.cfg.Groups.OffsetCommit(c.ctx, &part)
+	}
+	refuse(denied, kerr.TopicAuthorizationFailed.Code, resp)
+	return resp
 }

@@ -9,9 +9,19 @@ package kafkaapi
 // NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS go in each partition for v0..v1
 // and in the top-level error code for v2+.
 //
+// Authorization, as in Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED: at
+// the top for v2+, for every partition before), then DESCRIBE on each topic: a named
+// topic without it answers TOPIC_AUTHORIZATION_FAILED and offset -1 for its
+// partitions, and a request for every offset of the group leaves such topics out.
+//
 // Not implemented: require_stable (v7+, transactions) is outside the served range.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.OffsetFetchRequest]{
@@ -26,6 +36,60 @@ func init() {
 	})
 }
 
-func (s *Server) handleOffsetFetch(_ *conn, _ *RequestHeader, req *kmsg.OffsetFetchRequest) kmsg.Response {
-	return s.cfg.Groups.OffsetFetch(req)
+func (s *Server) handleOffsetFetch(c *conn, _ *RequestHeader, req *kmsg.OffsetFetchRequest) kmsg.Response {
+	// refuse answers topics with code and offset -1 for each partition.
+	refuse := func(resp *kmsg.OffsetFetchResponse, topics []kmsg.OffsetFetchRequestTopic, code int16) {
+		for _, t := range topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.Metadata, rp.ErrorCode = p, -1, kmsg.StringPtr(""), code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if !c.allowed(acl.OpDescribe, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		if req.Version >= 2 {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		} else {
+			refuse(resp, req.Topics, kerr.GroupAuthorizationFailed.Code)
+		}
+		return resp
+	}
+	if s.authorizer() == nil {
+		return s.cfg.Groups.OffsetFetch(req)
+	}
+	if req.Topics == nil { // every committed offset: only of topics it may describe
+		resp := s.cfg.Groups.OffsetFetch(req)
+		kept := resp.Topics[:0]
+		for _, t := range resp.Topics {
+			if c.may(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
+				kept = append(kept, t)
+			}
+		}
+		resp.Topics = kept
+		return resp
+	}
+	mayDescribe := c.allowedTopics(acl.OpDescribe)
+	var allowed, denied []kmsg.OffsetFetchRequestTopic
+	for _, t := range req.Topics {
+		if mayDescribe(t.Topic) {
+			allowed = append(allowed, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	part := *req
+	part.Topics = allowed
+	if part.Topics == nil {
+		part.Topics = []kmsg.OffsetFetchRequestTopic{} // named topics, none of them allowed: not "every topic"
+	}
+	resp := s.cfg.Groups.OffsetFetch(&part)
+	if resp.ErrorCode == 0 {
+		refuse(resp, denied, kerr.TopicAuthorizationFailed.Code)
+	}
+	return resp
 }

@@ -14,6 +14,10 @@ package kafkaapi
 // stale (as in Metadata), and when it would name itself but does not lead the
 // partition. Error messages are given from v1.
 //
+// Authorization, as in Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
+// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked before the
+// first FindCoordinator creates __consumer_offsets.
+//
 // Not implemented: transaction coordinators (key type 1) get
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers a transactional
 // id; other key types INVALID_REQUEST.
@@ -26,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 	"skiff/groups"
 )
@@ -52,7 +57,13 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	}
 	switch req.CoordinatorType {
 	case 0:
+		if !c.allowed(acl.OpDescribe, acl.ResourceGroup, req.CoordinatorKey) {
+			return fail(kerr.GroupAuthorizationFailed, kerr.GroupAuthorizationFailed.Description)
+		}
 	case 1:
+		if !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, req.CoordinatorKey) {
+			return fail(kerr.TransactionalIDAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed.Description)
+		}
 		return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported")
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))

@@ -15,14 +15,19 @@ package kafkaapi
 // GROUP_MAX_SIZE_REACHED (group.max.size), NOT_COORDINATOR,
 // COORDINATOR_LOAD_IN_PROGRESS.
 //
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED, nobody joins), as in
+// Kafka.
+//
 // Not implemented: the join reason (v8+) and skip_assignment (v9+) are outside the
 // served range.
 
 import (
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/groups"
 )
 
@@ -35,6 +40,14 @@ func init() {
 }
 
 func (s *Server) handleJoinGroup(c *conn, hdr *RequestHeader, req *kmsg.JoinGroupRequest) kmsg.Response {
+	if !c.allowed(acl.OpRead, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		if req.Version < 7 {
+			resp.Protocol = kmsg.StringPtr("")
+		}
+		return resp
+	}
 	return s.cfg.Groups.JoinGroup(c.ctx, groupClient(c, hdr), req)
 }
 

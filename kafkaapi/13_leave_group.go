@@ -6,8 +6,15 @@ package kafkaapi
 // becomes Empty). v0..2 name one member, whose error is the top-level error; v3 lists
 // members by member id or group.instance.id, each with its own error
 // (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). An empty group id is INVALID_GROUP_ID.
+//
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.LeaveGroupRequest]{
@@ -17,6 +24,11 @@ func init() {
 	})
 }
 
-func (s *Server) handleLeaveGroup(_ *conn, _ *RequestHeader, req *kmsg.LeaveGroupRequest) kmsg.Response {
+func (s *Server) handleLeaveGroup(c *conn, _ *RequestHeader, req *kmsg.LeaveGroupRequest) kmsg.Response {
+	if !c.allowed(acl.OpRead, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	return s.cfg.Groups.LeaveGroup(req)
 }

@@ -10,9 +10,16 @@ package kafkaapi
 // rebalance timeout are removed. Errors: REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3), INVALID_GROUP_ID, NOT_COORDINATOR.
 //
+// Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), as in Kafka.
+//
 // Not implemented: protocol type and name checks (v5+) are outside the served range.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.SyncGroupRequest]{
@@ -23,5 +30,10 @@ func init() {
 }
 
 func (s *Server) handleSyncGroup(c *conn, _ *RequestHeader, req *kmsg.SyncGroupRequest) kmsg.Response {
+	if !c.allowed(acl.OpRead, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	return s.cfg.Groups.SyncGroup(c.ctx, req)
 }

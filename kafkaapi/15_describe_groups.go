@@ -8,10 +8,16 @@ package kafkaapi
 // v4+); the chosen protocol and each member's metadata and assignment only while the
 // group is Stable. NOT_COORDINATOR per group this node does not coordinate.
 //
-// Not implemented: authorized operations (v3+ asks for them; the answer is Kafka's
-// "not requested" value, since there are no ACLs).
+// Authorization, as in Kafka: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for
+// it). Asked for (v3+), a described group's authorized operations are reported; without
+// an authorizer they are Kafka's "not known" value.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.DescribeGroupsRequest]{
@@ -21,6 +27,31 @@ func init() {
 	})
 }
 
-func (s *Server) handleDescribeGroups(_ *conn, _ *RequestHeader, req *kmsg.DescribeGroupsRequest) kmsg.Response {
-	return s.cfg.Groups.DescribeGroups(req)
+func (s *Server) handleDescribeGroups(c *conn, _ *RequestHeader, req *kmsg.DescribeGroupsRequest) kmsg.Response {
+	if s.authorizer() == nil {
+		return s.cfg.Groups.DescribeGroups(req)
+	}
+	var refused []kmsg.DescribeGroupsResponseGroup
+	part := *req
+	part.Groups = nil
+	for _, g := range req.Groups {
+		if c.allowed(acl.OpDescribe, acl.ResourceGroup, g) {
+			part.Groups = append(part.Groups, g)
+			continue
+		}
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		rg.AuthorizedOperations = authorizedOperationsOmitted
+		refused = append(refused, rg)
+	}
+	resp := s.cfg.Groups.DescribeGroups(&part)
+	if req.IncludeAuthorizedOperations {
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = c.authorizedOperations(acl.ResourceGroup, g.Group)
+			}
+		}
+	}
+	resp.Groups = append(refused, resp.Groups...)
+	return resp
 }

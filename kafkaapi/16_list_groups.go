@@ -7,9 +7,16 @@ package kafkaapi
 // partition is still loading, the answer carries COORDINATOR_LOAD_IN_PROGRESS with
 // the groups of the loaded partitions. Clients ask every broker and merge.
 //
+// Authorization, as in Kafka: with DESCRIBE on the cluster every group is listed;
+// otherwise only those the client may DESCRIBE.
+//
 // Not implemented: the state and type filters (v4+) are outside the served range.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.ListGroupsRequest]{
@@ -18,6 +25,17 @@ func init() {
 	})
 }
 
-func (s *Server) handleListGroups(_ *conn, _ *RequestHeader, req *kmsg.ListGroupsRequest) kmsg.Response {
-	return s.cfg.Groups.ListGroups(req)
+func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroupsRequest) kmsg.Response {
+	resp := s.cfg.Groups.ListGroups(req)
+	if c.mayCluster(acl.OpDescribe) {
+		return resp
+	}
+	kept := resp.Groups[:0]
+	for _, g := range resp.Groups {
+		if c.may(acl.OpDescribe, acl.ResourceGroup, g.Group) {
+			kept = append(kept, g)
+		}
+	}
+	resp.Groups = kept
+	return resp
 }

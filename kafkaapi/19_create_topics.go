@@ -10,6 +10,9 @@ package kafkaapi
 // this node serves it or timeout_ms passes (REQUEST_TIMED_OUT). validate_only (v1+)
 // checks without creating. -1 partitions or replication factor (v4+, accepted at
 // every version) take num.partitions and default.replication.factor.
+//
+// Authorization, as in Kafka: CREATE on the cluster, or else on each topic
+// (TOPIC_AUTHORIZATION_FAILED, not created).
 
 import (
 	"context"
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -44,6 +48,10 @@ func (s *Server) handleCreateTopics(c *conn, _ *RequestHeader, req *kmsg.CreateT
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	count := countNames(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic })
+	mayCreate := func(string) bool { return true }
+	if !c.mayCluster(acl.OpCreate) {
+		mayCreate = c.allowedTopics(acl.OpCreate)
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
@@ -51,6 +59,8 @@ func (s *Server) handleCreateTopics(c *conn, _ *RequestHeader, req *kmsg.CreateT
 		var err error
 		if count[t.Topic] > 1 {
 			err = newKafkaError(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
+		} else if !mayCreate(t.Topic) {
+			err = newKafkaError(kerr.TopicAuthorizationFailed, "Authorization failed.")
 		} else {
 			r := topicRequest{name: t.Topic, partitions: t.NumPartitions, replicationFactor: t.ReplicationFactor, validateOnly: req.ValidateOnly}
 			if len(t.ReplicaAssignment) > 0 {

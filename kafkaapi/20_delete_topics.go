@@ -10,6 +10,9 @@ package kafkaapi
 // UNKNOWN_TOPIC_OR_PARTITION; internal topics (__consumer_offsets) cannot be
 // deleted (INVALID_REQUEST). Deletion cannot be switched off (Kafka's
 // delete.topic.enable).
+//
+// Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED, not deleted),
+// checked before whether it exists, as in Kafka.
 
 import (
 	"context"
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -33,11 +37,14 @@ func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteT
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
+	mayDelete := c.allowedTopics(acl.OpDelete)
 	for _, name := range req.TopicNames {
 		n := name
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = &n
 		switch {
+		case !mayDelete(name):
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case cluster.IsInternalTopic(name):
 			rt.ErrorCode = kerr.InvalidRequest.Code
 		default:

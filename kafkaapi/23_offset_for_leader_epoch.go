@@ -9,9 +9,15 @@ package kafkaapi
 // leader_epoch -1 and end_offset -1. Followers ask it before fetching from a new
 // leader and truncate to the answer; consumers (KIP-320) use it to detect truncation.
 // current_leader_epoch (v2+) is checked as in Fetch. replica_id (v3) is not needed.
+//
+// Authorization, as in Kafka: CLUSTER_ACTION on the cluster (followers) answers every
+// topic; otherwise each needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED for its partitions).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
 )
 
 func init() {
@@ -27,16 +33,23 @@ func init() {
 	})
 }
 
-func (s *Server) handleOffsetForLeaderEpoch(_ *conn, _ *RequestHeader, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func (s *Server) handleOffsetForLeaderEpoch(c *conn, _ *RequestHeader, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	mayDescribe := func(string) bool { return true }
+	if !c.mayCluster(acl.OpClusterAction) {
+		mayDescribe = c.allowedTopics(acl.OpDescribe)
+	}
 	for _, t := range req.Topics {
+		authorized := mayDescribe(t.Topic)
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
 		for _, rp := range t.Partitions {
 			pr := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			pr.Partition, pr.LeaderEpoch, pr.EndOffset = rp.Partition, -1, -1
 			p, code := s.localPartition(t.Topic, rp.Partition)
-			if code == 0 {
+			if !authorized {
+				code = kerr.TopicAuthorizationFailed.Code
+			} else if code == 0 {
 				code = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch())
 			}
 			if code != 0 {

@@ -9,6 +9,9 @@ package kafkaapi
 // or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+) are
 // returned when asked for; types (v3) always; documentation (v3) is null.
 //
+// Authorization, as in Kafka: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource.
+//
 // Not implemented: broker logger resources (type 8) and resources of other brokers
 // (INVALID_REQUEST); changing configs is IncrementalAlterConfigs, a later API.
 
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -42,7 +46,7 @@ func init() {
 	})
 }
 
-func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
@@ -57,6 +61,12 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 				}
 			}
 			return false
+		}
+		if code := c.describeConfigsRefused(r.ResourceType, r.ResourceName); code != nil {
+			msg := code.Description
+			rr.ErrorCode, rr.ErrorMessage = code.Code, &msg
+			resp.Resources = append(resp.Resources, rr)
+			continue
 		}
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
@@ -110,4 +120,20 @@ func (s *Server) handleDescribeConfigs(_ *conn, _ *RequestHeader, req *kmsg.Desc
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
+}
+
+// describeConfigsRefused checks DESCRIBE_CONFIGS on a config resource: the
+// error of a refusal, or nil. Resources of other types are not checked.
+func (c *conn) describeConfigsRefused(t kmsg.ConfigResourceType, name string) *kerr.Error {
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
+		if !c.allowed(acl.OpDescribeConfigs, acl.ResourceTopic, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !c.allowedCluster(acl.OpDescribeConfigs) {
+			return kerr.ClusterAuthorizationFailed
+		}
+	}
+	return nil
 }

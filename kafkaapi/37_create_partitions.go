@@ -18,6 +18,9 @@ package kafkaapi
 // internal __consumer_offsets (groups are mapped to its partitions by hash, so its
 // count is fixed): INVALID_REQUEST.
 //
+// Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, unchanged), as in
+// Kafka.
+//
 // Not implemented: moving existing partitions (that is partition reassignment).
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -49,12 +53,15 @@ func (s *Server) handleCreatePartitions(c *conn, _ *RequestHeader, req *kmsg.Cre
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	count := countNames(req.Topics, func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+	mayAlter := c.allowedTopics(acl.OpAlter)
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		var err error
 		if count[t.Topic] > 1 {
 			err = newKafkaError(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
+		} else if !mayAlter(t.Topic) {
+			err = newKafkaError(kerr.TopicAuthorizationFailed, "The topic authorization is failed.")
 		} else {
 			var assignment [][]int32
 			if t.Assignment != nil {

@@ -6,8 +6,16 @@ package kafkaapi
 // (tombstones in __consumer_offsets, applied before the answer); a group with
 // members gets NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, one this node
 // does not coordinate NOT_COORDINATOR.
+//
+// Authorization: DELETE on each group (GROUP_AUTHORIZATION_FAILED for it, not
+// deleted), as in Kafka.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
 
 func init() {
 	register(api[*kmsg.DeleteGroupsRequest]{
@@ -18,5 +26,19 @@ func init() {
 }
 
 func (s *Server) handleDeleteGroups(c *conn, _ *RequestHeader, req *kmsg.DeleteGroupsRequest) kmsg.Response {
-	return s.cfg.Groups.DeleteGroups(c.ctx, req)
+	part := *req
+	part.Groups = nil
+	var refused []kmsg.DeleteGroupsResponseGroup
+	for _, g := range req.Groups {
+		if c.allowed(acl.OpDelete, acl.ResourceGroup, g) {
+			part.Groups = append(part.Groups, g)
+			continue
+		}
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		refused = append(refused, rg)
+	}
+	resp := s.cfg.Groups.DeleteGroups(c.ctx, &part)
+	resp.Groups = append(resp.Groups, refused...)
+	return resp
 }

@@ -8,8 +8,8 @@ package kafkaapi
 // twice DUPLICATE_RESOURCE. Credentials live in etcd
 // (/skiff/users/<user>/<mechanism>, docs/format/etcd-keys.md).
 //
-// Not implemented yet: authorization (Kafka asks DESCRIBE on the cluster; ACLs
-// come later, docs/security.md).
+// Authorization: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED), as in
+// Kafka.
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -30,6 +31,11 @@ func init() {
 
 func (s *Server) handleDescribeUserScramCredentials(c *conn, _ *RequestHeader, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !c.allowedCluster(acl.OpDescribe) {
+		msg := kerr.ClusterAuthorizationFailed.Description
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, &msg
+		return resp
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
 	users, err := s.meta.ScramUsers(ctx)

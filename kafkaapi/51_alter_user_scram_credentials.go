@@ -14,8 +14,8 @@ package kafkaapi
 // Open sessions are not affected: a deleted user keeps its connections until
 // they close or re-authenticate (as in Kafka).
 //
-// Not implemented yet: authorization (Kafka asks ALTER on the cluster; ACLs come
-// later, docs/security.md).
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
+// user, nothing changed), as in Kafka.
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/auth"
 	"skiff/cluster"
 )
@@ -112,12 +113,16 @@ func (s *Server) handleAlterUserScramCredentials(c *conn, _ *RequestHeader, req 
 			u.upserts = append(u.upserts, cred)
 		}
 	}
+	allowed := c.allowedCluster(acl.OpAlter)
 	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 	defer cancel()
 	for _, name := range order {
 		u := users[name]
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		r.User = name
+		if !allowed {
+			u.err, u.msg = kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description
+		}
 		if u.err == nil {
 			err := s.meta.AlterScramCredentials(ctx, name, u.upserts, u.deletions)
 			switch {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -32,13 +33,16 @@ type conn struct {
 	// nc is the connection: a *tls.Conn on TLS listeners once the handshake is
 	// done (set under mu, read by other goroutines through netConn).
 	nc     net.Conn
-	host   string // remote IP address: the key of per-address limits and refusal logs
+	host   string     // remote IP address: the key of per-address limits and refusal logs
+	addr   netip.Addr // the same address, as the authorizer compares it with ACL hosts
 	logger *slog.Logger
 	ctx    context.Context
 
 	// principal is who the client is: auth.Anonymous until a client certificate
 	// or SASL says otherwise. Only the connection's loop uses it.
 	principal auth.Principal
+	// api is the name of the key being handled, for authorization logs and metrics.
+	api string
 
 	// The request in hand: its frame buffer (borrowed from the pool) and the bytes it
 	// holds of the server's budget. Both are returned by releaseFrame.
@@ -62,6 +66,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 		listener: l,
 		nc:       nc,
 		host:     hostOf(nc.RemoteAddr()),
+		addr:     addrOf(nc.RemoteAddr()),
 		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 		ctx:      s.ctx,
 		// Anonymous until a client certificate or SASL says otherwise.
@@ -264,6 +269,7 @@ func (c *conn) handle(frame []byte) error {
 		return err
 	}
 	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
+	c.api = a.name
 	if a.write != nil { // the key writes its own answer (Fetch: zero copy)
 		return a.write(c.srv, c, &hdr, d.req)
 	}

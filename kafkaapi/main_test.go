@@ -64,7 +64,7 @@ func closeShared() error {
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
-	return errors.Join(err, closeSecure(), fuzzCleanup())
+	return errors.Join(err, closeSecure(), closeACLNode(), fuzzCleanup())
 }
 
 // testLogger discards node logs unless SKIFF_TEST_LOG is set.

@@ -24,6 +24,9 @@ type Metrics struct {
 	// authentications counts SASL authentications, by mechanism and result
 	// (success, failure).
 	authentications *prometheus.CounterVec
+	// authorizationFailures counts refusals by the authorizer, by API, resource
+	// type and operation.
+	authorizationFailures *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not registered).
@@ -56,9 +59,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_sasl_authentications_total", Help: "SASL authentications (and re-authentications) on Kafka connections, by mechanism and result (success, failure).",
 		}, []string{"mechanism", "result"}),
+		authorizationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skiff_authorization_failures_total", Help: "Operations the authorizer refused a Kafka client (each answered with an AUTHORIZATION_FAILED error), by API, resource type and operation.",
+		}, []string{"api", "resource_type", "operation"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.produceBytes, m.authentications)
+		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.produceBytes, m.authentications, m.authorizationFailures)
 	}
 	return m
 }

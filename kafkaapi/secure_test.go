@@ -30,18 +30,12 @@ import (
 
 // secure is the shared secure node, started on first use and closed by TestMain.
 var secure struct {
-	once  sync.Once
-	node  *appliance.Node
-	dir   string
-	err   error
-	logs  *syncbuf.Buffer
+	listenerNode
 	ca    *testcerts.CA
 	other *testcerts.CA // a CA the node does not trust
 	// client is a client certificate of the node's CA, with the subject
 	// CN=client,OU=tests,O=Skiff.
 	client *testcerts.Pair
-	// addrs are the listeners' addresses by name.
-	addrs map[string]string
 	// certFile and keyFile are the node's certificate files (rotation replaces them).
 	certFile, keyFile string
 }
@@ -55,40 +49,75 @@ const secureReauth = 3 * time.Second
 // secureReauth; its logs are in secure.logs.
 func secureNode(t testing.TB) *appliance.Node {
 	t.Helper()
-	secure.once.Do(func() {
-		secure.dir, secure.err = os.MkdirTemp("", "kafkaapi-secure-")
-		if secure.err != nil {
-			return
-		}
+	return secure.start(t, "kafkaapi-secure", func(c *appliance.Config) {
 		secure.ca = testcerts.NewCA(t, secure.dir, "ca")
 		secure.other = testcerts.NewCA(t, secure.dir, "other")
 		secure.client = secure.ca.Issue(t, "client", pkix.Name{CommonName: "client", OrganizationalUnit: []string{"tests"}, Organization: []string{"Skiff"}})
 		server := secure.ca.Issue(t, "server", pkix.Name{CommonName: "server"})
 		secure.certFile, secure.keyFile = filepath.Join(secure.dir, "node.pem"), filepath.Join(secure.dir, "node-key.pem")
 		installPair(t, server)
-		secure.logs = &syncbuf.Buffer{}
-		secure.node, secure.err = startNode(filepath.Join(secure.dir, "data"), func(c *appliance.Config) {
-			c.NodeName = "kafkaapi-secure"
-			c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "SASL_SSL://127.0.0.1:0"}
-			c.TLSCert, c.TLSKey, c.TLSClientCA = secure.certFile, secure.keyFile, secure.ca.File
-			c.TLSPrincipalMappingRules = `RULE:^CN=([^,]*),.*$/$1/`
-			c.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
-			c.ReauthMax = secureReauth
-			c.Logger = slog.New(slog.NewTextHandler(secure.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		})
-		if secure.err != nil {
+		c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "SASL_SSL://127.0.0.1:0"}
+		c.TLSCert, c.TLSKey, c.TLSClientCA = secure.certFile, secure.keyFile, secure.ca.File
+		c.TLSPrincipalMappingRules = `RULE:^CN=([^,]*),.*$/$1/`
+		c.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
+		c.ReauthMax = secureReauth
+	}, nil)
+}
+
+// listenerNode is a node with several listeners, shared by the tests that use
+// it: started on first use, closed by TestMain.
+type listenerNode struct {
+	once  sync.Once
+	node  *appliance.Node
+	dir   string
+	err   error
+	logs  *syncbuf.Buffer   // the node's logs, from debug level
+	addrs map[string]string // the listeners' addresses by name
+}
+
+// start starts the node once, named name, with its data in a new temporary
+// directory (n.dir) and its logs in n.logs: configure sets its listeners and
+// more (it may use n.dir), then ready runs once it serves (nil: nothing).
+func (n *listenerNode) start(t testing.TB, name string, configure func(*appliance.Config), ready func() error) *appliance.Node {
+	t.Helper()
+	n.once.Do(func() {
+		if n.dir, n.err = os.MkdirTemp("", name+"-"); n.err != nil {
 			return
 		}
-		secure.addrs = map[string]string{}
-		for _, a := range secure.node.ListenerAddrs() {
-			name, addr, _ := strings.Cut(a, "://")
-			secure.addrs[name] = addr
+		n.logs = &syncbuf.Buffer{}
+		n.node, n.err = startNode(filepath.Join(n.dir, "data"), func(c *appliance.Config) {
+			c.NodeName = name
+			c.Logger = slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			configure(c)
+		})
+		if n.err != nil {
+			return
+		}
+		n.addrs = map[string]string{}
+		for _, a := range n.node.ListenerAddrs() {
+			listener, addr, _ := strings.Cut(a, "://")
+			n.addrs[listener] = addr
+		}
+		if ready != nil {
+			n.err = ready()
 		}
 	})
-	if secure.err != nil {
-		t.Fatalf("start secure node: %v", secure.err)
+	if n.err != nil {
+		t.Fatalf("start node %s: %v", name, n.err)
 	}
-	return secure.node
+	return n.node
+}
+
+// close closes the node, if it was started, and removes its directory.
+func (n *listenerNode) close() error {
+	var err error
+	if n.node != nil {
+		err = n.node.Close()
+	}
+	if n.dir != "" {
+		os.RemoveAll(n.dir)
+	}
+	return err
 }
 
 // installPair makes p the secure node's certificate (atomic replaces).
@@ -104,16 +133,7 @@ func installPair(t testing.TB, p *testcerts.Pair) {
 	}
 }
 
-func closeSecure() error {
-	var err error
-	if secure.node != nil {
-		err = secure.node.Close()
-	}
-	if secure.dir != "" {
-		os.RemoveAll(secure.dir)
-	}
-	return err
-}
+func closeSecure() error { return secure.close() }
 
 // clientTLS is a client configuration trusting the node's CA, presenting p (nil:
 // no certificate).
@@ -174,16 +194,22 @@ func roundTrip(t testing.TB, cl *kgo.Client, topic string) error {
 // waitLog waits until the secure node has logged a line containing all of parts.
 func waitLog(t testing.TB, parts ...string) {
 	t.Helper()
+	waitLogIn(t, secure.logs, parts...)
+}
+
+// waitLogIn waits until logs hold a line containing all of parts.
+func waitLogIn(t testing.TB, logs *syncbuf.Buffer, parts ...string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		for _, line := range strings.Split(secure.logs.String(), "\n") {
+		for _, line := range strings.Split(logs.String(), "\n") {
 			if containsAll(line, parts) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			logs := secure.logs.String()
-			t.Fatalf("no log line with %q; the node's last logs:\n%s", parts, logs[max(0, len(logs)-4000):])
+			all := logs.String()
+			t.Fatalf("no log line with %q; the node's last logs:\n%s", parts, all[max(0, len(all)-4000):])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"skiff/acl"
 	"skiff/auth"
 	"skiff/cluster"
 	"skiff/groups"
@@ -120,6 +121,10 @@ type Config struct {
 	// address (connection.failed.authentication.delay.ms), doubling with each
 	// further one up to auth.MaxFailureDelay; default auth.DefaultFailureDelay.
 	AuthFailureDelay time.Duration
+	// Authorizer decides what each principal may do (--authorizer acl), against
+	// the ACLs of the metadata cache; nil (--authorizer none): everything, and
+	// the ACL keys answer SECURITY_DISABLED.
+	Authorizer *acl.Authorizer
 	// SSLPrincipal maps the subject of a verified client certificate to the
 	// principal of an SSL connection (ssl.principal.mapping.rules); nil: the
 	// whole DN, as Kafka's DEFAULT rule.

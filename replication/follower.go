@@ -23,6 +23,10 @@ const (
 	fetchTimeout      = fetchMaxWait + 10*time.Second
 )
 
+// errRefused: the leader's authorizer refused this broker's fetch; the fetcher
+// backs off as after a failed connection, and logs why (at most once a minute).
+var errRefused = errors.New("the leader refused the fetch: its authorizer does not allow this broker's principal CLUSTER_ACTION on the cluster (docs/security.md: between brokers)")
+
 // fetcher copies the logs of every partition this broker follows from one leader:
 // it truncates each new follower to the leader's log (OffsetForLeaderEpoch), then
 // fetches all of them in one Fetch request after another, as Kafka's replica fetcher
@@ -38,6 +42,8 @@ type fetcher struct {
 	wake  chan struct{}           // a partition was added
 	stop  chan struct{}
 	done  chan struct{}
+
+	refusedLogged time.Time // when errRefused was last logged; only run uses it
 }
 
 func newFetcher(m *Manager, leader int32) *fetcher {
@@ -167,7 +173,12 @@ func (f *fetcher) run() {
 				return
 			default:
 			}
-			f.logger.Debug("replica fetch failed", "err", err)
+			if errors.Is(err, errRefused) && time.Since(f.refusedLogged) > time.Minute {
+				f.refusedLogged = time.Now()
+				f.logger.Warn("replica fetch refused", "err", err)
+			} else {
+				f.logger.Debug("replica fetch failed", "err", err)
+			}
 			conn.close()
 			conn = nil
 			f.setConn(nil)
@@ -221,10 +232,15 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 	if err != nil {
 		return err
 	}
+	refused := false
 	for _, t := range resp.(*kmsg.FetchResponse).Topics {
 		for _, rp := range t.Partitions {
 			p := byKey[topicPartition{t.Topic, rp.Partition}]
 			if p == nil {
+				continue
+			}
+			if isRefusal(rp.ErrorCode) {
+				refused = true
 				continue
 			}
 			if err := f.handle(p, &rp); err != nil {
@@ -232,7 +248,15 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 			}
 		}
 	}
+	if refused {
+		return errRefused
+	}
 	return nil
+}
+
+// isRefusal reports whether a partition's error code is an authorization refusal.
+func isRefusal(code int16) bool {
+	return code == kerr.TopicAuthorizationFailed.Code || code == kerr.ClusterAuthorizationFailed.Code
 }
 
 // handle applies one partition of a fetch response.
@@ -292,6 +316,9 @@ func (f *fetcher) truncate(conn *kconn, parts []*Partition) error {
 	for _, t := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
 		for _, rp := range t.Partitions {
 			p := byKey[topicPartition{t.Topic, rp.Partition}]
+			if isRefusal(rp.ErrorCode) {
+				return errRefused
+			}
 			if p == nil || rp.ErrorCode != 0 {
 				continue // retried in the next round
 			}

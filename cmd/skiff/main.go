@@ -48,6 +48,7 @@ func newApp() *cli.App {
 			groupCommand(),
 			offsetsCommand(),
 			userCommand(),
+			aclCommand(),
 			clusterCommand(),
 			benchCommand(),
 			versionCommand(),
