@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/acl"
 	"skiff/auth"
 	"skiff/cluster"
 	"skiff/console"
@@ -24,8 +26,12 @@ import (
 type consoleAdmin struct{ n *Node }
 
 // AuthRequired: some Kafka listener authenticates its clients (SASL, or SSL with
-// client certificates), so the console asks for a login too.
+// client certificates), or the ACL authorizer decides what they may do, so the
+// console asks for a login too.
 func (a consoleAdmin) AuthRequired() bool {
+	if a.n.acl != nil {
+		return true
+	}
 	for _, l := range a.n.listeners {
 		if l.protocol.SASL() || l.protocol.TLS() && a.n.cfg.TLSClientCA != "" {
 			return true
@@ -41,10 +47,27 @@ func (a consoleAdmin) Authenticate(ctx context.Context, user, password string) (
 			return false, false, err
 		}
 		if found && cred.CheckPassword(password) {
-			return true, slices.Contains(a.n.cfg.ConsoleAdmins, user), nil
+			return true, slices.Contains(a.n.cfg.ConsoleAdmins, user) || a.super(user), nil
 		}
 	}
 	return false, false, nil
+}
+
+// super: user is one of super-users (with the ACL authorizer), who may do everything.
+func (a consoleAdmin) super(user string) bool {
+	if a.n.acl == nil {
+		return false
+	}
+	return a.n.acl.Authorize(a.n.cache.Snapshot().ACLs(), acl.Client{Principal: auth.User(user)}, acl.OpAll, acl.ResourceCluster, acl.ClusterName).Rule == acl.RuleSuperUser
+}
+
+// Allowed asks the ACL authorizer as the Kafka handlers do, for the user's
+// principal at its HTTP address.
+func (a consoleAdmin) Allowed(user string, addr netip.Addr, op acl.Operation, t acl.ResourceType, name string) bool {
+	if a.n.acl == nil {
+		return true
+	}
+	return a.n.acl.Authorize(a.n.cache.Snapshot().ACLs(), acl.Client{Principal: auth.User(user), Addr: addr}, op, t, name).Allowed
 }
 
 func (a consoleAdmin) CreateTopic(ctx context.Context, name string, partitions int32, rf int16) error {

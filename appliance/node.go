@@ -54,6 +54,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"skiff/acl"
 	"skiff/auth"
 	"skiff/cluster"
 	"skiff/console"
@@ -98,7 +99,8 @@ type Node struct {
 	httpSrv      *http.Server
 	console      *console.Console // nil when turned off
 	kafkaMetrics *kafkaapi.Metrics
-	applyEnd     chan struct{} // closed when the metadata apply loop has ended
+	acl          *acl.Authorizer // nil without --authorizer acl
+	applyEnd     chan struct{}   // closed when the metadata apply loop has ended
 	applyStarted bool
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
@@ -249,6 +251,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	n.kafkaMetrics = kafkaapi.NewMetrics(reg)
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
+	n.acl = n.authorizer(sslPrincipal)
 	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
@@ -267,7 +270,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                   n.logger,
 		Metrics:                  n.kafkaMetrics,
 		SSLPrincipal:             sslPrincipal,
-		Authorizer:               n.authorizer(sslPrincipal),
+		Authorizer:               n.acl,
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,

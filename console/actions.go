@@ -2,7 +2,9 @@ package console
 
 // The write actions: create a topic, change a topic config, reset a group's
 // offsets, delete a group, remove a node. Each is a form post that needs an admin
-// session and its CSRF token (else 403), answered first with a confirmation page
+// session and its CSRF token (else 403), and what Kafka's ACLs would ask for the
+// same operation (CREATE on the cluster or topic, ALTER_CONFIGS on the topic, READ
+// on the group and its topics, DELETE on the group, ALTER on the cluster), answered first with a confirmation page
 // (for a reset, a dry run of the old and new offsets) whose own post, carrying
 // confirm=1, does it.
 
@@ -14,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -92,6 +95,9 @@ func (c *Console) createTopic(r *http.Request, _ *session, confirmed bool) (*con
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, "", badInput("%v", err)
 	}
+	if !c.may(r, acl.OpCreate, acl.ResourceCluster, acl.ClusterName) && !c.may(r, acl.OpCreate, acl.ResourceTopic, name) {
+		return nil, "", forbidden("The ACLs do not let you create topic %q.", name)
+	}
 	if !confirmed {
 		return &confirmData{Title: "Create topic " + name, Button: "Create the topic", Action: "/topics", Back: "/topics",
 			Lines:  []string{fmt.Sprintf("Create topic %q with %s partitions and replication factor %s.", name, orDefault(partitions), orDefault(rf))},
@@ -125,6 +131,9 @@ func orDefault(n int) string {
 // setConfig: one topic config, name and value (empty: back to the default).
 func (c *Console) setConfig(r *http.Request, _ *session, confirmed bool) (*confirmData, string, error) {
 	topic, name, value := r.PathValue("topic"), r.PostFormValue("name"), r.PostFormValue("value")
+	if !c.may(r, acl.OpAlterConfigs, acl.ResourceTopic, topic) {
+		return nil, "", forbidden("The ACLs do not let you change the configs of topic %q.", topic)
+	}
 	t, ok := c.src.Snapshot().Topic(topic)
 	if !ok {
 		return nil, "", notFound("No topic %q.", topic)
@@ -159,6 +168,9 @@ func (c *Console) setConfig(r *http.Request, _ *session, confirmed bool) (*confi
 func (c *Console) resetOffsets(r *http.Request, _ *session, confirmed bool) (*confirmData, string, error) {
 	ctx := r.Context()
 	group, topic, to, at := r.PathValue("group"), r.PostFormValue("topic"), r.PostFormValue("to"), r.PostFormValue("at")
+	if !c.may(r, acl.OpRead, acl.ResourceGroup, group) {
+		return nil, "", forbidden("The ACLs do not let you commit offsets for group %q.", group)
+	}
 	v := c.gather(ctx, Want{AllParts: true})
 	coord, g, ok := v.coordinatorOf(group)
 	if !ok {
@@ -175,6 +187,9 @@ func (c *Console) resetOffsets(r *http.Request, _ *session, confirmed bool) (*co
 	for _, o := range g.Offsets {
 		if topic != "" && o.Topic != topic {
 			continue
+		}
+		if !c.may(r, acl.OpRead, acl.ResourceTopic, o.Topic) {
+			return nil, "", forbidden("The ACLs do not let you commit offsets of topic %q.", o.Topic)
 		}
 		rep, ok := v.leaders[tpKey{o.Topic, o.Partition}]
 		if !ok {
@@ -221,6 +236,9 @@ func (c *Console) resetOffsets(r *http.Request, _ *session, confirmed bool) (*co
 func (c *Console) deleteGroup(r *http.Request, _ *session, confirmed bool) (*confirmData, string, error) {
 	ctx := r.Context()
 	group := r.PathValue("group")
+	if !c.may(r, acl.OpDelete, acl.ResourceGroup, group) {
+		return nil, "", forbidden("The ACLs do not let you delete group %q.", group)
+	}
 	v := c.gather(ctx, Want{})
 	coord, g, ok := v.coordinatorOf(group)
 	if !ok {
@@ -243,6 +261,9 @@ func (c *Console) removeNode(r *http.Request, _ *session, confirmed bool) (*conf
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
 	if err != nil {
 		return nil, "", badInput("%q is not a node id", r.PathValue("id"))
+	}
+	if !c.may(r, acl.OpAlter, acl.ResourceCluster, acl.ClusterName) {
+		return nil, "", forbidden("The ACLs do not let you alter the cluster.")
 	}
 	drain := r.PostFormValue("drain") == "1"
 	back := fmt.Sprintf("/nodes/%d", id)

@@ -5,18 +5,23 @@ package console
 // over TLS. Sessions live in this node's memory (a login holds on the node it was
 // made on, until it expires or the node restarts). Each session has a CSRF token
 // that every write action's form carries; a write without a session, without
-// admin rights or without the token is refused with 403.
+// admin rights or without the token is refused with 403. With the ACL authorizer,
+// a page shows only the topics and groups the user may DESCRIBE, records only
+// where it may READ, and each write needs the operation Kafka would check.
 
 import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"skiff/acl"
 	"skiff/auth"
 )
 
@@ -199,4 +204,24 @@ func sameOrigin(r *http.Request) bool {
 func (c *Console) csrfOK(r *http.Request, s *session) bool {
 	got := r.PostFormValue("csrf")
 	return sameOrigin(r) && got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) == 1
+}
+
+// may says whether r's user may do op on the resource (t, name) by the cluster's
+// ACLs (Admin.Allowed), for the address the request came from. Without an Admin,
+// or with one that requires no login and no session, reads are open.
+func (c *Console) may(r *http.Request, op acl.Operation, t acl.ResourceType, name string) bool {
+	if c.admin == nil {
+		return true
+	}
+	s := c.auth.of(r)
+	if s == nil {
+		return !c.admin.AuthRequired()
+	}
+	addr, _ := netip.ParseAddrPort(r.RemoteAddr)
+	return c.admin.Allowed(s.User, addr.Addr(), op, t, name)
+}
+
+// forbidden is the error of a page the user may not see.
+func forbidden(format string, args ...any) error {
+	return &httpError{http.StatusForbidden, fmt.Sprintf(format, args...)}
 }

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"skiff/acl"
 )
 
 type groupRow struct {
@@ -28,9 +30,10 @@ func (c *Console) groupList(r *http.Request) (rendered, error) {
 	d := groupsData{Query: query, Errs: v.errors()}
 	for id, a := range v.nodes {
 		for _, g := range a.local.Groups {
-			if query != "" && !strings.Contains(g.Name, query) {
+			if query != "" && !strings.Contains(g.Name, query) || !c.may(r, acl.OpDescribe, acl.ResourceGroup, g.Name) {
 				continue
 			}
+			g.Offsets = c.describable(r, g.Offsets)
 			_, lag := v.lag(g)
 			d.Rows = append(d.Rows, groupRow{Group: g, Lag: lag, Coordinator: id})
 		}
@@ -55,6 +58,9 @@ type groupData struct {
 // group is GET /groups/{group}: members from its coordinator, offsets and lag.
 func (c *Console) group(r *http.Request) (rendered, error) {
 	name := r.PathValue("group")
+	if !c.may(r, acl.OpDescribe, acl.ResourceGroup, name) {
+		return rendered{}, forbidden("You may not describe group %q.", name)
+	}
 	ctx := r.Context()
 	v := c.gather(ctx, Want{AllParts: true, Groups: []string{name}})
 	id, g, ok := v.coordinatorOf(name)
@@ -64,6 +70,7 @@ func (c *Console) group(r *http.Request) (rendered, error) {
 		}
 		return rendered{}, notFound("No group %q.", name)
 	}
+	g.Offsets = c.describable(r, g.Offsets)
 	d := groupData{Group: g, Coordinator: id, Errs: v.errors(), Auth: c.authView(r)}
 	for _, o := range g.Offsets {
 		if !slices.Contains(d.Topics, o.Topic) {
@@ -94,6 +101,18 @@ func (c *Console) group(r *http.Request) (rendered, error) {
 		d.Chart = chart(fmt.Sprintf("Total lag of group %s, last 15 minutes", name), countUnit, nil)
 	}
 	return rendered{page: "group", title: "Group " + name, section: "groups", live: true, data: d}, nil
+}
+
+// describable keeps the offsets of topics r's user may DESCRIBE, as OffsetFetch
+// leaves the others out.
+func (c *Console) describable(r *http.Request, offsets []Committed) []Committed {
+	out := make([]Committed, 0, len(offsets))
+	for _, o := range offsets {
+		if c.may(r, acl.OpDescribe, acl.ResourceTopic, o.Topic) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // errors lists the nodes that did not answer.

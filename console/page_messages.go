@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"skiff/acl"
 	"skiff/cluster"
 	"skiff/internal/batch"
 )
@@ -56,6 +57,9 @@ const defaultLast = 50
 // watermark, at most 4 MiB a page.
 func (c *Console) messages(r *http.Request) (rendered, error) {
 	name := r.PathValue("topic")
+	if !c.may(r, acl.OpRead, acl.ResourceTopic, name) {
+		return rendered{}, forbidden("You may not read topic %q.", name)
+	}
 	snap := c.src.Snapshot()
 	t, ok := snap.Topic(name)
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -44,8 +45,14 @@ func (c *Console) overview(r *http.Request) (rendered, error) {
 	v := c.gather(ctx, Want{Node: true})
 	members := c.src.Members(ctx)
 	ov := v.snap.Overview()
-	d := overviewData{ClusterID: v.snap.ClusterID(), Controller: v.snap.Controller(), Topics: ov.Topics, Partitions: ov.Partitions,
-		Offline: ov.Offline, UnderReplicated: ov.UnderReplicated}
+	d := overviewData{ClusterID: v.snap.ClusterID(), Controller: v.snap.Controller(),
+		Offline: c.describableParts(r, ov.Offline), UnderReplicated: c.describableParts(r, ov.UnderReplicated)}
+	for _, t := range v.snap.Topics() { // the topics the user may describe
+		if c.may(r, acl.OpDescribe, acl.ResourceTopic, t.Name) {
+			d.Topics++
+			d.Partitions += int(t.Partitions)
+		}
+	}
 	var ins, outs [][]float32
 	alarms := map[string]bool{}
 	for _, b := range ov.Brokers {
@@ -85,6 +92,13 @@ func (c *Console) overview(r *http.Request) (rendered, error) {
 	d.InChart = chart("Bytes in per second, all nodes, last 15 minutes", bytesUnit, sumSeries(ins))
 	d.OutChart = chart("Bytes out per second, all nodes, last 15 minutes", bytesUnit, sumSeries(outs))
 	return rendered{page: "overview", title: "Overview", section: "overview", live: true, data: d}, nil
+}
+
+// describableParts keeps the partitions of topics r's user may DESCRIBE.
+func (c *Console) describableParts(r *http.Request, ps []cluster.PartitionSummary) []cluster.PartitionSummary {
+	return slices.DeleteFunc(slices.Clone(ps), func(p cluster.PartitionSummary) bool {
+		return !c.may(r, acl.OpDescribe, acl.ResourceTopic, p.Topic)
+	})
 }
 
 // etcdRole describes node id's etcd member: leader, voter or learner, and its health.

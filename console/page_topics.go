@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -52,7 +53,7 @@ func (c *Console) topics(r *http.Request) (rendered, error) {
 		if !d.Internal && strings.HasPrefix(n, "__") {
 			continue
 		}
-		if d.Query == "" || strings.Contains(n, d.Query) {
+		if (d.Query == "" || strings.Contains(n, d.Query)) && c.may(r, acl.OpDescribe, acl.ResourceTopic, n) {
 			matched = append(matched, n)
 		}
 	}
@@ -149,6 +150,9 @@ type topicData struct {
 // topic is GET /topics/{topic}.
 func (c *Console) topic(r *http.Request) (rendered, error) {
 	name := r.PathValue("topic")
+	if !c.may(r, acl.OpDescribe, acl.ResourceTopic, name) {
+		return rendered{}, forbidden("You may not describe topic %q.", name)
+	}
 	snap := c.src.Snapshot()
 	t, ok := snap.Topic(name)
 	if !ok {

@@ -2,7 +2,9 @@ package console
 
 import (
 	"context"
+	"net/netip"
 
+	"skiff/acl"
 	"skiff/cluster"
 )
 
@@ -139,11 +141,15 @@ type EtcdMember struct {
 // them. The appliance implements it; without one the console is read-only.
 type Admin interface {
 	// AuthRequired: the cluster authenticates its clients (SASL or client
-	// certificates on a Kafka listener), so every page needs a logged-in user.
+	// certificates on a Kafka listener) or authorizes them (ACLs), so every page
+	// needs a logged-in user.
 	AuthRequired() bool
 	// Authenticate checks a SCRAM user's password; admin says whether the user
-	// may use the write actions.
+	// may use the write actions (each of which the ACLs may still refuse).
 	Authenticate(ctx context.Context, user, password string) (ok, admin bool, err error)
+	// Allowed says whether user, at addr, may do op on the resource (t, name) by
+	// the cluster's ACLs; always true without the ACL authorizer.
+	Allowed(user string, addr netip.Addr, op acl.Operation, t acl.ResourceType, name string) bool
 	// CreateTopic creates a topic as CreateTopics does (-1: the broker defaults).
 	CreateTopic(ctx context.Context, name string, partitions int32, rf int16) error
 	// SetTopicConfig sets one topic-level config ("" removes the override).
