@@ -57,13 +57,9 @@ const defaultLast = 50
 // watermark, at most 4 MiB a page.
 func (c *Console) messages(r *http.Request) (rendered, error) {
 	name := r.PathValue("topic")
-	if !c.may(r, acl.OpRead, acl.ResourceTopic, name) {
-		return rendered{}, forbidden("You may not read topic %q.", name)
-	}
-	snap := c.src.Snapshot()
-	t, ok := snap.Topic(name)
-	if !ok {
-		return rendered{}, notFound("No topic %q.", name)
+	snap, t, err := c.topicOf(r, name, acl.OpRead)
+	if err != nil {
+		return rendered{}, err
 	}
 	q := r.URL.Query()
 	d := messagesData{Topic: name, Formats: []string{formatAuto, formatText, formatJSON, formatHex}, Format: q.Get("format"), Query: q.Get("q")}

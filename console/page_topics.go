@@ -147,16 +147,26 @@ type topicData struct {
 	Configs        []cluster.ConfigEntry
 }
 
-// topic is GET /topics/{topic}.
-func (c *Console) topic(r *http.Request) (rendered, error) {
-	name := r.PathValue("topic")
-	if !c.may(r, acl.OpDescribe, acl.ResourceTopic, name) {
-		return rendered{}, forbidden("You may not describe topic %q.", name)
+// topicOf returns the topic a page is about, if r's user may do op on it (403
+// otherwise, 404 if there is no such topic).
+func (c *Console) topicOf(r *http.Request, name string, op acl.Operation) (*cluster.Snapshot, cluster.Topic, error) {
+	if !c.may(r, op, acl.ResourceTopic, name) {
+		return nil, cluster.Topic{}, forbidden("You may not %s topic %q.", strings.ToLower(op.String()), name)
 	}
 	snap := c.src.Snapshot()
 	t, ok := snap.Topic(name)
 	if !ok {
-		return rendered{}, notFound("No topic %q.", name)
+		return nil, cluster.Topic{}, notFound("No topic %q.", name)
+	}
+	return snap, t, nil
+}
+
+// topic is GET /topics/{topic}.
+func (c *Console) topic(r *http.Request) (rendered, error) {
+	name := r.PathValue("topic")
+	snap, t, err := c.topicOf(r, name, acl.OpDescribe)
+	if err != nil {
+		return rendered{}, err
 	}
 	v := c.gather(r.Context(), Want{Topics: []string{name}, Parts: []string{name}})
 	d := topicData{Name: name, ID: cluster.FormatUUID(t.ID), PartitionCount: t.Partitions, RF: t.ReplicationFactor,
