@@ -52,6 +52,8 @@ func (s consoleSource) Snapshot() *cluster.Snapshot { return s.n.cache.Snapshot(
 
 func (s consoleSource) BrokerDefaults() map[string]string { return s.n.topicDefaults() }
 
+func (s consoleSource) PeerKey() []byte { return s.n.consoleKey }
+
 func (s consoleSource) Local(ctx context.Context) console.Local {
 	n := s.n
 	l := console.Local{NodeID: n.id, EtcdQuota: embedetcd.DefaultQuotaBackendBytes}

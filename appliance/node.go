@@ -98,6 +98,7 @@ type Node struct {
 	httpLn       net.Listener
 	httpSrv      *http.Server
 	console      *console.Console // nil when turned off
+	consoleKey   []byte           // /skiff/console-key, read before Ready
 	kafkaMetrics *kafkaapi.Metrics
 	acl          *acl.Authorizer // nil without --authorizer acl
 	applyEnd     chan struct{}   // closed when the metadata apply loop has ended
@@ -208,6 +209,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
 		return nil, fmt.Errorf("load cluster metadata: %w", err)
+	}
+	if !cfg.DisableConsole {
+		if n.consoleKey, err = n.store.ConsoleKey(ctx); err != nil {
+			return nil, fmt.Errorf("console key: %w", err)
+		}
 	}
 	first := n.cache.Snapshot()
 	if err := n.applyMetadata(first); err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // TestConsoleActions: on a node whose SASL listener makes the console ask for a
-// login, pages need one; write actions are refused (403) without a session, for a
+// login, pages need one, and the internal API needs the console key; write actions are refused (403) without a session, for a
 // user who is not an admin, and without the CSRF token; an admin's first post
 // only shows the confirmation (a reset's dry run changes no offset) and the
 // confirmed one does it, as kadm then sees.
@@ -45,6 +45,12 @@ func TestConsoleActions(t *testing.T) {
 	}
 	if resp := post(t, anon, base+"/login", url.Values{"user": {"boss"}, "password": {"wrong"}}); resp.code != http.StatusUnauthorized {
 		t.Errorf("a wrong password: %d, want 401", resp.code)
+	}
+	// The nodes' own API answers only requests carrying the cluster's console key.
+	for _, path := range []string{"/v1/console/node?all_parts=1", "/v1/console/records?topic=made&partition=0&offset=0&max_bytes=1000"} {
+		if resp := get(t, anon, base+path); resp.code != http.StatusForbidden {
+			t.Errorf("GET %s without the console key: %d, want 403", path, resp.code)
+		}
 	}
 
 	reader := login(t, base, "reader", "reader-pw")

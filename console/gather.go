@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -135,6 +136,7 @@ func (c *Console) peerDo(ctx context.Context, b cluster.Broker, method, path str
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(peerKeyHeader, base64.StdEncoding.EncodeToString(c.src.PeerKey()))
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", b.ID, err)

@@ -16,12 +16,16 @@ package console
 //	POST /v1/console/group/delete {"group": G}   deletes a group without members
 //
 // The writes are what a console page asks of a group's coordinator once its own
-// admin session and CSRF token were checked. Like POST /v1/cluster/remove-node,
-// they are guarded by whatever guards the HTTP port's admin API.
+// admin session and CSRF token were checked. Every request must carry the
+// cluster's console key (header X-Skiff-Console-Key, the value of
+// /skiff/console-key): the API answers the nodes only, so it is no way around the
+// pages' logins and ACLs.
 //
-// Errors are {"error": "..."} with 404 (not here) or 503 (starting).
+// Errors are {"error": "..."} with 403 (no key), 404 (not here) or 503 (starting).
 
 import (
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -84,6 +88,17 @@ func (c *Console) internalRoutes(mux *http.ServeMux) {
 	}))
 }
 
+// peerKeyHeader carries the cluster's console key (Source.PeerKey, base64) on
+// requests between nodes.
+const peerKeyHeader = "X-Skiff-Console-Key"
+
+// fromPeer: r carries the cluster's console key.
+func (c *Console) fromPeer(r *http.Request) bool {
+	key := c.src.PeerKey()
+	got, err := base64.StdEncoding.DecodeString(r.Header.Get(peerKeyHeader))
+	return len(key) > 0 && err == nil && subtle.ConstantTimeCompare(got, key) == 1
+}
+
 type badRequest struct{ error }
 
 // api wraps an internal API handler: JSON out, errors as {"error": ...}.
@@ -93,6 +108,11 @@ func (c *Console) api(fn func(*http.Request) (any, error)) http.HandlerFunc {
 		if !c.src.Started() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": "the node is starting"})
+			return
+		}
+		if !c.fromPeer(r) {
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "only the cluster's nodes may use /v1/console/ (the console key is missing or wrong)"})
 			return
 		}
 		start := time.Now()

@@ -35,6 +35,9 @@ type Source interface {
 	Members(ctx context.Context) []EtcdMember
 	// BrokerDefaults are the broker-level topic config defaults.
 	BrokerDefaults() map[string]string
+	// PeerKey is the cluster's console key: nodes send it with their requests to
+	// each other's internal API, which refuses requests without it.
+	PeerKey() []byte
 }
 
 // Local is what one node knows of itself; nodes send it to each other as JSON
