@@ -25,13 +25,28 @@ import (
 // node's own etcd member.
 const etcdStatusTimeout = time.Second
 
-// consoleRoutes mounts the console on mux unless it is turned off.
-func (n *Node) consoleRoutes(mux *http.ServeMux) {
+// consoleRoutes mounts the console on mux unless it is turned off: its pages
+// wrapped in open (the HTTP credentials under http-auth all), its internal API
+// (/v1/console/, which checks the cluster's console key) as it is.
+func (n *Node) consoleRoutes(mux *http.ServeMux, open func(http.Handler) http.Handler) {
 	if n.cfg.DisableConsole {
 		return
 	}
-	n.console = console.New(console.Config{Source: consoleSource{n}, Admin: consoleAdmin{n}, Logger: n.logger})
-	n.console.Register(mux)
+	n.console = console.New(console.Config{Source: consoleSource{n}, Admin: consoleAdmin{n}, Logger: n.logger,
+		Client: n.consoleClient(), PeerTLS: n.cfg.HTTPTLS})
+	pages := http.NewServeMux()
+	n.console.Register(pages)
+	mux.Handle("/", open(pages))
+	mux.Handle("/v1/console/", pages)
+}
+
+// consoleClient is how the console asks the other nodes: over TLS with this
+// node's certificate when the HTTP port speaks TLS (http-tls).
+func (n *Node) consoleClient() *http.Client {
+	if !n.cfg.HTTPTLS || n.tls == nil {
+		return &http.Client{}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: n.tls.ClientConfig("")}}
 }
 
 // consoleSource is the console's view of the node.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/netip"
 	"slices"
 
@@ -51,6 +52,19 @@ func (a consoleAdmin) Authenticate(ctx context.Context, user, password string) (
 		}
 	}
 	return false, false, nil
+}
+
+// HTTPAdmin: r carries this node's HTTP credentials (http-token-file's bearer
+// token, or a client certificate of tls-client-ca on the TLS HTTP port), as the
+// admin API asks; they make it a console admin.
+func (a consoleAdmin) HTTPAdmin(r *http.Request) (string, bool) {
+	if !a.n.cfg.httpCredentials() || a.n.checkHTTPCredentials(r) != "" {
+		return "", false
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return "certificate " + r.TLS.VerifiedChains[0][0].Subject.CommonName, true
+	}
+	return "HTTP token", true
 }
 
 // super: user is one of super-users (with the ACL authorizer), who may do everything.

@@ -19,6 +19,7 @@ import (
 
 	"skiff/auth"
 	"skiff/cluster"
+	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
@@ -137,8 +138,16 @@ func (c *Config) Settings() []Setting {
 			v: text(&c.EtcdClient, embedetcd.DefaultClientAddr)},
 		{Name: "etcd-peer", Doc: "embedded etcd peer listen address HOST:PORT (cluster-internal)",
 			v: text(&c.EtcdPeer, embedetcd.DefaultPeerAddr)},
-		{Name: "http", Doc: "HTTP listen address for /metrics, /healthz and /readyz",
+		{Name: "etcd-tls", Doc: "serve the embedded etcd's client and peer ports with TLS (tls-cert, tls-key), requiring certificates signed by tls-client-ca from the other nodes; on every node, from the cluster's first start (docs/security.md)",
+			v: flag(&c.EtcdTLS)},
+		{Name: "http", Doc: "HTTP listen address for /metrics, /healthz, /readyz and the admin API (skiff cluster)",
 			v: text(&c.HTTP, ":"+DefaultHTTPPort)},
+		{Name: "http-tls", Doc: "serve the HTTP port with TLS (tls-cert, tls-key); a client certificate signed by tls-client-ca then authenticates admin requests",
+			v: flag(&c.HTTPTLS)},
+		{Name: "http-token-file", Doc: "file whose first line is the bearer token that admin requests (skiff cluster) must carry; read at each request",
+			v: text(&c.HTTPTokenFile, "")},
+		{Name: "http-auth", Doc: "which HTTP paths need a bearer token or a client certificate once the node has either (http-token-file, or http-tls with tls-client-ca): admin (the admin API and the profiler; /metrics, /healthz and /readyz stay open) or all",
+			v: text(&c.HTTPAuth, HTTPAuthAdmin)},
 		{Name: "pprof", Doc: "also serve Go's profiler under /debug/pprof/ on the HTTP address (CPU, heap and goroutine profiles; docs/performance.md)",
 			v: flag(&c.Pprof)},
 		{Name: "console", Doc: "serve the web console at / on the HTTP address: the cluster, its topics, groups and messages, read-only (docs/console.md)",
@@ -149,10 +158,16 @@ func (c *Config) Settings() []Setting {
 			v: text(&c.NodeName, "")},
 		{Name: "bootstrap", Doc: "start a new cluster (also what an empty data directory without --join does)",
 			v: flag(&c.Bootstrap)},
-		{Name: "join", Doc: "join the cluster of running nodes at HOST:PORT[,HOST:PORT] (their etcd-client addresses) when the data directory is empty",
+		{Name: "join", Doc: "join the cluster of running nodes at HOST:PORT[,HOST:PORT] (their etcd-client addresses; with join-token, their HTTP addresses) when the data directory is empty",
 			v: list(&c.Join)},
 		{Name: "join-timeout", Doc: "give up joining when no running node answers within this time",
 			v: duration(&c.JoinTimeout, time.Minute)},
+		{Name: "secure", Doc: "form a secure cluster (with bootstrap, or an empty data directory): a cluster CA in <data>/secure, TLS on the Kafka (SASL_SSL with SCRAM), etcd and HTTP ports, the ACL authorizer with a first super user admin whose password is written to <data>/initial-admin-password, and a join token printed for the next nodes (docs/security.md)",
+			v: flag(&c.Secure)},
+		{Name: "join-token", Doc: "join a cluster formed with --secure with this token (printed by its first node, or by skiff cluster join-token); join then names a running node's HTTP address HOST:PORT",
+			v: text(&c.JoinToken, "")},
+		{Name: "join-token-ttl", Doc: "how long the join token printed by the first node of a secure cluster stays valid",
+			v: duration(&c.JoinTokenTTL, time.Hour)},
 		{Name: "force-new-cluster", Doc: "restart this node's data as a one-member cluster, dropping every other etcd member: only to recover when most nodes are lost for good (docs/operations.md); remove it after that one restart",
 			v: flag(&c.ForceNewCluster)},
 		{Name: "rack", Kafka: "broker.rack", KafkaType: cluster.ConfigTypeString, Unlisted: true,
@@ -209,6 +224,18 @@ func (c *Config) Settings() []Setting {
 		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong,
 			Doc: "how often retention deletes old segments",
 			v:   duration(&c.RetentionCheckInterval, replication.DefaultRetentionCheckInterval)},
+		{Name: "log-cleaner-threads", Kafka: "log.cleaner.threads", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how many logs of compacted topics (cleanup.policy=compact) the log cleaner compacts at once (docs/compaction.md)",
+			v:   integer(&c.CleanerThreads, compaction.DefaultThreads)},
+		{Name: "log-cleaner-dedupe-buffer-size", Kafka: "log.cleaner.dedupe.buffer.size", KafkaType: cluster.ConfigTypeLong,
+			Doc: "bytes of memory for the log cleaner's key maps, all threads together (16 bytes a key); a log with more keys to compact is compacted in several passes",
+			v:   integer(&c.CleanerDedupeBufferSize, compaction.DefaultDedupeBufferSize)},
+		{Name: "log-cleaner-io-max-bytes-per-second", Kafka: "log.cleaner.io.max.bytes.per.second", KafkaType: cluster.ConfigTypeDouble,
+			Doc: "bytes the log cleaner reads and writes per second, all threads together; 0: no limit",
+			v:   zeroIsUnlimitedRate(integer(&c.CleanerIOBytesPerSecond, 0))},
+		{Name: "log-cleaner-backoff", Kafka: "log.cleaner.backoff.ms", KafkaType: cluster.ConfigTypeLong,
+			Doc: "how long an idle log cleaner thread waits before it looks for logs to compact again",
+			v:   duration(&c.CleanerBackoff, compaction.DefaultBackoff)},
 		{Name: "flush-policy", Doc: "default flush.policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
 			v: text(&c.FlushPolicy, "")},
 		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
@@ -388,6 +415,19 @@ func zeroIsNoLimit(b binding[int]) binding[int] {
 	b.toKafka = func(v int, unit time.Duration) string {
 		if v == 0 {
 			return strconv.Itoa(math.MaxInt32)
+		}
+		return kafka(v, unit)
+	}
+	return b
+}
+
+// zeroIsUnlimitedRate reports the setting's 0, no limit, as Kafka does for a
+// rate: the largest double.
+func zeroIsUnlimitedRate(b binding[int64]) binding[int64] {
+	kafka := b.toKafka
+	b.toKafka = func(v int64, unit time.Duration) string {
+		if v == 0 {
+			return strconv.FormatFloat(math.MaxFloat64, 'E', -1, 64)
 		}
 		return kafka(v, unit)
 	}

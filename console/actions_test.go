@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -228,4 +230,45 @@ func committedAt(t *testing.T, ctx context.Context, adm *kadm.Client, group stri
 			t.Errorf("group %s, partition %d: committed %v (%v), want %d", group, p, o.At, ok, want)
 		}
 	}
+}
+
+// TestConsoleHTTPToken: a page loaded with the node's HTTP bearer token (the
+// admin API's credentials) starts an admin session, whose actions still need the
+// CSRF token; without the token the console stays read-only.
+func TestConsoleHTTPToken(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := testnode.Start(t, "--http-token-file", tokenFile)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := "http://" + n.HTTPAddr
+
+	anon := newBrowserlessClient(t)
+	if body := get(t, anon, base+"/topics").body; csrfField.MatchString(body) {
+		t.Error("without the token the topics page offers write actions")
+	}
+	admin := newBrowserlessClient(t)
+	req, err := http.NewRequest(http.MethodGet, base+"/topics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer s3cret-token")
+	resp, err := admin.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := read(t, resp)
+	m := csrfField.FindStringSubmatch(page.body)
+	if page.code != http.StatusOK || m == nil {
+		t.Fatalf("with the token: %d, CSRF token %v; want 200 and an admin's forms", page.code, m)
+	}
+	if got := post(t, admin, base+"/topics", url.Values{"name": {"by-token"}, "confirm": {"1"}}); got.code != http.StatusForbidden {
+		t.Errorf("the token's session without the CSRF token: %d, want 403", got.code)
+	}
+	if got := post(t, admin, base+"/topics", url.Values{"name": {"by-token"}, "confirm": {"1"}, "csrf": {m[1]}}); got.code != http.StatusSeeOther {
+		t.Fatalf("create in the token's session: %d: %s", got.code, got.body)
+	}
+	topicExists(t, ctx, n.Addr, "by-token", true)
 }

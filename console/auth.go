@@ -1,7 +1,8 @@
 package console
 
-// Logins and sessions. A login checks a SCRAM user's password (Admin.Authenticate)
-// and sets a session cookie: HttpOnly, SameSite=Strict, Secure when the page came
+// Logins and sessions. A login checks a SCRAM user's password (Admin.Authenticate),
+// or a page is loaded with the node's HTTP credentials (bearer token or client
+// certificate: an admin), and a session cookie is set: HttpOnly, SameSite=Strict, Secure when the page came
 // over TLS. Sessions live in this node's memory (a login holds on the node it was
 // made on, until it expires or the node restarts). Each session has a CSRF token
 // that every write action's form carries; a write without a session, without
@@ -10,6 +11,7 @@ package console
 // where it may READ, and each write needs the operation Kafka would check.
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -61,6 +63,11 @@ func randomToken() string {
 
 // start creates a session and returns its cookie value.
 func (s *sessions) start(user string, admin bool) string {
+	token, _ := s.create(user, admin)
+	return token
+}
+
+func (s *sessions) create(user string, admin bool) (string, *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -76,12 +83,43 @@ func (s *sessions) start(user string, admin bool) string {
 		}
 	}
 	token := randomToken()
-	s.mu.m[token] = &session{User: user, Admin: admin, CSRF: randomToken(), expires: now.Add(sessionTTL)}
-	return token
+	v := &session{User: user, Admin: admin, CSRF: randomToken(), expires: now.Add(sessionTTL)}
+	s.mu.m[token] = v
+	return token, v
 }
+
+// withHTTPAdmin starts an admin session for a request without one that carries
+// the node's HTTP credentials (Admin.HTTPAdmin), sets its cookie, and returns the
+// request with the session in its context; other requests come back unchanged.
+// The session's forms carry a CSRF token as every other's: a browser sends a
+// client certificate to any page that asks, as it sends cookies.
+func (c *Console) withHTTPAdmin(w http.ResponseWriter, r *http.Request) *http.Request {
+	if c.admin == nil || c.auth.of(r) != nil {
+		return r
+	}
+	name, ok := c.admin.HTTPAdmin(r)
+	if !ok {
+		return r
+	}
+	token, s := c.auth.create(name, true)
+	setSessionCookie(w, r, token)
+	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+}
+
+func setSessionCookie(w http.ResponseWriter, r *http.Request, token string) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
+}
+
+// sessionKey is where a session started for a request's HTTP credentials sits
+// in its context.
+type sessionKey struct{}
 
 // of returns the session of r, or nil.
 func (s *sessions) of(r *http.Request) *session {
+	if v, ok := r.Context().Value(sessionKey{}).(*session); ok {
+		return v
+	}
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil
@@ -163,8 +201,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusUnauthorized, rendered{page: "login", title: "Sign in", data: loginData{Next: next, User: user, Err: msg, Required: c.admin.AuthRequired()}})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.auth.start(user, admin), Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
+	setSessionCookie(w, r, c.auth.start(user, admin))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -30,6 +30,8 @@ type Config struct {
 	// Client asks the other nodes (GET /v1/console/...): default a client without
 	// TLS.
 	Client *http.Client
+	// PeerTLS: the other nodes' HTTP ports speak TLS (https).
+	PeerTLS bool
 }
 
 // Console serves the web console of one node.
@@ -41,6 +43,7 @@ type Console struct {
 	hist   *History
 	step   time.Duration
 	client *http.Client
+	scheme string // of the other nodes' HTTP ports
 	pages  map[string]*template.Template
 
 	stop chan struct{}
@@ -62,7 +65,11 @@ func New(cfg Config) *Console {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	c := &Console{src: cfg.Source, admin: cfg.Admin, auth: newSessions(), logger: cfg.Logger, hist: NewHistory(cfg.Step, cfg.Window), step: cfg.Step,
+	scheme := "http"
+	if cfg.PeerTLS {
+		scheme = "https"
+	}
+	c := &Console{src: cfg.Source, admin: cfg.Admin, auth: newSessions(), scheme: scheme, logger: cfg.Logger, hist: NewHistory(cfg.Step, cfg.Window), step: cfg.Step,
 		client: cfg.Client, pages: parsePages(), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.sampleLoop()
 	return c

@@ -130,7 +130,7 @@ func (c *Console) peerDo(ctx context.Context, b cluster.Broker, method, path str
 	}
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
-	u := url.URL{Scheme: "http", Host: b.HTTP, Path: path, RawQuery: q.Encode()}
+	u := url.URL{Scheme: c.scheme, Host: b.HTTP, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return err

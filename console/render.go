@@ -81,6 +81,7 @@ func (c *Console) page(fn func(*http.Request) (rendered, error)) http.HandlerFun
 			c.renderError(w, r, http.StatusServiceUnavailable, "Starting", "The node is starting; this page will answer once it serves.")
 			return
 		}
+		r = c.withHTTPAdmin(w, r)
 		if c.needLogin(r) {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return

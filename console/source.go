@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
 
 	"skiff/acl"
@@ -150,6 +151,10 @@ type Admin interface {
 	// Authenticate checks a SCRAM user's password; admin says whether the user
 	// may use the write actions (each of which the ACLs may still refuse).
 	Authenticate(ctx context.Context, user, password string) (ok, admin bool, err error)
+	// HTTPAdmin: r carries the node's HTTP credentials (its bearer token or a
+	// client certificate of the cluster's CA), which make it an admin; name says
+	// which.
+	HTTPAdmin(r *http.Request) (name string, ok bool)
 	// Allowed says whether user, at addr, may do op on the resource (t, name) by
 	// the cluster's ACLs; always true without the ACL authorizer.
 	Allowed(user string, addr netip.Addr, op acl.Operation, t acl.ResourceType, name string) bool

@@ -98,6 +98,14 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	return resp
 }
 
+// offsetsTopicConfigs are the configs __consumer_offsets is created with:
+// compacted, as in Kafka, in smaller segments than other topics.
+func offsetsTopicConfigs() map[string]string {
+	c := cluster.InternalTopicConfigs(cluster.OffsetsTopic)
+	c[cluster.ConfigSegmentBytes] = strconv.Itoa(offsetsTopicSegmentBytes)
+	return c
+}
+
 // createOffsetsTopic creates __consumer_offsets and waits until this node serves it.
 // A concurrent creation by another request or broker is no error.
 func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) {
@@ -112,7 +120,7 @@ func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) 
 		ID:                cluster.NewUUID(),
 		Partitions:        s.cfg.OffsetsTopicPartitions,
 		ReplicationFactor: rf,
-		Configs:           map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)},
+		Configs:           offsetsTopicConfigs(),
 	}
 	var err error
 	if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, rf); err != nil {

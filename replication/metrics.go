@@ -24,6 +24,7 @@ func (m *Manager) registerMetrics(reg prometheus.Registerer) {
 	if reg == nil {
 		return
 	}
+	reg.MustRegister(m.cleaner.Collectors()...)
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "skiff_isr_shrinks_total", Help: "ISR changes written by this broker that removed replicas.",
