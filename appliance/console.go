@@ -6,6 +6,7 @@ package appliance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -65,7 +66,9 @@ func (s consoleSource) NodeID() int32 { return s.n.id }
 
 func (s consoleSource) Snapshot() *cluster.Snapshot { return s.n.cache.Snapshot() }
 
-func (s consoleSource) BrokerDefaults() map[string]string { return s.n.topicDefaults() }
+func (s consoleSource) BrokerDefaults() cluster.BrokerDefaults {
+	return s.n.cache.Snapshot().BrokerDefaults(s.n.id, s.n.topicDefaults())
+}
 
 func (s consoleSource) PeerKey() []byte { return s.n.consoleKey }
 
@@ -107,11 +110,17 @@ func (s consoleSource) Groups() []console.Group {
 	list := c.ListGroups(kmsg.NewPtrListGroupsRequest())
 	out := make([]console.Group, 0, len(list.Groups))
 	for _, lg := range list.Groups {
-		g := console.Group{Name: lg.Group, State: lg.GroupState, Type: "classic", ProtocolType: lg.ProtocolType}
-		dreq := kmsg.NewPtrDescribeGroupsRequest()
-		dreq.Groups = []string{lg.Group}
-		if d := c.DescribeGroups(dreq); len(d.Groups) == 1 {
-			g.Members = len(d.Groups[0].Members)
+		g := console.Group{Name: lg.Group, State: lg.GroupState, Type: cmp.Or(lg.GroupType, "classic"), ProtocolType: lg.ProtocolType}
+		if g.Type == "consumer" {
+			if d := s.consumerGroup(lg.Group); d != nil {
+				g.Members = len(d.Members)
+			}
+		} else {
+			dreq := kmsg.NewPtrDescribeGroupsRequest()
+			dreq.Groups = []string{lg.Group}
+			if d := c.DescribeGroups(dreq); len(d.Groups) == 1 {
+				g.Members = len(d.Groups[0].Members)
+			}
 		}
 		oreq := kmsg.NewPtrOffsetFetchRequest()
 		oreq.Version, oreq.Group = 7, lg.Group
@@ -143,6 +152,24 @@ func (s consoleSource) Group(name string) (console.GroupMembers, bool) {
 		return gm, false
 	}
 	gm.Group = groups[i]
+	if gm.Type == "consumer" { // KIP-848: ConsumerGroupDescribe
+		d := s.consumerGroup(name)
+		if d == nil {
+			return gm, false
+		}
+		gm.Protocol = d.AssignorName
+		for _, m := range d.Members {
+			member := console.GroupMember{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+			if m.InstanceID != nil {
+				member.InstanceID = *m.InstanceID
+			}
+			for _, tp := range m.Assignment.TopicPartitions {
+				member.Assigned = append(member.Assigned, console.Assignment{Topic: tp.Topic, Partitions: tp.Partitions})
+			}
+			gm.List = append(gm.List, member)
+		}
+		return gm, true
+	}
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{name}
 	d := s.n.groups.DescribeGroups(req)
@@ -165,6 +192,18 @@ func (s consoleSource) Group(name string) (console.GroupMembers, bool) {
 		gm.List = append(gm.List, member)
 	}
 	return gm, true
+}
+
+// consumerGroup describes a group of the consumer protocol (KIP-848), nil if
+// the coordinator does not answer for it.
+func (s consoleSource) consumerGroup(name string) *kmsg.ConsumerGroupDescribeResponseGroup {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{name}
+	d := s.n.groups.ConsumerGroupDescribe(req)
+	if len(d.Groups) != 1 || d.Groups[0].ErrorCode != 0 {
+		return nil
+	}
+	return &d.Groups[0]
 }
 
 // Read reads batches from this node's leader replica (Partition.Read: never past

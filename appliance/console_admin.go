@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -19,7 +18,6 @@ import (
 
 	"skiff/acl"
 	"skiff/auth"
-	"skiff/cluster"
 	"skiff/console"
 )
 
@@ -88,23 +86,21 @@ func (a consoleAdmin) CreateTopic(ctx context.Context, name string, partitions i
 	return a.n.kafka.CreateTopic(ctx, name, partitions, rf)
 }
 
-// SetTopicConfig merges one change into the topic's overrides and writes them
-// (validated as DescribeConfigs' names and values are).
+// SetTopicConfig changes one override of the topic's configs in one
+// compare-and-swap of its key (Store.AlterTopicConfigs: validated, never losing a
+// concurrent change).
 func (a consoleAdmin) SetTopicConfig(ctx context.Context, topic, name, value string) error {
-	t, ok := a.n.cache.Topic(topic)
-	if !ok {
-		return fmt.Errorf("%w: %s", cluster.ErrUnknownTopic, topic)
-	}
-	configs := maps.Clone(t.Configs)
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	if value == "" {
-		delete(configs, name)
-	} else {
-		configs[name] = value
-	}
-	rev, err := a.n.store.SetTopicConfigs(ctx, topic, configs)
+	rev, err := a.n.store.AlterTopicConfigs(ctx, topic, func(configs map[string]string) (map[string]string, error) {
+		if configs == nil {
+			configs = map[string]string{}
+		}
+		if value == "" {
+			delete(configs, name)
+		} else {
+			configs[name] = value
+		}
+		return configs, nil
+	})
 	if err != nil {
 		return err
 	}

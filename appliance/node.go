@@ -95,6 +95,7 @@ type Node struct {
 	parts     *replication.Manager
 	groups    *groups.Coordinator
 	kafka     *kafkaapi.Server
+	dyn       dynamicState // the dynamic broker configs applied (dynamic.go)
 
 	listeners   []listenerSpec  // the Kafka listeners, in the order of the settings
 	kafkaLns    []net.Listener  // bound, one per listener
@@ -306,6 +307,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
 	}), n.store, n.cache, n.parts)
+	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
 		ln := n.kafkaLns[i]

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"skiff/internal/testnode"
 )
@@ -117,6 +118,23 @@ func TestConsoleActions(t *testing.T) {
 	}
 	if listed, err := adm.ListGroups(ctx); err != nil || len(listed) != 0 {
 		t.Errorf("groups after the delete: %v, %v; want none", listed, err)
+	}
+
+	// A group of KIP-848's consumer protocol shows its type, member and assignment.
+	member := newClient(t, n.Listeners["PLAINTEXT"], kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("made"),
+		kgo.ServerSideBalancer(), kgo.ClientID("client-848"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < 20; {
+		fs := member.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume as g848: %v", err)
+		}
+		got += fs.NumRecords()
+	}
+	if row := regexp.MustCompile(`(?s)<tr data-group="g848">.*?</tr>`).FindString(get(t, boss, base+"/groups").body); !strings.Contains(row, "<td>consumer</td>") {
+		t.Errorf("the groups page's row of g848 does not say consumer: %q", row)
+	}
+	if body := get(t, boss, base+"/groups/g848").body; !strings.Contains(body, "client-848") || !strings.Contains(body, `[0, 1]`) {
+		t.Errorf("the page of g848 lacks its member client-848 assigned partitions 0 and 1:\n%s", body)
 	}
 
 	// The one node cannot remove itself: the refusal of remove-node comes through.

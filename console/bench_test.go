@@ -130,12 +130,12 @@ type standIn struct {
 	cache *cluster.Cache
 }
 
-func (s standIn) Started() bool                     { return true }
-func (s standIn) NodeID() int32                     { return s.id }
-func (s standIn) Snapshot() *cluster.Snapshot       { return s.cache.Snapshot() }
-func (s standIn) BrokerDefaults() map[string]string { return nil }
-func (s standIn) PeerKey() []byte                   { return []byte("the stand-ins' console key") }
-func (s standIn) Groups() []console.Group           { return nil }
+func (s standIn) Started() bool                          { return true }
+func (s standIn) NodeID() int32                          { return s.id }
+func (s standIn) Snapshot() *cluster.Snapshot            { return s.cache.Snapshot() }
+func (s standIn) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
+func (s standIn) PeerKey() []byte                        { return []byte("the stand-ins' console key") }
+func (s standIn) Groups() []console.Group                { return nil }
 func (s standIn) Group(string) (console.GroupMembers, bool) {
 	return console.GroupMembers{}, false
 }

@@ -188,8 +188,12 @@ func sourceName(s cluster.ConfigSource) string {
 	switch s {
 	case cluster.SourceTopic:
 		return "topic"
+	case cluster.SourceDynamicBroker:
+		return "this broker (dynamic)"
+	case cluster.SourceDynamicDefaultBroker:
+		return "every broker (dynamic)"
 	case cluster.SourceStaticBroker:
-		return "broker"
+		return "broker setting"
 	case cluster.SourceDefault:
 		return "default"
 	}

@@ -34,8 +34,9 @@ type Source interface {
 	OffsetForTimestamp(topic string, partition int32, ts int64) (int64, error)
 	// Members are the etcd members with their health, as GET /v1/cluster shows them.
 	Members(ctx context.Context) []EtcdMember
-	// BrokerDefaults are the broker-level topic config defaults.
-	BrokerDefaults() map[string]string
+	// BrokerDefaults are the broker-level topic config defaults, as
+	// DescribeConfigs reports them.
+	BrokerDefaults() cluster.BrokerDefaults
 	// PeerKey is the cluster's console key: nodes send it with their requests to
 	// each other's internal API, which refuses requests without it.
 	PeerKey() []byte
@@ -87,7 +88,7 @@ type Group struct {
 	Name string `json:"name"`
 	// State is Kafka's: Empty, Stable, PreparingRebalance, CompletingRebalance, Dead.
 	State string `json:"state"`
-	// Type is classic (the consumer and share protocols do not exist yet).
+	// Type is classic or consumer (KIP-848's protocol).
 	Type string `json:"type"`
 	// ProtocolType is "consumer" for consumers, "" for groups with offsets only.
 	ProtocolType string      `json:"protocol_type"`

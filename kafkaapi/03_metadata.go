@@ -1,6 +1,6 @@
 package kafkaapi
 
-// Metadata, key 3, versions 0..8.
+// Metadata, key 3, versions 0..12.
 //
 // Behaviour: every live broker with its advertised address on the listener the
 // client came in on (a broker without a listener of that name is left out, as in
@@ -20,6 +20,10 @@ package kafkaapi
 // with the broker defaults when auto.create.topics.enable is on and the request
 // allows it (v0..v3 always do; v4+ carry allow_auto_topic_creation); otherwise
 // UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
+//
+// Topic ids (v10+) are reported with each topic (KIP-848 assignments and other
+// newer APIs name topics by id); a request may name a topic by id alone (v10+),
+// UNKNOWN_TOPIC_ID if there is none with that id.
 //
 // Authorization, as in Kafka: a listing of all topics leaves out those the client
 // may not DESCRIBE; a topic named in the request without DESCRIBE answers
@@ -48,7 +52,7 @@ const authorizedOperationsOmitted = -2147483648
 
 func init() {
 	register(api[*kmsg.MetadataRequest]{
-		min: 0, max: 8,
+		min: 0, max: 12,
 		handle:  (*Server).handleMetadata,
 		entries: func(r *kmsg.MetadataRequest) int { return len(r.Topics) },
 	})
@@ -58,14 +62,23 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	current := s.viewCurrent(c)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	var names []string
+	var unknownIDs [][16]byte
 	for _, t := range req.Topics {
-		if t.Topic != nil && !all {
+		switch {
+		case all:
+		case t.Topic != nil:
 			names = append(names, *t.Topic)
+		case t.TopicID != [16]byte{}:
+			if name, ok := s.topicByID(t.TopicID); ok {
+				names = append(names, name)
+			} else {
+				unknownIDs = append(unknownIDs, t.TopicID)
+			}
 		}
 	}
 	// Unknown topics are created first (or refused): the answer then describes them.
 	refused := make(map[string]int16)
-	allowCreate := !s.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	allowCreate := !s.dynamic().DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	mayDescribe := c.allowedTopics(acl.OpDescribe)
 	for _, name := range names {
 		if !mayDescribe(name) {
@@ -89,6 +102,11 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	for {
 		snap := s.cache.Snapshot()
 		resp, unsettled := s.describeCluster(c, req, snap, all, names, refused, current)
+		for _, id := range unknownIDs {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.ErrorCode, rt.TopicID, rt.AuthorizedOperations = kerr.UnknownTopicID.Code, id, authorizedOperationsOmitted
+			resp.Topics = append(resp.Topics, rt)
+		}
 		if !unsettled {
 			return c.withAuthorizedOperations(req, resp)
 		}
@@ -273,4 +291,14 @@ func (s *Server) waitTopic(ctx context.Context, name string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// topicByID returns the name of the topic with id.
+func (s *Server) topicByID(id [16]byte) (string, bool) {
+	for _, t := range s.cache.Topics() {
+		if t.ID == id {
+			return t.Name, true
+		}
+	}
+	return "", false
 }

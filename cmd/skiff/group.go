@@ -47,7 +47,9 @@ func groupDescribeCommand() *cli.Command {
 		ArgsUsage: "GROUP",
 		Description: "Prints the group's state, protocol and coordinator, a table of members\n" +
 			"(client id, host, assigned partitions), and a table of partitions with the\n" +
-			"committed offset, the log end offset, the lag and the member consuming it.",
+			"committed offset, the log end offset, the lag and the member consuming it.\n" +
+			"A KIP-848 consumer group also shows its group and assignment epochs, its\n" +
+			"assignor, and each member's epoch, assigned and target partitions.",
 		HideHelpCommand: true,
 		Flags:           clientFlags(),
 		Action:          runGroupDescribe,
@@ -129,6 +131,13 @@ func runGroupDescribe(c *cli.Context) error {
 	}
 	defer done()
 	l, err := k.DescribeGroup(ctx, group)
+	if errors.Is(err, client.ErrConsumerGroup) {
+		d, err := k.DescribeConsumerGroup(ctx, group)
+		if err != nil {
+			return err
+		}
+		return client.WriteConsumerGroupDescription(c.App.Writer, d)
+	}
 	if err != nil {
 		return err
 	}
