@@ -124,6 +124,9 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 				c.logger.Debug("produce refused", "topic", t.Topic, "partition", rp.Partition, "err", err)
 				continue
 			}
+			if !res.Duplicate {
+				s.metrics.produceBytes.Add(float64(len(rp.Records)))
+			}
 			pr.BaseOffset = res.BaseOffset
 			pr.LogAppendTime = res.LogAppendTime
 			pr.LogStartOffset = p.LogStartOffset()
