@@ -137,7 +137,7 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	}
 
 	// 3. The produce load while the cleaner runs and without, in rounds.
-	if err := produceRounds(ctx, cfg, t0, res); err != nil {
+	if err := produceRounds(ctx, cfg, res); err != nil {
 		return err
 	}
 
@@ -224,7 +224,9 @@ func compactKey(k int) []byte { return fmt.Appendf(nil, "key-%09d", k) }
 // returns how many records were acknowledged.
 func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int, t0 time.Time) (int64, error) {
 	lc.Topic = topic
-	k, err := client.New(lc.Client, append(lc.producerOpts(), kgo.MaxBufferedRecords(1<<16))...)
+	// franz-go times a record's delivery from its timestamp: t0 is in the past.
+	k, err := client.New(lc.Client, append(lc.producerOpts(), kgo.MaxBufferedRecords(1<<16),
+		kgo.RecordDeliveryTimeout(lc.DeliveryTimeout+time.Since(t0)))...)
 	if err != nil {
 		return 0, err
 	}

@@ -67,7 +67,7 @@ func (m cpuMark) since(now cpuMark) WindowCPU {
 // produceRounds runs cfg.Rounds rounds: each fills a compacted topic (the first
 // is <T>-b, then <T>-b2, ...), then produces to <T>-load while the cleaner
 // compacts it and as long again without, and fills res with the median ratio.
-func produceRounds(ctx context.Context, cfg CompactConfig, t0 time.Time, res *CompactResult) error {
+func produceRounds(ctx context.Context, cfg CompactConfig, res *CompactResult) error {
 	lc := cfg.Load
 	load := lc
 	load.Mode, load.Topic, load.Records, load.Duration = Produce, lc.Topic+"-load", 0, 0
@@ -77,6 +77,7 @@ func produceRounds(ctx context.Context, cfg CompactConfig, t0 time.Time, res *Co
 		if i > 0 {
 			topic = fmt.Sprintf("%s-b%d", lc.Topic, i+1)
 		}
+		t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 		if _, err := fillCompacted(ctx, lc, topic, cfg.Keys, cfg.Overwrites, t0); err != nil {
 			return err
 		}
