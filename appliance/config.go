@@ -187,6 +187,8 @@ type Config struct {
 	CleanerBackoff time.Duration
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
+	// Txn holds the transaction coordinator's settings (see TxnConfig).
+	Txn TxnConfig
 
 	// LogLevel and LogFormat are the settings skiff serve builds Logger from; the
 	// node itself only logs to Logger.

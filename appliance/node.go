@@ -65,6 +65,7 @@ import (
 	"skiff/kafkaapi"
 	"skiff/offsets"
 	"skiff/replication"
+	"skiff/txn"
 )
 
 // Node is one running Skiff node.
@@ -90,6 +91,7 @@ type Node struct {
 	db        *offsets.DB
 	parts     *replication.Manager
 	groups    *groups.Coordinator
+	txn       *txn.Coordinator
 	kafka     *kafkaapi.Server
 	dyn       dynamicState // the dynamic broker configs applied (dynamic.go)
 
@@ -216,6 +218,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		ProducerIDExpiration:   cfg.Txn.ProducerIDExpiration,
 		FS:                     n.fs,
 		Cleaner: compaction.CleanerConfig{Threads: cfg.CleanerThreads, DedupeBufferSize: cfg.CleanerDedupeBufferSize,
 			IOBytesPerSecond: cfg.CleanerIOBytesPerSecond, Backoff: cfg.CleanerBackoff},
@@ -224,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startGroups()
+	n.startTxn()
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
 		return nil, fmt.Errorf("load cluster metadata: %w", err)
@@ -268,7 +272,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
-	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
+	n.kafka = kafkaapi.New(n.txnKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
 		IdleTimeout:              cfg.IdleTimeout,
@@ -290,7 +294,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
-	}), n.store, n.cache, n.parts)
+	})), n.store, n.cache, n.parts)
 	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
@@ -458,6 +462,9 @@ func (n *Node) Close() error {
 		}
 		if n.cache != nil {
 			add("close metadata cache", n.cache.Close())
+		}
+		if n.txn != nil {
+			add("close transaction coordinator", n.txn.Close())
 		}
 		if n.groups != nil {
 			add("close group coordinator", n.groups.Close())

@@ -225,7 +225,7 @@ func compactKey(k int) []byte { return fmt.Appendf(nil, "key-%09d", k) }
 func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int, t0 time.Time) (int64, error) {
 	lc.Topic = topic
 	// franz-go times a record's delivery from its timestamp: t0 is in the past.
-	k, err := client.New(lc.Client, append(lc.producerOpts(), kgo.MaxBufferedRecords(1<<16),
+	k, err := client.New(lc.Client, append(lc.producerOpts(0), kgo.MaxBufferedRecords(1<<16),
 		kgo.RecordDeliveryTimeout(lc.DeliveryTimeout+time.Since(t0)))...)
 	if err != nil {
 		return 0, err
