@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"skiff/client"
 )
 
 // CompactRound is one round of the produce load: a window while the cleaner
@@ -71,6 +73,15 @@ func produceRounds(ctx context.Context, cfg CompactConfig, res *CompactResult) e
 	lc := cfg.Load
 	load := lc
 	load.Mode, load.Topic, load.Records, load.Duration = Produce, lc.Topic+"-load", 0, 0
+	// Created first, so that the first loaded window does not wait for it.
+	admin, err := client.New(lc.Client)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := ensureTopic(ctx, admin, load); err != nil {
+		return err
+	}
 	prev := time.Duration(0)
 	for i := range max(cfg.Rounds, 1) {
 		topic := lc.Topic + "-b"
