@@ -12,9 +12,12 @@ package bench
 //     that pass took (skiff_log_cleaner_seconds_total) and what it read and wrote.
 //     Beside it: reading a file of the segment's size and writing a copy of it
 //     (fdatasync at the end, as the cleaner does), in Dir.
-//  3. The same roll of <T>-b, with a produce load on <T>-load running until its
-//     pass ends; then the same load for as long without cleaning. The ratio of
-//     their throughputs is what the cleaner costs producers.
+//  3. Rounds rounds (compact_load.go), each on a fresh fill (<T>-b, <T>-b2, ...):
+//     the same roll, with a produce load on <T>-load running until its pass
+//     ends, and the same load about as long without cleaning, in alternating
+//     order. The median ratio of their throughputs is what the cleaner costs
+//     producers; the broker's and the machine's CPU in each window say whether
+//     it costs them CPU or I/O.
 //  4. <T>-a is read from offset 0: it must hold the final value of every key.
 //
 // The cleaner picks a log up within log-cleaner-backoff (15 s by default); run
@@ -49,6 +52,7 @@ type CompactConfig struct {
 	Load       Config
 	Keys       int
 	Overwrites int
+	Rounds     int // of step 3
 	// HTTP is the address of the /metrics of the broker leading the topics.
 	HTTP string
 }
@@ -71,14 +75,18 @@ type CompactResult struct {
 	ReadWriteSeconds  float64 `json:"read_write_seconds"`
 	ReadWriteMBPerSec float64 `json:"read_write_mb_per_sec"`
 	CleanRatio        float64 `json:"clean_ratio"`
-	// The produce load alone and during the cleaning of <T>-b, and their ratio
-	// (target >= 0.8); CleanBusySeconds is how long that pass took within the
-	// loaded window.
-	ProduceAloneMBPerSec    float64 `json:"produce_alone_mb_per_sec"`
-	ProduceCleaningMBPerSec float64 `json:"produce_cleaning_mb_per_sec"`
-	ProduceRatio            float64 `json:"produce_ratio"`
-	LoadSeconds             float64 `json:"load_seconds"`
-	CleanBusySeconds        float64 `json:"clean_busy_seconds"`
+	// The produce load alone and while the cleaner runs, medians over Rounds,
+	// and the median of the rounds' ratios (target >= 0.8) with the lowest and
+	// highest; LoadSeconds is the loaded windows together, CleanBusySeconds how
+	// long the passes took within them.
+	ProduceAloneMBPerSec    float64        `json:"produce_alone_mb_per_sec"`
+	ProduceCleaningMBPerSec float64        `json:"produce_cleaning_mb_per_sec"`
+	ProduceRatio            float64        `json:"produce_ratio"`
+	ProduceRatioMin         float64        `json:"produce_ratio_min"`
+	ProduceRatioMax         float64        `json:"produce_ratio_max"`
+	LoadSeconds             float64        `json:"load_seconds"`
+	CleanBusySeconds        float64        `json:"clean_busy_seconds"`
+	Rounds                  []CompactRound `json:"rounds"`
 	// KeysRead is what a consumer of <T>-a from offset 0 found: every key at its
 	// final value.
 	KeysRead    int64 `json:"keys_read"`
@@ -90,29 +98,12 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	lc := cfg.Load
-	admin, err := client.New(lc.Client)
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	res := &CompactResult{Keys: cfg.Keys, Overwrites: cfg.Overwrites, RecordSize: lc.RecordSize, Security: lc.Client.Protocol()}
-	// The roll record is stamped 2 h ahead: message.timestamp.after.max.ms (1 h
-	// by default) must let it in.
-	compacted := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000"),
-		"segment.bytes": ptr("2147483647"), "message.timestamp.after.max.ms": ptr("9223372036854775807")}
-	a, b := lc.Topic+"-a", lc.Topic+"-b"
-	for _, topic := range []string{a, b} {
-		tc := lc
-		tc.Topic, tc.Partitions, tc.Configs = topic, 1, compacted
-		if _, err := ensureTopic(ctx, admin, tc); err != nil {
-			return err
-		}
-		n, err := fillKeys(ctx, lc, topic, cfg.Keys, cfg.Overwrites, t0)
-		if err != nil {
-			return fmt.Errorf("fill %s: %w", topic, err)
-		}
-		res.Records = n
+	a := lc.Topic + "-a"
+	var err error
+	if res.Records, err = fillCompacted(ctx, lc, a, cfg.Keys, cfg.Overwrites, t0); err != nil {
+		return err
 	}
 
 	// 2. One pass alone.
@@ -145,48 +136,9 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 		res.CleanRatio = res.ReadWriteSeconds / res.CleanSeconds
 	}
 
-	// 3. The produce load during the pass over <T>-b, then alone for as long.
-	load := lc
-	load.Mode, load.Topic, load.Records, load.Duration = Produce, lc.Topic+"-load", 0, 0
-	if _, err := ensureTopic(ctx, admin, load); err != nil {
+	// 3. The produce load while the cleaner runs and without, in rounds.
+	if err := produceRounds(ctx, cfg, res); err != nil {
 		return err
-	}
-	if before, err = scrapeCleaner(ctx, cfg.HTTP); err != nil {
-		return err
-	}
-	if err := rollTopic(ctx, lc, b, t0); err != nil {
-		return err
-	}
-	loadCtx, endLoad := context.WithCancel(ctx)
-	passDone := make(chan error, 1)
-	var bSize int64
-	go func() {
-		var err error
-		after, err = waitPass(loadCtx, cfg.HTTP, before, lc.Client.Timeout, &bSize)
-		endLoad()
-		passDone <- err
-	}()
-	during, err := runProduce(loadCtx, load, nil)
-	endLoad()
-	perr := <-passDone
-	switch {
-	case perr != nil && ctx.Err() == nil:
-		return fmt.Errorf("%s: %w", b, perr)
-	case err != nil && ctx.Err() == nil && loadCtx.Err() != nil:
-		return fmt.Errorf("the pass over %s ended before the produce load started: give a larger fill (--keys, --overwrites, --record-size)", b)
-	case err != nil:
-		return err
-	}
-	res.CleanBusySeconds = after.seconds - before.seconds
-	res.LoadSeconds = during.Seconds
-	load.Duration = max(time.Duration(during.Seconds*float64(time.Second)), time.Second)
-	alone, err := runProduce(ctx, load, nil)
-	if err != nil {
-		return err
-	}
-	res.ProduceCleaningMBPerSec, res.ProduceAloneMBPerSec = during.MBPerSec, alone.MBPerSec
-	if alone.MBPerSec > 0 {
-		res.ProduceRatio = during.MBPerSec / alone.MBPerSec
 	}
 
 	// 4. What a consumer of <T>-a reads.
@@ -206,6 +158,30 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 
 func ptr(s string) *string { return &s }
 
+// fillCompacted creates topic, compacted with one partition whose fill stays in
+// one segment, and fills it (fillKeys); it returns the records acknowledged.
+func fillCompacted(ctx context.Context, lc Config, topic string, keys, overwrites int, t0 time.Time) (int64, error) {
+	admin, err := client.New(lc.Client)
+	if err != nil {
+		return 0, err
+	}
+	defer admin.Close()
+	// The roll record is stamped 2 h ahead: message.timestamp.after.max.ms (1 h
+	// by default) must let it in.
+	tc := lc
+	tc.Topic, tc.Partitions = topic, 1
+	tc.Configs = map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000"),
+		"segment.bytes": ptr("2147483647"), "message.timestamp.after.max.ms": ptr("9223372036854775807")}
+	if _, err := ensureTopic(ctx, admin, tc); err != nil {
+		return 0, err
+	}
+	n, err := fillKeys(ctx, lc, topic, keys, overwrites, t0)
+	if err != nil {
+		return 0, fmt.Errorf("fill %s: %w", topic, err)
+	}
+	return n, nil
+}
+
 func (r *CompactResult) writeText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "compact  %d keys x %d overwrites of %d-byte values: %d records, one sealed segment of %.1f MB\n",
@@ -217,9 +193,16 @@ func (r *CompactResult) writeText(w io.Writer) error {
 		r.CleanSeconds, r.CleanMBPerSec, float64(r.CleanRead)/mb, float64(r.CleanWritten)/mb)
 	fmt.Fprintf(&b, "baseline      read + write of the same bytes (fdatasync at the end) in %.2f s: %.1f MB/s   ratio %.3f (target >= 0.3)\n",
 		r.ReadWriteSeconds, r.ReadWriteMBPerSec, r.CleanRatio)
-	fmt.Fprintf(&b, "produce       on another topic: %.1f MB/s alone, %.1f MB/s while the cleaner runs   ratio %.3f (target >= 0.8)\n",
-		r.ProduceAloneMBPerSec, r.ProduceCleaningMBPerSec, r.ProduceRatio)
-	fmt.Fprintf(&b, "              the pass took %.2f s of the %.2f s loaded window\n", r.CleanBusySeconds, r.LoadSeconds)
+	for i, rd := range r.Rounds {
+		fmt.Fprintf(&b, "round %-7d %.1f MB/s alone in %.1f s, %.1f MB/s in %.1f s while the pass over %s took %.1f s   ratio %.3f\n",
+			i+1, rd.AloneMBPerSec, rd.AloneSeconds, rd.CleaningMBPerSec, rd.LoadSeconds, rd.Topic, rd.CleanBusySeconds, rd.Ratio)
+		fmt.Fprintf(&b, "              CPU cores alone / cleaning: broker %.2f / %.2f, bench %.2f / %.2f, machine busy %.2f / %.2f, iowait %.2f / %.2f\n",
+			rd.AloneCPU.Broker, rd.CleaningCPU.Broker, rd.AloneCPU.Client, rd.CleaningCPU.Client,
+			rd.AloneCPU.MachineBusy, rd.CleaningCPU.MachineBusy, rd.AloneCPU.MachineIOWait, rd.CleaningCPU.MachineIOWait)
+	}
+	fmt.Fprintf(&b, "produce       on another topic: %.1f MB/s alone, %.1f MB/s while the cleaner runs (medians)   ratio %.3f [%.3f-%.3f] over %d rounds (target >= 0.8)\n",
+		r.ProduceAloneMBPerSec, r.ProduceCleaningMBPerSec, r.ProduceRatio, r.ProduceRatioMin, r.ProduceRatioMax, len(r.Rounds))
+	fmt.Fprintf(&b, "              the passes took %.2f s of the %.2f s loaded windows\n", r.CleanBusySeconds, r.LoadSeconds)
 	fmt.Fprintf(&b, "check         %d records read from offset 0: each of the %d keys at its final value\n", r.RecordsRead, r.KeysRead)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -241,7 +224,9 @@ func compactKey(k int) []byte { return fmt.Appendf(nil, "key-%09d", k) }
 // returns how many records were acknowledged.
 func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int, t0 time.Time) (int64, error) {
 	lc.Topic = topic
-	k, err := client.New(lc.Client, append(lc.producerOpts(0), kgo.MaxBufferedRecords(1<<16))...)
+	// franz-go times a record's delivery from its timestamp: t0 is in the past.
+	k, err := client.New(lc.Client, append(lc.producerOpts(0), kgo.MaxBufferedRecords(1<<16),
+		kgo.RecordDeliveryTimeout(lc.DeliveryTimeout+time.Since(t0)))...)
 	if err != nil {
 		return 0, err
 	}
@@ -291,6 +276,7 @@ func rollTopic(ctx context.Context, lc Config, topic string, t0 time.Time) error
 // cleanerMetrics are the broker's cleaner series.
 type cleanerMetrics struct {
 	passes, seconds, read, written, uncleaned float64
+	cpu                                       float64 // the broker's process_cpu_seconds_total (0: none)
 }
 
 // scrapeCleaner reads the cleaner's series from a broker's /metrics.
@@ -314,6 +300,10 @@ func scrapeCleaner(ctx context.Context, addr string) (cleanerMetrics, error) {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, v, ok := strings.Cut(sc.Text(), " ")
+		if name == "process_cpu_seconds_total" {
+			m.cpu, _ = strconv.ParseFloat(v, 64) // not on every platform
+			continue
+		}
 		if p := want[name]; ok && p != nil {
 			if *p, err = strconv.ParseFloat(v, 64); err != nil {
 				return m, fmt.Errorf("broker metrics: %s %q", name, v)

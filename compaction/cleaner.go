@@ -74,8 +74,8 @@ func (c *Cleaner) Close() error {
 	return nil
 }
 
-// cleanerNice is the nice value of the cleaner's threads (lowerPriority): a
-// cleaner competing with one busy thread of normal priority gets about a
+// cleanerNice is how much nicer than the node the cleaner's threads run
+// (lowerPriority): a cleaner competing with one busy thread of normal priority gets about a
 // quarter of a CPU (CFS weights 335 and 1024), so that it slows the node's own
 // work little and still makes progress on a busy machine.
 const cleanerNice = 5

@@ -20,6 +20,7 @@ func benchCompactCommand() *cli.Command {
 		&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Value: "bench-compact", Usage: "`PREFIX` of the topics: PREFIX-a and PREFIX-b (compacted), PREFIX-load"},
 		&cli.IntFlag{Name: "keys", Value: 100_000, Usage: "`N` keys"},
 		&cli.IntFlag{Name: "overwrites", Value: 10, Usage: "write every key `M` times"},
+		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "`N` rounds of the produce load with and without cleaning, each on a fresh fill (PREFIX-b, PREFIX-b2, ...)"},
 		&cli.IntFlag{Name: "record-size", Aliases: []string{"s"}, Value: 100, Usage: "record value size in `BYTES` (the produce load's too)"},
 		&cli.IntFlag{Name: "replication-factor", Aliases: []string{"r"}, Value: -1, Usage: "create the topics with `N` replicas per partition (-1: the broker's default)"},
 		&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Value: defaultBenchParts, Usage: "partitions of the produce load's topic"},
@@ -32,13 +33,15 @@ func benchCompactCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "compact",
 		Usage: "time one compaction of a topic written over, against a read+write of the same bytes, and produce throughput while it runs",
-		Description: `Fills two compacted topics (one partition each) with --keys keys written
---overwrites times, all in one segment, then seals the first: the broker's log
-cleaner compacts it in one pass, timed by the broker's own metrics (--http), and
+		Description: `Fills a compacted topic (one partition) with --keys keys written
+--overwrites times, all in one segment, then seals it: the broker's log cleaner
+compacts it in one pass, timed by the broker's own metrics (--http), and
 compared with reading a file of the segment's size and writing a copy in --dir.
-Then it seals the second while producing to a third topic until that pass ends,
-and produces as long again without cleaning: the ratio of the two throughputs is
-what cleaning costs producers. Finally it reads the first topic from offset 0 and
+Then, --rounds times, it fills another such topic and seals it while producing
+to a third topic until that pass ends, and produces about as long without
+cleaning (before or after, alternately): the median ratio of the two throughputs
+is what cleaning costs producers, beside the CPU the broker, the bench and the
+machine used in each window. Finally it reads the first topic from offset 0 and
 checks that every key has its final value. Run the broker with
 --log-cleaner-backoff 100ms, so that the cleaner starts at once.`,
 		ArgsUsage: " ",
@@ -56,12 +59,14 @@ func runBenchCompact(c *cli.Context) error {
 		return err
 	}
 
-	cfg := bench.CompactConfig{Keys: c.Int("keys"), Overwrites: c.Int("overwrites"), HTTP: c.String("http")}
+	cfg := bench.CompactConfig{Keys: c.Int("keys"), Overwrites: c.Int("overwrites"), Rounds: c.Int("rounds"), HTTP: c.String("http")}
 	lc := bench.Config{Topic: c.String("topic"), RecordSize: c.Int("record-size"), Dir: c.String("dir"), JSON: c.Bool("json"),
 		Producers: 1, Linger: -1, AcksName: "all", DeliveryTimeout: defaultDeliveryTimeout, Client: cc}
 	switch {
 	case cfg.Keys < 1 || cfg.Overwrites < 1:
 		return fmt.Errorf("--keys and --overwrites must be at least 1, not %d and %d", cfg.Keys, cfg.Overwrites)
+	case cfg.Rounds < 1 || cfg.Rounds > 1000:
+		return fmt.Errorf("--rounds must be from 1 to 1000, not %d", cfg.Rounds)
 	case lc.RecordSize < bench.MinRecordSize || lc.RecordSize > 1<<20:
 		return fmt.Errorf("--record-size must be from %d to %d bytes, not %d", bench.MinRecordSize, 1<<20, lc.RecordSize)
 	case int64(cfg.Keys)*int64(cfg.Overwrites)*int64(lc.RecordSize+40) > 1<<31-1:

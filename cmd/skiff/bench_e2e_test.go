@@ -198,15 +198,24 @@ func TestBenchTransactional(t *testing.T) {
 func TestBenchCompact(t *testing.T) {
 	n := testnode.Start(t, "--log-cleaner-backoff", "100ms")
 	out := skiffOK(t, nil, "bench", "compact", "-b", n.Addr, "--http", n.HTTPAddr, "--dir", t.TempDir(),
-		"--keys", "20000", "--overwrites", "5", "--json")
+		"--keys", "20000", "--overwrites", "5", "--rounds", "2", "--json")
 	var r bench.CompactResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if r.Records != 100_000 || r.KeysRead != 20_000 || r.RecordsRead != 20_000 || r.SegmentBytes < 100_000*100 ||
 		r.CleanSeconds <= 0 || r.CleanRead < 2*r.SegmentBytes-1<<20 || r.CleanWritten > r.SegmentBytes/3 ||
-		r.ReadWriteSeconds <= 0 || r.CleanRatio <= 0 || r.Security != "PLAINTEXT" || r.ProduceAloneMBPerSec <= 0 || r.ProduceCleaningMBPerSec <= 0 || r.LoadSeconds <= 0 {
+		r.ReadWriteSeconds <= 0 || r.CleanRatio <= 0 || r.Security != "PLAINTEXT" || r.ProduceAloneMBPerSec <= 0 || r.ProduceCleaningMBPerSec <= 0 || r.LoadSeconds <= 0 ||
+		len(r.Rounds) != 2 || r.ProduceRatioMin > r.ProduceRatio || r.ProduceRatio > r.ProduceRatioMax {
 		t.Fatalf("bench compact: %+v", r)
+	}
+	// Each round has both windows, alternating which came first, and the
+	// broker's CPU from its metrics.
+	for i, rd := range r.Rounds {
+		if rd.CleaningFirst != (i == 0) || rd.AloneMBPerSec <= 0 || rd.CleaningMBPerSec <= 0 || rd.CleanBusySeconds <= 0 ||
+			rd.CleaningCPU.Broker <= 0 || rd.AloneCPU.Broker <= 0 || rd.CleaningCPU.MachineBusy <= 0 || rd.Ratio <= 0 {
+			t.Fatalf("bench compact: round %d: %+v", i+1, rd)
+		}
 	}
 	t.Logf("%s", out)
 }
