@@ -60,6 +60,7 @@ import (
 	"skiff/kafkaapi"
 	"skiff/offsets"
 	"skiff/replication"
+	"skiff/sharegroup"
 )
 
 // Node is one running Skiff node.
@@ -85,7 +86,11 @@ type Node struct {
 	db        *offsets.DB
 	parts     *replication.Manager
 	groups    *groups.Coordinator
-	kafka     *kafkaapi.Server
+
+	shareGroups *sharegroup.Coordinator
+	shares      *sharegroup.Manager
+	shareStore  *sharegroup.TopicStore
+	kafka       *kafkaapi.Server
 
 	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
 	kafkaLns     []net.Listener  // bound, one per listener
@@ -198,6 +203,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startGroups()
+	n.startShareGroups()
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
 		return nil, fmt.Errorf("load cluster metadata: %w", err)
@@ -242,7 +248,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
-	n.kafka = kafkaapi.New(n.groupKafkaConfig(kafkaapi.Config{
+	n.kafka = kafkaapi.New(n.shareKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
 		IdleTimeout:              cfg.IdleTimeout,
@@ -264,7 +270,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
-	}), n.store, n.cache, n.parts)
+	})), n.store, n.cache, n.parts)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
 		ln := n.kafkaLns[i]
@@ -408,6 +414,9 @@ func (n *Node) Close() error {
 			for _, ln := range n.kafkaLns {
 				ln.Close()
 			}
+		}
+		if n.shareStore != nil {
+			add("close share state store", n.shareStore.Close())
 		}
 		if n.controller != nil {
 			add("stop controller", n.controller.Close())

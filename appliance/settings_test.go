@@ -186,7 +186,8 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 var describedConfigs = []string{
 	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
 	"default.replication.factor", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
-	"group.max.size", "group.min.session.timeout.ms", "log.retention.check.interval.ms",
+	"group.max.size", "group.min.session.timeout.ms", "group.share.delivery.count.limit",
+	"group.share.partition.max.record.locks", "group.share.record.lock.duration.ms", "log.retention.check.interval.ms",
 	"max.connections", "max.connections.per.ip", "num.partitions", "offsets.retention.check.interval.ms",
 	"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
 	"queued.max.request.bytes", "sasl.enabled.mechanisms", "socket.request.max.bytes",

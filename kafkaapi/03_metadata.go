@@ -1,6 +1,6 @@
 package kafkaapi
 
-// Metadata, key 3, versions 0..8.
+// Metadata, key 3, versions 0..12.
 //
 // Behaviour: every live broker with its advertised address on the listener the
 // client came in on (a broker without a listener of that name is left out, as in
@@ -28,6 +28,10 @@ package kafkaapi
 // nothing created). Asked for (v8), the authorized operations of the cluster (0
 // without DESCRIBE on it) and of each topic are reported; without an authorizer they
 // are Kafka's "not known" value.
+//
+// From v10 each topic carries its id (share groups and KIP-848 assign partitions by
+// topic id), and a topic may be asked for by id alone (its name null): an unknown
+// id answers UNKNOWN_TOPIC_ID.
 
 import (
 	"context"
@@ -48,7 +52,7 @@ const authorizedOperationsOmitted = -2147483648
 
 func init() {
 	register(api[*kmsg.MetadataRequest]{
-		min: 0, max: 8,
+		min: 0, max: 12,
 		handle:  (*Server).handleMetadata,
 		entries: func(r *kmsg.MetadataRequest) int { return len(r.Topics) },
 	})
@@ -58,9 +62,22 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	current := s.viewCurrent(c)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	var names []string
+	var unknownIDs []cluster.UUID
+	var byID map[cluster.UUID]string
 	for _, t := range req.Topics {
-		if t.Topic != nil && !all {
+		switch {
+		case all:
+		case t.Topic != nil:
 			names = append(names, *t.Topic)
+		case t.TopicID != cluster.UUID{}:
+			if byID == nil {
+				byID = s.topicNames()
+			}
+			if name, ok := byID[t.TopicID]; ok {
+				names = append(names, name)
+			} else {
+				unknownIDs = append(unknownIDs, t.TopicID)
+			}
 		}
 	}
 	// Unknown topics are created first (or refused): the answer then describes them.
@@ -89,6 +106,11 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	for {
 		snap := s.cache.Snapshot()
 		resp, unsettled := s.describeCluster(c, req, snap, all, names, refused, current)
+		for _, id := range unknownIDs {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.TopicID, rt.ErrorCode = id, kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, rt)
+		}
 		if !unsettled {
 			return c.withAuthorizedOperations(req, resp)
 		}

@@ -33,6 +33,7 @@ import (
 	"skiff/acl"
 	"skiff/cluster"
 	"skiff/groups"
+	"skiff/sharegroup"
 )
 
 // offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes default.
@@ -101,6 +102,32 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 // createOffsetsTopic creates __consumer_offsets and waits until this node serves it.
 // A concurrent creation by another request or broker is no error.
 func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) {
+	return s.createInternalTopic(ctx, cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions,
+		map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)})
+}
+
+// shareStateTopicPartitions is share.coordinator.state.topic.num.partitions,
+// Kafka's default.
+const shareStateTopicPartitions = 50
+
+// EnsureShareStateTopic creates the share groups' state topic (package sharegroup)
+// unless it exists, with the replication factor of __consumer_offsets and no
+// retention: its records are the only copy of every share-partition's state.
+func (s *Server) EnsureShareStateTopic(ctx context.Context) error {
+	if _, ok := s.cache.Topic(sharegroup.StateTopic); ok {
+		return nil
+	}
+	_, err := s.createInternalTopic(ctx, sharegroup.StateTopic, shareStateTopicPartitions, map[string]string{
+		cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes),
+		cluster.ConfigRetentionMs:  "-1",
+	})
+	return err
+}
+
+// createInternalTopic creates an internal topic, its replication factor that of
+// __consumer_offsets capped at the live brokers, and waits until this node
+// serves it. A concurrent creation by another request or broker is no error.
+func (s *Server) createInternalTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (cluster.Topic, error) {
 	snap := s.cache.Snapshot()
 	brokers := snap.Brokers()
 	if len(brokers) == 0 {
@@ -108,11 +135,11 @@ func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) 
 	}
 	rf := min(s.cfg.OffsetsTopicReplicationFactor, int16(len(brokers)))
 	t := cluster.Topic{
-		Name:              cluster.OffsetsTopic,
+		Name:              name,
 		ID:                cluster.NewUUID(),
-		Partitions:        s.cfg.OffsetsTopicPartitions,
+		Partitions:        partitions,
 		ReplicationFactor: rf,
-		Configs:           map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)},
+		Configs:           configs,
 	}
 	var err error
 	if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, rf); err != nil {
@@ -126,12 +153,12 @@ func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) 
 	} else if err != nil {
 		return t, err
 	} else {
-		s.logger.Info("created the internal topic __consumer_offsets", "partitions", t.Partitions, "replication_factor", rf)
+		s.logger.Info("created an internal topic", "topic", name, "partitions", t.Partitions, "replication_factor", rf)
 		if err := s.waitApplied(ctx, rev); err != nil {
 			return t, err
 		}
 	}
-	got, ok := s.cache.Topic(cluster.OffsetsTopic)
+	got, ok := s.cache.Topic(name)
 	if !ok {
 		return t, errors.New("not in the metadata cache yet")
 	}

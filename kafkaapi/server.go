@@ -26,6 +26,7 @@ import (
 	"skiff/cluster"
 	"skiff/groups"
 	"skiff/replication"
+	"skiff/sharegroup"
 )
 
 // Defaults of Config, shared with the broker's settings table (appliance).
@@ -97,6 +98,11 @@ type Config struct {
 	// Groups is the group coordinator serving the group APIs (keys 8..16, 42, 47);
 	// required.
 	Groups *groups.Coordinator
+	// ShareGroups is the membership side of share groups (keys 76, 77) and Shares
+	// the share-partitions led here (keys 78, 79); nil: share groups are not
+	// served (those keys answer COORDINATOR_NOT_AVAILABLE).
+	ShareGroups *sharegroup.Coordinator
+	Shares      *sharegroup.Manager
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
 	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when the
 	// first FindCoordinator creates __consumer_offsets (defaults

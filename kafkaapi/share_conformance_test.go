@@ -1,0 +1,263 @@
+package kafkaapi_test
+
+// Conformance of the share-group keys (76..79): membership, then a share session
+// that acquires, renews, releases and accepts records, at every advertised version.
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	conformanceTests[76] = conformShareGroupHeartbeat
+	conformanceTests[77] = conformShareGroupDescribe
+	conformanceTests[78] = conformShareFetch
+	conformanceTests[79] = conformShareAcknowledge
+}
+
+// topicIDOf asks Metadata v12 for a topic's id.
+func topicIDOf(t *testing.T, c *kconn, topic string) [16]byte {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp := c.do(req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || resp.Topics[0].TopicID == ([16]byte{}) {
+		t.Fatalf("metadata v12 of %s: %+v", topic, resp.Topics)
+	}
+	return resp.Topics[0].TopicID
+}
+
+func shareHeartbeat(c *kconn, v int16, group, member string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.SetVersion(v)
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, member, epoch, topics
+	return c.do(req).(*kmsg.ShareGroupHeartbeatResponse)
+}
+
+func conformShareGroupHeartbeat(t *testing.T, c *kconn, versions []int16) {
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 2, nil)
+	id := topicIDOf(t, c, topic)
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			group := topicName(t, "group")
+			coordinatorFor(t, c, group)
+			join := shareHeartbeat(c, v, group, "m1", 0, []string{topic})
+			wantCode(t, "join", join.ErrorCode, 0)
+			if join.MemberEpoch <= 0 || join.Assignment == nil || len(join.Assignment.TopicPartitions) != 1 {
+				t.Fatalf("join: epoch %d assignment %+v, want an epoch and both partitions", join.MemberEpoch, join.Assignment)
+			}
+			if a := join.Assignment.TopicPartitions[0]; a.TopicID != id || len(a.Partitions) != 2 {
+				t.Fatalf("assignment %+v, want partitions 0 and 1 of %x", a, id)
+			}
+			// A second member shares the same partitions.
+			other := shareHeartbeat(c, v, group, "m2", 0, []string{topic})
+			if other.Assignment == nil || len(other.Assignment.TopicPartitions[0].Partitions) != 2 {
+				t.Fatalf("second member's assignment %+v, want both partitions too", other.Assignment)
+			}
+			beat := shareHeartbeat(c, v, group, "m1", join.MemberEpoch, nil)
+			wantCode(t, "heartbeat", beat.ErrorCode, 0)
+			if beat.MemberEpoch != join.MemberEpoch || beat.Assignment != nil {
+				t.Errorf("heartbeat: epoch %d, assignment %+v; want %d and no new assignment", beat.MemberEpoch, beat.Assignment, join.MemberEpoch)
+			}
+			wantCode(t, "wrong epoch", shareHeartbeat(c, v, group, "m1", join.MemberEpoch+5, nil).ErrorCode, kerr.FencedMemberEpoch.Code)
+			wantCode(t, "unknown member", shareHeartbeat(c, v, group, "nobody", 3, nil).ErrorCode, kerr.UnknownMemberID.Code)
+			wantCode(t, "empty member id", shareHeartbeat(c, v, group, "", 0, []string{topic}).ErrorCode, kerr.InvalidRequest.Code)
+			if leave := shareHeartbeat(c, v, group, "m1", -1, nil); leave.ErrorCode != 0 || leave.MemberEpoch != -1 {
+				t.Errorf("leave: %s epoch %d", errName(leave.ErrorCode), leave.MemberEpoch)
+			}
+			wantCode(t, "after leaving", shareHeartbeat(c, v, group, "m1", join.MemberEpoch, nil).ErrorCode, kerr.UnknownMemberID.Code)
+		})
+	}
+}
+
+func conformShareGroupDescribe(t *testing.T, c *kconn, versions []int16) {
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, nil)
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			group := topicName(t, "group")
+			coordinatorFor(t, c, group)
+			shareHeartbeat(c, 1, group, "m1", 0, []string{topic})
+			req := kmsg.NewPtrShareGroupDescribeRequest()
+			req.SetVersion(v)
+			req.GroupIDs = []string{group, group + "-none"}
+			resp := c.do(req).(*kmsg.ShareGroupDescribeResponse)
+			if len(resp.Groups) != 2 {
+				t.Fatalf("%d groups, want 2", len(resp.Groups))
+			}
+			g := resp.Groups[0]
+			wantCode(t, "described group", g.ErrorCode, 0)
+			if g.GroupState != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != "m1" ||
+				len(g.Members[0].Assignment.TopicPartitions) != 1 || g.Members[0].Assignment.TopicPartitions[0].Topic != topic {
+				t.Errorf("group %+v, want Stable with m1 assigned %s", g, topic)
+			}
+			wantCode(t, "unknown group", resp.Groups[1].ErrorCode, kerr.GroupIDNotFound.Code)
+		})
+	}
+}
+
+// shareSession is a member's share session with the node, in one test.
+type shareSession struct {
+	t             *testing.T
+	c             *kconn
+	v             int16
+	group, member string
+	epoch         int32
+	id            [16]byte
+}
+
+func (s *shareSession) fetch(wait time.Duration, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) kmsg.ShareFetchResponseTopicPartition {
+	s.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.SetVersion(s.v)
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(s.group), kmsg.StringPtr(s.member), s.epoch
+	req.MaxWaitMillis, req.MaxRecords, req.BatchSize = int32(wait/time.Millisecond), 100, 100
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = s.id
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.AcknowledgementBatches = 1<<20, acks
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := s.c.do(req).(*kmsg.ShareFetchResponse)
+	wantCode(s.t, "ShareFetch", resp.ErrorCode, 0)
+	s.epoch++
+	if s.v >= 1 && resp.AcquisitionLockTimeoutMillis <= 0 {
+		s.t.Errorf("acquisition lock timeout %d ms", resp.AcquisitionLockTimeoutMillis)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			return p
+		}
+	}
+	return kmsg.NewShareFetchResponseTopicPartition()
+}
+
+// acquire fetches until records arrive, within 10 s.
+func (s *shareSession) acquire() kmsg.ShareFetchResponseTopicPartition {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p := s.fetch(500 * time.Millisecond)
+		wantCode(s.t, "fetch partition", p.ErrorCode, 0)
+		if len(p.AcquiredRecords) > 0 {
+			return p
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatal("no records acquired within 10 s")
+		}
+	}
+}
+
+// openShareSession makes a topic and a share session on it whose start offset is
+// set (the first fetch loads the share-partition at the log end), then produces
+// values to it in one batch.
+func openShareSession(t *testing.T, c *kconn, v int16, values ...string) *shareSession {
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, nil)
+	s := &shareSession{t: t, c: c, v: v, group: topicName(t, "group"), member: "m1", id: topicIDOf(t, c, topic)}
+	s.fetch(0)
+	// The start offset is fixed once the share-partition is loaded: fetch until
+	// a record produced now is acquired.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		wantCode(t, "produce", c.do(produceRequest(7, -1, topic, 0, makeBatch(noProducer, "probe"))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, 0)
+		p := s.fetch(200 * time.Millisecond)
+		if len(p.AcquiredRecords) > 0 {
+			a := p.AcquiredRecords[0]
+			s.fetch(0, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: a.FirstOffset, LastOffset: p.AcquiredRecords[len(p.AcquiredRecords)-1].LastOffset, AcknowledgeTypes: []int8{1}})
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the share-partition did not load within 10 s")
+		}
+	}
+	wantCode(t, "produce", c.do(produceRequest(7, -1, topic, 0, makeBatch(noProducer, values...))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, 0)
+	return s
+}
+
+func conformShareFetch(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			s := openShareSession(t, c, v, "a", "b", "c")
+			p := s.acquire()
+			if len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].LastOffset-p.AcquiredRecords[0].FirstOffset != 2 || p.AcquiredRecords[0].DeliveryCount != 1 {
+				t.Fatalf("acquired %+v, want 3 records delivered once", p.AcquiredRecords)
+			}
+			if len(p.Records) == 0 {
+				t.Fatal("no record bytes")
+			}
+			first := p.AcquiredRecords[0].FirstOffset
+			// Release the first, accept the rest: the first comes back, counted twice.
+			p = s.fetch(2*time.Second, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{
+				FirstOffset: first, LastOffset: first + 2, AcknowledgeTypes: []int8{2, 1, 1}})
+			wantCode(t, "acknowledge", p.AcknowledgeErrorCode, 0)
+			if len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].FirstOffset != first || p.AcquiredRecords[0].LastOffset != first || p.AcquiredRecords[0].DeliveryCount != 2 {
+				t.Fatalf("after a release: %+v, want offset %d delivered twice", p.AcquiredRecords, first)
+			}
+			// Acknowledging a record not held is INVALID_RECORD_STATE.
+			p = s.fetch(0, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: first + 1, LastOffset: first + 1, AcknowledgeTypes: []int8{1}})
+			wantCode(t, "acknowledge of an accepted record", p.AcknowledgeErrorCode, kerr.InvalidRecordState.Code)
+			// A wrong epoch is refused; a closing fetch accepts the last record.
+			stale := *s
+			stale.epoch += 5
+			req := kmsg.NewPtrShareFetchRequest()
+			req.SetVersion(v)
+			req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(s.group), kmsg.StringPtr(s.member), stale.epoch
+			wantCode(t, "wrong epoch", c.do(req).(*kmsg.ShareFetchResponse).ErrorCode, kerr.InvalidShareSessionEpoch.Code)
+			s.epoch = -1
+			p = s.fetch(0, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: first, LastOffset: first, AcknowledgeTypes: []int8{1}})
+			wantCode(t, "closing acknowledgement", p.AcknowledgeErrorCode, 0)
+			req.ShareSessionEpoch = 1
+			wantCode(t, "after closing", c.do(req).(*kmsg.ShareFetchResponse).ErrorCode, kerr.ShareSessionNotFound.Code)
+		})
+	}
+}
+
+func conformShareAcknowledge(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			s := openShareSession(t, c, v, "a", "b")
+			first := s.acquire().AcquiredRecords[0].FirstOffset
+			ack := func(epoch int32, renew bool, types ...int8) *kmsg.ShareAcknowledgeResponse {
+				req := kmsg.NewPtrShareAcknowledgeRequest()
+				req.SetVersion(v)
+				req.GroupID, req.MemberID, req.ShareSessionEpoch, req.IsRenewAck = kmsg.StringPtr(s.group), kmsg.StringPtr(s.member), epoch, renew
+				rt := kmsg.NewShareAcknowledgeRequestTopic()
+				rt.TopicID = s.id
+				rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+				rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: first, LastOffset: first + 1, AcknowledgeTypes: types}}
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return c.do(req).(*kmsg.ShareAcknowledgeResponse)
+			}
+			wantCode(t, "epoch 0", ack(0, false, 1).ErrorCode, kerr.InvalidShareSessionEpoch.Code)
+			if v >= 2 { // RENEW (KIP-1222) keeps both acquired
+				resp := ack(s.epoch, true, 4)
+				s.epoch++
+				wantCode(t, "renew", resp.ErrorCode, 0)
+				wantCode(t, "renew partition", resp.Topics[0].Partitions[0].ErrorCode, 0)
+				if resp.AcquisitionLockTimeoutMillis <= 0 {
+					t.Errorf("acquisition lock timeout %d", resp.AcquisitionLockTimeoutMillis)
+				}
+			}
+			resp := ack(s.epoch, false, 1, 3) // accept one, reject the other
+			s.epoch++
+			wantCode(t, "accept and reject", resp.Topics[0].Partitions[0].ErrorCode, 0)
+			resp = ack(s.epoch, false, 1)
+			s.epoch++
+			wantCode(t, "again", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidRecordState.Code)
+			// Nothing is delivered again.
+			if p := s.fetch(300 * time.Millisecond); len(p.AcquiredRecords) != 0 {
+				t.Errorf("acquired %+v after accepting and rejecting everything", p.AcquiredRecords)
+			}
+		})
+	}
+}

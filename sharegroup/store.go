@@ -1,0 +1,243 @@
+package sharegroup
+
+// TopicStore keeps share-partition states in the internal topic
+// __share_group_state (docs/format/share-state.md), through an ordinary Kafka
+// client of the cluster (franz-go) speaking to the brokers' inter-broker
+// listener: a write is a produce with acks=all to the state's partition, and every
+// node tails the whole topic to answer loads from memory.
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+)
+
+// StoreClientID is the client id of the store's connections; the broker lets it
+// (with CLUSTER_ACTION) write the internal topic.
+const StoreClientID = "skiff-share-state"
+
+// TopicStoreConfig configures a TopicStore.
+type TopicStoreConfig struct {
+	// Seeds returns brokers' inter-broker addresses to start from.
+	Seeds func() []string
+	// TLS, when set, returns the client TLS config for a host.
+	TLS func(host string) *tls.Config
+	// SASL, when set, authenticates the connections.
+	SASL sasl.Mechanism
+	// Ensure creates the state topic when it does not exist yet.
+	Ensure func(ctx context.Context) error
+	Logger *slog.Logger
+}
+
+// TopicStore is the Store of a node.
+type TopicStore struct {
+	cfg TopicStoreConfig
+
+	startOnce sync.Once
+	nparts    atomic.Int32 // partitions of the state topic, once known
+	cl        *kgo.Client
+	startErr  error
+	stop      chan struct{}
+	done      chan struct{}
+
+	mu struct {
+		sync.Mutex
+		states   map[Key]State
+		consumed map[int32]int64 // next offset read, per partition
+		changed  chan struct{}   // closed when consumed moves; replaced
+	}
+}
+
+// NewTopicStore returns a store that connects on first use.
+func NewTopicStore(cfg TopicStoreConfig) *TopicStore {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &TopicStore{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	s.mu.states = make(map[Key]State)
+	s.mu.consumed = make(map[int32]int64)
+	s.mu.changed = make(chan struct{})
+	return s
+}
+
+func (s *TopicStore) start(ctx context.Context) error {
+	s.startOnce.Do(func() {
+		if err := s.cfg.Ensure(ctx); err != nil {
+			s.startErr = fmt.Errorf("create %s: %w", StateTopic, err)
+			s.startOnce = sync.Once{} // try again next time
+			return
+		}
+		opts := []kgo.Opt{
+			kgo.SeedBrokers(s.cfg.Seeds()...),
+			kgo.ClientID(StoreClientID),
+			kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.DisableIdempotentWrite(),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerLinger(0),
+			kgo.ConsumeTopics(StateTopic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxWait(200 * time.Millisecond),
+			kgo.MetadataMinAge(250 * time.Millisecond),
+		}
+		if s.cfg.TLS != nil {
+			opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+				var d net.Dialer
+				c, err := d.DialContext(ctx, network, host)
+				if err != nil {
+					return nil, err
+				}
+				h, _, _ := net.SplitHostPort(host)
+				tc := tls.Client(c, s.cfg.TLS(h))
+				return tc, nil
+			}))
+		}
+		if s.cfg.SASL != nil {
+			opts = append(opts, kgo.SASL(s.cfg.SASL))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			s.startErr = err
+			return
+		}
+		s.cl = cl
+		go s.tail()
+	})
+	if s.cl == nil && s.startErr == nil {
+		return errors.New("sharegroup: store not started")
+	}
+	return s.startErr
+}
+
+// tail reads the state topic for ever, keeping the newest state of every key.
+func (s *TopicStore) tail() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		fs := s.cl.PollFetches(ctx)
+		s.mu.Lock()
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				k, err := decodeKey(r.Key)
+				if err != nil {
+					continue
+				}
+				st, err := decodeState(r.Value)
+				if err != nil {
+					s.cfg.Logger.Warn("corrupt share state record", "partition", r.Partition, "offset", r.Offset, "err", err)
+					continue
+				}
+				if old, ok := s.mu.states[k]; !ok || st.newer(old) || st.LeaderEpoch == old.LeaderEpoch && st.Seq == old.Seq {
+					s.mu.states[k] = st
+				}
+			}
+			if n := len(p.Records); n > 0 {
+				s.mu.consumed[p.Partition] = p.Records[n-1].Offset + 1
+			}
+		})
+		close(s.mu.changed)
+		s.mu.changed = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+// partitionOf places a key in one of n partitions.
+func partitionOf(k Key, n int32) int32 {
+	h := fnv.New32a()
+	h.Write(encodeKey(k))
+	return int32(h.Sum32() % uint32(n))
+}
+
+// Load returns the newest state of key, once the tail has read the key's
+// partition up to its end as of now.
+func (s *TopicStore) Load(ctx context.Context, key Key) (State, bool, error) {
+	if err := s.start(ctx); err != nil {
+		return State{}, false, err
+	}
+	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
+	if err != nil {
+		return State{}, false, err
+	}
+	if err := ends.Error(); err != nil {
+		return State{}, false, err
+	}
+	n := int32(len(ends[StateTopic]))
+	if n == 0 {
+		return State{}, false, fmt.Errorf("%s has no partitions yet", StateTopic)
+	}
+	p := partitionOf(key, n)
+	end := ends[StateTopic][p].Offset
+	for {
+		s.mu.Lock()
+		got := s.mu.consumed[p]
+		st, ok := s.mu.states[key]
+		c := s.mu.changed
+		s.mu.Unlock()
+		if got >= end {
+			return st, ok, nil
+		}
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return State{}, false, ctx.Err()
+		}
+	}
+}
+
+// Save writes st for key and returns once every in-sync replica has it.
+func (s *TopicStore) Save(ctx context.Context, key Key, st State) error {
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	n, err := s.partitions(ctx)
+	if err != nil {
+		return err
+	}
+	r := &kgo.Record{Topic: StateTopic, Partition: partitionOf(key, n), Key: encodeKey(key), Value: encodeState(st)}
+	return s.cl.ProduceSync(ctx, r).FirstErr()
+}
+
+func (s *TopicStore) partitions(ctx context.Context) (int32, error) {
+	if n := s.nparts.Load(); n > 0 {
+		return n, nil
+	}
+	td, err := kadm.NewClient(s.cl).ListTopics(ctx, StateTopic)
+	if err != nil {
+		return 0, err
+	}
+	t, ok := td[StateTopic]
+	if !ok || t.Err != nil || len(t.Partitions) == 0 {
+		return 0, fmt.Errorf("%s is not in the metadata yet", StateTopic)
+	}
+	s.nparts.Store(int32(len(t.Partitions)))
+	return int32(len(t.Partitions)), nil
+}
+
+// Close stops the tail and the client. It is idempotent.
+func (s *TopicStore) Close() error {
+	select {
+	case <-s.stop:
+		return nil
+	default:
+	}
+	close(s.stop)
+	if s.cl != nil {
+		<-s.done
+		s.cl.Close()
+	}
+	return nil
+}
