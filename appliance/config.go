@@ -149,6 +149,15 @@ type Config struct {
 	// FlushInterval is the broker default of flush.ms, the fdatasync interval of
 	// flush.policy=interval.
 	FlushInterval time.Duration
+	// CleanerThreads is log.cleaner.threads.
+	CleanerThreads int
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the memory of
+	// the log cleaner's key maps.
+	CleanerDedupeBufferSize int64
+	// CleanerIOBytesPerSecond is log.cleaner.io.max.bytes.per.second (0: no limit).
+	CleanerIOBytesPerSecond int64
+	// CleanerBackoff is log.cleaner.backoff.ms.
+	CleanerBackoff time.Duration
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
 
@@ -186,6 +195,15 @@ func (c Config) Validate() error {
 		if _, err := replication.ParseFlushPolicy(c.FlushPolicy); err != nil {
 			errs = append(errs, fmt.Errorf("flush-policy %q: must be replicated, always or interval (or empty: by replication factor)", c.FlushPolicy))
 		}
+	}
+	if c.CleanerThreads < 0 {
+		errs = append(errs, fmt.Errorf("log-cleaner-threads %d: must be at least 1", c.CleanerThreads))
+	}
+	if c.CleanerDedupeBufferSize < 0 {
+		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be positive", c.CleanerDedupeBufferSize))
+	}
+	if c.CleanerIOBytesPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("log-cleaner-io-max-bytes-per-second %d: must be positive, or 0 for no limit", c.CleanerIOBytesPerSecond))
 	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, fmt.Errorf("flush-interval %v: must not be negative", c.FlushInterval))

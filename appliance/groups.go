@@ -5,7 +5,6 @@ package appliance
 // metadata snapshot applied.
 
 import (
-	"strconv"
 	"time"
 
 	"skiff/cluster"
@@ -79,8 +78,7 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 		}
 		return
 	}
-	retention, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, nil, cluster.ConfigRetentionMs), 10, 64)
-	n.groups.SetOffsetsTopic(t.Partitions, time.Duration(retention)*time.Millisecond)
+	n.groups.SetOffsetsTopic(t.Partitions)
 	for _, p := range n.groups.Led() {
 		if p >= t.Partitions {
 			n.groups.Resign(p)

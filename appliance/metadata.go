@@ -1,12 +1,14 @@
 package appliance
 
 import (
+	"math"
 	"net"
 	"slices"
 	"strconv"
 	"time"
 
 	"skiff/cluster"
+	"skiff/compaction"
 	"skiff/kafkaapi"
 	"skiff/logstore"
 	"skiff/replication"
@@ -67,17 +69,36 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 	if err != nil { // validated when set; a value from a newer version: the safest
 		flush = replication.FlushAlways
 	}
+	compact, del := cluster.CleanupPolicies(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigCleanupPolicy))
+	retentionMs, retentionBytes := get(cluster.ConfigRetentionMs), get(cluster.ConfigRetentionBytes)
+	if !del { // compact only: the cleaner, not retention, bounds the log
+		retentionMs, retentionBytes = -1, -1
+	}
+	ms := func(name string) time.Duration { return time.Duration(get(name)) * time.Millisecond }
+	cc := compaction.Config{Compact: compact, MinLag: ms(cluster.ConfigMinCompactionLagMs),
+		DeleteRetention: ms(cluster.ConfigDeleteRetentionMs), SegmentBytes: get(cluster.ConfigSegmentBytes)}
+	cc.MinCleanableRatio, _ = strconv.ParseFloat(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMinCleanableRatio), 64)
+	if lag := get(cluster.ConfigMaxCompactionLagMs); lag < math.MaxInt64/int64(time.Millisecond) {
+		cc.MaxLag = time.Duration(lag) * time.Millisecond
+	}
+	segmentMs := get(cluster.ConfigSegmentMs)
+	if compact && cc.MaxLag > 0 {
+		// The active segment rolls in time to be compacted within the maximum lag
+		// (Kafka's LogConfig.maxSegmentMs).
+		segmentMs = min(segmentMs, cc.MaxLag.Milliseconds())
+	}
 	return replication.PartitionConfig{
 		Flush:         flush,
 		FlushInterval: time.Duration(get(cluster.ConfigFlushMs)) * time.Millisecond,
 		Log: logstore.Config{
 			SegmentBytes:       get(cluster.ConfigSegmentBytes),
-			SegmentMs:          get(cluster.ConfigSegmentMs),
-			RetentionMs:        get(cluster.ConfigRetentionMs),
-			RetentionBytes:     get(cluster.ConfigRetentionBytes),
+			SegmentMs:          segmentMs,
+			RetentionMs:        retentionMs,
+			RetentionBytes:     retentionBytes,
 			IndexIntervalBytes: get(cluster.ConfigIndexIntervalBytes),
 			Logger:             n.logger.With("topic", t.Name),
 		},
+		Compaction:        cc,
 		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:     cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",

@@ -54,6 +54,7 @@ import (
 
 	"skiff/auth"
 	"skiff/cluster"
+	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/internal/tlsconf"
@@ -198,6 +199,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		FS:                     n.fs,
+		Cleaner: compaction.CleanerConfig{Threads: cfg.CleanerThreads, DedupeBufferSize: cfg.CleanerDedupeBufferSize,
+			IOBytesPerSecond: cfg.CleanerIOBytesPerSecond, Backoff: cfg.CleanerBackoff},
 	})
 	if err != nil {
 		return nil, err

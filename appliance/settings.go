@@ -19,6 +19,7 @@ import (
 
 	"skiff/auth"
 	"skiff/cluster"
+	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
@@ -206,6 +207,18 @@ func (c *Config) Settings() []Setting {
 		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong,
 			Doc: "how often retention deletes old segments",
 			v:   duration(&c.RetentionCheckInterval, replication.DefaultRetentionCheckInterval)},
+		{Name: "log-cleaner-threads", Kafka: "log.cleaner.threads", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how many logs of compacted topics (cleanup.policy=compact) the log cleaner compacts at once (docs/compaction.md)",
+			v:   integer(&c.CleanerThreads, compaction.DefaultThreads)},
+		{Name: "log-cleaner-dedupe-buffer-size", Kafka: "log.cleaner.dedupe.buffer.size", KafkaType: cluster.ConfigTypeLong,
+			Doc: "bytes of memory for the log cleaner's key maps, all threads together (16 bytes a key); a log with more keys to compact is compacted in several passes",
+			v:   integer(&c.CleanerDedupeBufferSize, compaction.DefaultDedupeBufferSize)},
+		{Name: "log-cleaner-io-max-bytes-per-second", Kafka: "log.cleaner.io.max.bytes.per.second", KafkaType: cluster.ConfigTypeDouble,
+			Doc: "bytes the log cleaner reads and writes per second, all threads together; 0: no limit",
+			v:   zeroIsUnlimitedRate(integer(&c.CleanerIOBytesPerSecond, 0))},
+		{Name: "log-cleaner-backoff", Kafka: "log.cleaner.backoff.ms", KafkaType: cluster.ConfigTypeLong,
+			Doc: "how long an idle log cleaner thread waits before it looks for logs to compact again",
+			v:   duration(&c.CleanerBackoff, compaction.DefaultBackoff)},
 		{Name: "flush-policy", Doc: "default flush.policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
 			v: text(&c.FlushPolicy, "")},
 		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
@@ -394,6 +407,19 @@ func zeroIsNoLimit(b binding[int]) binding[int] {
 	b.toKafka = func(v int, unit time.Duration) string {
 		if v == 0 {
 			return strconv.Itoa(math.MaxInt32)
+		}
+		return kafka(v, unit)
+	}
+	return b
+}
+
+// zeroIsUnlimitedRate reports the setting's 0, no limit, as Kafka does for a
+// rate: the largest double.
+func zeroIsUnlimitedRate(b binding[int64]) binding[int64] {
+	kafka := b.toKafka
+	b.toKafka = func(v int64, unit time.Duration) string {
+		if v == 0 {
+			return strconv.FormatFloat(math.MaxFloat64, 'E', -1, 64)
 		}
 		return kafka(v, unit)
 	}

@@ -45,11 +45,15 @@ const (
 const (
 	ConfigCleanupPolicy        = "cleanup.policy"
 	ConfigCompressionType      = "compression.type"
+	ConfigDeleteRetentionMs    = "delete.retention.ms"
 	ConfigFlushMs              = "flush.ms"
 	ConfigFlushPolicy          = "flush.policy"
 	ConfigIndexIntervalBytes   = "index.interval.bytes"
+	ConfigMaxCompactionLagMs   = "max.compaction.lag.ms"
 	ConfigMaxMessageBytes      = "max.message.bytes"
 	ConfigMessageTimestampType = "message.timestamp.type"
+	ConfigMinCleanableRatio    = "min.cleanable.dirty.ratio"
+	ConfigMinCompactionLagMs   = "min.compaction.lag.ms"
 	ConfigMinInsyncReplicas    = "min.insync.replicas"
 	ConfigRetentionBytes       = "retention.bytes"
 	ConfigRetentionMs          = "retention.ms"
@@ -64,6 +68,25 @@ const (
 	FlushAlways     = "always"     // fdatasync before acknowledging (group commit)
 	FlushInterval   = "interval"   // fdatasync every flush.ms
 )
+
+// Values of cleanup.policy: a list of one or both.
+const (
+	CleanupDelete  = "delete"  // retention deletes old segments
+	CleanupCompact = "compact" // the log cleaner keeps the latest record of each key
+)
+
+// CleanupPolicies returns the policies of a cleanup.policy value (validated).
+func CleanupPolicies(v string) (compact, del bool) {
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case CleanupCompact:
+			compact = true
+		case CleanupDelete:
+			del = true
+		}
+	}
+	return compact, del
+}
 
 // DefaultFlushMs is the built-in default of flush.ms, which the broker setting
 // flush-interval (log.flush.interval.ms) also defaults to.
@@ -132,6 +155,38 @@ func oneOf(allowed ...string) func(string) error {
 	}
 }
 
+func floatRange(lo, hi float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return errors.New("not a number")
+		}
+		if f < lo || f > hi {
+			return fmt.Errorf("must be between %g and %g", lo, hi)
+		}
+		return nil
+	}
+}
+
+// listOf accepts a comma-separated, non-empty list of distinct allowed values.
+func listOf(allowed ...string) func(string) error {
+	one := oneOf(allowed...)
+	return func(v string) error {
+		seen := map[string]bool{}
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			if err := one(item); err != nil {
+				return fmt.Errorf("every item %s", err)
+			}
+			if seen[item] {
+				return fmt.Errorf("%s is listed twice", item)
+			}
+			seen[item] = true
+		}
+		return nil
+	}
+}
+
 func boolean(v string) error {
 	if strings.EqualFold(v, "true") || strings.EqualFold(v, "false") {
 		return nil
@@ -143,12 +198,15 @@ func boolean(v string) error {
 // sets are Kafka's, narrowed to what Skiff implements: a value whose effect
 // Skiff does not provide is refused rather than silently ignored.
 var topicConfigs = []ConfigSpec{
-	{Name: ConfigCleanupPolicy, Type: ConfigTypeList, Default: "delete", BrokerName: "log.cleanup.policy",
-		Doc:   "delete: old segments are removed by retention. compact is refused: Skiff has no log compaction, and a compacted topic (Kafka Streams changelogs) kept under delete would lose data.",
-		check: oneOf("delete")},
+	{Name: ConfigCleanupPolicy, Type: ConfigTypeList, Default: CleanupDelete, BrokerName: "log.cleanup.policy",
+		Doc:   "delete: old segments are removed by retention. compact: the log cleaner keeps the latest record of every key (docs/compaction.md). compact,delete: both.",
+		check: listOf(CleanupCompact, CleanupDelete)},
 	{Name: ConfigCompressionType, Type: ConfigTypeString, Default: "producer", BrokerName: "compression.type",
 		Doc:   "producer: batches are kept as the producer compressed them. Skiff stores batches unchanged, so recompression to another codec is refused.",
 		check: oneOf("producer")},
+	{Name: ConfigDeleteRetentionMs, Type: ConfigTypeLong, Default: "86400000", BrokerName: "log.cleaner.delete.retention.ms",
+		Doc:   "How long a tombstone of a compacted topic is kept after the cleaner first kept it, for consumers to see the delete.",
+		check: intRange(0, math.MaxInt64)},
 	{Name: ConfigFlushMs, Type: ConfigTypeLong, Default: strconv.Itoa(DefaultFlushMs), BrokerName: "log.flush.interval.ms",
 		Doc:   "Milliseconds between fdatasyncs under flush.policy=interval.",
 		check: intRange(0, math.MaxInt64)},
@@ -158,12 +216,21 @@ var topicConfigs = []ConfigSpec{
 	{Name: ConfigIndexIntervalBytes, Type: ConfigTypeInt, Default: "4096", BrokerName: "log.index.interval.bytes",
 		Doc:   "Bytes of log between two offset index entries.",
 		check: intRange(0, math.MaxInt32)},
+	{Name: ConfigMaxCompactionLagMs, Type: ConfigTypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerName: "log.cleaner.max.compaction.lag.ms",
+		Doc:   "Longest time a record of a compacted topic stays uncompacted: a log whose oldest uncompacted record is older is compacted whatever its dirty ratio (its active segment rolls by then too).",
+		check: intRange(1, math.MaxInt64)},
 	{Name: ConfigMaxMessageBytes, Type: ConfigTypeInt, Default: "1048588", BrokerName: "message.max.bytes",
 		Doc:   "Largest record batch accepted, in bytes.",
 		check: intRange(0, math.MaxInt32)},
 	{Name: ConfigMessageTimestampType, Type: ConfigTypeString, Default: "CreateTime", BrokerName: "log.message.timestamp.type",
 		Doc:   "CreateTime: the producer's timestamps are kept. LogAppendTime: the broker sets each batch's maxTimestamp to the append time and marks the batch so (the batch CRC is recomputed; records keep their deltas, which consumers ignore for LogAppendTime batches).",
 		check: oneOf("CreateTime", "LogAppendTime")},
+	{Name: ConfigMinCleanableRatio, Type: ConfigTypeDouble, Default: "0.5", BrokerName: "log.cleaner.min.cleanable.ratio",
+		Doc:   "Share of a compacted log's compactable bytes not yet compacted at which the cleaner compacts it.",
+		check: floatRange(0, 1)},
+	{Name: ConfigMinCompactionLagMs, Type: ConfigTypeLong, Default: "0", BrokerName: "log.cleaner.min.compaction.lag.ms",
+		Doc:   "Shortest time a record of a compacted topic stays uncompacted (by batch timestamp).",
+		check: intRange(0, math.MaxInt64)},
 	{Name: ConfigMinInsyncReplicas, Type: ConfigTypeInt, Default: "1", BrokerName: "min.insync.replicas",
 		Doc:   "Fewest in-sync replicas for an acks=all produce to succeed.",
 		check: intRange(1, math.MaxInt32)},
@@ -246,7 +313,8 @@ type ConfigEntry struct {
 }
 
 // DescribeTopicConfigs resolves every known topic config of t, sorted by
-// name: the topic's override, else brokerDefaults (broker-level defaults
+// name: the topic's override, else an internal topic's own default
+// (InternalTopicConfigs), else brokerDefaults (broker-level defaults
 // keyed by topic config name, already validated by ValidateTopicConfigs),
 // else the built-in default.
 func DescribeTopicConfigs(t Topic, brokerDefaults map[string]string) []ConfigEntry {
@@ -255,6 +323,8 @@ func DescribeTopicConfigs(t Topic, brokerDefaults map[string]string) []ConfigEnt
 		e := ConfigEntry{Name: spec.Name, ReadOnly: spec.ReadOnly, Type: spec.Type}
 		if v, ok := t.Configs[spec.Name]; ok {
 			e.Value, e.Source = v, SourceTopic
+		} else if v, ok := InternalTopicConfigs(t.Name)[spec.Name]; ok {
+			e.Value, e.Source, e.IsDefault = v, SourceDefault, true
 		} else if v, ok := brokerDefaults[spec.Name]; ok {
 			e.Value, e.Source, e.IsDefault = v, SourceStaticBroker, true
 		} else {
@@ -270,6 +340,9 @@ func DescribeTopicConfigs(t Topic, brokerDefaults map[string]string) []ConfigEnt
 // like DescribeTopicConfigs; "" for an unknown name.
 func EffectiveTopicConfig(t Topic, brokerDefaults map[string]string, name string) string {
 	if v, ok := t.Configs[name]; ok {
+		return v
+	}
+	if v, ok := InternalTopicConfigs(t.Name)[name]; ok {
 		return v
 	}
 	if v, ok := brokerDefaults[name]; ok {

@@ -36,10 +36,16 @@ func TestValidateTopicConfigs(t *testing.T) {
 		ConfigSegmentMs: "1", ConfigMaxMessageBytes: "0", ConfigMinInsyncReplicas: "2",
 		ConfigCleanupPolicy: "delete", ConfigCompressionType: "producer", ConfigFlushPolicy: "interval",
 		ConfigFlushMs: "250", ConfigMessageTimestampType: "CreateTime", ConfigUncleanLeaderElect: "TRUE",
-		ConfigIndexIntervalBytes: "4096",
+		ConfigIndexIntervalBytes: "4096", ConfigMinCleanableRatio: "0.01", ConfigMinCompactionLagMs: "0",
+		ConfigMaxCompactionLagMs: "1", ConfigDeleteRetentionMs: "0",
 	}
 	if err := ValidateTopicConfigs(good); err != nil {
 		t.Fatal(err)
+	}
+	for _, policy := range []string{"compact", "compact,delete", "delete, compact"} {
+		if err := ValidateTopicConfigs(map[string]string{ConfigCleanupPolicy: policy}); err != nil {
+			t.Errorf("cleanup.policy=%s: %v", policy, err)
+		}
 	}
 	if err := ValidateTopicConfigs(nil); err != nil {
 		t.Fatal(err)
@@ -52,7 +58,13 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{ConfigSegmentBytes, "4294967296"}, // beyond int32
 		{ConfigSegmentMs, "0"},
 		{ConfigMinInsyncReplicas, "0"},
-		{ConfigCleanupPolicy, "compact"},
+		{ConfigCleanupPolicy, "compacted"},
+		{ConfigCleanupPolicy, "compact,compact"},
+		{ConfigCleanupPolicy, ""},
+		{ConfigMinCleanableRatio, "1.5"},
+		{ConfigMinCleanableRatio, "half"},
+		{ConfigMaxCompactionLagMs, "0"},
+		{ConfigDeleteRetentionMs, "-1"},
 		{ConfigCompressionType, "zstd"},
 		{ConfigMessageTimestampType, "NowTime"},
 		{ConfigFlushPolicy, "sometimes"},

@@ -10,3 +10,16 @@ const ShareStateTopic = "__share_group_state"
 // IsInternalTopic reports whether name is a topic the broker owns: clients cannot
 // create or delete it, and Metadata marks it internal.
 func IsInternalTopic(name string) bool { return name == OffsetsTopic || name == ShareStateTopic }
+
+// InternalTopicConfigs returns the configs a broker gives an internal topic when
+// it creates it, as Kafka does: __consumer_offsets and __share_group_state are
+// compacted, so that a group's offsets and a share-partition's state live as long
+// as they are written. They also act as
+// that topic's defaults, above the broker's, for a topic created without them
+// (by an older Skiff).
+func InternalTopicConfigs(name string) map[string]string {
+	if name == OffsetsTopic || name == ShareStateTopic {
+		return map[string]string{ConfigCleanupPolicy: CleanupCompact}
+	}
+	return nil
+}

@@ -204,8 +204,8 @@ func TestSetTopicConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cerr *ConfigError
-	if _, err := s.SetTopicConfigs(ctx, "t", map[string]string{ConfigCleanupPolicy: "compact"}); !errors.As(err, &cerr) || cerr.Name != ConfigCleanupPolicy {
-		t.Fatalf("compact: %v", err)
+	if _, err := s.SetTopicConfigs(ctx, "t", map[string]string{ConfigCleanupPolicy: "compacted"}); !errors.As(err, &cerr) || cerr.Name != ConfigCleanupPolicy {
+		t.Fatalf("compacted: %v", err)
 	}
 	rev, err := s.SetTopicConfigs(ctx, "t", map[string]string{ConfigRetentionMs: "-1"})
 	if err != nil {

@@ -159,8 +159,7 @@ type Coordinator struct {
 	logger *slog.Logger
 	clock  Clock
 
-	partitions   atomic.Int32 // of __consumer_offsets; 0 until known
-	logRetention atomic.Int64 // retention.ms of __consumer_offsets; <= 0: unlimited
+	partitions atomic.Int32 // of __consumer_offsets; 0 until known
 
 	expiryMu sync.Mutex // held while expiry runs; Close waits for it
 
@@ -201,12 +200,10 @@ func PartitionFor(group string, n int32) int32 {
 	return h % n
 }
 
-// SetOffsetsTopic tells the coordinator the partition count of __consumer_offsets
-// (which routes groups to partitions) and its retention.ms (commits are rewritten
-// before retention could delete their only copy; <= 0: no retention).
-func (c *Coordinator) SetOffsetsTopic(partitions int32, retention time.Duration) {
+// SetOffsetsTopic tells the coordinator the partition count of __consumer_offsets,
+// which routes groups to partitions.
+func (c *Coordinator) SetOffsetsTopic(partitions int32) {
 	c.partitions.Store(partitions)
-	c.logRetention.Store(int64(retention))
 }
 
 // Elect makes this node the coordinator of the groups of __consumer_offsets

@@ -536,27 +536,21 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-// TestRefreshBeforeRetention: a commit older than half the retention.ms of
-// __consumer_offsets is written again, so that segment retention never deletes the
-// only copy of a live commit.
-func TestRefreshBeforeRetention(t *testing.T) {
+// TestNoRewrite: __consumer_offsets is compacted, so the coordinator never
+// writes a live commit or group again, however long it lives.
+func TestNoRewrite(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.RetentionCheckInterval = time.Minute })
-	e.c.SetOffsetsTopic(1, 2*time.Hour)
 	e.commit(7, "g", "", -1, "t", map[int32]int64{0: 42})
 	end := e.log.LogEndOffset()
-	e.clock.Advance(59 * time.Minute)
-	if e.log.LogEndOffset() != end {
-		t.Fatal("a fresh commit was rewritten")
+	for range 30 {
+		e.clock.Advance(24 * time.Hour / 10)
 	}
-	e.clock.Advance(2 * time.Minute)
-	waitFor(t, "the commit to be rewritten", func() bool { return e.log.LogEndOffset() > end })
-	o, ok, err := e.db.GroupShard(0).Offset("g", "t", 0)
-	waitFor(t, "the rewrite to be applied", func() bool {
-		o, ok, err = e.db.GroupShard(0).Offset("g", "t", 0)
-		return err == nil && ok && o.WrittenAt > e.clock.Now().Add(-time.Minute).UnixMilli()
-	})
-	if o.Offset != 42 || o.CommitTimestamp >= o.WrittenAt {
-		t.Fatalf("rewritten commit %+v", o)
+	e.clock.Advance(time.Minute)
+	if e.log.LogEndOffset() != end {
+		t.Fatalf("the log grew from %d to %d: a live commit was written again", end, e.log.LogEndOffset())
+	}
+	if got := e.fetch("g"); got["t/0"] != 42 {
+		t.Fatalf("offsets %v", got)
 	}
 }
 
@@ -600,7 +594,7 @@ func TestElectWaitsForHighWatermark(t *testing.T) {
 	cfg := e.cfg
 	cfg.DB = e.db
 	e.c = New(cfg)
-	e.c.SetOffsetsTopic(1, 0)
+	e.c.SetOffsetsTopic(1)
 	e.c.Elect(0, 1, e.log)
 	waitFor(t, "the shard to apply what is committed", func() bool {
 		a, _ := e.db.GroupShard(0).Applied()

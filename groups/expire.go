@@ -1,6 +1,6 @@
 package groups
 
-// Offset expiry and log upkeep, every RetentionCheckInterval:
+// Offset expiry, every RetentionCheckInterval:
 //
 //   - The committed offsets of deleted topics are deleted (deleted_topics.go).
 //   - The committed offsets of a group without members are deleted once the group
@@ -8,10 +8,10 @@ package groups
 //     that never had members (only commits with generation -1), once each commit is
 //     that old. An empty group with no offsets left is deleted. Deletes are
 //     tombstones in the log, applied to Pebble like any record.
-//   - __consumer_offsets has no log compaction: its segments are deleted by time
-//     retention (retention.ms). So that retention never deletes the only copy of a
-//     commit or group that is still live, a record written more than half the
-//     retention ago is written again, unchanged.
+//
+// __consumer_offsets is compacted (cleanup.policy=compact): the log cleaner keeps
+// the latest record of every commit and group, so a live one is never written
+// again, and a tombstone takes its key out of the log after delete.retention.ms.
 
 import (
 	"time"
@@ -36,7 +36,7 @@ func (c *Coordinator) expiryTick() {
 	c.mu.Unlock()
 }
 
-// expire runs the expiry and upkeep of one shard at time now.
+// expire runs the expiry of one shard at time now.
 func (c *Coordinator) expire(sh *shard, now time.Time) error {
 	byGroup := make(map[string][]offsets.GroupOffset)
 	gone := make(map[string][]offsets.GroupOffset) // of deleted topics
@@ -58,7 +58,6 @@ func (c *Coordinator) expire(sh *shard, now time.Time) error {
 		}
 	}
 	c.mu.Unlock()
-	refresh := time.Duration(c.logRetention.Load()) / 2
 	sh.mu.Lock()
 	applied := sh.mu.applied
 	sh.mu.Unlock()
@@ -71,63 +70,49 @@ func (c *Coordinator) expire(sh *shard, now time.Time) error {
 			g.mu.Unlock()
 			continue
 		}
-		c.expireGroupLocked(g, offs, now, refresh, applied)
+		c.expireGroupLocked(g, offs, now, applied)
 		g.mu.Unlock()
 	}
 	return nil
 }
 
-func (c *Coordinator) expireGroupLocked(g *group, offs []offsets.GroupOffset, now time.Time, refresh time.Duration, applied int64) {
+func (c *Coordinator) expireGroupLocked(g *group, offs []offsets.GroupOffset, now time.Time, applied int64) {
 	// Offsets read before a commit of this group was applied may be stale.
-	settled := g.lastAppend < applied
-	var recs []batch.Record
-	kept := offs
-	if g.state == stateEmpty && settled {
-		kept = nil
-		var expired []offsets.GroupOffset
-		for _, o := range offs {
-			base := o.CommitTimestamp
-			if g.protocolType != "" {
-				base = g.stateSince.UnixMilli() // empty since then
-			}
-			if now.UnixMilli()-base >= c.cfg.OffsetsRetention.Milliseconds() {
-				expired = append(expired, o)
-			} else {
-				kept = append(kept, o)
-			}
+	if g.state != stateEmpty || g.lastAppend >= applied {
+		return
+	}
+	var kept, expired []offsets.GroupOffset
+	for _, o := range offs {
+		base := o.CommitTimestamp
+		if g.protocolType != "" {
+			base = g.stateSince.UnixMilli() // empty since then
 		}
-		if len(kept) == 0 {
-			recs, _ = g.tombstonesLocked(expired)
-			if _, err := g.appendLocked(recs); err != nil {
-				c.logger.Warn("group coordinator: expiring group failed", "group", g.name, "err", err)
-				return
-			}
-			c.logger.Info("group coordinator: expired empty group", "group", g.name, "offsets", len(expired))
-			c.removeLocked(g)
+		if now.UnixMilli()-base >= c.cfg.OffsetsRetention.Milliseconds() {
+			expired = append(expired, o)
+		} else {
+			kept = append(kept, o)
+		}
+	}
+	if len(kept) == 0 {
+		recs, _ := g.tombstonesLocked(expired)
+		if _, err := g.appendLocked(recs); err != nil {
+			c.logger.Warn("group coordinator: expiring group failed", "group", g.name, "err", err)
 			return
 		}
-		for _, o := range expired {
-			recs = append(recs, commitTombstone(o.Group, o.Topic, o.Partition))
-		}
-		if len(expired) > 0 {
-			c.logger.Info("group coordinator: expired offsets", "group", g.name, "offsets", len(expired))
-		}
+		c.logger.Info("group coordinator: expired empty group", "group", g.name, "offsets", len(expired))
+		c.removeLocked(g)
+		return
 	}
-	if refresh > 0 {
-		for _, o := range kept {
-			if now.UnixMilli()-o.WrittenAt >= refresh.Milliseconds() {
-				recs = append(recs, commitRecord(o))
-			}
-		}
-		if g.metaWrittenAt != 0 && now.UnixMilli()-g.metaWrittenAt >= refresh.Milliseconds() &&
-			(g.state == stateStable || g.state == stateEmpty) {
-			recs = append(recs, groupRecord(g.name, g.metadataValueLocked()))
-			g.metaWrittenAt = now.UnixMilli()
-		}
+	if len(expired) == 0 {
+		return
 	}
-	if len(recs) > 0 {
-		if _, err := g.appendLocked(recs); err != nil {
-			c.logger.Warn("group coordinator: offset upkeep failed", "group", g.name, "err", err)
-		}
+	var recs []batch.Record
+	for _, o := range expired {
+		recs = append(recs, commitTombstone(o.Group, o.Topic, o.Partition))
 	}
+	if _, err := g.appendLocked(recs); err != nil {
+		c.logger.Warn("group coordinator: offset expiry failed", "group", g.name, "err", err)
+		return
+	}
+	c.logger.Info("group coordinator: expired offsets", "group", g.name, "offsets", len(expired))
 }

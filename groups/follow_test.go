@@ -30,7 +30,7 @@ func TestFollowerAppliesCommittedRecords(t *testing.T) {
 	cfg.DB = db
 	f := New(cfg)
 	defer f.Close()
-	f.SetOffsetsTopic(1, 0)
+	f.SetOffsetsTopic(1)
 	f.Follow(0, committedLog{e.log})
 
 	if codes := e.commit(2, "g", "", -1, "t", map[int32]int64{0: 5, 1: 7}); codes[0] != 0 || codes[1] != 0 {

@@ -117,9 +117,8 @@ type group struct {
 	newMembers   bool          // a member joined during the initial delay
 	delayLeft    time.Duration // what is left of the rebalance timeout after the delays
 
-	hasOffsets    bool  // some offset may be committed (Pebble has the truth)
-	metaWrittenAt int64 // batch timestamp of the last group metadata record, 0: none
-	lastAppend    int64 // offset of the group's last appended record, -1: none
+	hasOffsets bool  // some offset may be committed (Pebble has the truth)
+	lastAppend int64 // offset of the group's last appended record, -1: none
 }
 
 func newGroup(c *Coordinator, sh *shard, name string) *group {
@@ -153,7 +152,7 @@ func newMemberID(clientID string, instanceID *string) string {
 
 // restore sets the group from its stored metadata: the generation, protocol and
 // members as of the last rebalance that completed, Stable if it has members.
-func (g *group) restore(v *kmsg.GroupMetadataValue, writtenAt int64, now time.Time) {
+func (g *group) restore(v *kmsg.GroupMetadataValue, now time.Time) {
 	g.protocolType = v.ProtocolType
 	g.generation = v.Generation
 	if v.Protocol != nil {
@@ -162,7 +161,6 @@ func (g *group) restore(v *kmsg.GroupMetadataValue, writtenAt int64, now time.Ti
 	if v.Leader != nil {
 		g.leader = *v.Leader
 	}
-	g.metaWrittenAt = writtenAt
 	g.stateSince = now
 	if v.CurrentStateTimestamp > 0 {
 		g.stateSince = time.UnixMilli(v.CurrentStateTimestamp)
@@ -237,11 +235,7 @@ func (g *group) metadataValueLocked() []byte {
 // storeLocked appends the group's metadata to the log and returns the record's
 // offset; the caller may wait for it to be applied.
 func (g *group) storeLocked() (int64, error) {
-	last, err := g.appendLocked([]batch.Record{groupRecord(g.name, g.metadataValueLocked())})
-	if err == nil {
-		g.metaWrittenAt = g.c.clock.Now().UnixMilli()
-	}
-	return last, err
+	return g.appendLocked([]batch.Record{groupRecord(g.name, g.metadataValueLocked())})
 }
 
 // storeAsyncLocked stores the group's metadata without waiting for it: the state it

@@ -225,7 +225,7 @@ func (e *env) start() {
 	cfg := e.cfg
 	cfg.DB = e.db
 	e.c = New(cfg)
-	e.c.SetOffsetsTopic(1, 0)
+	e.c.SetOffsetsTopic(1)
 	e.c.Elect(0, 0, e.log)
 	waitFor(e.t, "partition 0 loaded", func() bool { _, code := e.c.shardFor("x"); return code == 0 })
 }

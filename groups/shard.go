@@ -245,8 +245,9 @@ func (sh *shard) apply(from, hw int64) (int64, error) {
 
 // applyLog applies the records of __consumer_offsets partition id from offset from
 // up to (at most) hw to store, reading them with read, and returns the offset it got
-// to. Records below the log start (deleted by retention) are skipped; records that do
-// not parse are logged and skipped. Leaders and followers apply the same way.
+// to. Records below the log start are skipped; records that do not parse are logged
+// and skipped. The log is compacted (offsets gap where the cleaner removed records
+// that later ones replace). Leaders and followers apply the same way.
 func applyLog(read func(offset, maxBytes int64) (*logstore.Slice, error), store *offsets.GroupShard,
 	id int32, logStart, from, hw int64, logger *slog.Logger) (int64, error) {
 	if from < logStart {
@@ -312,7 +313,7 @@ func (sh *shard) load() error {
 	c := sh.c
 	now := c.clock.Now()
 	loaded := make(map[string]*group)
-	err := sh.store.Groups(func(name string, value []byte, writtenAt int64) error {
+	err := sh.store.Groups(func(name string, value []byte, _ int64) error {
 		var v kmsg.GroupMetadataValue
 		// The decoded bytes fields alias their input, which Pebble reuses.
 		if err := v.ReadFrom(append([]byte(nil), value...)); err != nil {
@@ -320,7 +321,7 @@ func (sh *shard) load() error {
 			return nil
 		}
 		g := newGroup(c, sh, name)
-		g.restore(&v, writtenAt, now)
+		g.restore(&v, now)
 		loaded[name] = g
 		return nil
 	})

@@ -7,7 +7,9 @@ package kafkaapi
 // max.message.bytes (MESSAGE_TOO_LARGE), deduplicated for idempotent producers
 // (a retry of one of the last 5 batches gets its original offset; gaps get
 // OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH) and appended
-// whole. The internal topic __consumer_offsets is written by the group coordinator
+// whole. A compacted topic (cleanup.policy=compact) refuses a batch holding a
+// record without a key with INVALID_RECORD, appending nothing of it (its records
+// are decompressed to check). The internal topic __consumer_offsets is written by the group coordinator
 // only: producing to it gets INVALID_TOPIC_EXCEPTION, as in Kafka. acks=0 gets no
 // response at all; acks=1 is answered once the leader appended; acks=-1 (all) is
 // refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than

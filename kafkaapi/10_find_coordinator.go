@@ -99,11 +99,18 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	return resp
 }
 
+// offsetsTopicConfigs are the configs __consumer_offsets is created with:
+// compacted, as in Kafka, in smaller segments than other topics.
+func offsetsTopicConfigs() map[string]string {
+	c := cluster.InternalTopicConfigs(cluster.OffsetsTopic)
+	c[cluster.ConfigSegmentBytes] = strconv.Itoa(offsetsTopicSegmentBytes)
+	return c
+}
+
 // createOffsetsTopic creates __consumer_offsets and waits until this node serves it.
 // A concurrent creation by another request or broker is no error.
 func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) {
-	return s.createInternalTopic(ctx, cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions,
-		map[string]string{cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)})
+	return s.createInternalTopic(ctx, cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions, offsetsTopicConfigs())
 }
 
 // shareStateTopicPartitions is share.coordinator.state.topic.num.partitions,
@@ -111,16 +118,14 @@ func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) 
 const shareStateTopicPartitions = 50
 
 // EnsureShareStateTopic creates the share groups' state topic (package sharegroup)
-// unless it exists, with the replication factor of __consumer_offsets and no
-// retention: its records are the only copy of every share-partition's state.
+// unless it exists, compacted, with the replication factor of __consumer_offsets.
 func (s *Server) EnsureShareStateTopic(ctx context.Context) error {
 	if _, ok := s.cache.Topic(sharegroup.StateTopic); ok {
 		return nil
 	}
-	_, err := s.createInternalTopic(ctx, sharegroup.StateTopic, shareStateTopicPartitions, map[string]string{
-		cluster.ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes),
-		cluster.ConfigRetentionMs:  "-1",
-	})
+	c := cluster.InternalTopicConfigs(sharegroup.StateTopic)
+	c[cluster.ConfigSegmentBytes] = strconv.Itoa(offsetsTopicSegmentBytes)
+	_, err := s.createInternalTopic(ctx, sharegroup.StateTopic, shareStateTopicPartitions, c)
 	return err
 }
 

@@ -29,7 +29,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "p0"), NumPartitions: 0, ReplicationFactor: 1}, kerr.InvalidPartitions.Code},
 		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "badcfg"), NumPartitions: 1, ReplicationFactor: 1, Configs: cfg("retention.ms", "soon")}, kerr.InvalidConfig.Code},
 		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "unknowncfg"), NumPartitions: 1, ReplicationFactor: 1, Configs: cfg("no.such.config", "1")}, kerr.InvalidConfig.Code},
-		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "compact"), NumPartitions: 1, ReplicationFactor: 1, Configs: cfg("cleanup.policy", "compact")}, kerr.InvalidConfig.Code},
+		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "compacted"), NumPartitions: 1, ReplicationFactor: 1, Configs: cfg("cleanup.policy", "compacted")}, kerr.InvalidConfig.Code},
 		{kmsg.CreateTopicsRequestTopic{Topic: topicName(t, "assign"), NumPartitions: -1, ReplicationFactor: -1,
 			ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{7}}}}, kerr.InvalidReplicaAssignment.Code},
 		// Partition numbers outside 0..n-1 (these crashed the node, and a huge one

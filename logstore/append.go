@@ -44,13 +44,14 @@ func (l *Log) Append(b []byte, leaderEpoch int32) (baseOffset int64, err error) 
 
 // AppendReplica stores b, one or more whole batches whose offsets were assigned
 // by the leader, as they are (a follower's append). Every batch is checked
-// (batch.Check); the first base offset must be the log end offset and each
-// following batch must start at the next offset of the one before
-// (ErrNotContiguous otherwise). Nothing is written if any check fails.
+// (batch.Check); the first base offset must be at least the log end offset and
+// each following batch must start at or after the next offset of the one before
+// (ErrNotContiguous otherwise): the leader's log may have gaps that compaction
+// left, and the replica keeps them. Nothing is written if any check fails.
 func (l *Log) AppendReplica(b []byte) error {
 	var hs []batch.Header
 	if err := batch.Split(b, func(h batch.Header, _ []byte) error {
-		if n := len(hs); n > 0 && h.BaseOffset != hs[n-1].NextOffset() {
+		if n := len(hs); n > 0 && h.BaseOffset < hs[n-1].NextOffset() {
 			return fmt.Errorf("%w: base offset %d after next offset %d", ErrNotContiguous, h.BaseOffset, hs[n-1].NextOffset())
 		}
 		hs = append(hs, h)
@@ -66,7 +67,7 @@ func (l *Log) AppendReplica(b []byte) error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
-	if end := l.active().next; hs[0].BaseOffset != end {
+	if end := l.active().next; hs[0].BaseOffset < end {
 		return fmt.Errorf("logstore: append replica: %w: base offset %d, log end offset %d", ErrNotContiguous, hs[0].BaseOffset, end)
 	}
 	return l.writeLocked(b, hs)
@@ -88,7 +89,9 @@ func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 	for len(hs) > 0 {
 		act := l.active()
 		if l.shouldRoll(act.size, act.firstTs, &hs[0]) {
-			if err := l.rollLocked(hs[0].BaseOffset); err != nil {
+			// The new segment starts at the log end, before a gap if the batch
+			// follows one: segment files tile the offsets (segment.md).
+			if err := l.rollLocked(act.next); err != nil {
 				return err
 			}
 			act = l.active()

@@ -11,7 +11,9 @@
 // named "%020d.log" after the base offset of its first batch and holds whole
 // batches back to back, exactly as produced apart from baseOffset and
 // partitionLeaderEpoch, which the log assigns. The last segment is the active
-// one; only it is ever written. Other files in the directory (for example the
+// one; only it is ever appended to. The log cleaner replaces closed segments by
+// rewritten ones (Rewrite, clean.go), keeping every batch's offsets, so a
+// compacted log has gaps. Other files in the directory (for example the
 // replication layer's leader-epochs checkpoint) are left alone.
 //
 // # Filesystem and durability
@@ -34,11 +36,15 @@
 //
 // A Log is safe for concurrent use. Writers (Append, AppendReplica, Truncate,
 // ApplyRetention, Sync, Close, Delete) are serialised by appendMu; readers (Read,
-// OffsetForTimestamp, ScanHeaders) run concurrently with each other and with the
-// writer. Lock order:
+// OffsetForTimestamp, ScanHeaders, ScanSegment) run concurrently with each other
+// and with the writer. A Rewrite (clean.go) builds its segment without locks and
+// swaps it in under cleanMu, which the writers that remove segments also take,
+// so that appends go on during its fsyncs. Lock order:
 //
-//  1. Log.appendMu (writers only; held across file writes and index writes)
-//  2. Log.mu (RWMutex over the segment list and the published sizes; never held
+//  1. Log.cleanMu (Rewrite.Commit, ApplyRetention, Truncate, Reset, Close,
+//     Delete, SetCleanerPoint)
+//  2. Log.appendMu (writers only; held across file writes and index writes)
+//  3. Log.mu (RWMutex over the segment list and the published sizes; never held
 //     across file I/O or index calls, only while publishing or snapshotting)
 //
 // Readers take mu in read mode to snapshot the segments they need, take a

@@ -11,9 +11,9 @@ var (
 	ErrOffsetOutOfRange = errors.New("logstore: offset out of range")
 	// ErrClosed: the log was closed or deleted.
 	ErrClosed = errors.New("logstore: log closed")
-	// ErrNotContiguous: AppendReplica got batches whose base offset is not the log
-	// end offset (or the next offset of the batch before it).
-	ErrNotContiguous = errors.New("logstore: batch offsets not contiguous with the log")
+	// ErrNotContiguous: AppendReplica got batches whose base offset is below the
+	// log end offset (or the next offset of the batch before it).
+	ErrNotContiguous = errors.New("logstore: batch offsets do not follow the log")
 	// ErrSegmentMissing: Open found a segment file missing between two others, for
 	// offsets that had been synced (below the recovery point), or segment files
 	// that overlap. The log is not opened, and nothing is changed on disk: a log

@@ -63,6 +63,12 @@ type Index interface {
 	// SetLogStartOffset records the log start offset.
 	SetLogStartOffset(offset int64) error
 
+	// CleanerPoint returns the persisted cleaner point: the log cleaner has
+	// compacted the log below it. 0 if none was recorded.
+	CleanerPoint() (int64, error)
+	// SetCleanerPoint records the cleaner point.
+	SetCleanerPoint(offset int64) error
+
 	// Delete removes everything recorded for the partition.
 	Delete() error
 }

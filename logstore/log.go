@@ -27,6 +27,14 @@ type Log struct {
 	log *slog.Logger
 	fs  vfs.FS
 
+	// cleanMu serialises the writers that remove segments (ApplyRetention,
+	// Truncate, Reset, Close, Delete) with a Rewrite's swap, so that the cleaner
+	// swaps without blocking appends (clean.go).
+	cleanMu sync.Mutex
+	// cleanerPoint is the cleaner's first dirty offset (clean.go); written with
+	// cleanMu held.
+	cleanerPoint atomic.Int64
+
 	// appendMu serialises writers. The fields below it are used only with it held.
 	appendMu        sync.Mutex
 	err             error // latched failure: an fsync failed, or a failed write could not be undone
@@ -177,6 +185,8 @@ func (l *Log) markSyncedLocked(w int64) {
 // by unreleased Slices stay open until those are released. Close is idempotent; it
 // returns the latched write error, if any.
 func (l *Log) Close() error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	return l.closeLocked()
@@ -222,6 +232,8 @@ func (l *Log) closeLocked() error {
 // Delete closes the log and removes its directory and its index data. Files still
 // used by unreleased Slices stay readable until released.
 func (l *Log) Delete() error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	err := l.closeLocked()

@@ -15,6 +15,7 @@ type MemIndex struct {
 	offsets       map[int64][]IndexEntry // per segment, ascending Offset
 	times         map[int64][]IndexEntry // per segment, ascending MaxTimestampBefore
 	rp, start     int64
+	cleaner       int64
 	DurableWrites int
 }
 
@@ -37,7 +38,7 @@ func (m *MemIndex) Clone() *MemIndex {
 	for k, v := range m.times {
 		c.times[k] = slices.Clone(v)
 	}
-	c.rp, c.start = m.rp, m.start
+	c.rp, c.start, c.cleaner = m.rp, m.start, m.cleaner
 	return c
 }
 
@@ -165,12 +166,25 @@ func (m *MemIndex) SetLogStartOffset(off int64) error {
 	return nil
 }
 
+func (m *MemIndex) CleanerPoint() (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cleaner, nil
+}
+
+func (m *MemIndex) SetCleanerPoint(off int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cleaner = off
+	return nil
+}
+
 func (m *MemIndex) Delete() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.segs = map[int64]SegmentMeta{}
 	m.offsets = map[int64][]IndexEntry{}
 	m.times = map[int64][]IndexEntry{}
-	m.rp, m.start = 0, 0
+	m.rp, m.start, m.cleaner = 0, 0, 0
 	return nil
 }

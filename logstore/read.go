@@ -101,25 +101,27 @@ func (l *Log) ringLookupLocked(offset int64) (IndexEntry, bool) {
 	return r[i-1], true
 }
 
-// locate finds the batch of v that contains offset, starting at the index entry
-// hint if ok. It returns that batch's position and header.
+// locate finds the first batch of v whose offsets reach offset (the batch that
+// contains it, or the first one after a gap that does), starting at the index
+// entry hint if ok. It returns that batch's position and header.
 func (l *Log) locate(v *view, hr *headerReader, offset int64, hint IndexEntry, ok bool, gen uint64) (int64, batch.Header, error) {
 	pos, expect := int64(0), v.base
+	exact := false // the batch at pos must start at expect: an index entry names it
 	if ok && hint.Pos > 0 && hint.Pos < v.size && hint.Offset <= offset {
-		pos, expect = hint.Pos, hint.Offset
+		pos, expect, exact = hint.Pos, hint.Offset, true
 	}
 	for {
 		h, err := hr.header(pos)
-		if err == nil && h.BaseOffset != expect {
-			err = &CorruptionError{File: v.file.path, Pos: pos, Err: fmt.Errorf("base offset %d, expected %d", h.BaseOffset, expect)}
+		if err == nil {
+			err = checkBase(v.file.path, pos, &h, expect, exact)
 		}
 		if err != nil {
 			if l.gen.Load() != gen {
 				return 0, h, errRetry
 			}
-			if pos > 0 && expect != v.base && expect == hint.Offset {
+			if exact {
 				// A stale index entry (the index is derived data): scan from the start.
-				pos, expect, hint.Offset = 0, v.base, -1
+				pos, expect, exact = 0, v.base, false
 				continue
 			}
 			return 0, h, err
@@ -128,12 +130,23 @@ func (l *Log) locate(v *view, hr *headerReader, offset int64, hint IndexEntry, o
 			return pos, h, nil
 		}
 		pos += h.Size()
-		expect = h.NextOffset()
+		expect, exact = h.NextOffset(), false
 	}
 }
 
+// checkBase reports a batch at pos whose base offset does not follow the batch
+// before it: below expect (offsets must grow; a higher one is a gap, which
+// compaction leaves), or other than expect when exact.
+func checkBase(path string, pos int64, h *batch.Header, expect int64, exact bool) error {
+	if h.BaseOffset < expect || exact && h.BaseOffset != expect {
+		return &CorruptionError{File: path, Pos: pos, Err: fmt.Errorf("base offset %d, expected %d", h.BaseOffset, expect)}
+	}
+	return nil
+}
+
 // Read returns file ranges holding whole batches from the batch that contains
-// offset on, for sendfile. It stops before the first batch whose base offset is
+// offset on (or, if offset lies in a gap that compaction left, from the first
+// batch after it), for sendfile. It stops before the first batch whose base offset is
 // >= maxOffset (the caller's high watermark; pass LogEndOffset to read
 // everything) and before a batch that would make the total pass maxBytes, except
 // that the first batch is always returned whole however large (KIP-74). Ranges
@@ -202,11 +215,11 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 			pos = 0
 		}
 		rangeStart := pos
-		rangeBase := expect
+		rangeBase := int64(-1)
 		for pos < v.size {
 			h, err := hr.header(pos)
-			if err == nil && h.BaseOffset != expect {
-				err = &CorruptionError{File: v.file.path, Pos: pos, Err: fmt.Errorf("base offset %d, expected %d", h.BaseOffset, expect)}
+			if err == nil {
+				err = checkBase(v.file.path, pos, &h, expect, false)
 			}
 			if err != nil {
 				s.Release()
@@ -218,6 +231,9 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 			if h.BaseOffset >= maxOffset || (s.Bytes > 0 || pos > rangeStart) && s.Bytes+(pos-rangeStart)+h.Size() > maxBytes {
 				done = true
 				break
+			}
+			if rangeBase < 0 {
+				rangeBase = h.BaseOffset
 			}
 			pos += h.Size()
 			expect = h.NextOffset()
@@ -294,8 +310,8 @@ func (l *Log) offsetForTimestamp(ts int64) (int64, int64, bool, error) {
 		hr := newHeaderReader(v.file, v.size)
 		for pos < v.size {
 			h, err := hr.header(pos)
-			if err == nil && h.BaseOffset != expect {
-				err = &CorruptionError{File: v.file.path, Pos: pos, Err: fmt.Errorf("base offset %d, expected %d", h.BaseOffset, expect)}
+			if err == nil {
+				err = checkBase(v.file.path, pos, &h, expect, false)
 			}
 			if err != nil {
 				hr.release()
@@ -371,8 +387,8 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 		hr := newHeaderReader(v.file, v.size)
 		for pos < v.size {
 			h, err := hr.header(pos)
-			if err == nil && h.BaseOffset != expect {
-				err = &CorruptionError{File: v.file.path, Pos: pos, Err: fmt.Errorf("base offset %d, expected %d", h.BaseOffset, expect)}
+			if err == nil {
+				err = checkBase(v.file.path, pos, &h, expect, false)
 			}
 			if err == nil {
 				err = fn(h)

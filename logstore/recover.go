@@ -43,6 +43,15 @@ func (l *Log) applyRecovery(p recoveryPlan, st diskState) error {
 			}
 		}
 	}
+	for _, base := range p.cleaned {
+		l.log.Info("removing the output of an interrupted compaction", "file", l.cleanedPath(base))
+		if err := l.fs.Remove(l.cleanedPath(base)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := l.finishSwaps(p); err != nil {
+		return err
+	}
 	for _, base := range p.expired {
 		l.log.Info("removing segment below the log start offset", "file", segmentName(base), "log_start_offset", st.in.logStart)
 		if err := l.removeSegment(base); err != nil {
@@ -97,6 +106,31 @@ func (l *Log) applyRecovery(p recoveryPlan, st diskState) error {
 	return nil
 }
 
+// finishSwaps finishes the rewrites that were interrupted after their commit
+// point, as Rewrite.Commit would have: the files each swap replaces go (the last
+// one first), then the swaps take the names of the first files they replace.
+func (l *Log) finishSwaps(p recoveryPlan) error {
+	if len(p.swaps) == 0 {
+		return nil
+	}
+	for _, base := range p.replaced {
+		l.log.Info("finishing an interrupted compaction: removing a replaced segment", "file", segmentName(base))
+		if err := l.removeSegment(base); err != nil {
+			return err
+		}
+	}
+	if err := l.syncDir(); err != nil {
+		return err
+	}
+	for _, base := range p.swaps {
+		l.log.Info("finishing an interrupted compaction: swapping in the compacted segment", "file", segmentName(base))
+		if err := l.fs.Rename(l.swapPath(base), l.segmentPath(base)); err != nil {
+			return fmt.Errorf("finish compaction of segment %d: %w", base, err)
+		}
+	}
+	return l.syncDir()
+}
+
 // recordRecovered makes the kept segments durable where recovery checked them
 // and records them, the log start offset and the recovery point in the index
 // (metas is what it held before), then publishes the log's bounds.
@@ -142,6 +176,23 @@ func (l *Log) recordRecovered(p recoveryPlan, metas map[int64]SegmentMeta) error
 	}
 	l.logStart.Store(p.logStart)
 	l.publishLocked()
+	return l.recoverCleanerPoint(p.logStart, act.next)
+}
+
+// recoverCleanerPoint loads the cleaner point; one past the log end (the log lost
+// its tail) starts the cleaner over at the log start, as Kafka does.
+func (l *Log) recoverCleanerPoint(start, end int64) error {
+	cp, err := l.idx.CleanerPoint()
+	if err != nil {
+		return fmt.Errorf("read cleaner point: %w", err)
+	}
+	if cp > end {
+		cp = start
+		if err := l.idx.SetCleanerPoint(cp); err != nil {
+			return fmt.Errorf("record cleaner point: %w", err)
+		}
+	}
+	l.cleanerPoint.Store(cp)
 	return nil
 }
 

@@ -1,6 +1,10 @@
 package logstore
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // Recovery decides before it acts. readSegments (recover_read.go) reads the
 // directory, the index and as much of each segment file as deciding needs;
@@ -17,6 +21,7 @@ type segmentState struct {
 	next     int64 // offset after the last of those batches (base when there is none)
 	checked  bool  // read batch by batch, not trusted from the index: fdatasynced before it is recorded
 	damage   error // why the bytes from size on are not valid batches (nil when size == fileSize)
+	swap     bool  // the file is <base>.log.swap, standing for the segment files it covers
 }
 
 // endsAt reports whether s is undamaged and the file with base offset next
@@ -25,7 +30,9 @@ func (s segmentState) endsAt(next int64) bool { return s.size == s.fileSize && s
 
 // recoveryInput is everything planRecovery decides from.
 type recoveryInput struct {
-	files         []segmentState // every segment file in the directory, ascending base offset
+	files         []segmentState // every segment file in the directory, ascending base offset, swaps standing for what they cover (finishSwaps)
+	replaced      []int64        // segment files a swap covers, ascending
+	cleaned       []int64        // leftover .cleaned files of rewrites not committed
 	recoveryPoint int64          // persisted: every batch below it was fsynced
 	logStart      int64          // persisted log start offset
 }
@@ -37,10 +44,15 @@ type cutAt struct {
 }
 
 // recoveryPlan is what recovery does, in this order: reset the index, remove
-// expired, stop with err, remove unfollow and fsync the directory, cut, remove
-// stale, create, fdatasync sync, fsync the directory.
+// cleaned, finish the swaps (remove replaced, fsync the directory, rename swaps,
+// fsync the directory), remove expired, stop with err, remove unfollow and
+// fsync the directory, cut, remove stale, create, fdatasync sync, fsync the
+// directory.
 type recoveryPlan struct {
 	resetIndex bool    // no segment file: a new log, whatever the index holds is left over from an older one
+	cleaned    []int64 // .cleaned files of rewrites that never reached their commit point: removed
+	replaced   []int64 // segment files covered by a swap, last one first: removed before the swaps are renamed
+	swaps      []int64 // .swap files renamed to their segment files
 	expired    []int64 // files wholly below the log start offset (a retention pass stopped before unlinking them), oldest first
 	err        error   // ErrSegmentMissing: offsets that were synced are missing; nothing after expired is done
 	keep       []int64 // files the log consists of, ascending
@@ -59,9 +71,17 @@ type recoveryPlan struct {
 // panics if a file it needs was not read. readSegments reads exactly those.
 func planRecovery(in recoveryInput) recoveryPlan {
 	if len(in.files) == 0 {
-		return recoveryPlan{resetIndex: true, create: true}
+		return recoveryPlan{resetIndex: true, create: true, cleaned: in.cleaned}
 	}
-	var p recoveryPlan
+	p := recoveryPlan{cleaned: in.cleaned}
+	for i := len(in.replaced) - 1; i >= 0; i-- {
+		p.replaced = append(p.replaced, in.replaced[i])
+	}
+	for _, f := range in.files {
+		if f.swap {
+			p.swaps = append(p.swaps, f.base)
+		}
+	}
 	n := countExpired(in.files, in.logStart)
 	for _, f := range in.files[:n] {
 		p.expired = append(p.expired, f.base)
@@ -115,6 +135,23 @@ func planRecovery(in recoveryInput) recoveryPlan {
 	}
 	p.logStart = max(in.logStart, kept[0].base)
 	return p
+}
+
+// finishSwaps returns the segment files a log consists of once the swaps of
+// interrupted rewrites are finished: each swap (read, so its end is known)
+// stands for the segment files whose base offsets lie in its range, which are
+// the replaced ones; they are returned too.
+func finishSwaps(bases []int64, swaps []segmentState) (files []segmentState, replaced []int64) {
+	for _, base := range bases {
+		if slices.ContainsFunc(swaps, func(s segmentState) bool { return s.base <= base && base < max(s.next, s.base+1) }) {
+			replaced = append(replaced, base)
+			continue
+		}
+		files = append(files, segmentState{base: base})
+	}
+	files = append(files, swaps...)
+	slices.SortFunc(files, func(a, b segmentState) int { return cmp.Compare(a.base, b.base) })
+	return files, replaced
 }
 
 // countExpired returns how many of the first files lie wholly below logStart:

@@ -200,3 +200,37 @@ func TestTrustMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishSwaps: a .swap file stands for the segment files whose base offsets
+// lie in its range (the ones its rewrite replaces, the first one included);
+// files outside it are kept; and the plan removes the replaced files, last one
+// first, and renames the swaps.
+func TestFinishSwaps(t *testing.T) {
+	swap := func(base, next, size int64) segmentState {
+		s := checked(base, next, size)
+		s.swap = true
+		return s
+	}
+	files, replaced := finishSwaps([]int64{0, 10, 20, 30, 40}, []segmentState{swap(10, 30, 90)})
+	if want := []int64{10, 20}; !reflect.DeepEqual(replaced, want) {
+		t.Fatalf("replaced %v, want %v", replaced, want)
+	}
+	var bases []int64
+	for _, f := range files {
+		bases = append(bases, f.base)
+	}
+	if want := []int64{0, 10, 30, 40}; !reflect.DeepEqual(bases, want) || !files[1].swap || files[2].swap {
+		t.Fatalf("files %+v", files)
+	}
+	// The first replaced file already gone (removed before a crash): the swap stands alone.
+	files, replaced = finishSwaps([]int64{0, 20, 30}, []segmentState{swap(10, 30, 90)})
+	if len(replaced) != 1 || replaced[0] != 20 || len(files) != 3 || files[1].base != 10 {
+		t.Fatalf("files %+v, replaced %v", files, replaced)
+	}
+	in := recoveryInput{files: []segmentState{trusted(0, 10, 100), swap(10, 30, 90), trusted(30, 40, 80)},
+		replaced: []int64{10, 20}, cleaned: []int64{30}, recoveryPoint: 40}
+	want := recoveryPlan{cleaned: []int64{30}, replaced: []int64{20, 10}, swaps: []int64{10}, keep: []int64{0, 10, 30}, sync: []int64{10}}
+	if got := planRecovery(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("plan %+v, want %+v", got, want)
+	}
+}

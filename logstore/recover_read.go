@@ -3,6 +3,7 @@ package logstore
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -17,16 +18,22 @@ type diskState struct {
 }
 
 // readSegments lists the segment files, reads the index's view of them, and
-// reads the files planRecovery needs: from the first one not expired, each
-// trusted from its metadata or else checked batch by batch (rebuilding its index
-// entries), up to the first one that does not end where the next one begins.
-// The later files are either removed or the cause of an error, so they are not
-// opened. A directory with no segment file is a new log: the index is not read.
-// On error nothing is left open.
+// reads the files planRecovery needs: first the .swap files of a rewrite that
+// was interrupted after its commit point (each stands for the segment files it
+// covers: finishSwaps), then, from the first file not expired, each trusted from
+// its metadata or else checked batch by batch (rebuilding its index entries), up
+// to the first one that does not end where the next one begins. The later files
+// are either removed or the cause of an error, so they are not opened. A
+// directory with no segment file is a new log: the index is not read. On error
+// nothing is left open.
 func (l *Log) readSegments() (st diskState, err error) {
-	bases, err := l.listSegments()
-	if err != nil || len(bases) == 0 {
+	ls, err := l.listSegments()
+	if err != nil {
 		return st, err
+	}
+	st.in.cleaned = ls.cleaned
+	if len(ls.bases) == 0 && len(ls.swaps) == 0 {
+		return st, nil
 	}
 	defer func() {
 		if err != nil {
@@ -49,49 +56,91 @@ func (l *Log) readSegments() (st diskState, err error) {
 	if st.in.logStart, err = l.idx.LogStartOffset(); err != nil {
 		return st, fmt.Errorf("read log start offset: %w", err)
 	}
-	files := make([]segmentState, len(bases))
-	for i, base := range bases {
-		files[i].base = base
+	swaps := make([]segmentState, len(ls.swaps))
+	swapSegs := make(map[int64]*segment, len(ls.swaps))
+	for i, base := range ls.swaps {
+		swaps[i] = segmentState{base: base, swap: true}
+		// Complete and synced before its commit point: read it all, trusting no
+		// index data (which may describe the file it replaces).
+		s, err := l.readSegment(&swaps[i], SegmentMeta{}, -1, -1)
+		if err != nil {
+			return st, err
+		}
+		swapSegs[base] = s
+		st.opened = append(st.opened, s)
 	}
-	st.in.files = files
+	files, replaced := finishSwaps(ls.bases, swaps)
+	st.in.files, st.in.replaced = files, replaced
+	var read []*segment
 	for i := countExpired(files, st.in.logStart); i < len(files); i++ {
 		next := int64(-1)
 		if i+1 < len(files) {
 			next = files[i+1].base
 		}
-		s, err := l.readSegment(&files[i], st.metas[files[i].base], st.in.recoveryPoint, next)
-		if err != nil {
-			return st, err
+		s := swapSegs[files[i].base]
+		if !files[i].swap {
+			if s, err = l.readSegment(&files[i], st.metas[files[i].base], st.in.recoveryPoint, next); err != nil {
+				return st, err
+			}
+			st.opened = append(st.opened, s)
 		}
-		st.opened = append(st.opened, s)
+		read = append(read, s)
 		if !files[i].endsAt(next) {
 			break
 		}
 	}
+	// The log's segments in order. A swap not reached is renamed all the same,
+	// and then removed like any file the plan drops, so it needs no descriptor.
+	for _, s := range st.opened {
+		if !slices.Contains(read, s) {
+			_ = s.file.unref()
+		}
+	}
+	st.opened = read
 	return st, nil
 }
 
-// listSegments returns the base offsets of the segment files, ascending.
-func (l *Log) listSegments() ([]int64, error) {
+// listing is what a log's directory holds.
+type listing struct {
+	bases   []int64 // segment files (%020d.log), ascending
+	cleaned []int64 // rewrites not committed (%020d.log.cleaned)
+	swaps   []int64 // rewrites committed but not finished (%020d.log.swap), ascending
+}
+
+// listSegments lists the segment files and the leftovers of rewrites.
+func (l *Log) listSegments() (listing, error) {
+	var ls listing
 	names, err := l.fs.List(l.dir)
 	if err != nil {
-		return nil, err
+		return ls, err
 	}
-	var bases []int64
 	for _, name := range names {
+		var list *[]int64
 		base, ok := parseSegmentName(name)
+		switch {
+		case ok:
+			list = &ls.bases
+		case strings.HasSuffix(name, cleanedSuffix):
+			base, ok = parseSegmentName(strings.TrimSuffix(name, ".cleaned"))
+			list = &ls.cleaned
+		case strings.HasSuffix(name, swapSuffix):
+			base, ok = parseSegmentName(strings.TrimSuffix(name, ".swap"))
+			list = &ls.swaps
+		}
 		if !ok {
 			continue // not ours (leader-epochs and the like)
 		}
 		if fi, err := l.fs.Stat(l.fs.PathJoin(l.dir, name)); err != nil {
-			return nil, err
+			return ls, err
 		} else if !fi.Mode().IsRegular() {
 			continue
 		}
-		bases = append(bases, base)
+		*list = append(*list, base)
 	}
-	slices.Sort(bases)
-	return bases, nil
+	slices.Sort(ls.bases)
+	slices.Sort(ls.cleaned)
+	slices.Sort(ls.swaps)
+	return ls, nil
 }
 
 // readSegment opens the segment file of f.base and fills in both f (what the
@@ -101,11 +150,16 @@ func (l *Log) listSegments() ([]int64, error) {
 // read further. Otherwise the segment is checked batch by batch from its last
 // verifiable index entry at or below the recovery point rp (or from its start),
 // and its index entries after that point are rebuilt; f.damage says why the
-// bytes from f.size on are not valid batches.
+// bytes from f.size on are not valid batches. With rp < 0 no index entry is
+// trusted.
 func (l *Log) readSegment(f *segmentState, m SegmentMeta, rp, next int64) (s *segment, err error) {
 	base := f.base
-	path := l.segmentPath(base)
-	file, err := l.fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	path := l.segmentPath(base) // a swap file is renamed to it before the log is served
+	open := path
+	if f.swap {
+		open = l.swapPath(base)
+	}
+	file, err := l.fs.OpenReadWrite(open, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +184,7 @@ func (l *Log) readSegment(f *segmentState, m SegmentMeta, rp, next int64) (s *se
 		if m.Size == 0 {
 			return s, nil
 		}
-		if h, err := readHeaderAt(file, 0, fileSize); err == nil && h.BaseOffset == base {
+		if h, err := readHeaderAt(file, 0, fileSize); err == nil && h.BaseOffset >= base && h.NextOffset() <= m.NextOffset {
 			s.size, s.next, s.maxTs = m.Size, m.NextOffset, m.MaxTimestamp
 			s.firstTs = h.MaxTimestamp
 			return s, nil
@@ -143,7 +197,7 @@ func (l *Log) readSegment(f *segmentState, m SegmentMeta, rp, next int64) (s *se
 	start := IndexEntry{Offset: base, Pos: 0, MaxTimestampBefore: -1}
 	if e, ok, err := l.idx.LookupOffset(base, rp); err != nil {
 		return nil, fmt.Errorf("read index of segment %d: %w", base, err)
-	} else if ok && e.Pos > 0 && e.Offset > base {
+	} else if ok && e.Pos > 0 && e.Offset > base && rp >= 0 {
 		if h, _, err := readBatch(file, e.Pos, fileSize, nil); err == nil && h.BaseOffset == e.Offset {
 			start = e
 		}
@@ -158,8 +212,8 @@ func (l *Log) readSegment(f *segmentState, m SegmentMeta, rp, next int64) (s *se
 	for pos < fileSize {
 		var h batch.Header
 		h, buf, err = readBatch(file, pos, fileSize, buf)
-		if err == nil && h.BaseOffset != nextOff {
-			err = fmt.Errorf("base offset %d, expected %d", h.BaseOffset, nextOff)
+		if err == nil && h.BaseOffset < nextOff { // a higher one follows a gap compaction left
+			err = fmt.Errorf("base offset %d, expected at least %d", h.BaseOffset, nextOff)
 		}
 		if err != nil {
 			f.damage, err = err, nil

@@ -178,8 +178,8 @@ func TestRecoverCorruption(t *testing.T) {
 		"bad magic": at(-2, func(t *testing.T, a appended, l loc) {
 			patchFile(t, l.file, l.pos+16, []byte{1})
 		}),
-		"wrong base offset": at(-2, func(t *testing.T, a appended, l loc) {
-			patchFile(t, l.file, l.pos, binary.BigEndian.AppendUint64(nil, uint64(a.base+1)))
+		"base offset going back": at(-2, func(t *testing.T, a appended, l loc) {
+			patchFile(t, l.file, l.pos, binary.BigEndian.AppendUint64(nil, uint64(a.base-1)))
 		}),
 		"zeroed region": at(-4, func(t *testing.T, a appended, l loc) {
 			patchFile(t, l.file, l.pos+30, make([]byte, 4096))
@@ -205,11 +205,11 @@ func TestRecoverCorruption(t *testing.T) {
 			appendFile(t, last, make([]byte, 8192))
 			return len(want), size
 		},
-		"valid batch appended with a gap in offsets": func(t *testing.T, want []appended, locs []loc) (int, int64) {
+		"valid batch appended with offsets going back": func(t *testing.T, want []appended, locs []loc) (int, int64) {
 			last := locs[len(locs)-1].file
 			size := fileSize(t, last)
 			b := makeBatch(t, 2, 10, 5)
-			batch.SetBaseOffset(b, want[len(want)-1].next+10)
+			batch.SetBaseOffset(b, want[len(want)-1].next-1)
 			appendFile(t, last, b)
 			return len(want), size
 		},

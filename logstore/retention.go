@@ -18,6 +18,8 @@ import (
 // recorded, before its file is removed. Readers holding a Slice keep the file
 // until they release it. It returns how many segments were deleted.
 func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {

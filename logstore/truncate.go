@@ -7,11 +7,13 @@ import (
 )
 
 // Truncate removes the batch that contains offset and every batch after it, so
-// that the log end offset becomes that batch's base offset: pass a batch boundary
-// (as replication does, with leader-epoch start offsets) to truncate exactly at
-// offset. An offset at or above the log end changes nothing. An offset below the
-// first segment empties the log and starts it again at offset (the log start
-// offset moves down to it), like Kafka's truncateFullyAndStartAt.
+// that the log end offset becomes that batch's base offset (or the end of the
+// batch before it, if a gap that compaction left lies between them): pass a
+// batch boundary (as replication does, with leader-epoch start offsets) to
+// truncate exactly at offset. An offset at or above the log end changes
+// nothing. An offset below the first segment empties the log and starts it
+// again at offset (the log start offset moves down to it), like Kafka's
+// truncateFullyAndStartAt.
 //
 // Later segments are deleted, the segment holding offset is cut and becomes the
 // active segment, and the index entries past the cut are removed. If the cut is
@@ -19,6 +21,8 @@ import (
 // caller must make sure no unreleased Slice covers the removed bytes (a follower
 // truncates only above its high watermark, which readers never pass).
 func (l *Log) Truncate(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
@@ -111,7 +115,7 @@ func (l *Log) Truncate(offset int64) error {
 	} else if ok {
 		l.bytesSinceIndex = pos - e.Pos
 	}
-	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()))
+	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()), l.lowerCleanerPointLocked(cut))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
@@ -122,6 +126,8 @@ func (l *Log) Truncate(offset int64) error {
 // current log end (a follower whose log ends before the leader's log start starts
 // again at the leader's log start, Kafka's truncateFullyAndStartAt).
 func (l *Log) Reset(offset int64) error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
@@ -165,7 +171,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.bytesSinceIndex = 0
 	l.markSyncedLocked(l.written.Load()) // nothing unsynced is left
 	l.rolledUnsynced.Store(false)
-	if err := l.idx.SetLogStartOffset(offset); err != nil {
+	if err := errors.Join(l.idx.SetLogStartOffset(offset), l.lowerCleanerPointLocked(offset)); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
 	return nil

@@ -31,6 +31,7 @@ const (
 	fieldLogStart      = 0x01
 	fieldRecoveryPoint = 0x02
 	fieldHighWatermark = 0x03 // replication's high-watermark checkpoint
+	fieldCleanerPoint  = 0x04 // the log cleaner's first dirty offset
 )
 
 var formatKey = []byte{tagFormat}

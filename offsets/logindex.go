@@ -295,6 +295,15 @@ func (x *LogIndex) SetLogStartOffset(offset int64) error {
 	return x.setState(fieldLogStart, offset, pebble.NoSync)
 }
 
+// CleanerPoint returns the recorded cleaner point (the log cleaner's first dirty
+// offset), 0 if none.
+func (x *LogIndex) CleanerPoint() (int64, error) { return x.getState(fieldCleanerPoint) }
+
+// SetCleanerPoint records the cleaner point (no fsync).
+func (x *LogIndex) SetCleanerPoint(offset int64) error {
+	return x.setState(fieldCleanerPoint, offset, pebble.NoSync)
+}
+
 // HighWatermark returns the last checkpointed high watermark of the partition
 // replica (ok=false when none was recorded). It is a lower bound of the real one:
 // checkpoints are written without fsync, and a lost one only makes a restarted

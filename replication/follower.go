@@ -355,8 +355,8 @@ func (p *Partition) truncateToLeader(leaderEpoch int32, leaderEnd int64) error {
 		if err := p.epochs.truncateFrom(to); err != nil {
 			return err
 		}
-		if p.hw.Load() > to {
-			p.hw.Store(to)
+		if end := p.log.LogEndOffset(); p.hw.Load() > end { // below to if it fell in a gap
+			p.hw.Store(end)
 		}
 		p.producers = newProducerStates()
 		if err := p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {

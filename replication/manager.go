@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/sasl"
 
+	"skiff/compaction"
 	"skiff/internal/fileutil"
 	"skiff/logstore"
 )
@@ -85,6 +86,10 @@ type Config struct {
 	// partition.metadata); crash tests pass one that loses unsynced data. Default
 	// vfs.Default.
 	FS vfs.FS
+	// Cleaner configures the log cleaner that compacts the local replicas of
+	// compacted topics (threads, memory, I/O rate); its Targets and Logger are
+	// the Manager's.
+	Cleaner compaction.CleanerConfig
 }
 
 // TopicSpec is one topic as the cluster metadata describes it, with the partitions
@@ -142,6 +147,8 @@ type Manager struct {
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher   // by leader; guarded by fetchMu
 	following map[*Partition]int32 // the leader each follower fetches from; guarded by fetchMu
+
+	cleaner *compaction.Cleaner
 
 	stop chan struct{}
 	// ctx ends with Close, cutting short the metadata writes of the background loops.
@@ -225,6 +232,17 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.mu.offline = make(map[topicPartition]offlinePartition)
 	m.mu.topics = make(map[string][16]byte)
 	m.mu.changed = make(chan struct{})
+	cc := cfg.Cleaner
+	cc.Logger = cfg.Logger.With("component", "log-cleaner")
+	cc.Targets = func() []compaction.Target {
+		parts := m.Partitions()
+		ts := make([]compaction.Target, len(parts))
+		for i, p := range parts {
+			ts[i] = p
+		}
+		return ts
+	}
+	m.cleaner = compaction.New(cc)
 	m.registerMetrics(cfg.Registerer)
 	m.wg.Add(3)
 	go m.retentionLoop()
@@ -276,7 +294,9 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	for tp, p := range m.mu.parts {
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
-			p.SetConfig(t.Config)
+			if p.SetConfig(t.Config) {
+				m.cleaner.Wake()
+			}
 			m.follow(p, p.applyState(state[tp]))
 			continue
 		}
@@ -457,6 +477,7 @@ func (m *Manager) Close() error {
 	m.mu.parts = nil
 	m.mu.Unlock()
 	m.wg.Wait()
+	m.cleaner.Close() // before the logs close: its rewrites in progress are dropped
 	m.fetchMu.Lock()
 	for id, f := range m.fetchers {
 		f.close()

@@ -22,6 +22,7 @@ func (m *Manager) registerMetrics(reg prometheus.Registerer) {
 	if reg == nil {
 		return
 	}
+	reg.MustRegister(m.cleaner.Collectors()...)
 	reg.MustRegister(m.metrics.isrShrinks, m.metrics.isrExpands,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "skiff_under_replicated_partitions",

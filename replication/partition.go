@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"skiff/compaction"
 	"skiff/internal/batch"
 	"skiff/logstore"
 )
@@ -31,6 +32,9 @@ type PartitionConfig struct {
 	Flush FlushPolicy
 	// FlushInterval is flush.ms, used by FlushInterval (0: sync after every append).
 	FlushInterval time.Duration
+	// Compaction is the log cleaner's settings (cleanup.policy=compact and the
+	// compaction configs). A compacted topic refuses records without a key.
+	Compaction compaction.Config
 }
 
 // AppendResult is what a producer is told about an appended batch.
@@ -199,12 +203,14 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 	return p, nil
 }
 
-// SetConfig replaces the partition's settings (topic configs changed).
-func (p *Partition) SetConfig(cfg PartitionConfig) {
+// SetConfig replaces the partition's settings (topic configs changed); it
+// reports whether the compaction settings changed.
+func (p *Partition) SetConfig(cfg PartitionConfig) bool {
 	old := p.cfg.Swap(&cfg)
 	if old.Flush != cfg.Flush || old.FlushInterval != cfg.FlushInterval {
 		p.requestSync() // the syncer picks up the new policy
 	}
+	return old.Compaction != cfg.Compaction
 }
 
 // LeaderEpoch is the epoch of the current leadership of this partition.
@@ -261,6 +267,14 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	if h.RecordCount == 0 {
 		return res, fmt.Errorf("empty batch: %w", kerr.InvalidRecord)
 	}
+	if cfg.Compaction.Compact {
+		if err := checkKeys(records); err != nil {
+			return res, err
+		}
+	}
+	if !h.Dense() { // only compaction leaves gaps in a batch
+		return res, fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d: %w", batch.ErrRecordCount, h.LastOffsetDelta, h.RecordCount, kerr.CorruptMessage)
+	}
 
 	p.appendMu.Lock()
 	if !p.IsLeader() {
@@ -313,6 +327,56 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	p.maybeAdvanceHW()
 	p.notify()
 	return res, nil
+}
+
+var decoders = sync.Pool{New: func() any { return new(batch.Decoder) }}
+
+// errNoKey stops reading records at the first without a key.
+var errNoKey = errors.New("replication: record without a key")
+
+// checkKeys refuses a batch for a compacted topic unless every record has a
+// key, as Kafka does (INVALID_RECORD); a batch whose records do not parse is
+// CORRUPT_MESSAGE.
+func checkKeys(records []byte) error {
+	d := decoders.Get().(*batch.Decoder)
+	defer decoders.Put(d)
+	err := d.Records(records, func(r batch.Record) error {
+		if r.Key == nil {
+			return fmt.Errorf("%w at offset delta %d", errNoKey, r.Offset)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNoKey):
+		return fmt.Errorf("compacted topic cannot accept a record without a key (%v): %w", err, kerr.InvalidRecord)
+	case err != nil:
+		return fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
+	}
+	return nil
+}
+
+// Name names the replica's log: its folder name (compaction.Target).
+func (p *Partition) Name() string { return PartitionKey(p.Topic, p.ID) }
+
+// Log returns the replica's log (compaction.Target).
+func (p *Partition) Log() *logstore.Log { return p.log }
+
+// CompactionConfig returns the topic's compaction settings (compaction.Target).
+func (p *Partition) CompactionConfig() compaction.Config { return p.cfg.Load().Compaction }
+
+// LastProducerOffsets returns the last offset of the last batch of every
+// idempotent producer this replica knows (compaction.Target): compaction keeps
+// those batches.
+func (p *Partition) LastProducerOffsets() map[int64]int64 {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	out := make(map[int64]int64, len(p.producers.m))
+	for id, e := range p.producers.m {
+		if n := len(e.batches); n > 0 {
+			out[id] = e.batches[n-1].lastOffset
+		}
+	}
+	return out
 }
 
 // Read returns whole batches from offset, up to maxBytes (the first batch always whole,

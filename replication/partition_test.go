@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 
+	"skiff/compaction"
 	"skiff/internal/batch"
 	"skiff/internal/batchtest"
+	"skiff/internal/compress"
 	"skiff/offsets"
 )
 
@@ -337,5 +339,46 @@ func TestEpochsRebuiltFromLog(t *testing.T) {
 	}
 	if _, err := loadEpochs(vfs.Default, filepath.Join(dir, "topics", "t-0")); err != nil {
 		t.Fatalf("rebuilt checkpoint not saved: %v", err)
+	}
+}
+
+// TestCompactedTopicNeedsKeys: a compacted topic refuses a batch holding a
+// record without a key with INVALID_RECORD, in any codec, and appends nothing
+// of it; batches whose records all have keys (a tombstone included) go in.
+func TestCompactedTopicNeedsKeys(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	s := spec("c", 1, 1)
+	s.Config.Compaction = compaction.Config{Compact: true}
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("c", 0)
+	now := time.Now().UnixMilli()
+	kv := func(k string, v string) batchtest.KV {
+		r := batchtest.KV{Value: []byte(v)}
+		if k != "" {
+			r.Key = []byte(k)
+		}
+		return r
+	}
+	for _, c := range []compress.Codec{compress.None, compress.Gzip, compress.Snappy, compress.LZ4, compress.Zstd} {
+		end := p.LogEndOffset()
+		_, err := p.Append(batchtest.Keyed(batchtest.Plain, now, c, false, kv("a", "1"), kv("", "no key"), kv("b", "2")), 1)
+		wantCode(t, c.String()+": a record without a key", err, kerr.InvalidRecord)
+		if p.LogEndOffset() != end {
+			t.Fatalf("%s: part of a refused batch was appended", c)
+		}
+		tomb := batchtest.KV{Key: []byte("gone")}
+		if _, err := p.Append(batchtest.Keyed(batchtest.Plain, now, c, false, kv("a", "1"), tomb), 1); err != nil {
+			t.Fatalf("%s: keyed batch: %v", c, err)
+		}
+	}
+	// A topic that is not compacted takes records without keys.
+	if err := m.Apply(2, []TopicSpec{spec("c", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(batchtest.Keyed(batchtest.Plain, now, compress.None, false, kv("", "no key")), 1); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"runtime/debug"
 
+	"skiff/compaction"
 	"skiff/kafkaapi"
 )
 
@@ -14,18 +15,23 @@ const memoryHeadroom = 256 << 20
 
 // setMemoryLimit gives the Go runtime a soft memory limit, unless GOMEMLIMIT (env)
 // already set one: the memory requests may take together
-// (queued-max-request-bytes, requestBudget) plus headroom, 512 MiB by default.
+// (queued-max-request-bytes, requestBudget), plus the log cleaner's key maps at
+// their largest (log-cleaner-dedupe-buffer-size, cleanerBudget), plus headroom:
+// 640 MiB by default.
 // Near the limit the collector runs more often rather than letting the heap grow
 // to twice what is live (GOGC=100) after a burst of large requests; it is a
 // target, not a cap that fails allocations. It returns the limit in effect.
-func setMemoryLimit(requestBudget int64, env string) int64 {
+func setMemoryLimit(requestBudget, cleanerBudget int64, env string) int64 {
 	if env != "" {
 		return debug.SetMemoryLimit(-1) // the runtime read GOMEMLIMIT at start
 	}
 	if requestBudget <= 0 {
 		requestBudget = kafkaapi.DefaultQueuedMaxRequestBytes
 	}
-	limit := requestBudget + memoryHeadroom
+	if cleanerBudget <= 0 {
+		cleanerBudget = compaction.DefaultDedupeBufferSize
+	}
+	limit := requestBudget + cleanerBudget + memoryHeadroom
 	debug.SetMemoryLimit(limit)
 	return limit
 }

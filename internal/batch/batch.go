@@ -1,8 +1,17 @@
 // Package batch reads and checks Kafka RecordBatch v2 (magic 2) headers in place.
 //
-// The broker never decodes records: a produced batch is checked (length, magic,
-// offsets, CRC32C) and stored whole; only the fields the broker owns, baseOffset and
-// partitionLeaderEpoch, are rewritten, and neither is covered by the CRC.
+// The broker decodes records only where it must: a produced batch is checked
+// (length, magic, offsets, CRC32C) and stored whole; only the fields the broker
+// owns, baseOffset and partitionLeaderEpoch, are rewritten, and neither is covered
+// by the CRC. The log cleaner reads records (decompressing them, records.go) and
+// writes batches again with fewer of them (rebuild.go); so do the produce checks
+// of compacted topics, which need a key on every record.
+//
+// A batch as produced is dense: its records have offset deltas 0..recordCount-1
+// and lastOffsetDelta is recordCount-1. Compaction keeps a batch's base offset and
+// lastOffsetDelta (they carry the producer's sequence range) while it removes
+// records, so a batch in a log may hold fewer records than its offsets span, or
+// none (Kafka's rule; see docs/format/segment.md).
 //
 // Byte layout (big endian), from the Kafka protocol documentation:
 //
@@ -27,6 +36,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"skiff/internal/compress"
 )
 
 // Layout constants of RecordBatch v2; they are Kafka's wire format and must not change.
@@ -56,6 +67,10 @@ const (
 	AttrTimestampType   = 0x08
 	AttrTransactional   = 0x10
 	AttrControl         = 0x20
+	// AttrDeleteHorizon: baseTimestamp holds the time after which the cleaner
+	// removes the batch's tombstones (KIP-534), set when a cleaner first kept
+	// them; record timestamps stay baseTimestamp + timestampDelta.
+	AttrDeleteHorizon = 0x40
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -67,7 +82,7 @@ var (
 	ErrLength      = errors.New("batch: batchLength does not match the bytes")
 	ErrMagic       = errors.New("batch: magic is not 2")
 	ErrCRC         = errors.New("batch: CRC32C mismatch")
-	ErrRecordCount = errors.New("batch: lastOffsetDelta does not match recordCount")
+	ErrRecordCount = errors.New("batch: recordCount does not fit lastOffsetDelta")
 )
 
 // Header holds the fixed fields of one batch.
@@ -101,6 +116,22 @@ func (h *Header) Transactional() bool { return h.Attributes&AttrTransactional !=
 
 // Control reports whether the batch is a control batch (transaction markers).
 func (h *Header) Control() bool { return h.Attributes&AttrControl != 0 }
+
+// Codec is the batch's compression codec.
+func (h *Header) Codec() compress.Codec { return compress.Codec(h.Attributes & AttrCompressionMask) }
+
+// Dense reports whether the batch holds a record for every offset it spans
+// (lastOffsetDelta = recordCount-1), as every produced batch must.
+func (h *Header) Dense() bool { return h.LastOffsetDelta == h.RecordCount-1 }
+
+// DeleteHorizon returns the time (Unix ms) after which the cleaner may remove the
+// batch's tombstones, if a cleaner set one (AttrDeleteHorizon).
+func (h *Header) DeleteHorizon() (int64, bool) {
+	if h.Attributes&AttrDeleteHorizon == 0 {
+		return 0, false
+	}
+	return h.BaseTimestamp, true
+}
 
 // Idempotent reports whether the batch carries a producer id and sequence.
 func (h *Header) Idempotent() bool { return h.ProducerID >= 0 }
@@ -145,7 +176,9 @@ func ParseHeader(b []byte) (Header, error) {
 }
 
 // Check parses and fully validates the one batch that b must hold exactly: length,
-// magic, lastOffsetDelta against recordCount, and the CRC32C over bytes 21..end.
+// magic, recordCount against lastOffsetDelta (at most one record per offset the
+// batch spans: a compacted batch may hold fewer, a produced one must be Dense),
+// and the CRC32C over bytes 21..end.
 func Check(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -154,7 +187,7 @@ func Check(b []byte) (Header, error) {
 	if h.Size() != int64(len(b)) {
 		return h, fmt.Errorf("%w: batchLength %d, %d bytes", ErrLength, h.BatchLength, len(b)-LogOverhead)
 	}
-	if h.RecordCount < 0 || h.LastOffsetDelta < 0 || (h.RecordCount > 0 && h.LastOffsetDelta != h.RecordCount-1) {
+	if h.RecordCount < 0 || h.LastOffsetDelta < 0 || h.RecordCount > h.LastOffsetDelta+1 {
 		return h, fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d", ErrRecordCount, h.LastOffsetDelta, h.RecordCount)
 	}
 	if crc32.Checksum(b[offAttributes:], castagnoli) != h.CRC {

@@ -8,6 +8,7 @@ import (
 
 	"skiff/internal/batch"
 	"skiff/internal/batchtest"
+	"skiff/internal/compress"
 )
 
 // FuzzCheck feeds arbitrary bytes to the batch validation the produce path and
@@ -22,14 +23,19 @@ import (
 //     its length, Split finds it alone (and twice when doubled), rewriting the
 //     broker-owned fields (baseOffset, partitionLeaderEpoch) keeps it valid, and
 //     flipping any bit outside those fields makes Check refuse it;
-//   - the records of an accepted uncompressed batch either parse, as many as
-//     recordCount, or Records reports ErrRecord.
+//   - the records of an accepted batch (any codec) either parse, as many as
+//     recordCount, or Records reports ErrRecord; a batch rebuilt from some of
+//     them reads back as exactly those (checkRecords).
 func FuzzCheck(f *testing.F) {
 	f.Add(batchtest.Strings(batchtest.Plain, 1000, "a", "bb", "ccc"), false, uint32(0))
 	f.Add(batchtest.Strings(batchtest.Producer{ID: 7, Epoch: 1, Sequence: 5}, 1, "idempotent"), false, uint32(77))
 	f.Add(append(batchtest.Strings(batchtest.Plain, 1, "x"), batchtest.Strings(batchtest.Plain, 2, "y", "z")...), false, uint32(200))
 	f.Add(batch.Build(5, []batch.Record{{Key: []byte("k"), Value: nil}, {Key: nil, Value: []byte{}}}), false, uint32(9))
 	f.Add(make([]byte, batch.HeaderSize), true, uint32(3))
+	for _, c := range []compress.Codec{compress.Gzip, compress.Snappy, compress.LZ4, compress.Zstd} {
+		f.Add(batchtest.Keyed(batchtest.Plain, 9, c, c == compress.Snappy, batchtest.KV{Key: []byte("k"), Value: []byte("v")},
+			batchtest.KV{Key: []byte("t")}), false, uint32(c))
+	}
 	f.Fuzz(func(t *testing.T, b []byte, fixCRC bool, flip uint32) {
 		b = bytes.Clone(b)
 		if fixCRC && len(b) >= batch.HeaderSize {
@@ -81,17 +87,64 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("bit %d (byte %d) flipped: Check error %v", bit, bit/8, err)
 		}
 
-		if h.Attributes&batch.AttrCompressionMask == 0 {
-			records := 0
-			err := batch.Records(b, func(batch.Record) error { records++; return nil })
-			switch {
-			case err == nil && records != int(h.RecordCount):
-				t.Fatalf("%d records read, recordCount %d", records, h.RecordCount)
-			case err != nil && !errors.Is(err, batch.ErrRecord):
-				t.Fatalf("Records of an accepted batch: %v", err)
-			}
-		}
+		checkRecords(t, b, &h, flip)
 	})
+}
+
+// checkRecords checks Records and Rebuild on an accepted batch b: its records
+// either parse, as many as recordCount, with offsets inside the batch, or Records
+// reports ErrRecord; a batch rebuilt from every other record (keep picks the
+// phase) passes Check, keeps the header's offsets and producer fields, and reads
+// back as exactly those records.
+func checkRecords(t *testing.T, b []byte, h *batch.Header, keep uint32) {
+	var recs []batch.Record
+	var d batch.Decoder
+	err := d.Records(b, func(r batch.Record) error {
+		if r.Offset < h.BaseOffset || r.Offset > h.LastOffset() {
+			t.Fatalf("record offset %d outside the batch %d..%d", r.Offset, h.BaseOffset, h.LastOffset())
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	switch {
+	case err != nil && !errors.Is(err, batch.ErrRecord):
+		t.Fatalf("Records of an accepted batch: %v", err)
+	case err != nil:
+		return
+	case len(recs) != int(h.RecordCount):
+		t.Fatalf("%d records read, recordCount %d", len(recs), h.RecordCount)
+	}
+	var kept []batch.Record
+	for i, r := range recs {
+		if (i+int(keep))%2 == 0 {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 0 {
+		return
+	}
+	var rb batch.Rebuilder
+	out, err := rb.Rebuild(nil, h, kept, int64(keep), compress.FormatOf(h.Codec(), b[batch.HeaderSize:]))
+	if err != nil {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	nh, err := batch.Check(out)
+	if err != nil || nh.BaseOffset != h.BaseOffset || nh.LastOffsetDelta != h.LastOffsetDelta || nh.ProducerID != h.ProducerID ||
+		nh.BaseSequence != h.BaseSequence || nh.RecordCount != int32(len(kept)) || nh.Codec() != h.Codec() {
+		t.Fatalf("rebuilt batch %+v %v from %+v", nh, err, h)
+	}
+	i := 0
+	if err := batch.Records(out, func(r batch.Record) error {
+		w := kept[i]
+		if r.Offset != w.Offset || !bytes.Equal(r.Key, w.Key) || !bytes.Equal(r.Value, w.Value) || (r.Value == nil) != (w.Value == nil) ||
+			h.Attributes&batch.AttrTimestampType == 0 && r.Timestamp != w.Timestamp {
+			t.Fatalf("rebuilt record %d = %+v, want %+v", i, r, w)
+		}
+		i++
+		return nil
+	}); err != nil || i != len(kept) {
+		t.Fatalf("rebuilt batch reads %d records, %v", i, err)
+	}
 }
 
 // checkSplit checks Split on arbitrary bytes: the batches it hands over tile b from

@@ -1,8 +1,9 @@
 package batch
 
-// Building and reading the records of uncompressed batches, for batches the broker
-// writes itself (the group coordinator's records in __consumer_offsets) and reads
-// back. Produced batches are never decoded: see the package documentation.
+// Building and reading records: Build writes the uncompressed batches the broker
+// writes itself (the group coordinator's records in __consumer_offsets); Records
+// reads the records of any batch, decompressing a compressed one (the cleaner,
+// the produce checks of compacted topics, the coordinator reading its log back).
 //
 // Record layout (Kafka's, varints are zigzag like encoding/binary.Varint):
 //
@@ -21,6 +22,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"skiff/internal/compress"
 )
 
 // Record is one record of a batch. A nil Key or Value is null on the wire (a nil
@@ -32,13 +35,20 @@ type Record struct {
 	// Timestamp is the record's timestamp in Unix milliseconds; set by Records,
 	// ignored by Build (every built record carries the batch timestamp).
 	Timestamp int64
+
+	// tail is the record's bytes from offsetDelta to its end (offsetDelta, key,
+	// value, headers), set by Records: Rebuild writes it back unchanged behind a
+	// new timestampDelta.
+	tail []byte
 }
 
 // ErrRecord: a record of a batch does not parse.
 var ErrRecord = errors.New("batch: malformed record")
 
-// ErrCompressed: the records of a compressed batch cannot be read by Records.
-var ErrCompressed = errors.New("batch: compressed batch")
+// MaxDecompressed is the most bytes the records of one compressed batch may
+// decompress to: more is refused (ErrRecord), so that a small hostile batch
+// cannot take the broker's memory. Kafka's largest batches are far smaller.
+const MaxDecompressed = 128 << 20
 
 // Build returns one uncompressed RecordBatch v2 holding records, all with timestamp
 // ts (Unix milliseconds), with no producer id (-1, not idempotent), baseOffset 0 and
@@ -85,22 +95,42 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// Records calls fn with every record of one whole, uncompressed batch b (checked
-// with Check by the caller, or read from a log that did), in order. Key and Value
-// alias b. Compressed batches are ErrCompressed; a record that does not parse, or
-// a record count that does not match, is ErrRecord.
+// Records calls fn with every record of one whole batch b (checked with Check by
+// the caller, or read from a log that did), in order, decompressing a compressed
+// batch. Key and Value alias b, or a buffer of the call for a compressed batch:
+// copy them to keep them. A record that does not parse, a record count that does
+// not match, or compressed records that do not decompress (or would decompress to
+// more than MaxDecompressed) is ErrRecord.
 func Records(b []byte, fn func(Record) error) error {
+	var d Decoder
+	return d.Records(b, fn)
+}
+
+// A Decoder reads the records of batches like Records, reusing its
+// decompression buffer from one batch to the next: a Record's Key and Value of a
+// compressed batch stay valid until the next call. The zero Decoder is ready to
+// use; it is not safe for concurrent use.
+type Decoder struct {
+	buf []byte
+}
+
+// Records is the package function Records with d's buffer.
+func (d *Decoder) Records(b []byte, fn func(Record) error) error {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return err
-	}
-	if h.Attributes&AttrCompressionMask != 0 {
-		return ErrCompressed
 	}
 	if h.Size() > int64(len(b)) {
 		return fmt.Errorf("%w: batch of %d bytes, %d given", ErrLength, h.Size(), len(b))
 	}
 	rest := b[HeaderSize:h.Size()]
+	if c := h.Codec(); c != compress.None {
+		d.buf, err = compress.Decompress(c, d.buf[:0], rest, MaxDecompressed)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrRecord, err)
+		}
+		rest = d.buf
+	}
 	for i := int32(0); i < h.RecordCount; i++ {
 		n, k := binary.Varint(rest)
 		if k <= 0 || n < 0 || n > int64(len(rest)-k) {
@@ -133,8 +163,9 @@ func parseRecord(b []byte, h *Header) (Record, error) {
 		return r, errors.New("bad timestamp delta")
 	}
 	b = b[k:]
+	r.tail = b
 	offDelta, k := binary.Varint(b)
-	if k <= 0 {
+	if k <= 0 || offDelta < 0 || offDelta > int64(h.LastOffsetDelta) {
 		return r, errors.New("bad offset delta")
 	}
 	b = b[k:]

@@ -85,8 +85,8 @@ func TestRecordsOfProducedBatch(t *testing.T) {
 func TestRecordsErrors(t *testing.T) {
 	good := batch.Build(1, []batch.Record{{Key: []byte("k"), Value: []byte("v")}})
 	compressed := append([]byte(nil), good...)
-	compressed[22] |= 1 // gzip
-	if err := batch.Records(compressed, func(batch.Record) error { return nil }); !errors.Is(err, batch.ErrCompressed) {
+	compressed[22] |= 1 // gzip, but the records are not
+	if err := batch.Records(compressed, func(batch.Record) error { return nil }); !errors.Is(err, batch.ErrRecord) {
 		t.Errorf("compressed: %v", err)
 	}
 	// A record count larger than the records present.

@@ -1,5 +1,6 @@
 // Package batchtest builds valid RecordBatch v2 bytes for tests, as a producer would
-// send them: uncompressed, one record per value, CRC32C set.
+// send them: one record per value (or key and value), CRC32C set, uncompressed or
+// compressed with a Kafka codec.
 package batchtest
 
 import (
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
+	"skiff/internal/compress"
 )
 
 // Producer holds a batch's producer fields. Use
@@ -21,31 +23,14 @@ type Producer struct {
 // Plain is a producer without idempotence (id, epoch and sequence -1).
 var Plain = Producer{ID: -1, Epoch: -1, Sequence: -1}
 
-// Build returns one batch holding values, one record each, record i at timestamp
-// ts+i, with the producer fields of p.
+// Build returns one batch holding values, one record each without a key, record
+// i at timestamp ts+i, with the producer fields of p, uncompressed.
 func Build(p Producer, ts int64, values ...[]byte) []byte {
-	var recs []byte
+	kvs := make([]KV, len(values))
 	for i, v := range values {
-		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: v}
-		r.Length = int32(len(r.AppendTo(nil)) - 1) // Length 0 encodes as one varint byte
-		recs = r.AppendTo(recs)
+		kvs[i].Value = v
 	}
-	rb := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1,
-		Magic:                batch.Magic,
-		LastOffsetDelta:      int32(len(values) - 1),
-		FirstTimestamp:       ts,
-		MaxTimestamp:         ts + int64(len(values)) - 1,
-		ProducerID:           p.ID,
-		ProducerEpoch:        p.Epoch,
-		FirstSequence:        p.Sequence,
-		NumRecords:           int32(len(values)),
-		Records:              recs,
-	}
-	rb.Length = int32(batch.HeaderSize - batch.LogOverhead + len(recs))
-	b := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
-	return b
+	return Keyed(p, ts, compress.None, false, kvs...)
 }
 
 // Strings is Build with string values.
@@ -55,4 +40,46 @@ func Strings(p Producer, ts int64, values ...string) []byte {
 		vs[i] = []byte(v)
 	}
 	return Build(p, ts, vs...)
+}
+
+// KV is one keyed record for Keyed; a nil Value is a tombstone.
+type KV struct {
+	Key, Value []byte
+}
+
+// Keyed returns one batch of records with keys, record i at timestamp ts+i,
+// with the producer fields of p, its records compressed with codec (snappy in
+// the xerial framing of Java clients when xerial is set).
+func Keyed(p Producer, ts int64, codec compress.Codec, xerial bool, kvs ...KV) []byte {
+	var recs []byte
+	for i, kv := range kvs {
+		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Key: kv.Key, Value: kv.Value}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // Length 0 encodes as one varint byte
+		recs = r.AppendTo(recs)
+	}
+	f := compress.Plain
+	if xerial {
+		f = compress.Xerial
+	}
+	z, err := compress.Compress(codec, f, nil, recs)
+	if err != nil {
+		panic(err)
+	}
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                batch.Magic,
+		Attributes:           int16(codec),
+		LastOffsetDelta:      int32(len(kvs) - 1),
+		FirstTimestamp:       ts,
+		MaxTimestamp:         ts + int64(len(kvs)) - 1,
+		ProducerID:           p.ID,
+		ProducerEpoch:        p.Epoch,
+		FirstSequence:        p.Sequence,
+		NumRecords:           int32(len(kvs)),
+		Records:              z,
+	}
+	rb.Length = int32(batch.HeaderSize - batch.LogOverhead + len(z))
+	b := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
+	return b
 }
