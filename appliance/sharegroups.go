@@ -36,6 +36,7 @@ func (n *Node) startShareGroups() {
 		RecordLockDuration: c.ShareRecordLockDuration,
 		DeliveryCountLimit: c.ShareDeliveryCountLimit,
 		MaxRecordLocks:     c.ShareMaxRecordLocks,
+		GroupConfigs:       n.shareStore.GroupConfigs,
 		Logger:             n.logger,
 	}
 	n.shares = sharegroup.NewManager(cfg)
@@ -47,6 +48,6 @@ func (n *Node) startShareGroups() {
 
 // shareKafkaConfig adds the share groups to the Kafka server's configuration.
 func (n *Node) shareKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
-	k.ShareGroups, k.Shares = n.shareGroups, n.shares
+	k.ShareGroups, k.Shares, k.ShareConfigs = n.shareGroups, n.shares, n.shareStore
 	return k
 }

@@ -9,8 +9,15 @@ package kafkaapi
 // or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+) are
 // returned when asked for; types (v3) always; documentation (v3) is null.
 //
-// Authorization, as in Kafka: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
-// or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource.
+// A group resource (type 32) lists the share group configs (share.auto.offset.reset,
+// share.record.lock.duration.ms, share.delivery.count.limit and KIP-1191's
+// errors.deadletterqueue.topic.name): the group's override (DYNAMIC_GROUP_CONFIG),
+// else the broker's default (DEFAULT_CONFIG), as this node has read them from
+// __share_group_state (share_configs.go).
+//
+// Authorization, as in Kafka: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+// on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED) or on the group
+// (GROUP_AUTHORIZATION_FAILED), per resource.
 //
 // Not implemented: broker logger resources (type 8) and resources of other brokers
 // (INVALID_REQUEST); changing configs is IncrementalAlterConfigs, a later API.
@@ -112,9 +119,11 @@ func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.Desc
 				rc.ConfigType = kmsg.ConfigType(bc.Type)
 				rr.Configs = append(rr.Configs, rc)
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			s.describeGroupConfigs(c, &rr, want)
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "only topic and broker resources can be described"
+			msg := "only topic, broker and group resources can be described"
 			rr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, rr)
@@ -133,6 +142,10 @@ func (c *conn) describeConfigsRefused(t kmsg.ConfigResourceType, name string) *k
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
 		if !c.allowedCluster(acl.OpDescribeConfigs) {
 			return kerr.ClusterAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !c.allowed(acl.OpDescribeConfigs, acl.ResourceGroup, name) {
+			return kerr.GroupAuthorizationFailed
 		}
 	}
 	return nil

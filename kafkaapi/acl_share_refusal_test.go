@@ -59,9 +59,12 @@ func shareFetchPartitionCode(resp kmsg.Response) []int16 {
 	return []int16{0}
 }
 
+// extraShareRefusals are more cases, added by init functions.
+var extraShareRefusals []refusal
+
 func shareRefusals() []refusal {
 	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
-	return []refusal{
+	return append(extraShareRefusals, []refusal{
 		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
 			req:    shareHeartbeatReq,
 			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
@@ -98,5 +101,35 @@ func shareRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode }),
 			// Allowed, it has no share session here.
 			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
+	}...)
+}
+
+func init() { extraShareRefusals = append(extraShareRefusals, groupConfigRefusals()...) }
+
+// groupConfigRefusals: the GROUP config resource needs DESCRIBE_CONFIGS and
+// ALTER_CONFIGS on the group.
+func groupConfigRefusals() []refusal {
+	return []refusal{
+		{name: "DescribeConfigs of a group needs DESCRIBE_CONFIGS on it", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeConfigsRequest()
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, r.group
+				req.Resources = append(req.Resources, res)
+				return req
+			},
+			codes:  topLevelResources,
+			grants: []string{"ALLOW DESCRIBE_CONFIGS GROUP LITERAL GROUP_NAME"}},
+		{name: "IncrementalAlterConfigs of a group needs ALTER_CONFIGS on it", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+				res := kmsg.NewIncrementalAlterConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, r.group
+				res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
+				req.Resources = append(req.Resources, res)
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode }),
+			grants: []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
 	}
 }

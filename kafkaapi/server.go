@@ -103,6 +103,8 @@ type Config struct {
 	// served (those keys answer COORDINATOR_NOT_AVAILABLE).
 	ShareGroups *sharegroup.Coordinator
 	Shares      *sharegroup.Manager
+	// ShareConfigs keeps the share groups' configs (the GROUP config resource).
+	ShareConfigs *sharegroup.TopicStore
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
 	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when the
 	// first FindCoordinator creates __consumer_offsets (defaults

@@ -261,3 +261,65 @@ func conformShareAcknowledge(t *testing.T, c *kconn, versions []int16) {
 		})
 	}
 }
+
+func init() { conformanceTests[44] = conformIncrementalAlterConfigs }
+
+// groupConfigs asks DescribeConfigs v3 for a group's configs.
+func groupConfigs(t *testing.T, c *kconn, group string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(3)
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, res)
+	resp := c.do(req).(*kmsg.DescribeConfigsResponse)
+	wantCode(t, "describe group configs", resp.Resources[0].ErrorCode, 0)
+	out := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, rc := range resp.Resources[0].Configs {
+		out[rc.Name] = rc
+	}
+	return out
+}
+
+func conformIncrementalAlterConfigs(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			group := topicName(t, "group")
+			alter := func(validate bool, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {
+				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+				req.SetVersion(v)
+				req.ValidateOnly = validate
+				res := kmsg.NewIncrementalAlterConfigsRequestResource()
+				res.ResourceType, res.ResourceName, res.Configs = kmsg.ConfigResourceTypeGroupConfig, group, cfgs
+				req.Resources = append(req.Resources, res)
+				return c.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+			}
+			set := func(name, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+				return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr(value)}
+			}
+			if got := groupConfigs(t, c, group)["share.auto.offset.reset"]; got.Value == nil || *got.Value != "latest" || got.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Fatalf("default share.auto.offset.reset %+v, want latest", got)
+			}
+			wantCode(t, "validate only", alter(true, set("share.auto.offset.reset", "earliest")).ErrorCode, 0)
+			if got := groupConfigs(t, c, group)["share.auto.offset.reset"]; *got.Value != "latest" {
+				t.Fatalf("validate_only changed the config to %s", *got.Value)
+			}
+			wantCode(t, "set", alter(false, set("share.auto.offset.reset", "earliest"), set("share.record.lock.duration.ms", "15000")).ErrorCode, 0)
+			got := groupConfigs(t, c, group)
+			if rc := got["share.auto.offset.reset"]; *rc.Value != "earliest" || rc.Source != kmsg.ConfigSourceGroupConfig {
+				t.Errorf("share.auto.offset.reset %+v, want earliest set on the group", rc)
+			}
+			if rc := got["share.record.lock.duration.ms"]; *rc.Value != "15000" {
+				t.Errorf("share.record.lock.duration.ms %s, want 15000", *rc.Value)
+			}
+			wantCode(t, "bad value", alter(false, set("share.auto.offset.reset", "middle")).ErrorCode, kerr.InvalidConfig.Code)
+			wantCode(t, "unknown name", alter(false, set("share.nonsense", "1")).ErrorCode, kerr.InvalidConfig.Code)
+			wantCode(t, "twice", alter(false, set("share.auto.offset.reset", "latest"), set("share.auto.offset.reset", "earliest")).ErrorCode, kerr.InvalidRequest.Code)
+			del := kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: "share.auto.offset.reset", Op: kmsg.IncrementalAlterConfigOpDelete}
+			wantCode(t, "delete", alter(false, del).ErrorCode, 0)
+			if rc := groupConfigs(t, c, group)["share.auto.offset.reset"]; *rc.Value != "latest" || rc.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Errorf("after delete: %+v, want the default", rc)
+			}
+		})
+	}
+}

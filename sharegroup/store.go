@@ -54,6 +54,7 @@ type TopicStore struct {
 	mu struct {
 		sync.Mutex
 		states   map[Key]State
+		configs  map[string]map[string]string // group configs
 		consumed map[int32]int64 // next offset read, per partition
 		changed  chan struct{}   // closed when consumed moves; replaced
 	}
@@ -66,6 +67,7 @@ func NewTopicStore(cfg TopicStoreConfig) *TopicStore {
 	}
 	s := &TopicStore{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.states = make(map[Key]State)
+	s.mu.configs = make(map[string]map[string]string)
 	s.mu.consumed = make(map[int32]int64)
 	s.mu.changed = make(chan struct{})
 	return s
@@ -132,6 +134,15 @@ func (s *TopicStore) tail() {
 		s.mu.Lock()
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
+				if group, ok := decodeConfigKey(r.Key); ok {
+					c, err := decodeConfigs(r.Value)
+					if err != nil {
+						s.cfg.Logger.Warn("corrupt share group config record", "partition", r.Partition, "offset", r.Offset, "err", err)
+						continue
+					}
+					s.mu.configs[group] = c
+					continue
+				}
 				k, err := decodeKey(r.Key)
 				if err != nil {
 					continue
@@ -156,10 +167,52 @@ func (s *TopicStore) tail() {
 }
 
 // partitionOf places a key in one of n partitions.
-func partitionOf(k Key, n int32) int32 {
+func partitionOf(k Key, n int32) int32 { return int32(fnv32(encodeKey(k)) % uint32(n)) }
+
+func fnv32(b []byte) uint32 {
 	h := fnv.New32a()
-	h.Write(encodeKey(k))
-	return int32(h.Sum32() % uint32(n))
+	h.Write(b)
+	return h.Sum32()
+}
+
+func kgoRecord(key, value []byte, p int32) *kgo.Record {
+	return &kgo.Record{Topic: StateTopic, Partition: p, Key: key, Value: value}
+}
+
+// endOffsets returns the end offset of every partition of the state topic.
+func (s *TopicStore) endOffsets(ctx context.Context) (map[int32]int64, error) {
+	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
+	if err != nil {
+		return nil, err
+	}
+	if err := ends.Error(); err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int64, len(ends[StateTopic]))
+	for p, o := range ends[StateTopic] {
+		out[p] = o.Offset
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s has no partitions yet", StateTopic)
+	}
+	return out, nil
+}
+
+// waitConsumed waits until the tail has read partition p up to end.
+func (s *TopicStore) waitConsumed(ctx context.Context, p int32, end int64) error {
+	for {
+		s.mu.Lock()
+		got, c := s.mu.consumed[p], s.mu.changed
+		s.mu.Unlock()
+		if got >= end {
+			return nil
+		}
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Load returns the newest state of key, once the tail has read the key's
@@ -168,34 +221,18 @@ func (s *TopicStore) Load(ctx context.Context, key Key) (State, bool, error) {
 	if err := s.start(ctx); err != nil {
 		return State{}, false, err
 	}
-	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
+	ends, err := s.endOffsets(ctx)
 	if err != nil {
 		return State{}, false, err
 	}
-	if err := ends.Error(); err != nil {
+	p := partitionOf(key, int32(len(ends)))
+	if err := s.waitConsumed(ctx, p, ends[p]); err != nil {
 		return State{}, false, err
 	}
-	n := int32(len(ends[StateTopic]))
-	if n == 0 {
-		return State{}, false, fmt.Errorf("%s has no partitions yet", StateTopic)
-	}
-	p := partitionOf(key, n)
-	end := ends[StateTopic][p].Offset
-	for {
-		s.mu.Lock()
-		got := s.mu.consumed[p]
-		st, ok := s.mu.states[key]
-		c := s.mu.changed
-		s.mu.Unlock()
-		if got >= end {
-			return st, ok, nil
-		}
-		select {
-		case <-c:
-		case <-ctx.Done():
-			return State{}, false, ctx.Err()
-		}
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.mu.states[key]
+	return st, ok, nil
 }
 
 // Save writes st for key and returns once every in-sync replica has it.
@@ -207,8 +244,7 @@ func (s *TopicStore) Save(ctx context.Context, key Key, st State) error {
 	if err != nil {
 		return err
 	}
-	r := &kgo.Record{Topic: StateTopic, Partition: partitionOf(key, n), Key: encodeKey(key), Value: encodeState(st)}
-	return s.cl.ProduceSync(ctx, r).FirstErr()
+	return s.cl.ProduceSync(ctx, kgoRecord(encodeKey(key), encodeState(st), partitionOf(key, n))).FirstErr()
 }
 
 func (s *TopicStore) partitions(ctx context.Context) (int32, error) {
