@@ -133,3 +133,37 @@ func groupConfigRefusals() []refusal {
 			grants: []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
 	}
 }
+
+func init() { extraShareRefusals = append(extraShareRefusals, shareOffsetsRefusals()...) }
+
+// shareOffsetsRefusals: keys 90..92 need DESCRIBE, ALTER and DELETE on the group.
+func shareOffsetsRefusals() []refusal {
+	return []refusal{
+		{name: "DescribeShareGroupOffsets needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: r.group}}
+				return req
+			},
+			codes: topLevel(func(r *kmsg.DescribeShareGroupOffsetsResponse) int16 { return r.Groups[0].ErrorCode }),
+			// Allowed: the run's group is a classic one.
+			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		{name: "AlterShareGroupOffsets needs ALTER on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				req.GroupID = r.group
+				req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: r.topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			grants: []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+		{name: "DeleteShareGroupOffsets needs DELETE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				req.GroupID, req.Topics = r.group, []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+	}
+}

@@ -4,6 +4,8 @@ package kafkaapi
 // group, and how a request's topic ids resolve to partitions led here.
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"skiff/acl"
@@ -68,4 +70,32 @@ func (s *Server) shareResolver(c *conn) sharegroup.Resolver {
 // brokers hold.
 func (s *Server) writesShareState(c *conn, hdr *RequestHeader, topic string) bool {
 	return topic == sharegroup.StateTopic && hdr.ClientID == sharegroup.StoreClientID && c.allowedCluster(acl.OpClusterAction)
+}
+
+// deleteShareGroup deletes group when it is a share group this node coordinates
+// (ok true, with the code to answer), with the states of its share-partitions led
+// here. ok is false for any other group.
+func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
+	if s.cfg.ShareGroups == nil || s.coordinatesGroup(group) != 0 {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
+	defer cancel()
+	if err := s.cfg.ShareConfigs.LoadGroupConfigs(ctx); err != nil && !s.cfg.ShareGroups.Has(group) {
+		return 0, false // no share state readable: a classic group, or nothing
+	}
+	keys := s.cfg.ShareConfigs.GroupKeys(group)
+	if !s.cfg.ShareGroups.Has(group) && len(keys) == 0 {
+		return 0, false
+	}
+	if code := s.cfg.ShareGroups.Delete(group); code != 0 && code != kerr.GroupIDNotFound.Code {
+		return code, true
+	}
+	names := s.topicNames()
+	for _, k := range keys {
+		if lp, code := s.localPartition(names[k.TopicID], k.Partition); code == 0 {
+			s.cfg.Shares.DeleteState(ctx, k, names[k.TopicID], lp)
+		}
+	}
+	return 0, true
 }

@@ -323,3 +323,101 @@ func conformIncrementalAlterConfigs(t *testing.T, c *kconn, versions []int16) {
 		})
 	}
 }
+
+func init() {
+	conformanceTests[90] = conformDescribeShareGroupOffsets
+	conformanceTests[91] = conformAlterShareGroupOffsets
+	conformanceTests[92] = conformDeleteShareGroupOffsets
+}
+
+// shareOffsetsFixture is a topic of one partition holding 10 records and a share
+// group coordinated by the node.
+func shareOffsetsFixture(t *testing.T, c *kconn) (topic, group string) {
+	topic, group = topicName(t, ""), topicName(t, "group")
+	createTopic(t, c, topic, 1, nil)
+	wantCode(t, "produce", c.do(produceRequest(7, -1, topic, 0, makeBatch(noProducer, "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, 0)
+	coordinatorFor(t, c, group)
+	return topic, group
+}
+
+func alterShareOffset(c *kconn, v int16, group, topic string, offset int64) *kmsg.AlterShareGroupOffsetsResponse {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.SetVersion(v)
+	req.GroupID = group
+	req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: offset}}}}
+	return c.do(req).(*kmsg.AlterShareGroupOffsetsResponse)
+}
+
+func describeShareOffset(t *testing.T, c *kconn, v int16, group, topic string) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.SetVersion(v)
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = group
+	if topic != "" {
+		rg.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}
+	}
+	req.Groups = append(req.Groups, rg)
+	resp := c.do(req).(*kmsg.DescribeShareGroupOffsetsResponse)
+	wantCode(t, "describe group", resp.Groups[0].ErrorCode, 0)
+	if len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1 {
+		t.Fatalf("described %+v, want one partition", resp.Groups[0].Topics)
+	}
+	return resp.Groups[0].Topics[0].Partitions[0]
+}
+
+func conformDescribeShareGroupOffsets(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			topic, group := shareOffsetsFixture(t, c)
+			req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			req.SetVersion(v)
+			req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
+			wantCode(t, "unknown group", c.do(req).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode, kerr.GroupIDNotFound.Code)
+			wantCode(t, "alter", alterShareOffset(c, 0, group, topic, 4).Topics[0].Partitions[0].ErrorCode, 0)
+			for _, named := range []string{topic, ""} { // named, and every partition with a state
+				p := describeShareOffset(t, c, v, group, named)
+				if p.StartOffset != 4 || p.ErrorCode != 0 {
+					t.Errorf("topic %q: %+v, want start offset 4", named, p)
+				}
+				if v >= 1 && p.Lag != 6 {
+					t.Errorf("lag %d, want 6", p.Lag)
+				}
+			}
+		})
+	}
+}
+
+func conformAlterShareGroupOffsets(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			topic, group := shareOffsetsFixture(t, c)
+			wantCode(t, "alter", alterShareOffset(c, v, group, topic, 7).Topics[0].Partitions[0].ErrorCode, 0)
+			if p := describeShareOffset(t, c, 0, group, topic); p.StartOffset != 7 {
+				t.Errorf("start offset %d, want 7", p.StartOffset)
+			}
+			wantCode(t, "beyond the end", alterShareOffset(c, v, group, topic, 11).Topics[0].Partitions[0].ErrorCode, kerr.OffsetOutOfRange.Code)
+			// A member makes the group non-empty.
+			shareHeartbeat(c, 1, group, "m1", 0, []string{topic})
+			wantCode(t, "with a member", alterShareOffset(c, v, group, topic, 3).ErrorCode, kerr.NonEmptyGroup.Code)
+		})
+	}
+}
+
+func conformDeleteShareGroupOffsets(t *testing.T, c *kconn, versions []int16) {
+	for _, v := range versions {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			topic, group := shareOffsetsFixture(t, c)
+			wantCode(t, "alter", alterShareOffset(c, 0, group, topic, 2).Topics[0].Partitions[0].ErrorCode, 0)
+			req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+			req.SetVersion(v)
+			req.GroupID, req.Topics = group, []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic}}
+			resp := c.do(req).(*kmsg.DeleteShareGroupOffsetsResponse)
+			wantCode(t, "delete", resp.ErrorCode, 0)
+			wantCode(t, "delete topic", resp.Topics[0].ErrorCode, 0)
+			if p := describeShareOffset(t, c, 0, group, topic); p.StartOffset != -1 {
+				t.Errorf("start offset %d after deletion, want -1", p.StartOffset)
+			}
+		})
+	}
+}

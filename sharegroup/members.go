@@ -251,3 +251,23 @@ func (c *Coordinator) Has(name string) bool {
 	_, ok := c.mu.groups[name]
 	return ok
 }
+
+// Members returns how many members group has (0 when unknown).
+func (c *Coordinator) Members(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked(c.cfg.Clock())
+	if g := c.mu.groups[name]; g != nil {
+		return len(g.members)
+	}
+	return 0
+}
+
+// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does.
+func (c *Coordinator) Ensure(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.groups[name] == nil {
+		c.mu.groups[name] = &shareGroup{name: name, members: make(map[string]*member)}
+	}
+}

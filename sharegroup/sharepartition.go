@@ -50,6 +50,7 @@ type sharePartition struct {
 		savedC   chan struct{} // closed when saved moves; replaced
 		changedC chan struct{} // closed when records become available; replaced
 		dead     bool          // replaced by a newer leadership
+		deleted  bool          // the state is deleted (DeleteShareGroupOffsets)
 	}
 }
 
@@ -107,6 +108,9 @@ func (sp *sharePartition) waitLoaded(ctx context.Context) int16 {
 // stateLocked is the durable state of the window.
 func (sp *sharePartition) stateLocked() State {
 	sp.mu.seq++
+	if sp.mu.deleted {
+		return State{LeaderEpoch: sp.epoch, Seq: sp.mu.seq, StartOffset: sp.mu.w.start, Deleted: true}
+	}
 	return State{LeaderEpoch: sp.epoch, Seq: sp.mu.seq, StartOffset: sp.mu.w.start, Runs: sp.mu.w.runs()}
 }
 

@@ -55,8 +55,8 @@ type TopicStore struct {
 		sync.Mutex
 		states   map[Key]State
 		configs  map[string]map[string]string // group configs
-		consumed map[int32]int64 // next offset read, per partition
-		changed  chan struct{}   // closed when consumed moves; replaced
+		consumed map[int32]int64              // next offset read, per partition
+		changed  chan struct{}                // closed when consumed moves; replaced
 	}
 }
 
