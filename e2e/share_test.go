@@ -5,14 +5,20 @@ package e2e
 // after a member dies, and failover of the node leading the partition.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/testnode"
 )
@@ -141,4 +147,124 @@ func TestShareGroupFiveConsumersOnePartition(t *testing.T) {
 		}
 	}
 	t.Logf("records per consumer: %v", tally.by)
+}
+
+// shareHolderEnv makes the test binary a share consumer that acquires records,
+// prints their offsets and then holds them, never acknowledging, until killed
+// (TestShareGroupKilledConsumerRedelivered).
+const shareHolderEnv = "SKIFF_E2E_SHARE_HOLDER" // addr,topic,group
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(shareHolderEnv); spec != "" {
+		holdShareRecords(spec)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func holdShareRecords(spec string) {
+	parts := strings.SplitN(spec, ",", 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(parts[0]), kgo.ShareGroup(parts[2]), kgo.ConsumeTopics(parts[1]), kgo.ShareMaxRecords(5))
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	for {
+		fs := cl.PollFetches(context.Background())
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		fs.EachRecord(func(r *kgo.Record) { fmt.Printf("HELD %s %d\n", r.Key, r.DeliveryCount()) })
+		select {} // hold them: never poll again, so never acknowledge
+	}
+}
+
+// setShareGroupConfig sets one config of a share group (the GROUP resource).
+func setShareGroupConfig(t *testing.T, cl *kgo.Client, group, name, value string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: name, Value: kmsg.StringPtr(value)}}
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("set %s=%s on share group %s: %v", name, value, group, err)
+	}
+}
+
+// TestShareGroupKilledConsumerRedelivered: a member SIGKILLed while holding
+// acquired records; after the lock duration another member gets them, delivered
+// for the second time, and every record is accepted once.
+func TestShareGroupKilledConsumerRedelivered(t *testing.T) {
+	n := testnode.Start(t, "--group-share-record-lock-duration", "3s")
+	const topic, group, records = "share-killed", "share-killed-group", 50
+	createTopic(t, n.Addr, topic, 1)
+	prod := newClient(t, n.Addr)
+	setShareGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for i := range records {
+		prod.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte("rec-" + strconv.Itoa(i))}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), shareHolderEnv+"="+n.Addr+","+topic+","+group)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var key string
+		var dc int
+		if _, err := fmt.Sscanf(sc.Text(), "HELD %s %d", &key, &dc); err != nil {
+			t.Fatalf("holder said %q", sc.Text())
+		}
+		if dc != 1 {
+			t.Errorf("holder got %s with delivery count %d, want 1", key, dc)
+		}
+		held[key] = true
+		if len(held) == 5 {
+			break
+		}
+	}
+	if len(held) == 0 {
+		t.Fatal("the holder got no record")
+	}
+	killedAt := time.Now()
+	holder.Process.Kill() // SIGKILL
+	holder.Wait()
+
+	tally := newShareTally()
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	shareConsumer(cctx, t, n.Addr, topic, group, "survivor", tally)
+	waitAccepted(t, ctx, tally, "rec-", records)
+	stop()
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	for k, c := range tally.accepted {
+		if c != 1 {
+			t.Errorf("record %s accepted %d times", k, c)
+		}
+	}
+	for k := range held {
+		if dc := tally.counts[k]; dc != 2 {
+			t.Errorf("held record %s was delivered again with delivery count %d, want 2", k, dc)
+		}
+	}
+	t.Logf("%d held records redelivered; all %d accepted %v after the kill", len(held), records, time.Since(killedAt).Round(time.Millisecond))
 }
