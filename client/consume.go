@@ -50,9 +50,9 @@ type ConsumeOptions struct {
 	Share    string
 	RejectIf *regexp.Regexp
 	Format   recordfmt.Format
-	KeySep []byte    // nil: print no key
-	Out    io.Writer // records, buffered and flushed after every batch
-	Warn   io.Writer // warnings that do not stop consuming
+	KeySep   []byte    // nil: print no key
+	Out      io.Writer // records, buffered and flushed after every batch
+	Warn     io.Writer // warnings that do not stop consuming
 }
 
 // ConsumeStats count what Consume printed.

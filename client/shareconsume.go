@@ -84,4 +84,3 @@ func (k *Client) flushAcks(ctx context.Context, cons *Client, group string) erro
 	}
 	return nil
 }
-
