@@ -37,6 +37,7 @@ func (n *Node) startShareGroups() {
 		DeliveryCountLimit: c.ShareDeliveryCountLimit,
 		MaxRecordLocks:     c.ShareMaxRecordLocks,
 		GroupConfigs:       n.shareStore.GroupConfigs,
+		DeadLetter:         n.shareStore.DeadLetter,
 		Logger:             n.logger,
 	}
 	n.shares = sharegroup.NewManager(cfg)

@@ -74,8 +74,9 @@ type Config struct {
 	// share.record.lock.duration.ms, share.delivery.count.limit,
 	// errors.deadletterqueue.topic.name); nil: none.
 	GroupConfigs func(group string) map[string]string
-	// DeadLetter copies archived records to a dead-letter topic; nil: dropped.
-	DeadLetter func(group, topic string, partition int32, log Log, recs []Archived, dlq string)
+	// DeadLetter copies archived records to a dead-letter topic, returning once
+	// they are written; nil: archived records are dropped.
+	DeadLetter func(ctx context.Context, group, topic string, partition int32, log Log, recs []Archived, dlq string) error
 	// StoreTimeout bounds one load or write of the store (default 10 s).
 	StoreTimeout time.Duration
 	// Clock returns the time (default time.Now).
@@ -158,8 +159,10 @@ func parseInt(s string) (int64, bool) {
 	return n, true
 }
 
-// deadLetter hands archived records to the dead-letter copier of the group.
-func (m *Manager) deadLetter(sp *sharePartition, recs []Archived) {
+// deadLetter copies archived records to the group's dead-letter topic, if it has
+// one, and waits for the copies. A failed copy is logged: the records stay
+// archived.
+func (m *Manager) deadLetter(ctx context.Context, sp *sharePartition, recs []Archived) {
 	if len(recs) == 0 || m.cfg.DeadLetter == nil {
 		return
 	}
@@ -167,5 +170,21 @@ func (m *Manager) deadLetter(sp *sharePartition, recs []Archived) {
 	if dlq == "" {
 		return
 	}
-	m.cfg.DeadLetter(sp.key.Group, sp.topic, sp.key.Partition, sp.log, recs, dlq)
+	if err := m.cfg.DeadLetter(ctx, sp.key.Group, sp.topic, sp.key.Partition, sp.log, recs, dlq); err != nil {
+		m.logger.Warn("dead-letter copy failed; the records are archived without it",
+			"group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "dead_letter_topic", dlq, "records", len(recs), "err", err)
+	}
+}
+
+// deadLetterLater copies archived records in the background (records archived
+// by a lock that ended, outside any request).
+func (m *Manager) deadLetterLater(sp *sharePartition, recs []Archived) {
+	if len(recs) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
+		defer cancel()
+		m.deadLetter(ctx, sp, recs)
+	}()
 }

@@ -12,6 +12,7 @@ import (
 	"hash/crc32"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // configKeyVersion is the first byte of a group-config key (a share-partition
@@ -71,7 +72,12 @@ func GroupConfigSpecs(brokerLock int64, brokerLimit int16) []GroupConfigSpec {
 		}
 	}
 	specs := []GroupConfigSpec{
-		{Name: ConfigDeadLetterTopic, Default: "", Validate: func(string) error { return nil }},
+		{Name: ConfigDeadLetterTopic, Default: "", Validate: func(v string) error {
+			if v != "" && !strings.HasPrefix(v, DefaultDeadLetterPrefix) {
+				return fmt.Errorf("Invalid value %s for configuration %s: a dead-letter topic's name must start with %q (errors.deadletterqueue.topic.name.prefix)", v, ConfigDeadLetterTopic, DefaultDeadLetterPrefix)
+			}
+			return nil
+		}},
 		{Name: ConfigAutoOffsetReset, Default: "latest", Validate: func(v string) error {
 			if v != "latest" && v != "earliest" {
 				return fmt.Errorf("Invalid value %s for configuration %s: must be latest or earliest", v, ConfigAutoOffsetReset)

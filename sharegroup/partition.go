@@ -33,7 +33,7 @@ type inflight struct {
 type Archived struct {
 	Offset int64
 	Count  int16
-	Reason string // "rejected" or "delivery-count-exceeded"
+	Reason string // ReasonRejected or ReasonDeliveryLimit
 }
 
 // window is a share-partition's records; its owner (sharePartition) locks it.
@@ -112,7 +112,7 @@ func (w *window) release(o int64, r *inflight, limit int16, archived *[]Archived
 	r.owner, r.deadline = "", time.Time{}
 	if r.count >= limit {
 		r.state = stateArchived
-		*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: "delivery-count-exceeded"})
+		*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: ReasonDeliveryLimit})
 		return
 	}
 	r.state = stateAvailable
@@ -206,7 +206,7 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 			w.release(o, r, limit, archived)
 		case AckReject:
 			r.state, r.owner, r.deadline = stateArchived, "", time.Time{}
-			*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: "rejected"})
+			*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: ReasonRejected})
 		case AckRenew:
 			r.deadline = deadline
 		}

@@ -195,7 +195,7 @@ func (sp *sharePartition) expireLocked(now time.Time) {
 	var archived []Archived
 	if sp.mu.w.expire(now, sp.m.groupSettings(sp.key.Group).DeliveryCountLimit, &archived) {
 		sp.changedLocked()
-		sp.m.deadLetter(sp, archived)
+		sp.m.deadLetterLater(sp, archived)
 	}
 }
 
@@ -218,7 +218,7 @@ func (sp *sharePartition) acknowledge(ctx context.Context, member string, acks [
 	}
 	v := sp.changedLocked()
 	sp.mu.Unlock()
-	sp.m.deadLetter(sp, archived)
+	sp.m.deadLetter(ctx, sp, archived) // copied before the archival is durable
 	sp.saveSoon()
 	if c := sp.waitSaved(ctx, v); c != 0 && code == 0 {
 		code = c
@@ -243,7 +243,7 @@ func (sp *sharePartition) releaseMember(member string) {
 		sp.changedLocked()
 	}
 	sp.mu.Unlock()
-	sp.m.deadLetter(sp, archived)
+	sp.m.deadLetterLater(sp, archived)
 	if changed {
 		sp.saveSoon()
 	}

@@ -46,7 +46,8 @@ type TopicStore struct {
 
 	startOnce sync.Once
 	nparts    atomic.Int32 // partitions of the state topic, once known
-	cl        *kgo.Client
+	cl        *kgo.Client // the state topic: writes and the tail
+	dlq       *kgo.Client // dead-letter topics: writes, partitioned by key
 	startErr  error
 	stop      chan struct{}
 	done      chan struct{}
@@ -85,11 +86,7 @@ func (s *TopicStore) start(ctx context.Context) error {
 			kgo.ClientID(StoreClientID),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.DisableIdempotentWrite(),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(0),
-			kgo.ConsumeTopics(StateTopic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.FetchMaxWait(200 * time.Millisecond),
 			kgo.MetadataMinAge(250 * time.Millisecond),
 		}
 		if s.cfg.TLS != nil {
@@ -107,12 +104,23 @@ func (s *TopicStore) start(ctx context.Context) error {
 		if s.cfg.SASL != nil {
 			opts = append(opts, kgo.SASL(s.cfg.SASL))
 		}
-		cl, err := kgo.NewClient(opts...)
+		dlq, err := kgo.NewClient(opts...)
 		if err != nil {
 			s.startErr = err
 			return
 		}
-		s.cl = cl
+		cl, err := kgo.NewClient(append(opts,
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ConsumeTopics(StateTopic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxWait(200*time.Millisecond),
+		)...)
+		if err != nil {
+			dlq.Close()
+			s.startErr = err
+			return
+		}
+		s.cl, s.dlq = cl, dlq
 		go s.tail()
 	})
 	if s.cl == nil && s.startErr == nil {
@@ -274,6 +282,7 @@ func (s *TopicStore) Close() error {
 	if s.cl != nil {
 		<-s.done
 		s.cl.Close()
+		s.dlq.Close()
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func TestWindowLifecycle(t *testing.T) {
 	if w.start != 11 {
 		t.Fatalf("SPSO %d after accepting 10, want 11", w.start)
 	}
-	if len(archived) != 1 || archived[0] != (Archived{Offset: 12, Count: 1, Reason: "rejected"}) {
+	if len(archived) != 1 || archived[0] != (Archived{Offset: 12, Count: 1, Reason: ReasonRejected}) {
 		t.Fatalf("archived %+v, want 12 rejected", archived)
 	}
 	// 11 is redelivered to b, counted twice.
@@ -89,7 +89,7 @@ func TestWindowDeliveryLimit(t *testing.T) {
 	}
 	w.acknowledge("a", 0, 0, []int8{AckRelease}, now, 3, &archived)
 	w.expire(now.Add(time.Hour), 3, &archived) // record 1's lock ends at count 1: available
-	if len(archived) != 1 || archived[0].Offset != 0 || archived[0].Reason != "delivery-count-exceeded" {
+	if len(archived) != 1 || archived[0].Offset != 0 || archived[0].Reason != ReasonDeliveryLimit {
 		t.Fatalf("archived %+v, want offset 0 over its delivery count", archived)
 	}
 	if w.start != 1 || w.recs[1].state != stateAvailable {
