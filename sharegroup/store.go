@@ -46,8 +46,8 @@ type TopicStore struct {
 
 	startOnce sync.Once
 	nparts    atomic.Int32 // partitions of the state topic, once known
-	cl        *kgo.Client // the state topic: writes and the tail
-	dlq       *kgo.Client // dead-letter topics: writes, partitioned by key
+	cl        *kgo.Client  // the state topic: writes and the tail
+	dlq       *kgo.Client  // dead-letter topics: writes, partitioned by key
 	startErr  error
 	stop      chan struct{}
 	done      chan struct{}
