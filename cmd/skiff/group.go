@@ -47,7 +47,10 @@ func groupDescribeCommand() *cli.Command {
 		ArgsUsage: "GROUP",
 		Description: "Prints the group's state, protocol and coordinator, a table of members\n" +
 			"(client id, host, assigned partitions), and a table of partitions with the\n" +
-			"committed offset, the log end offset, the lag and the member consuming it.",
+			"committed offset, the log end offset, the lag and the member consuming it.\n" +
+			"A share group (KIP-932) shows its state, epoch, members with their assigned\n" +
+			"partitions (shared by every member), and each share-partition's start\n" +
+			"offset (SPSO: every record below it is done) and lag.",
 		HideHelpCommand: true,
 		Flags:           clientFlags(),
 		Action:          runGroupDescribe,
@@ -128,6 +131,11 @@ func runGroupDescribe(c *cli.Context) error {
 		return err
 	}
 	defer done()
+	if d, ok, err := k.DescribeShareGroup(ctx, group); err != nil {
+		return err
+	} else if ok {
+		return client.WriteShareGroupDescription(c.App.Writer, d)
+	}
 	l, err := k.DescribeGroup(ctx, group)
 	if err != nil {
 		return err
