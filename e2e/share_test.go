@@ -180,7 +180,7 @@ func holdShareRecords(spec string) {
 }
 
 // setShareGroupConfig sets one config of a share group (the GROUP resource).
-func setShareGroupConfig(t *testing.T, cl *kgo.Client, group, name, value string) {
+func setShareGroupConfig(t testing.TB, cl *kgo.Client, group, name, value string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()

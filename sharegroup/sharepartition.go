@@ -263,8 +263,8 @@ type AcquiredRange struct {
 }
 
 // acquire acquires up to maxRecords records for member: released and expired
-// ones first, then new ones from the log (whole batches, within maxBytes), while
-// the window holds fewer than the record-lock limit.
+// ones first, then new ones from the log (within maxBytes), while the window
+// holds fewer than the record-lock limit.
 func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64) (Acquired, int16) {
 	select {
 	case <-sp.loaded:
@@ -298,10 +298,18 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 			if h.LastOffset() < w.end {
 				return nil
 			}
-			if len(offs) >= maxRecords || int64(len(out.Records)+len(b)) > maxBytes && len(out.Records) > 0 {
+			room := min(maxRecords-len(offs), s.MaxRecordLocks-int(w.end-w.start))
+			if room <= 0 || int64(len(out.Records)+len(b)) > maxBytes && len(out.Records) > 0 {
 				return errStop
 			}
-			got := w.acquireNew(h.BaseOffset, h.LastOffset(), member, deadline, h.Control())
+			// Within max_records and the lock limit, part of a batch may be
+			// acquired: the whole batch is sent and the client keeps the
+			// acquired offsets.
+			last := h.LastOffset()
+			if first := max(h.BaseOffset, w.end); !h.Control() && last-first+1 > int64(room) {
+				last = first + int64(room) - 1
+			}
+			got := w.acquireNew(h.BaseOffset, last, member, deadline, h.Control())
 			took = true
 			if len(got) > 0 {
 				offs = append(offs, got...)
