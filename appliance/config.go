@@ -74,8 +74,20 @@ type Config struct {
 	AllowEveryoneIfNoACL bool
 	// EtcdClient and EtcdPeer are the embedded etcd member's listen addresses.
 	EtcdClient, EtcdPeer string
-	// HTTP is the listen address of /metrics, /healthz and /readyz.
+	// EtcdTLS serves both etcd ports with TLS (TLSCert, TLSKey) and requires
+	// certificates signed by TLSClientCA from peers and clients.
+	EtcdTLS bool
+	// HTTP is the listen address of /metrics, /healthz, /readyz and the admin API.
 	HTTP string
+	// HTTPTLS serves the HTTP port with TLS (TLSCert, TLSKey); a client
+	// certificate signed by TLSClientCA then authenticates admin requests.
+	HTTPTLS bool
+	// HTTPTokenFile holds (first line) the bearer token that authenticates
+	// admin requests; read at each request.
+	HTTPTokenFile string
+	// HTTPAuth is which HTTP paths need credentials once the node has any
+	// (httpauth.go): HTTPAuthAdmin or HTTPAuthAll.
+	HTTPAuth string
 	// Pprof adds Go's profiler (net/http/pprof) under /debug/pprof/ to the HTTP
 	// address. Off by default: a profile costs the node CPU while it runs and shows
 	// its internals to whoever reaches the port.
@@ -97,6 +109,21 @@ type Config struct {
 	Join []string
 	// JoinTimeout bounds reaching the join target and being added.
 	JoinTimeout time.Duration
+	// Secure forms the cluster securely (secure.go, docs/security.md): a cluster
+	// CA under <data>/secure, TLS on every port, SASL_SSL with SCRAM, a first
+	// admin user. A node whose data directory holds <data>/secure is secure
+	// whatever this says.
+	Secure bool
+	// JoinToken admits this node to a cluster formed with Secure (join.go); Join
+	// then lists HTTP addresses of running nodes.
+	JoinToken string
+	// JoinTokenTTL is how long the join token the first node of a secure cluster
+	// makes lasts.
+	JoinTokenTTL time.Duration
+	// OnSecureFormed, when set, receives what the first node of a cluster formed
+	// with Secure tells its operator: where the admin password is, a join token.
+	// Called once, when the cluster is formed.
+	OnSecureFormed func(SecureFormed)
 	// ForceNewCluster restarts this node on its data directory as the only member of
 	// its cluster, keeping its data: the way back after a quorum of the nodes is lost
 	// for good (docs/operations.md). Set it for one restart only. Refused with an empty
@@ -229,6 +256,8 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateHTTPAuth()...)
+	errs = append(errs, c.validateSecure()...)
 	if c.Bootstrap && len(c.Join) > 0 {
 		errs = append(errs, errors.New("bootstrap and join exclude each other: --bootstrap starts a new cluster, --join adds this node to a running one"))
 	}
@@ -237,7 +266,11 @@ func (c Config) Validate() error {
 	}
 	for _, j := range c.Join {
 		if _, _, err := net.SplitHostPort(j); err != nil {
-			errs = append(errs, fmt.Errorf("join %q: want HOST:PORT, the etcd client address of a running node (%v)", j, err))
+			what := "the etcd client address of a running node"
+			if c.JoinToken != "" {
+				what = "the HTTP address of a running node (with join-token)"
+			}
+			errs = append(errs, fmt.Errorf("join %q: want HOST:PORT, %s (%v)", j, what, err))
 		}
 	}
 	if c.DefaultPartitions < 0 {

@@ -31,6 +31,7 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 		PeerAddr:            cfg.EtcdPeer,
 		AdvertiseClientAddr: cfg.EtcdAdvertiseClient,
 		AdvertisePeerAddr:   cfg.EtcdAdvertisePeer,
+		TLS:                 n.etcdTLS(),
 		Logger:              slog.New(quietHandler{n.logger.Handler()}),
 	}
 	_, statErr := os.Stat(filepath.Join(ecfg.Dir, "member"))
@@ -39,7 +40,7 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 	case restart:
 		if known {
 			ecfg.Name = nf.MemberName
-			if len(cfg.Join) > 0 {
+			if len(cfg.Join) > 0 && cfg.JoinToken == "" { // a token's CA was checked in secureMaterial
 				if err := n.checkJoinTarget(ctx, nf.ClusterID); err != nil {
 					return nf, err
 				}
@@ -140,9 +141,13 @@ func (n *Node) form(ctx context.Context, nf nodeFile, known bool) (_ nodeFile, e
 // makes the started member a voting one (and releases the join client).
 func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ embedetcd.Config, promote func() error, err error) {
 	cfg := n.cfg
-	n.status("joining the cluster at " + strings.Join(cfg.Join, ","))
+	endpoints := cfg.Join
+	if len(n.joinEndpoints) > 0 { // from the join handshake of a secure cluster
+		endpoints = n.joinEndpoints
+	}
+	n.status("joining the cluster at " + strings.Join(endpoints, ","))
 	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
-	cli, err := embedetcd.Dial(cfg.Join, n.logger)
+	cli, err := embedetcd.Dial(endpoints, n.etcdTLS(), n.logger)
 	if err != nil {
 		cancel()
 		return nodeFile{}, ecfg, nil, fmt.Errorf("join %s: %w", strings.Join(cfg.Join, ","), err)
@@ -168,7 +173,7 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 	if ecfg, err = ecfg.Resolve(); err != nil {
 		return nodeFile{}, ecfg, nil, err
 	}
-	memberID, initial, err := embedetcd.AddMember(jctx, cli, ecfg.Name, "http://"+ecfg.AdvertisePeerAddr, n.logger)
+	memberID, initial, err := embedetcd.AddMember(jctx, cli, n.etcdTLS(), ecfg.Name, ecfg.PeerURL(), n.logger)
 	if err != nil {
 		return nodeFile{}, ecfg, nil, n.joinError(err)
 	}
@@ -189,6 +194,12 @@ func (n *Node) join(ctx context.Context, ecfg embedetcd.Config) (_ nodeFile, _ e
 
 func (n *Node) joinError(err error) error {
 	target := strings.Join(n.cfg.Join, ",")
+	if len(n.joinEndpoints) > 0 {
+		target = strings.Join(n.joinEndpoints, ",")
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("join: the etcd members the join handshake named (%s) did not answer within %v over TLS: can this machine reach their etcd client ports?", target, n.cfg.JoinTimeout)
+		}
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("join: no running Skiff node answered at %s within %v; --join takes the etcd client address (HOST:PORT, default port %s) of a running node", target, n.cfg.JoinTimeout, strings.TrimPrefix(embedetcd.DefaultClientAddr, ":"))
@@ -204,7 +215,7 @@ func (n *Node) joinError(err error) error {
 func (n *Node) checkJoinTarget(ctx context.Context, clusterID string) error {
 	jctx, cancel := context.WithTimeout(ctx, min(n.cfg.JoinTimeout, 5*time.Second))
 	defer cancel()
-	cli, err := embedetcd.Dial(n.cfg.Join, n.logger)
+	cli, err := embedetcd.Dial(n.cfg.Join, n.etcdTLS(), n.logger)
 	if err != nil {
 		return nil
 	}

@@ -2,8 +2,10 @@ package appliance
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -23,15 +25,39 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
+// serveHTTP serves the HTTP port (with TLS under http-tls) until Close.
+func (n *Node) serveHTTP(reg *prometheus.Registry) {
+	n.httpSrv = &http.Server{Handler: n.httpHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+	serve := func() error { return n.httpSrv.Serve(n.httpLn) }
+	if n.cfg.HTTPTLS {
+		// A client certificate is checked when one is given; whether a path needs
+		// one (or a bearer token) is httpauth.go's business.
+		n.httpSrv.TLSConfig = n.tls.ServerConfig(tls.VerifyClientCertIfGiven)
+		// Failed handshakes (scanners, health checks that only connect) at debug.
+		n.httpSrv.ErrorLog = slog.NewLogLogger(n.logger.Handler(), slog.LevelDebug)
+		serve = func() error { return n.httpSrv.ServeTLS(n.httpLn, "", "") }
+	}
+	go func() {
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.fail(fmt.Errorf("HTTP server: %w", err))
+		}
+	}()
+}
+
 // httpHandler serves /metrics, /healthz (the process answers) and /readyz (200 only
-// while the node serves: listener bound, etcd member healthy, storage open).
+// while the node serves: listener bound, etcd member healthy, storage open), the
+// admin API and the profiler, with the authentication of httpauth.go.
 func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	open := func(h http.Handler) http.Handler { return h }
+	if n.cfg.HTTPAuth == HTTPAuthAll {
+		open = n.requireAuth
+	}
+	mux.Handle("/metrics", open(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	mux.Handle("/healthz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("/readyz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := n.CheckReady(ctx); err != nil {
@@ -39,10 +65,15 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "ready")
-	})
-	n.adminRoutes(mux) // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	})))
+	admin := http.NewServeMux()
+	n.adminRoutes(admin)     // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	n.joinRoutes(mux, admin) // POST /v1/join (open), POST /v1/cluster/join-token (join.go)
+	mux.Handle("/v1/", n.requireAuth(admin))
 	if n.cfg.Pprof {
-		profilerRoutes(mux)
+		profiler := http.NewServeMux()
+		profilerRoutes(profiler)
+		mux.Handle("/debug/pprof/", n.requireAuth(profiler))
 	}
 	return mux
 }

@@ -4,10 +4,13 @@
 //
 // Start order:
 //  1. lock <data> (one process per data directory) and read node.json;
-//  2. bind the HTTP listener (so /healthz answers during start) and the Kafka listeners
-//     (so a taken port fails at once);
+//  2. decide whether the node is secure (secure.go) and what that sets; bind the HTTP
+//     listener and the Kafka listeners (so a taken port fails at once, before a join
+//     token is spent); make, receive (join handshake) or load the secure material;
+//     read the TLS files, and serve HTTP (so /healthz answers during the start);
 //  3. start the embedded etcd member and wait until it is ready;
-//  4. create or check the cluster identity; write node.json on first start;
+//  4. create or check the cluster identity; write node.json on first start; on the first
+//     node of a secure cluster, mark it secure with its first users (formSecure);
 //  5. open Pebble (<data>/meta), the partition manager (<data>/topics) and the group
 //     coordinator;
 //  6. start the metadata cache and apply its topics to the local partitions (and the
@@ -57,6 +60,7 @@ import (
 	"skiff/compaction"
 	"skiff/embedetcd"
 	"skiff/groups"
+	"skiff/internal/pki"
 	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
@@ -93,14 +97,20 @@ type Node struct {
 	shareStore  *sharegroup.TopicStore
 	kafka       *kafkaapi.Server
 
-	listeners    []listenerSpec  // the Kafka listeners, in the order of the settings
-	kafkaLns     []net.Listener  // bound, one per listener
-	interBroker  int             // index of the inter-broker listener
-	tls          *tlsconf.Loader // the TLS files; nil without
-	httpLn       net.Listener
-	httpSrv      *http.Server
-	applyEnd     chan struct{} // closed when the metadata apply loop has ended
-	applyStarted bool
+	listeners   []listenerSpec  // the Kafka listeners, in the order of the settings
+	kafkaLns    []net.Listener  // bound, one per listener
+	interBroker int             // index of the inter-broker listener
+	tls         *tlsconf.Loader // the TLS files; nil without
+	// securePaths and secure are the files and material of a secure node (nil
+	// otherwise); joinEndpoints the etcd client URLs a join handshake returned.
+	securePaths   *pki.Paths
+	secure        *pki.Material
+	joinEndpoints []string
+	httpLn        net.Listener
+	httpSrv       *http.Server
+	httpDelays    *auth.FailureDelays // of failed HTTP authentications, per client address
+	applyEnd      chan struct{}       // closed when the metadata apply loop has ended
+	applyStarted  bool
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
 	stop          chan struct{} // closed by Close
@@ -120,16 +130,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:       cfg,
-		logger:    cfg.Logger,
-		fs:        vfs.Default,
-		ready:     make(chan struct{}),
-		errc:      make(chan error, 4),
-		stop:      make(chan struct{}),
-		applyEnd:  make(chan struct{}),
-		clockBase: time.Now(),
-		paused:    make(chan struct{}, 1),
-		view:      newView(),
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		fs:         vfs.Default,
+		ready:      make(chan struct{}),
+		errc:       make(chan error, 4),
+		stop:       make(chan struct{}),
+		applyEnd:   make(chan struct{}),
+		clockBase:  time.Now(),
+		paused:     make(chan struct{}, 1),
+		view:       newView(),
+		httpDelays: auth.NewFailureDelays(cfg.AuthFailureDelay),
 	}
 	defer func() {
 		if err != nil {
@@ -147,20 +158,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
+	if err := n.secureSettings(); err != nil {
+		return nil, err
+	}
+	cfg = n.cfg
+	if err := cfg.checkHTTPAuthAll(); err != nil {
+		return nil, err
+	}
 	reg := newRegistry()
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTP); err != nil {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTP, err)
 	}
-	n.httpSrv = &http.Server{Handler: n.httpHandler(reg), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.fail(fmt.Errorf("HTTP server: %w", err))
-		}
-	}()
 	if n.listeners, n.interBroker, err = cfg.listeners(); err != nil {
-		return nil, err
-	}
-	if err := n.loadTLS(); err != nil {
 		return nil, err
 	}
 	for _, l := range n.listeners {
@@ -170,12 +179,25 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 		n.kafkaLns = append(n.kafkaLns, ln)
 	}
+	if err := n.secureMaterial(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
+	n.serveHTTP(reg)
 
 	if nf, err = n.form(ctx, nf, known); err != nil {
 		return nil, err
 	}
 	n.id = nf.NodeID
 	n.logger = n.logger.With("broker_id", n.id)
+	if n.secure != nil {
+		if err := n.formSecure(ctx, n.advertisedHTTP()); err != nil {
+			return nil, err
+		}
+		go n.renewLoop()
+	}
 
 	if n.db, err = offsets.Open(filepath.Join(cfg.DataDir, "meta"), offsets.Options{Logger: slog.New(quietHandler{n.logger.Handler()}), CacheBytes: cfg.MetaCacheBytes, FS: n.fs}); err != nil {
 		return nil, fmt.Errorf("open metadata store: %w", err)

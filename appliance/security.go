@@ -42,6 +42,12 @@ func (c Config) validateSecurity() []error {
 	if needTLS && (c.TLSCert == "" || c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key: a listener with TLS (SSL, SASL_SSL) needs this node's certificate and key"))
 	}
+	if (c.EtcdTLS || c.HTTPTLS) && (c.TLSCert == "" || c.TLSKey == "") {
+		errs = append(errs, errors.New("tls-cert and tls-key: etcd-tls and http-tls serve this node's certificate and key"))
+	}
+	if c.EtcdTLS && c.TLSClientCA == "" {
+		errs = append(errs, errors.New("tls-client-ca: etcd-tls needs the CA that signs the nodes' certificates, to check the other nodes'"))
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key go together: the certificate and its private key"))
 	}
@@ -121,6 +127,15 @@ func (n *Node) loadTLS() error {
 	}
 	n.tls = l
 	return nil
+}
+
+// etcdTLS is the TLS of the embedded etcd member and its clients (nil without
+// etcd-tls).
+func (n *Node) etcdTLS() *tlsconf.Loader {
+	if !n.cfg.EtcdTLS {
+		return nil
+	}
+	return n.tls
 }
 
 // kafkaListener is the kafkaapi listener of spec: SSL listeners require a client

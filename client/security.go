@@ -45,33 +45,47 @@ func (s Security) Protocol() string {
 	return "PLAINTEXT"
 }
 
+// TLSConfig is the TLS configuration of s (nil without TLS): the CAs of
+// CAFile (or the system's roots) and the client certificate, if any.
+func (s Security) TLSConfig() (*tls.Config, error) {
+	if !s.TLS {
+		if s.CAFile != "" || s.CertFile != "" {
+			return nil, errors.New("--tls-ca, --tls-cert and --tls-key need --tls (or security.protocol SSL or SASL_SSL)")
+		}
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.CAFile != "" {
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.CAFile)
+		}
+	}
+	if (s.CertFile == "") != (s.KeyFile == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together: a client certificate and its key")
+	}
+	if s.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
 // apply sets the TLS configuration and SASL mechanism of cfg.
 func (s Security) apply(cfg *Config) error {
-	if s.TLS {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if s.CAFile != "" {
-			pem, err := os.ReadFile(s.CAFile)
-			if err != nil {
-				return fmt.Errorf("--tls-ca: %w", err)
-			}
-			tc.RootCAs = x509.NewCertPool()
-			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.CAFile)
-			}
-		}
-		if (s.CertFile == "") != (s.KeyFile == "") {
-			return errors.New("--tls-cert and --tls-key go together: a client certificate and its key")
-		}
-		if s.CertFile != "" {
-			cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
-			if err != nil {
-				return fmt.Errorf("--tls-cert, --tls-key: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
+	tc, err := s.TLSConfig()
+	if err != nil {
+		return err
+	}
+	if tc != nil {
 		cfg.TLS = tc
-	} else if s.CAFile != "" || s.CertFile != "" {
-		return errors.New("--tls-ca, --tls-cert and --tls-key need --tls (or security.protocol SSL or SASL_SSL)")
 	}
 	if s.Mechanism == "" {
 		if s.User != "" {

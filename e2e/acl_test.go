@@ -126,7 +126,8 @@ func endOffset0(t *testing.T, addr, topic string) int64 {
 	return endOffsets(t, ctx, kadm.NewClient(cl), topic)[0]
 }
 
-// waitISR waits until partition 0 of topic has want in-sync replicas.
+// waitISR waits until every partition of topic has want in-sync replicas, and
+// fails with logs (a follower's) when ctx ends first.
 func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, want int, logs func() string) {
 	t.Helper()
 	for {
@@ -134,7 +135,11 @@ func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := md.Topics[topic].Partitions[0]; len(p.ISR) == want {
+		full := len(md.Topics[topic].Partitions) > 0
+		for _, p := range md.Topics[topic].Partitions {
+			full = full && len(p.ISR) == want
+		}
+		if full {
 			return
 		}
 		select {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"skiff/internal/freeport"
+	"skiff/internal/tlsconf"
 )
 
 // Defaults of Config. A zero field in Config means "use the default below".
@@ -98,9 +99,10 @@ type Config struct {
 	// derived from PeerAddr like AdvertiseClientAddr.
 	AdvertisePeerAddr string
 
-	// InitialCluster is etcd's initial cluster, "name=http://host:port,...".
+	// InitialCluster is etcd's initial cluster, "name=http://host:port,..."
+	// (https:// with TLS).
 	// Used only when Dir holds no member yet. Default: this member alone,
-	// Name=http://AdvertisePeerAddr (a new single-member cluster).
+	// Name=PeerURL() (a new single-member cluster).
 	InitialCluster string
 	// ClusterState is ClusterStateNew (default) or ClusterStateExisting.
 	// Used only when Dir holds no member yet.
@@ -130,10 +132,37 @@ type Config struct {
 	// MaxTxnOps: default DefaultMaxTxnOps.
 	MaxTxnOps uint
 
+	// TLS, when set, serves the client and peer ports with TLS (https:// URLs)
+	// and requires from every peer and client a certificate signed by one of its
+	// CAs (mutual TLS). etcd reads the certificate and key files of TLS.Files()
+	// again at each handshake, so they are rotated by replacing them; the
+	// member's own client, the peers and Dial's clients present the same
+	// certificate. It must allow server and client use and name the hosts that
+	// others dial (the advertised addresses, and the listen host for the
+	// member's own client: loopback for a wildcard one). The peer port does not check that a peer's
+	// certificate names the address it connects from (etcd's
+	// SkipClientSANVerify): the CA is the proof. Nil: plaintext (http://). The
+	// members of a cluster all use TLS or none.
+	TLS *tlsconf.Loader
+
 	// Logger receives etcd's logs (with component=etcd). Default:
 	// slog.Default().
 	Logger *slog.Logger
 }
+
+// scheme is the scheme of the member's URLs.
+func (cfg Config) scheme() string { return schemeOf(cfg.TLS) }
+
+func schemeOf(l *tlsconf.Loader) string {
+	if l != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// PeerURL is the advertised peer URL, as the member's cluster lists it:
+// http://AdvertisePeerAddr, or https:// with TLS.
+func (cfg Config) PeerURL() string { return cfg.scheme() + "://" + cfg.AdvertisePeerAddr }
 
 // MemberName is the etcd member name of node id when the node configures none:
 // "skiff-<id>". A node that started before node records existed is found by it.
@@ -260,6 +289,6 @@ func dialAddr(listen string) string {
 	return net.JoinHostPort("127.0.0.1", port)
 }
 
-func httpURL(hostport string) url.URL {
-	return url.URL{Scheme: "http", Host: hostport}
+func (cfg Config) url(hostport string) url.URL {
+	return url.URL{Scheme: cfg.scheme(), Host: hostport}
 }

@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"skiff/internal/tlsconf"
 )
 
 // Resolve returns cfg with every default applied and its addresses resolved (port 0
@@ -21,20 +23,17 @@ import (
 func (cfg Config) Resolve() (Config, error) { return cfg.withDefaults() }
 
 // Dial returns a client of a running etcd cluster at endpoints (host:port of member
-// client listeners). The caller closes it.
-func Dial(endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
+// client listeners, or URLs), over TLS with tls's certificate when tls is set. The
+// caller closes it.
+func Dial(endpoints []string, tls *tlsconf.Loader, logger *slog.Logger) (*clientv3.Client, error) {
 	urls := make([]string, len(endpoints))
 	for i, e := range endpoints {
 		if !strings.Contains(e, "://") {
-			e = "http://" + e
+			e = schemeOf(tls) + "://" + e
 		}
 		urls[i] = e
 	}
-	return clientv3.New(clientv3.Config{
-		Endpoints:   urls,
-		DialTimeout: 5 * time.Second,
-		Logger:      newZapLogger(logger.With("component", "etcd-client").Handler(), new(atomic.Bool)),
-	})
+	return newClient(urls, tls, 5*time.Second, newZapLogger(logger.With("component", "etcd-client").Handler(), new(atomic.Bool)))
 }
 
 // AddMember adds a member named name with advertised peer URL peerURL to the cluster
@@ -49,13 +48,14 @@ func Dial(endpoints []string, logger *slog.Logger) (*clientv3.Client, error) {
 // no answer (see unanswered), until ctx ends: two nodes joining at once are admitted
 // one after the other. A member with the same peer URL that never started (an
 // interrupted earlier join) is reused. It returns once every running member knows
-// the new one (waitKnown), so that the new member can start at once.
-func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string, logger *slog.Logger) (uint64, string, error) {
+// the new one (waitKnown, which dials each member with tls, as Dial does), so that
+// the new member can start at once.
+func AddMember(ctx context.Context, cli *clientv3.Client, tls *tlsconf.Loader, name, peerURL string, logger *slog.Logger) (uint64, string, error) {
 	id, members, err := addLearner(ctx, cli, peerURL, logger)
 	if err != nil {
 		return 0, "", err
 	}
-	if err := waitKnown(ctx, members, id, logger); err != nil {
+	if err := waitKnown(ctx, members, id, tls, logger); err != nil {
 		return 0, "", err
 	}
 	return id, initialCluster(members, id, name), nil
@@ -173,20 +173,20 @@ const knownTimeout = 2 * time.Second
 // answer, and refuses to start ("member count is unequal") if that peer has not
 // applied the addition yet: on a busy machine a follower lags the member that
 // answered MemberAdd long enough for a new member started at once to ask it.
-func waitKnown(ctx context.Context, members []*etcdserverpb.Member, id uint64, logger *slog.Logger) error {
+func waitKnown(ctx context.Context, members []*etcdserverpb.Member, id uint64, tls *tlsconf.Loader, logger *slog.Logger) error {
 	for _, m := range members {
 		if m.ID == id || len(m.ClientURLs) == 0 {
 			continue
 		}
-		if err := waitMemberKnows(ctx, m, id, logger); err != nil {
+		if err := waitMemberKnows(ctx, m, id, tls, logger); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func waitMemberKnows(ctx context.Context, m *etcdserverpb.Member, id uint64, logger *slog.Logger) error {
-	cli, err := Dial(m.ClientURLs, logger)
+func waitMemberKnows(ctx context.Context, m *etcdserverpb.Member, id uint64, tls *tlsconf.Loader, logger *slog.Logger) error {
+	cli, err := Dial(m.ClientURLs, tls, logger)
 	if err != nil {
 		return fmt.Errorf("embedetcd: dial member %s: %w", m.Name, err)
 	}

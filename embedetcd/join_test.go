@@ -29,7 +29,7 @@ func TestConcurrentJoins(t *testing.T) {
 		if cfg, err = cfg.Resolve(); err != nil {
 			return nil, err
 		}
-		id, initial, err := AddMember(ctx, first.Client(), name, "http://"+cfg.AdvertisePeerAddr, first.logger)
+		id, initial, err := AddMember(ctx, first.Client(), nil, name, "http://"+cfg.AdvertisePeerAddr, first.logger)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +91,7 @@ func TestAddMemberKnownToAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := AddMember(ctx, ms[0].Client(), "learner", "http://"+peer, ms[0].logger)
+	id, _, err := AddMember(ctx, ms[0].Client(), nil, "learner", "http://"+peer, ms[0].logger)
 	if err != nil {
 		t.Fatal(err)
 	}

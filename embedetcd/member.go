@@ -33,10 +33,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"skiff/internal/tlsconf"
 )
 
 // Sentinel errors.
@@ -67,6 +72,7 @@ type Member struct {
 	client    *clientv3.Client
 	clientURL string
 	peerURL   string
+	tls       *tlsconf.Loader // nil without TLS
 	logger    *slog.Logger
 	closing   *atomic.Bool // set by Close; read by the log filter
 
@@ -83,7 +89,33 @@ type Member struct {
 // left running and the error says why; a member that cannot reach quorum (for
 // example, one whose InitialCluster names members that never start) returns
 // only when ctx is done.
+//
+// A port 0 in ClientAddr or PeerAddr is picked before etcd binds it, so another
+// process may take it in between; Start then picks again, a few times.
 func Start(ctx context.Context, cfg Config) (*Member, error) {
+	for attempt := 1; ; attempt++ {
+		m, err := start(ctx, cfg)
+		if err == nil || attempt == 3 || !cfg.picksPorts() || !isAddrInUse(err) {
+			return m, err
+		}
+		if cfg.Logger != nil {
+			cfg.Logger.Debug("etcd port taken before etcd bound it; picking again", "err", err)
+		}
+	}
+}
+
+// picksPorts reports whether Start chooses a port for the member itself.
+func (c Config) picksPorts() bool {
+	return strings.HasSuffix(c.ClientAddr, ":0") || strings.HasSuffix(c.PeerAddr, ":0")
+}
+
+// isAddrInUse reports whether err is a bind that found its port taken (etcd
+// does not always wrap the syscall error).
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func start(ctx context.Context, cfg Config) (*Member, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -93,10 +125,16 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
-	ec.ListenClientUrls = []url.URL{httpURL(cfg.ClientAddr)}
-	ec.AdvertiseClientUrls = []url.URL{httpURL(cfg.AdvertiseClientAddr)}
-	ec.ListenPeerUrls = []url.URL{httpURL(cfg.PeerAddr)}
-	ec.AdvertisePeerUrls = []url.URL{httpURL(cfg.AdvertisePeerAddr)}
+	ec.ListenClientUrls = []url.URL{cfg.url(cfg.ClientAddr)}
+	ec.AdvertiseClientUrls = []url.URL{cfg.url(cfg.AdvertiseClientAddr)}
+	ec.ListenPeerUrls = []url.URL{cfg.url(cfg.PeerAddr)}
+	ec.AdvertisePeerUrls = []url.URL{cfg.url(cfg.AdvertisePeerAddr)}
+	if cfg.TLS != nil {
+		f := cfg.TLS.Files()
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: f.Cert, KeyFile: f.Key, TrustedCAFile: f.CA, ClientCertAuth: true}
+		ec.PeerTLSInfo = transport.TLSInfo{CertFile: f.Cert, KeyFile: f.Key, TrustedCAFile: f.CA, ClientCertAuth: true,
+			SkipClientSANVerify: true}
+	}
 	ec.InitialCluster = cfg.InitialCluster
 	if ec.InitialCluster == "" {
 		ec.InitialCluster = ec.InitialClusterFromName(cfg.Name)
@@ -141,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	if err != nil {
 		// A member removed while it was down learns it from its peers, which
 		// refuse it, as soon as it starts.
-		if ctx.Err() == nil && wasRemoved(e, cfg.Logger, closing) {
+		if ctx.Err() == nil && wasRemoved(e, cfg.TLS, cfg.Logger, closing) {
 			err = fmt.Errorf("%w: %w", ErrRemoved, err)
 		}
 		// Close alone hangs on a member that never became ready: stop the
@@ -152,11 +190,8 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("%w: %s in %s: %w", ErrNotReady, cfg.Name, cfg.Dir, err)
 	}
 
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"http://" + dialAddr(e.Clients[0].Addr().String())},
-		DialTimeout: 5 * time.Second,
-		Logger:      newZapLogger(cfg.Logger.With("component", "etcd-client").Handler(), closing),
-	})
+	client, err := newClient([]string{cfg.scheme() + "://" + dialAddr(e.Clients[0].Addr().String())}, cfg.TLS, 5*time.Second,
+		newZapLogger(cfg.Logger.With("component", "etcd-client").Handler(), closing))
 	if err != nil {
 		closing.Store(true)
 		e.Close()
@@ -165,8 +200,9 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m := &Member{
 		etcd:      e,
 		client:    client,
-		clientURL: "http://" + cfg.AdvertiseClientAddr,
-		peerURL:   "http://" + cfg.AdvertisePeerAddr,
+		clientURL: cfg.scheme() + "://" + cfg.AdvertiseClientAddr,
+		peerURL:   cfg.PeerURL(),
+		tls:       cfg.TLS,
 		logger:    cfg.Logger,
 		closing:   closing,
 		errc:      make(chan error, 1),
@@ -200,7 +236,7 @@ func (m *Member) watch() {
 		return
 	default:
 	}
-	if wasRemoved(m.etcd, m.logger, m.closing) {
+	if wasRemoved(m.etcd, m.tls, m.logger, m.closing) {
 		m.errc <- fmt.Errorf("%w: %w", ErrRemoved, err)
 		return
 	}
@@ -211,7 +247,7 @@ func (m *Member) watch() {
 // member that applied its own removal knows; one that was cut off or down before
 // (its peers then refuse its messages, which stops it) does not, so the other
 // members are asked, for at most RemovedCheckTimeout.
-func wasRemoved(e *embed.Etcd, logger *slog.Logger, closing *atomic.Bool) bool {
+func wasRemoved(e *embed.Etcd, tls *tlsconf.Loader, logger *slog.Logger, closing *atomic.Bool) bool {
 	self := e.Server.MemberID()
 	if e.Server.IsIDRemoved(uint64(self)) {
 		return true
@@ -225,11 +261,7 @@ func wasRemoved(e *embed.Etcd, logger *slog.Logger, closing *atomic.Bool) bool {
 	if len(endpoints) == 0 {
 		return false
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: RemovedCheckTimeout,
-		Logger:      newZapLogger(logger.With("component", "etcd-client").Handler(), closing),
-	})
+	cli, err := newClient(endpoints, tls, RemovedCheckTimeout, newZapLogger(logger.With("component", "etcd-client").Handler(), closing))
 	if err != nil {
 		return false
 	}
@@ -248,14 +280,25 @@ func wasRemoved(e *embed.Etcd, logger *slog.Logger, closing *atomic.Bool) bool {
 	return true
 }
 
+// newClient is a client of endpoints (URLs), with the TLS of l when it is set.
+func newClient(endpoints []string, l *tlsconf.Loader, dialTimeout time.Duration, logger *zap.Logger) (*clientv3.Client, error) {
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout, Logger: logger}
+	if l != nil {
+		cfg.TLS = l.ClientConfig("") // gRPC names each endpoint's host
+	}
+	return clientv3.New(cfg)
+}
+
 // Client returns the client connected to this member. It stays valid until
 // Close and must not be closed by callers.
 func (m *Member) Client() *clientv3.Client { return m.client }
 
-// ClientURL returns the advertised client URL, http://host:port.
+// ClientURL returns the advertised client URL, http://host:port (https:// with
+// TLS).
 func (m *Member) ClientURL() string { return m.clientURL }
 
-// PeerURL returns the advertised peer URL, http://host:port.
+// PeerURL returns the advertised peer URL, http://host:port (https:// with
+// TLS).
 func (m *Member) PeerURL() string { return m.peerURL }
 
 // ID returns the etcd member id.

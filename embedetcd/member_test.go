@@ -48,7 +48,7 @@ func (r *recorder) all() []slog.Record {
 	return append([]slog.Record(nil), *r.records...)
 }
 
-func testConfig(t *testing.T, logger *slog.Logger) Config {
+func testConfig(t testing.TB, logger *slog.Logger) Config {
 	t.Helper()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -224,5 +224,31 @@ func TestRestartKeepsData(t *testing.T) {
 		if r.Level >= slog.LevelWarn {
 			t.Errorf("restart logged %v %q %v", r.Level, r.Message, attrString(r))
 		}
+	}
+}
+
+// A taken port is an error that Start's retry recognises: etcd's bind error
+// is what isAddrInUse reads, and a port given by the caller is not picked again.
+func TestStartOnTakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := testConfig(t, nil)
+	cfg.ClientAddr = l.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := Start(ctx, cfg)
+	if err == nil {
+		m.Close()
+		t.Fatal("Start bound a port another listener holds")
+	}
+	if !isAddrInUse(err) {
+		t.Fatalf("isAddrInUse(%v) = false, want true", err)
+	}
+	cfg.PeerAddr = "127.0.0.1:1"
+	if cfg.picksPorts() {
+		t.Fatal("picksPorts with both ports given")
 	}
 }

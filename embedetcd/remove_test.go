@@ -96,7 +96,7 @@ func TestRemovedAsksPeers(t *testing.T) {
 	if err := ms[2].Close(); err != nil {
 		t.Fatal(err)
 	}
-	if wasRemoved(ms[2].etcd, ms[2].logger, ms[2].closing) {
+	if wasRemoved(ms[2].etcd, nil, ms[2].logger, ms[2].closing) {
 		t.Fatal("reports removed before it was")
 	}
 	// ErrMemberNotFound: an attempt that got no answer was applied after all
@@ -104,7 +104,7 @@ func TestRemovedAsksPeers(t *testing.T) {
 	if err := RemoveMember(ctx, ms[0].Client(), ms[2].ID()); err != nil && !errors.Is(err, ErrMemberNotFound) {
 		t.Fatal(err)
 	}
-	if !wasRemoved(ms[2].etcd, ms[2].logger, ms[2].closing) {
+	if !wasRemoved(ms[2].etcd, nil, ms[2].logger, ms[2].closing) {
 		t.Fatal("does not learn from its peers that it was removed")
 	}
 }
@@ -144,7 +144,7 @@ func TestForceNewCluster(t *testing.T) {
 	if joiner, err = joiner.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	id, initial, err := AddMember(ctx, survivor.Client(), joiner.Name, "http://"+joiner.AdvertisePeerAddr, survivor.logger)
+	id, initial, err := AddMember(ctx, survivor.Client(), nil, joiner.Name, "http://"+joiner.AdvertisePeerAddr, survivor.logger)
 	if err != nil {
 		t.Fatal(err)
 	}

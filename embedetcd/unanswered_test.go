@@ -33,7 +33,7 @@ func TestMembershipRetriesEtcdTimeouts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, _, err := AddMember(ctx, cli, "learner", "http://"+peer, slog.New(slog.DiscardHandler))
+			id, _, err := AddMember(ctx, cli, nil, "learner", "http://"+peer, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatalf("add: %v", err)
 			}

@@ -4,7 +4,10 @@ package main
 // HTTP API (appliance/admin.go), which is not part of the Kafka protocol.
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +24,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"skiff/appliance"
+	"skiff/client"
+	"skiff/internal/pki"
 )
 
 const (
@@ -30,10 +36,11 @@ const (
 func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
-		Usage: "show the cluster's nodes, etcd members and partitions; remove a node",
+		Usage: "show the cluster's nodes, etcd members and partitions; remove a node; make a join token",
 		Subcommands: []*cli.Command{
 			clusterStatusCommand(),
 			clusterRemoveNodeCommand(),
+			clusterJoinTokenCommand(),
 		},
 	}
 }
@@ -45,13 +52,25 @@ func adminFlags() []cli.Flag {
 			Name:    "http",
 			EnvVars: []string{"SKIFF_HTTP"},
 			Value:   defaultHTTP,
-			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port " + defaultHTTPPort + " if omitted)",
+			Usage:   "HTTP address of any node, `HOST:PORT` (its http setting; port " + defaultHTTPPort + " if omitted; https://HOST:PORT for a node with http-tls)",
 		},
 		&cli.DurationFlag{
 			Name:  "timeout",
 			Value: 30 * time.Second,
 			Usage: "give up when the node does not answer within `DURATION`",
 		},
+		&cli.StringFlag{Name: "http-token-file", EnvVars: []string{"SKIFF_HTTP_TOKEN_FILE"},
+			Usage: "send the bearer token on the first line of `FILE` (the node's http-token-file); default: the token in SKIFF_HTTP_TOKEN"},
+		&cli.BoolFlag{Name: "tls", EnvVars: []string{"SKIFF_TLS"},
+			Usage: "talk HTTPS to the node (its http-tls); implied by https:// in --http, --tls-ca and --data-dir"},
+		&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"SKIFF_TLS_CA"},
+			Usage: "PEM `FILE` of the CA that signs the node's certificate (default: the system's)"},
+		&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"SKIFF_TLS_CERT"},
+			Usage: "PEM `FILE` of a client certificate signed by the cluster's CA: authenticates the command instead of a token"},
+		&cli.StringFlag{Name: "tls-key", EnvVars: []string{"SKIFF_TLS_KEY"},
+			Usage: "PEM `FILE` of the key of --tls-cert"},
+		&cli.StringFlag{Name: "data-dir",
+			Usage: "on a node of a cluster formed with --secure: its data directory `DIR`, whose CA and node certificate (DIR/secure, readable by the node's user) authenticate the command over HTTPS"},
 	}
 }
 
@@ -92,14 +111,52 @@ func clusterRemoveNodeCommand() *cli.Command {
 	})
 }
 
+func clusterJoinTokenCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:  "join-token",
+		Usage: "make a token that admits one node to a cluster formed with --secure",
+		Description: "Asks a node (--http) of a cluster formed with --secure for a new join token and prints it.\n" +
+			"A token admits one node (skiff serve --join HOST:HTTP-PORT --join-token TOKEN) until it\n" +
+			"expires. The request needs admin credentials: on a node itself, --data-dir DIR uses that\n" +
+			"node's certificate.",
+		HideHelpCommand: true,
+		Flags: append(adminFlags(),
+			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the token expires after `DURATION` (at most 168h)"},
+		),
+		Action: runClusterJoinToken,
+	})
+}
+
+func runClusterJoinToken(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return fmt.Errorf("unexpected argument %q: skiff cluster join-token takes no arguments", c.Args().First())
+	}
+	a, err := adminClientFrom(c)
+	if err != nil {
+		return err
+	}
+	var res appliance.JoinTokenAnswer
+	if _, err := a.do(c.Context, http.MethodPost, "/v1/cluster/join-token?ttl="+url.QueryEscape(c.Duration("ttl").String()), &res); err != nil {
+		return fmt.Errorf("join token: %w", err)
+	}
+	fmt.Fprintln(c.App.Writer, res.Token)
+	fmt.Fprintf(c.App.ErrWriter, "valid once, until %s: skiff serve --join %s --join-token TOKEN\n", res.Expires.UTC().Format(time.RFC3339), res.HTTPAddr)
+	return nil
+}
+
 // adminClient talks to one node's admin API.
 type adminClient struct {
-	base string // http://host:port
-	http *http.Client
+	base  string // http://host:port or https://host:port
+	token string // bearer token; empty: none
+	http  *http.Client
 }
 
 func adminClientFrom(c *cli.Context) (*adminClient, error) {
 	addr := strings.TrimSpace(c.String("http"))
+	scheme := "http"
+	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
+		scheme, addr = "https", rest
+	}
 	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "http://"), "/")
 	if addr == "" {
 		return nil, errors.New("--http is empty: give a node's HTTP address, HOST:PORT")
@@ -115,7 +172,33 @@ func adminClientFrom(c *cli.Context) (*adminClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &adminClient{base: "http://" + addr, http: &http.Client{Timeout: timeout}}, nil
+	sec := client.Security{TLS: scheme == "https" || c.Bool("tls") || c.String("tls-ca") != "" || c.String("data-dir") != "",
+		CAFile: c.String("tls-ca"), CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key")}
+	if dir := c.String("data-dir"); dir != "" {
+		p := pki.PathsOf(dir)
+		if ok, err := p.Exists(); !ok {
+			return nil, fmt.Errorf("--data-dir %s: no CA in %s (%v): the data directory of a node of a cluster formed with --secure is needed, readable by this user", dir, p.CACert, err)
+		}
+		sec.CAFile = cmp.Or(sec.CAFile, p.CACert)
+		if sec.CertFile == "" {
+			sec.CertFile, sec.KeyFile = p.NodeCert, p.NodeKey
+		}
+	}
+	tc, err := sec.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		scheme = "https"
+	}
+	token := os.Getenv("SKIFF_HTTP_TOKEN")
+	if path := c.String("http-token-file"); path != "" {
+		if token, err = client.ReadPasswordFile(path); err != nil {
+			return nil, fmt.Errorf("--http-token-file: %w", err)
+		}
+	}
+	return &adminClient{base: scheme + "://" + addr, token: strings.TrimSpace(token),
+		http: &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}}}, nil
 }
 
 // do sends a request and decodes a 200 or 202 answer into out, returning the status.
@@ -125,11 +208,17 @@ func (a *adminClient) do(ctx context.Context, method, path string, out any) (int
 	if err != nil {
 		return 0, err
 	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		if tlsFailure(err) {
+			return 0, fmt.Errorf("HTTPS to %s failed: %v; give the CA of the node's certificate with --tls-ca (on a node of a cluster formed with --secure: --data-dir, or DATA/secure/ca.pem)", a.base, err)
 		}
 		return 0, fmt.Errorf("no Skiff node answers at %s (%v): is `skiff serve` running there? Give a node's HTTP address with --http HOST:PORT (or SKIFF_HTTP)", a.base, err)
 	}
@@ -145,12 +234,31 @@ func (a *adminClient) do(ctx context.Context, method, path string, out any) (int
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return resp.StatusCode, errors.New(e.Error)
 		}
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(body), "HTTPS server") {
+			return resp.StatusCode, fmt.Errorf("the node at %s serves HTTPS (http-tls): use --tls with --tls-ca, or https:// in --http", a.base)
+		}
 		return resp.StatusCode, fmt.Errorf("%s %s: %s: %.200s (is %s a Skiff node's HTTP port?)", method, a.base+path, resp.Status, body, a.base)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return resp.StatusCode, fmt.Errorf("%s answered %s with something that is not a cluster status (%v); is it a Skiff node's HTTP port?", a.base, path, err)
 	}
 	return resp.StatusCode, nil
+}
+
+// tlsFailure reports whether err is a failed TLS handshake or certificate check.
+func tlsFailure(err error) bool {
+	var (
+		unknown   x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verifyErr *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+		op        *net.OpError
+	)
+	// A TLS alert from the server (say, refusing the client certificate) is a
+	// net.OpError of Op "remote error".
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verifyErr) || errors.As(err, &record) || (errors.As(err, &op) && op.Op == "remote error")
 }
 
 func runClusterStatus(c *cli.Context) error {

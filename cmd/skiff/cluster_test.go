@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -165,4 +168,43 @@ func TestClusterRemoveNodeDrain(t *testing.T) {
 	})
 	msg := skiffErr(t, nil, "cluster", "remove-node", "4", "--drain", "--drain-timeout", "0s", "--http", addr)
 	mustContain(t, "drain timeout", msg, "node 4 is still draining after 0s (2 partition replicas left)", "run the command again")
+}
+
+// TestClusterAdminCredentials: skiff cluster sends the bearer token of
+// --http-token-file, else of SKIFF_HTTP_TOKEN, and talks HTTPS with --tls-ca;
+// the node's refusal and a certificate it cannot check are explained.
+func TestClusterAdminCredentials(t *testing.T) {
+	var gotAuth []string
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != "Bearer tok-1" {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]string{"error": "this node's admin API needs credentials"})
+			return
+		}
+		json.NewEncoder(w).Encode(sampleStatus())
+	})
+	plain := httptest.NewServer(handler)
+	defer plain.Close()
+	addr := strings.TrimPrefix(plain.URL, "http://")
+
+	mustContain(t, "error", skiffErr(t, nil, "cluster", "status", "--http", addr), "needs credentials")
+	t.Setenv("SKIFF_HTTP_TOKEN", "tok-1")
+	skiffOK(t, nil, "cluster", "status", "--http", addr)
+	file := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(file, []byte("tok-2\n"), 0o600)
+	mustContain(t, "error", skiffErr(t, nil, "cluster", "status", "--http", addr, "--http-token-file", file), "needs credentials")
+	if want := []string{"", "Bearer tok-1", "Bearer tok-2"}; strings.Join(gotAuth, "|") != strings.Join(want, "|") {
+		t.Errorf("Authorization headers %q, want %q", gotAuth, want)
+	}
+
+	secure := httptest.NewTLSServer(handler)
+	defer secure.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: secure.Certificate().Raw}), 0o600)
+	saddr := strings.TrimPrefix(secure.URL, "https://")
+	skiffOK(t, nil, "cluster", "status", "--http", saddr, "--tls-ca", caFile)
+	skiffOK(t, nil, "cluster", "status", "--http", "https://"+saddr, "--tls-ca", caFile)
+	mustContain(t, "error", skiffErr(t, nil, "cluster", "status", "--http", "https://"+saddr), "HTTPS to https://"+saddr+" failed", "--tls-ca")
+	mustContain(t, "error", skiffErr(t, nil, "cluster", "status", "--http", saddr), "serves HTTPS", "--tls")
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -87,6 +89,7 @@ func runServe(c *cli.Context) error {
 	sd := systemd.NewNotifier(logger)
 	sd.Status("starting")
 	cfg.OnStatus = sd.Status
+	cfg.OnSecureFormed = func(f appliance.SecureFormed) { printSecureFormed(c.App.Writer, f) }
 	node, err := appliance.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -123,6 +126,21 @@ func runServe(c *cli.Context) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// printSecureFormed tells the operator of a new secure cluster where the admin
+// password is and how the next nodes join (on stdout, not in the log: the token
+// is a secret for as long as it lasts).
+func printSecureFormed(w io.Writer, f appliance.SecureFormed) {
+	fmt.Fprintf(w, "\nThe cluster was formed securely (CA fingerprint SHA-256 %s).\n", f.CAFingerprint)
+	fmt.Fprintf(w, "The password of the super user %q is in %s (readable by this node's user only).\n", appliance.AdminUser, f.AdminPasswordFile)
+	if f.JoinToken == "" {
+		fmt.Fprintf(w, "No join token could be made: make one with `skiff cluster join-token --data-dir DIR` on this node.\n\n")
+		return
+	}
+	fmt.Fprintf(w, "Join token, valid once until %s:\n\n  %s\n\n", f.JoinTokenExpires.UTC().Format(time.RFC3339), f.JoinToken)
+	fmt.Fprintf(w, "Start each further node with:\n\n  skiff serve --join %s --join-token TOKEN\n\n", f.HTTPAddr)
+	fmt.Fprintf(w, "Each token admits one node; `skiff cluster join-token --data-dir DIR` on a node makes another.\n\n")
 }
 
 // newLogger builds the node's structured logger: JSON when stderr is not a terminal

@@ -53,7 +53,13 @@ var configFileNotes = map[string]string{
 		"Off by default: profiling costs CPU while it runs, and the port then shows the node's internals to whoever reaches it.",
 	"bootstrap": "Cluster formation (bootstrap, join) is read only while the data directory is empty; afterwards the node " +
 		"restarts as the member it is. With neither setting the node starts a new cluster of its own.",
-	"join": "For example node1.example.com:9093.",
+	"join": "For example node1.example.com:9093 (with join-token: node1.example.com:9644).",
+	"secure": "Set it on the first node only, with bootstrap. It prints the join token on standard output (the journal " +
+		"under systemd). Once formed, a node stays secure at every start; the other nodes join with join-token. " +
+		"Excludes tls-cert, tls-key and tls-client-ca; to bring your own certificates, use those with etcd-tls and http-tls.",
+	"join-token": "A secret until it is used or expires: prefer SKIFF_JOIN_TOKEN in a drop-in to this file, and remove it " +
+		"after the join (a restart ignores it).",
+	"etcd-tls": "Turn it on on every node before the cluster's first start.",
 	"force-new-cluster": "New nodes then join this one. Left set, every start drops the nodes that joined since. " +
 		`See docs/operations.md ("Losing the etcd quorum").`,
 	"session-timeout": "Its partitions then move to other replicas.",

@@ -10,6 +10,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -150,13 +152,103 @@ func StartCluster(t testing.TB, count int, args ...string) []*Node {
 	// Every node must know every broker before a test creates a topic through it, or
 	// the topic could be placed on fewer brokers than the test means.
 	for _, n := range nodes {
-		n.waitLiveBrokers(count)
+		n.WaitLiveBrokers(count)
 	}
 	return nodes
 }
 
-// waitLiveBrokers waits until the node's admin API lists count live brokers.
-func (n *Node) waitLiveBrokers(count int) {
+// StartSecureCluster starts count nodes of a cluster formed with --secure: the
+// first bootstraps it and prints a join token, with which the second joins; each
+// further one joins with a token that `skiff cluster join-token` makes through
+// the first node's HTTP port, authenticated by its certificate. Extra args go to
+// every node.
+func StartSecureCluster(t testing.TB, count int, args ...string) []*Node {
+	t.Helper()
+	first := Start(t, append([]string{"--bootstrap", "--secure"}, args...)...)
+	nodes := []*Node{first}
+	for i := 1; i < count; i++ {
+		token := first.PrintedJoinToken()
+		if i > 1 {
+			token = NewJoinToken(t, first)
+		}
+		nodes = append(nodes, Start(t, append([]string{"--join", first.HTTPAddr, "--join-token", token}, args...)...))
+	}
+	for _, n := range nodes {
+		n.WaitLiveBrokers(count)
+	}
+	return nodes
+}
+
+// PrintedJoinToken is the join token the node printed when it formed a secure
+// cluster.
+func (n *Node) PrintedJoinToken() string {
+	n.t.Helper()
+	for _, line := range strings.Split(n.Logs(), "\n") {
+		if tok := strings.TrimSpace(line); strings.HasPrefix(tok, "skiff1.") {
+			return tok
+		}
+	}
+	n.t.Fatalf("node %d printed no join token; logs:\n%s", n.ID, n.Logs())
+	return ""
+}
+
+// NewJoinToken makes a join token with `skiff cluster join-token` through n's
+// HTTP port, authenticated by n's certificate. Extra args go to the command.
+func NewJoinToken(t testing.TB, n *Node, args ...string) string {
+	t.Helper()
+	out, errOut, err := Run(t, 30*time.Second, append([]string{"cluster", "join-token", "--http", n.HTTPAddr, "--data-dir", n.DataDir}, args...)...)
+	if err != nil {
+		t.Fatalf("skiff cluster join-token: %v\n%s", err, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+// Secure reports whether the node's data directory holds the material of a
+// cluster formed with --secure.
+func (n *Node) Secure() bool {
+	_, err := os.Stat(filepath.Join(n.DataDir, "secure", "ca.pem"))
+	return err == nil
+}
+
+// AdminGet GETs path of the node's admin API: over HTTPS with the node's own
+// certificate when it is secure. It returns the status and body.
+func (n *Node) AdminGet(path string) (int, []byte, error) {
+	client, scheme := http.DefaultClient, "http://"
+	if n.Secure() {
+		c, err := n.HTTPSClient()
+		if err != nil {
+			return 0, nil, err
+		}
+		client, scheme = c, "https://"
+	}
+	resp, err := client.Get(scheme + n.HTTPAddr + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// HTTPSClient trusts the CA of a secure node and presents its certificate.
+func (n *Node) HTTPSClient() (*http.Client, error) {
+	dir := filepath.Join(n.DataDir, "secure")
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "node.pem"), filepath.Join(dir, "node-key.pem"))
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}, nil
+}
+
+// WaitLiveBrokers waits until the node's admin API lists count live brokers.
+func (n *Node) WaitLiveBrokers(count int) {
 	n.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -164,15 +256,12 @@ func (n *Node) waitLiveBrokers(count int) {
 			Brokers []struct{ Live bool } `json:"brokers"`
 		}
 		live := 0
-		if resp, err := http.Get("http://" + n.HTTPAddr + "/v1/cluster"); err == nil {
-			if json.NewDecoder(resp.Body).Decode(&st) == nil {
-				for _, b := range st.Brokers {
-					if b.Live {
-						live++
-					}
+		if _, body, err := n.AdminGet("/v1/cluster"); err == nil && json.Unmarshal(body, &st) == nil {
+			for _, b := range st.Brokers {
+				if b.Live {
+					live++
 				}
 			}
-			resp.Body.Close()
 		}
 		if live == count {
 			return
@@ -333,7 +422,12 @@ func (n *Node) Wait(ctx context.Context) error {
 func (n *Node) PID() int { return n.cmd.Process.Pid }
 
 // Logs returns everything the node logged so far (all runs).
-func (n *Node) Logs() string { return n.logs.String() }
+func (n *Node) Logs() string {
+	if n.logs == nil { // never started (ServeExpectExit only)
+		return ""
+	}
+	return n.logs.String()
+}
 
 // WipeStorage deletes the node's partition data and Pebble database (topics/ and
 // meta/) while it is stopped, keeping its identity (node.json) and its etcd member:

@@ -6,8 +6,9 @@
 // last good material and is logged once; the files' next change tries again. Connections that
 // are open keep the certificate they were made with.
 //
-// The Kafka listeners use it today; the etcd and HTTP ports take their TLS from
-// the same Loader.
+// The Kafka listeners, the HTTP port and the embedded etcd member's clients take
+// their TLS from the same Loader (etcd's server side reads the same files itself,
+// at every handshake).
 package tlsconf
 
 import (
@@ -135,16 +136,20 @@ func (l *Loader) ServerConfig(clientAuth tls.ClientAuthType) *tls.Config {
 }
 
 // ClientConfig is a client configuration with the current material: the
-// certificate (if any) for servers that ask for one, the CA pool (or the
-// system's roots) to verify the server, whose certificate must name
-// serverName. Make one per connection, so that each uses the current files.
+// certificate (if any) for servers that ask for one, taken at each handshake
+// (so long-lived clients such as etcd's present a rotated one), and the CA pool
+// (or the system's roots) to verify the server, whose certificate must name
+// serverName (empty: the dialler sets it per address, as gRPC does). The pool
+// is the current one when the configuration is made.
 func (l *Loader) ClientConfig(serverName string) *tls.Config {
-	cert, pool := l.current()
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: serverName}
-	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
-	}
-	return cfg
+	_, pool := l.current()
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: serverName,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if cert := l.Certificate(); cert != nil {
+				return cert, nil
+			}
+			return &tls.Certificate{}, nil // none: the server decides whether that will do
+		}}
 }
 
 // read loads the files.
