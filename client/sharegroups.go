@@ -102,18 +102,11 @@ func WriteShareGroupDescription(w io.Writer, d ShareGroupDescription) error {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nMEMBER\tCLIENT-ID\tHOST\tPARTITIONS")
 		for _, m := range g.Members {
-			var parts []string
+			byTopic := make(map[string][]int32, len(m.Assignment.TopicPartitions))
 			for _, tp := range m.Assignment.TopicPartitions {
-				ps := append([]int32(nil), tp.Partitions...)
-				sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-				ids := make([]string, len(ps))
-				for i, p := range ps {
-					ids[i] = strconv.Itoa(int(p))
-				}
-				parts = append(parts, tp.Topic+":"+strings.Join(ids, ","))
+				byTopic[tp.Topic] = tp.Partitions
 			}
-			sort.Strings(parts)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, strings.Join(parts, " "))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.ClientHost, partitionList(byTopic))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -47,6 +47,16 @@ func (s *shareTally) distinct(prefix string) int {
 	return n
 }
 
+// checkOnce fails for a record accepted more than once. The caller holds s.mu.
+func (s *shareTally) checkOnce(t *testing.T) {
+	t.Helper()
+	for k, c := range s.accepted {
+		if c != 1 {
+			t.Errorf("record %s accepted %d times", k, c)
+		}
+	}
+}
+
 // shareConsumer polls as a share group member until ctx ends, accepting every
 // record (explicitly, before the next poll) and tallying it.
 func shareConsumer(ctx context.Context, t *testing.T, addr, topic, group, name string, tally *shareTally, opts ...kgo.Opt) *kgo.Client {
@@ -136,11 +146,7 @@ func TestShareGroupFiveConsumersOnePartition(t *testing.T) {
 	stop()
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
-	for k, c := range tally.accepted {
-		if c != 1 {
-			t.Errorf("record %s accepted %d times", k, c)
-		}
-	}
+	tally.checkOnce(t)
 	for i := range 5 {
 		if tally.by[fmt.Sprintf("c%d", i)] == 0 {
 			t.Errorf("consumer c%d got no record (per consumer: %v)", i, tally.by)
@@ -256,11 +262,7 @@ func TestShareGroupKilledConsumerRedelivered(t *testing.T) {
 	stop()
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
-	for k, c := range tally.accepted {
-		if c != 1 {
-			t.Errorf("record %s accepted %d times", k, c)
-		}
-	}
+	tally.checkOnce(t)
 	for k := range held {
 		if dc := tally.counts[k]; dc != 2 {
 			t.Errorf("held record %s was delivered again with delivery count %d, want 2", k, dc)

@@ -21,10 +21,7 @@ package kafkaapi
 // node_endpoints and current_leader are not filled on NOT_LEADER_OR_FOLLOWER.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"skiff/acl"
 )
 
 func init() {
@@ -44,14 +41,9 @@ func init() {
 }
 
 func (s *Server) handleShareFetch(c *conn, _ *RequestHeader, req *kmsg.ShareFetchRequest) kmsg.Response {
-	if req.GroupID == nil || !c.allowed(acl.OpRead, acl.ResourceGroup, *req.GroupID) || s.cfg.Shares == nil {
+	if code := s.shareRequestRefused(c, req.GroupID); code != 0 {
 		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		if req.GroupID == nil {
-			resp.ErrorCode = kerr.InvalidRequest.Code
-		} else if s.cfg.Shares == nil {
-			resp.ErrorCode = kerr.UnsupportedVersion.Code
-		}
+		resp.ErrorCode = code
 		return resp
 	}
 	s.waitUnfenced(c)

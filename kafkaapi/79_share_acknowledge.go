@@ -14,10 +14,7 @@ package kafkaapi
 // top), READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"skiff/acl"
 )
 
 func init() {
@@ -34,14 +31,9 @@ func init() {
 }
 
 func (s *Server) handleShareAcknowledge(c *conn, _ *RequestHeader, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
-	if req.GroupID == nil || !c.allowed(acl.OpRead, acl.ResourceGroup, *req.GroupID) || s.cfg.Shares == nil {
+	if code := s.shareRequestRefused(c, req.GroupID); code != 0 {
 		resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		if req.GroupID == nil {
-			resp.ErrorCode = kerr.InvalidRequest.Code
-		} else if s.cfg.Shares == nil {
-			resp.ErrorCode = kerr.UnsupportedVersion.Code
-		}
+		resp.ErrorCode = code
 		return resp
 	}
 	s.waitUnfenced(c)

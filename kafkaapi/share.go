@@ -99,3 +99,18 @@ func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
 	}
 	return 0, true
 }
+
+// shareRequestRefused is the top-level code of a ShareFetch or ShareAcknowledge
+// that cannot be served: no group (INVALID_REQUEST), no READ on it, share groups
+// not served here; 0 to serve it.
+func (s *Server) shareRequestRefused(c *conn, group *string) int16 {
+	switch {
+	case group == nil:
+		return kerr.InvalidRequest.Code
+	case !c.allowed(acl.OpRead, acl.ResourceGroup, *group):
+		return kerr.GroupAuthorizationFailed.Code
+	case s.cfg.Shares == nil:
+		return kerr.UnsupportedVersion.Code
+	}
+	return 0
+}
