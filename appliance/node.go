@@ -25,6 +25,8 @@
 // Shutdown order (Close), each step after the previous one ends:
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
+//     Then close the share-group state store (its franz-go clients: the tail of
+//     __share_group_state and the writes of share-partitions and dead letters);
 //  2. stop campaigning for controller (resigning if elected), stop the session and
 //     clock loops, then end the broker session (marked leaving, the lease is revoked:
 //     the cluster sees the broker go and moves its partitions at once; without etcd
