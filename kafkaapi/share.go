@@ -79,6 +79,9 @@ func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
 	if s.cfg.ShareGroups == nil || s.coordinatesGroup(group) != 0 {
 		return 0, false
 	}
+	if _, ok := s.cache.Topic(sharegroup.StateTopic); !ok && !s.cfg.ShareGroups.Has(group) {
+		return 0, false // no share group was ever used: do not create the state topic
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
 	defer cancel()
 	if err := s.cfg.ShareConfigs.LoadGroupConfigs(ctx); err != nil && !s.cfg.ShareGroups.Has(group) {

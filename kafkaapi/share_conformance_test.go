@@ -421,3 +421,25 @@ func conformDeleteShareGroupOffsets(t *testing.T, c *kconn, versions []int16) {
 		})
 	}
 }
+
+// TestMetadataByTopicID: from v10 a topic may be asked for by id alone; an
+// unknown id answers UNKNOWN_TOPIC_ID.
+func TestMetadataByTopicID(t *testing.T) {
+	c := dial(t, sharedNode(t).KafkaAddr())
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 2, nil)
+	id := topicIDOf(t, c, topic)
+	for _, v := range []int16{10, 11, 12} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		req.Topics = []kmsg.MetadataRequestTopic{{TopicID: id}, {TopicID: [16]byte{1}}}
+		resp := c.do(req).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != 2 {
+			t.Fatalf("v%d: %d topics, want 2", v, len(resp.Topics))
+		}
+		if rt := resp.Topics[0]; rt.Topic == nil || *rt.Topic != topic || rt.TopicID != id || len(rt.Partitions) != 2 {
+			t.Errorf("v%d: by id: %+v, want %s with 2 partitions", v, rt, topic)
+		}
+		wantCode(t, fmt.Sprintf("v%d unknown id", v), resp.Topics[1].ErrorCode, kerr.UnknownTopicID.Code)
+	}
+}
