@@ -175,6 +175,19 @@ func (m *Manager) ReleaseMember(group, member string) {
 	}
 }
 
+// selfBlockedWait bounds how long a ShareFetch waits when a share-partition's
+// window is at its record-lock limit with records the fetching member holds: the
+// member's acknowledgements (which free the window) come with its next request,
+// so waiting the whole max_wait_ms would only stall it.
+const selfBlockedWait = 20 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // fetchBudget is what one ShareFetch may still take.
 type fetchBudget struct {
 	records int
@@ -282,6 +295,11 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest, r
 			}
 			sps = append(sps, sp)
 			wake = append(wake, sp.wakeup())
+			if sp.blockedBy(member) {
+				// The member's own unacknowledged records fill the window, and its
+				// acknowledgements can only come with its next request.
+				deadline = minTime(deadline, m.now().Add(selfBlockedWait))
+			}
 		}
 		left := deadline.Sub(m.now())
 		if got || left <= 0 || len(s.parts) == 0 {

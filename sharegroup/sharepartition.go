@@ -400,3 +400,29 @@ func errCode(err error) int16 {
 	}
 	return kerr.KafkaStorageError.Code
 }
+
+// blockedBy reports whether the window is at its record-lock limit while member
+// holds some of its records.
+func (sp *sharePartition) blockedBy(member string) bool {
+	select {
+	case <-sp.loaded:
+	default:
+		return false
+	}
+	if sp.loadErr != nil {
+		return false
+	}
+	limit := sp.m.groupSettings(sp.key.Group).MaxRecordLocks
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	w := sp.mu.w
+	if int(w.end-w.start) < limit {
+		return false
+	}
+	for _, r := range w.recs {
+		if r.state == stateAcquired && r.owner == member {
+			return true
+		}
+	}
+	return false
+}
