@@ -33,7 +33,7 @@ func TestStableGroupOutlivesRetention(t *testing.T) {
 	if _, err := n.store.CreateTopic(ctx, cluster.Topic{Name: cluster.OffsetsTopic, ID: cluster.NewUUID(), Partitions: 1,
 		ReplicationFactor: 1, Assignment: [][]int32{{n.id}}, Configs: map[string]string{
 			cluster.ConfigCleanupPolicy: cluster.CleanupCompact, cluster.ConfigRetentionMs: strconv.Itoa(int(retention.Milliseconds())),
-			cluster.ConfigSegmentBytes: "4096", cluster.ConfigSegmentMs: "200", cluster.ConfigMinCleanableRatio: "0.01",
+			cluster.ConfigInternalSegmentBytes: "4096", cluster.ConfigSegmentMs: "200", cluster.ConfigMinCleanableRatio: "0.01",
 			cluster.ConfigDeleteRetentionMs: "1000"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -273,6 +273,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("join %q: want HOST:PORT, %s (%v)", j, what, err))
 		}
 	}
+	for _, a := range c.Groups.ConsumerAssignors {
+		if a != "uniform" && a != "range" {
+			errs = append(errs, fmt.Errorf("group-consumer-assignors %q: the assignors are uniform and range", a))
+		}
+	}
 	if c.DefaultPartitions < 0 {
 		errs = append(errs, fmt.Errorf("num-partitions %d: must be at least 1", c.DefaultPartitions))
 	}

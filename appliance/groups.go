@@ -21,8 +21,13 @@ type GroupConfig struct {
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (negative: none).
 	InitialRebalanceDelay time.Duration
-	// MaxSize is group.max.size.
+	// MaxSize is group.max.size (also the bound of KIP-848 consumer groups).
 	MaxSize int
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors.
+	ConsumerAssignors []string
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
 	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
@@ -50,13 +55,24 @@ func (n *Node) startGroups() {
 			t, ok := n.cache.Topic(topic)
 			return t.Partitions, ok
 		},
-		MinSessionTimeout:      c.MinSessionTimeout,
-		MaxSessionTimeout:      c.MaxSessionTimeout,
-		InitialRebalanceDelay:  c.InitialRebalanceDelay,
-		MaxGroupSize:           c.MaxSize,
-		OffsetsRetention:       c.OffsetsRetention,
-		RetentionCheckInterval: c.OffsetsRetentionCheckInterval,
-		Logger:                 n.logger,
+		MinSessionTimeout:     c.MinSessionTimeout,
+		MaxSessionTimeout:     c.MaxSessionTimeout,
+		InitialRebalanceDelay: c.InitialRebalanceDelay,
+		MaxGroupSize:          c.MaxSize,
+		Topics: func() []groups.TopicMeta {
+			ts := n.cache.Topics()
+			out := make([]groups.TopicMeta, len(ts))
+			for i, t := range ts {
+				out[i] = groups.TopicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions}
+			}
+			return out
+		},
+		ConsumerSessionTimeout:    c.ConsumerSessionTimeout,
+		ConsumerHeartbeatInterval: c.ConsumerHeartbeatInterval,
+		ConsumerAssignors:         c.ConsumerAssignors,
+		OffsetsRetention:          c.OffsetsRetention,
+		RetentionCheckInterval:    c.OffsetsRetentionCheckInterval,
+		Logger:                    n.logger,
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"skiff/cluster"
 	"skiff/compaction"
+	"skiff/internal/compress"
 	"skiff/kafkaapi"
 	"skiff/logstore"
 	"skiff/replication"
@@ -48,23 +49,27 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 			spec.Partitions = append(spec.Partitions, ps)
 		}
 		if len(spec.Partitions) > 0 {
-			spec.Config = n.partitionConfig(t)
+			spec.Config = n.partitionConfig(snap, t)
 			specs = append(specs, spec)
 		}
 	}
+	n.applyDynamic(snap) // before Apply: a request waiting for this revision sees it all applied
 	err := n.parts.Apply(snap.Revision(), specs)
 	n.applyGroups(snap)
 	n.noticeDeletedTopics(snap)
 	return err
 }
 
-// partitionConfig resolves a topic's effective configs into partition settings.
-func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
-	defaults := n.topicDefaults()
-	get := func(name string) int64 {
-		v, _ := strconv.ParseInt(cluster.EffectiveTopicConfig(t, defaults, name), 10, 64)
-		return v
+// partitionConfig resolves a topic's effective configs on this broker in snap into
+// partition settings.
+func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replication.PartitionConfig {
+	defaults := snap.BrokerDefaults(n.id, n.topicDefaults())
+	get := func(name string) int64 { return cluster.ConfigInt(cluster.EffectiveTopicConfig(t, defaults, name)) }
+	segmentBytes := get(cluster.ConfigSegmentBytes)
+	if v, ok := t.Configs[cluster.ConfigInternalSegmentBytes]; ok {
+		segmentBytes = cluster.ConfigInt(v) // tests' small segments, as Kafka's
 	}
+	compression := cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigCompressionType)
 	flush, err := replication.ParseFlushPolicy(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigFlushPolicy))
 	if err != nil { // validated when set; a value from a newer version: the safest
 		flush = replication.FlushAlways
@@ -76,7 +81,7 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 	}
 	ms := func(name string) time.Duration { return time.Duration(get(name)) * time.Millisecond }
 	cc := compaction.Config{Compact: compact, MinLag: ms(cluster.ConfigMinCompactionLagMs),
-		DeleteRetention: ms(cluster.ConfigDeleteRetentionMs), SegmentBytes: get(cluster.ConfigSegmentBytes)}
+		DeleteRetention: ms(cluster.ConfigDeleteRetentionMs), SegmentBytes: segmentBytes}
 	cc.MinCleanableRatio, _ = strconv.ParseFloat(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMinCleanableRatio), 64)
 	if lag := get(cluster.ConfigMaxCompactionLagMs); lag < math.MaxInt64/int64(time.Millisecond) {
 		cc.MaxLag = time.Duration(lag) * time.Millisecond
@@ -91,8 +96,9 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 		Flush:         flush,
 		FlushInterval: time.Duration(get(cluster.ConfigFlushMs)) * time.Millisecond,
 		Log: logstore.Config{
-			SegmentBytes:       get(cluster.ConfigSegmentBytes),
+			SegmentBytes:       segmentBytes,
 			SegmentMs:          segmentMs,
+			SegmentJitterMs:    get(cluster.ConfigSegmentJitterMs),
 			RetentionMs:        retentionMs,
 			RetentionBytes:     retentionBytes,
 			IndexIntervalBytes: get(cluster.ConfigIndexIntervalBytes),
@@ -101,19 +107,30 @@ func (n *Node) partitionConfig(t cluster.Topic) replication.PartitionConfig {
 		Compaction:        cc,
 		MaxMessageBytes:   int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas: int(get(cluster.ConfigMinInsyncReplicas)),
-		LogAppendTime:     cluster.EffectiveTopicConfig(t, nil, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+		LogAppendTime:     cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMessageTimestampType) == "LogAppendTime",
+		Recompress:        compression != cluster.CompressionProducer,
+		Codec:             brokerCodecs[compression],
+		Timestamps: replication.TimestampBounds{Check: true,
+			BeforeMs: get(cluster.ConfigMessageTimestampBeforeMaxMs), AfterMs: get(cluster.ConfigMessageTimestampAfterMaxMs)},
 	}
 }
 
-// topicDefaults are the broker-level defaults of topic configs (keyed by topic
-// config name) that this node's settings give: flush.policy and flush.ms.
+// brokerCodecs are the codecs of compression.type's values other than producer.
+var brokerCodecs = map[string]compress.Codec{
+	cluster.CompressionUncompressed: compress.None, "gzip": compress.Gzip, "snappy": compress.Snappy,
+	"lz4": compress.LZ4, "zstd": compress.Zstd,
+}
+
+// topicDefaults are the broker-level defaults of topic configs (keyed by broker
+// config name) that this node's settings give: flush.policy and
+// log.flush.interval.ms.
 func (n *Node) topicDefaults() map[string]string {
 	d := map[string]string{}
 	if n.cfg.FlushPolicy != "" {
-		d[cluster.ConfigFlushPolicy] = n.cfg.FlushPolicy
+		d["flush.policy"] = n.cfg.FlushPolicy
 	}
 	if n.cfg.FlushInterval != defaultFlushInterval {
-		d[cluster.ConfigFlushMs] = strconv.FormatInt(n.cfg.FlushInterval.Milliseconds(), 10)
+		d["log.flush.interval.ms"] = strconv.FormatInt(n.cfg.FlushInterval.Milliseconds(), 10)
 	}
 	return d
 }
@@ -126,8 +143,12 @@ func (n *Node) brokerConfigs() []kafkaapi.BrokerConfig {
 		if s.Kafka == "" || s.Unlisted {
 			continue
 		}
-		out = append(out, kafkaapi.BrokerConfig{Name: s.Kafka, Value: s.v.kafka(s.Kafka), Type: s.KafkaType,
-			IsDefault: s.v.isDefault(), ReadOnly: !s.Dynamic})
+		bc := kafkaapi.BrokerConfig{Name: s.Kafka, Value: s.v.kafka(s.Kafka), Type: s.KafkaType,
+			IsDefault: s.v.isDefault(), ReadOnly: !s.Dynamic, Doc: s.Doc}
+		if s.Dynamic {
+			bc.Check = s.CheckKafka
+		}
+		out = append(out, bc)
 	}
 	return out
 }

@@ -93,11 +93,12 @@ type Node struct {
 	db        *offsets.DB
 	parts     *replication.Manager
 	groups    *groups.Coordinator
+	kafka     *kafkaapi.Server
+	dyn       dynamicState // the dynamic broker configs applied (dynamic.go)
 
 	shareGroups *sharegroup.Coordinator
 	shares      *sharegroup.Manager
 	shareStore  *sharegroup.TopicStore
-	kafka       *kafkaapi.Server
 
 	listeners   []listenerSpec  // the Kafka listeners, in the order of the settings
 	kafkaLns    []net.Listener  // bound, one per listener
@@ -298,6 +299,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
 	})), n.store, n.cache, n.parts)
+	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
 		ln := n.kafkaLns[i]

@@ -11,6 +11,7 @@ package appliance
 // packaged skiff.yaml.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -53,14 +54,20 @@ type Setting struct {
 	Name string
 	// Kafka is Kafka's name of the broker config, "" where Kafka has none, and
 	// KafkaType its type. DescribeConfigs reports the setting under this name,
-	// unless Unlisted: Kafka has the config, but Skiff does not report it yet.
+	// unless Unlisted: Kafka has the config, but Skiff does not report it yet, or
+	// reports it as the broker default of a topic config (flush.policy, Skiff's,
+	// and log.flush.interval.ms), checked and resolved as those are.
 	Kafka     string
 	KafkaType cluster.ConfigType
 	Unlisted  bool
 	// Doc is the one-line help; --help adds the Kafka name and the default.
 	Doc string
-	// Dynamic settings can be changed while the node runs (DescribeConfigs'
-	// read_only is the opposite). None can yet: every setting is read at start.
+	// Dynamic settings can be changed while the node runs, by AlterConfigs under
+	// their Kafka name (DescribeConfigs' read_only is the opposite): the value
+	// set for this broker, else the one set for every broker, else the static one
+	// applies (dynamic.go). The broker defaults of topic configs
+	// (log.retention.ms, flush.policy, log.flush.interval.ms, ...) are dynamic
+	// too, without an entry here.
 	Dynamic bool
 
 	v value
@@ -78,6 +85,17 @@ func (s Setting) Check(text string) error { return s.v.check(text) }
 // Set parses text and stores it in the setting's field; on error the field is
 // unchanged.
 func (s Setting) Set(text string) error { return s.v.set(text) }
+
+// CheckKafka reports whether text is a valid value in Kafka's form: what
+// DescribeConfigs shows and AlterConfigs sets (a whole number of the Kafka name's
+// unit for durations: milliseconds for .ms). Values that would mean "the
+// default" in a flag (0, negative) are refused, except where 0 means none or no
+// limit.
+func (s Setting) CheckKafka(text string) error { return s.v.setKafka(text, kafkaUnit(s.Kafka), false) }
+
+// SetKafka parses text in Kafka's form (CheckKafka) and stores it; on error the
+// field is unchanged.
+func (s Setting) SetKafka(text string) error { return s.v.setKafka(text, kafkaUnit(s.Kafka), true) }
 
 // Settings returns every setting of `skiff serve` in the order --help lists them,
 // bound to c's fields: Set writes them, and DescribeConfigs reports c's values.
@@ -178,13 +196,13 @@ func (c *Config) Settings() []Setting {
 			v: text(&c.LogLevel, "info")},
 		{Name: "log-format", Doc: "log format: auto (JSON unless stderr is a terminal), json or text",
 			v: text(&c.LogFormat, "auto")},
-		{Name: "auto-create-topics", Kafka: "auto.create.topics.enable", KafkaType: cluster.ConfigTypeBoolean,
+		{Name: "auto-create-topics", Kafka: "auto.create.topics.enable", KafkaType: cluster.ConfigTypeBoolean, Dynamic: true,
 			Doc: "create unknown topics on Metadata requests that allow it",
 			v:   onUnless(&c.DisableAutoCreateTopics)},
-		{Name: "num-partitions", Kafka: "num.partitions", KafkaType: cluster.ConfigTypeInt,
+		{Name: "num-partitions", Kafka: "num.partitions", KafkaType: cluster.ConfigTypeInt, Dynamic: true,
 			Doc: "partitions of topics created without a count",
 			v:   integer(&c.DefaultPartitions, kafkaapi.DefaultPartitions)},
-		{Name: "default-replication-factor", Kafka: "default.replication.factor", KafkaType: cluster.ConfigTypeShort,
+		{Name: "default-replication-factor", Kafka: "default.replication.factor", KafkaType: cluster.ConfigTypeShort, Dynamic: true,
 			Doc: "replication factor of topics created without one",
 			v:   integer(&c.DefaultReplicationFactor, kafkaapi.DefaultReplicationFactor)},
 		{Name: "auto-leader-rebalance", Kafka: "auto.leader.rebalance.enable", KafkaType: cluster.ConfigTypeBoolean, Unlisted: true,
@@ -207,10 +225,10 @@ func (c *Config) Settings() []Setting {
 			v:   duration(&c.IdleTimeout, kafkaapi.DefaultIdleTimeout)},
 		{Name: "socket-read-timeout", Doc: "close a Kafka connection that takes longer than this to send one request from its first byte (slow or stalled clients)",
 			v: duration(&c.ReadTimeout, kafkaapi.DefaultReadTimeout)},
-		{Name: "max-connections", Kafka: "max.connections", KafkaType: cluster.ConfigTypeInt,
+		{Name: "max-connections", Kafka: "max.connections", KafkaType: cluster.ConfigTypeInt, Dynamic: true,
 			Doc: "most Kafka connections open at once; more are closed when accepted",
 			v:   integer(&c.MaxConnections, kafkaapi.DefaultMaxConnections)},
-		{Name: "max-connections-per-ip", Kafka: "max.connections.per.ip", KafkaType: cluster.ConfigTypeInt,
+		{Name: "max-connections-per-ip", Kafka: "max.connections.per.ip", KafkaType: cluster.ConfigTypeInt, Dynamic: true,
 			Doc: "most Kafka connections open at once from one client address; more are closed when accepted; 0: no limit",
 			v:   zeroIsNoLimit(integer(&c.MaxConnectionsPerIP, 0))},
 		{Name: "queued-max-request-bytes", Kafka: "queued.max.request.bytes", KafkaType: cluster.ConfigTypeLong,
@@ -218,7 +236,7 @@ func (c *Config) Settings() []Setting {
 			v:   integer(&c.QueuedMaxRequestBytes, kafkaapi.DefaultQueuedMaxRequestBytes)},
 		{Name: "max-partitions-per-request", Doc: "most partitions (or topics, groups) one Kafka request may name; a request naming more closes its connection",
 			v: integer(&c.MaxPartitionsPerRequest, kafkaapi.DefaultMaxPartitionsPerRequest)},
-		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong,
+		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
 			Doc: "how often retention deletes old segments",
 			v:   duration(&c.RetentionCheckInterval, replication.DefaultRetentionCheckInterval)},
 		{Name: "log-cleaner-threads", Kafka: "log.cleaner.threads", KafkaType: cluster.ConfigTypeInt,
@@ -233,9 +251,10 @@ func (c *Config) Settings() []Setting {
 		{Name: "log-cleaner-backoff", Kafka: "log.cleaner.backoff.ms", KafkaType: cluster.ConfigTypeLong,
 			Doc: "how long an idle log cleaner thread waits before it looks for logs to compact again",
 			v:   duration(&c.CleanerBackoff, compaction.DefaultBackoff)},
-		{Name: "flush-policy", Doc: "default flush.policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
-			v: text(&c.FlushPolicy, "")},
-		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
+		{Name: "flush-policy", Kafka: "flush.policy", KafkaType: cluster.ConfigTypeString, Unlisted: true, Dynamic: true,
+			Doc: "default flush policy of topics: replicated (acknowledged in the page cache of every in-sync replica), always (fdatasync before acknowledging) or interval (fdatasync every flush-interval); empty: always for topics with one replica, replicated for more (docs/durability.md)",
+			v:   text(&c.FlushPolicy, "")},
+		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true, Dynamic: true,
 			Doc: "default flush.ms of topics: how often flush.policy=interval fdatasyncs",
 			v:   duration(&c.FlushInterval, defaultFlushInterval)},
 		{Name: "shutdown-timeout", Doc: "how long a stop waits for in-flight requests before closing connections",
@@ -252,10 +271,19 @@ func (c *Config) Settings() []Setting {
 		{Name: "group-max-size", Kafka: "group.max.size", KafkaType: cluster.ConfigTypeInt,
 			Doc: "most members (and members being admitted) of one consumer group",
 			v:   integer(&g.MaxSize, groups.DefaultMaxGroupSize)},
-		{Name: "offsets-retention", Kafka: "offsets.retention.minutes", KafkaType: cluster.ConfigTypeInt,
+		{Name: "group-consumer-session-timeout", Kafka: "group.consumer.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "a KIP-848 consumer group member silent this long is removed and its partitions reassigned",
+			v:   duration(&g.ConsumerSessionTimeout, groups.DefaultConsumerSessionTimeout)},
+		{Name: "group-consumer-heartbeat-interval", Kafka: "group.consumer.heartbeat.interval.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how often KIP-848 consumer group members heartbeat",
+			v:   duration(&g.ConsumerHeartbeatInterval, groups.DefaultConsumerHeartbeatInterval)},
+		{Name: "group-consumer-assignors", Kafka: "group.consumer.assignors", KafkaType: cluster.ConfigTypeList,
+			Doc: "server-side assignors of KIP-848 consumer groups (uniform, range), the first the default",
+			v:   list(&g.ConsumerAssignors, groups.DefaultConsumerAssignors...)},
+		{Name: "offsets-retention", Kafka: "offsets.retention.minutes", KafkaType: cluster.ConfigTypeInt, Dynamic: true,
 			Doc: "delete a consumer group's committed offsets once the group has been empty this long",
 			v:   duration(&g.OffsetsRetention, groups.DefaultOffsetsRetention)},
-		{Name: "offsets-retention-check-interval", Kafka: "offsets.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong,
+		{Name: "offsets-retention-check-interval", Kafka: "offsets.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
 			Doc: "how often expired committed offsets are deleted",
 			v:   duration(&g.OffsetsRetentionCheckInterval, groups.DefaultRetentionCheckInterval)},
 		{Name: "group-share-record-lock-duration", Kafka: "group.share.record.lock.duration.ms", KafkaType: cluster.ConfigTypeInt,
@@ -290,6 +318,9 @@ type value interface {
 	isDefault() bool
 	// kafka is the field's value as DescribeConfigs reports the Kafka config name.
 	kafka(name string) string
+	// setKafka parses a value in Kafka's form, in unit for durations, and stores it
+	// when store is set.
+	setKafka(text string, unit time.Duration, store bool) error
 }
 
 // binding is a value of Go type T.
@@ -300,7 +331,10 @@ type binding[T any] struct {
 	decode  func(string) (T, error)
 	format  func(T) string                // as written in a flag or the YAML file
 	toKafka func(T, time.Duration) string // given the unit of the Kafka name
-	unset   func(T) bool                  // nil: the zero value is the default
+	// fromKafka parses Kafka's form, given the unit of the Kafka name; nil: as
+	// decode, refusing values below 1 for numbers.
+	fromKafka func(string, time.Duration) (T, error)
+	unset     func(T) bool // nil: the zero value is the default
 }
 
 func (b binding[T]) kind() Kind          { return b.k }
@@ -315,6 +349,14 @@ func (b binding[T]) check(text string) error { _, err := b.decode(text); return 
 func (b binding[T]) set(text string) error {
 	v, err := b.decode(text)
 	if err == nil {
+		*b.p = v
+	}
+	return err
+}
+
+func (b binding[T]) setKafka(text string, unit time.Duration, store bool) error {
+	v, err := b.fromKafka(text, unit)
+	if err == nil && store {
 		*b.p = v
 	}
 	return err
@@ -339,10 +381,11 @@ func kafkaUnit(name string) time.Duration {
 
 func text(p *string, def string) binding[string] {
 	return binding[string]{k: KindString, p: p, def: def,
-		decode:  func(s string) (string, error) { return s, nil },
-		format:  func(s string) string { return s },
-		toKafka: func(s string, _ time.Duration) string { return s },
-		unset:   func(s string) bool { return s == "" },
+		decode:    func(s string) (string, error) { return s, nil },
+		fromKafka: func(s string, _ time.Duration) (string, error) { return s, nil },
+		format:    func(s string) string { return s },
+		toKafka:   func(s string, _ time.Duration) string { return s },
+		unset:     func(s string) bool { return s == "" },
 	}
 }
 
@@ -350,9 +393,10 @@ func text(p *string, def string) binding[string] {
 // the default, if there is one.
 func list(p *[]string, def ...string) binding[[]string] {
 	b := binding[[]string]{k: KindString, p: p, def: def,
-		decode:  func(s string) ([]string, error) { return splitList(s), nil },
-		format:  func(v []string) string { return strings.Join(v, ",") },
-		toKafka: func(v []string, _ time.Duration) string { return strings.Join(v, ",") },
+		decode:    func(s string) ([]string, error) { return splitList(s), nil },
+		fromKafka: func(s string, _ time.Duration) ([]string, error) { return splitList(s), nil },
+		format:    func(v []string) string { return strings.Join(v, ",") },
+		toKafka:   func(v []string, _ time.Duration) string { return strings.Join(v, ",") },
 	}
 	if len(def) > 0 {
 		b.unset = func(v []string) bool { return len(v) == 0 }
@@ -388,6 +432,15 @@ func boolean(p *bool, negated bool) binding[bool] {
 			}
 			return b != negated, nil
 		},
+		fromKafka: func(s string, _ time.Duration) (bool, error) {
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "true":
+				return !negated, nil
+			case "false":
+				return negated, nil
+			}
+			return false, errors.New("Expected value to be either true or false")
+		},
 		format:  format,
 		toKafka: func(v bool, _ time.Duration) string { return format(v) },
 	}
@@ -409,6 +462,7 @@ func integer[T int | int16 | int32 | int64](p *T, def T) binding[T] {
 		format:  format,
 		toKafka: func(v T, _ time.Duration) string { return format(v) },
 	}
+	b.fromKafka = func(s string, _ time.Duration) (T, error) { return atLeast(b.decode, s, 1) }
 	if def > 0 {
 		b.unset = func(v T) bool { return v <= 0 }
 	}
@@ -417,13 +471,14 @@ func integer[T int | int16 | int32 | int64](p *T, def T) binding[T] {
 
 // zeroIsNoLimit reports the setting's 0, no limit, as Kafka does: the largest int32.
 func zeroIsNoLimit(b binding[int]) binding[int] {
-	kafka := b.toKafka
+	kafka, decode := b.toKafka, b.decode
 	b.toKafka = func(v int, unit time.Duration) string {
 		if v == 0 {
 			return strconv.Itoa(math.MaxInt32)
 		}
 		return kafka(v, unit)
 	}
+	b.fromKafka = func(s string, _ time.Duration) (int, error) { return atLeast(decode, s, 0) }
 	return b
 }
 
@@ -451,8 +506,30 @@ func duration(p *time.Duration, def time.Duration) binding[time.Duration] {
 		},
 		format:  shortDuration,
 		toKafka: func(d, unit time.Duration) string { return strconv.FormatInt(int64(d/unit), 10) },
-		unset:   func(d time.Duration) bool { return d <= 0 },
+		fromKafka: func(s string, unit time.Duration) (time.Duration, error) {
+			n, err := atLeast(kafkaLong, s, 1)
+			return time.Duration(n) * unit, err
+		},
+		unset: func(d time.Duration) bool { return d <= 0 },
 	}
+}
+
+// kafkaLong parses a whole number as Kafka does.
+func kafkaLong(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, errors.New("Not a number of type LONG")
+	}
+	return n, nil
+}
+
+// atLeast parses s with decode and refuses numbers below lo, with Kafka's reason.
+func atLeast[T int | int16 | int32 | int64](decode func(string) (T, error), s string, lo T) (T, error) {
+	n, err := decode(strings.TrimSpace(s))
+	if err == nil && n < lo {
+		err = fmt.Errorf("Value must be at least %d", lo)
+	}
+	return n, err
 }
 
 // zeroIsNone makes the setting's 0 mean none. The field holds none as a negative
@@ -468,6 +545,13 @@ func zeroIsNone(b binding[time.Duration]) binding[time.Duration] {
 	}
 	b.format = func(d time.Duration) string { return format(max(d, 0)) }
 	b.toKafka = func(d, unit time.Duration) string { return kafka(max(d, 0), unit) }
+	b.fromKafka = func(s string, unit time.Duration) (time.Duration, error) {
+		n, err := atLeast(kafkaLong, s, 0)
+		if err == nil && n == 0 {
+			return -1, nil
+		}
+		return time.Duration(n) * unit, err
+	}
 	b.unset = func(d time.Duration) bool { return d == 0 }
 	return b
 }

@@ -161,8 +161,8 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 		listed := 0
 		for _, bc := range n.brokerConfigs() {
 			listed++
-			if !bc.ReadOnly {
-				t.Errorf("%s is not read-only", bc.Name)
+			if bc.ReadOnly == (bc.Check != nil) {
+				t.Errorf("%s: read-only %v, with a check %v", bc.Name, bc.ReadOnly, bc.Check != nil)
 			}
 			if want := bc.Name != changed.Kafka && bc.Name != "broker.id"; bc.IsDefault != want {
 				t.Errorf("with %s=%s: %s = %s is_default %v", changed.Name, nonDefault(changed), bc.Name, bc.Value, bc.IsDefault)
@@ -185,7 +185,8 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 // describedConfigs are the broker configs DescribeConfigs lists, sorted.
 var describedConfigs = []string{
 	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
-	"default.replication.factor", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
+	"default.replication.factor", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms",
+	"group.consumer.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
 	"group.max.size", "group.min.session.timeout.ms", "group.share.delivery.count.limit",
 	"group.share.partition.max.record.locks", "group.share.record.lock.duration.ms", "log.cleaner.backoff.ms",
 	"log.cleaner.dedupe.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.retention.check.interval.ms",
@@ -200,9 +201,12 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := startLoopbackNode(t, Config{MaxConnections: 500, Groups: GroupConfig{MaxSize: 10}})
-	// franz-go sends the highest version both sides know: pin v0 by naming Kafka 0.11.
+	// franz-go sends the highest version both sides know: pin v0 by naming Kafka 0.11,
+	// and v3 by capping DescribeConfigs.
+	v3 := kversion.Stable()
+	v3.SetMaxKeyVersion(32, 3)
 	clients := map[int16]*kgo.Client{}
-	for version, opts := range map[int16][]kgo.Opt{0: {kgo.MaxVersions(kversion.V0_11_0())}, 3: nil} {
+	for version, opts := range map[int16][]kgo.Opt{0: {kgo.MaxVersions(kversion.V0_11_0())}, 3: {kgo.MaxVersions(v3)}} {
 		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(n.KafkaAddr()))...)
 		if err != nil {
 			t.Fatal(err)
@@ -211,16 +215,18 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 		clients[version] = cl
 	}
 	want := map[string]struct {
-		value   string
-		deflt   bool
-		source  kmsg.ConfigSource
-		cfgType kmsg.ConfigType
+		value    string
+		deflt    bool
+		source   kmsg.ConfigSource
+		cfgType  kmsg.ConfigType
+		readOnly bool
 	}{
-		"max.connections":           {"500", false, kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigTypeInt},
-		"group.max.size":            {"10", false, kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigTypeInt},
-		"num.partitions":            {"1", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeInt},
-		"connections.max.idle.ms":   {"600000", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong},
-		"auto.create.topics.enable": {"true", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeBoolean},
+		"max.connections":           {"500", false, kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigTypeInt, false},
+		"group.max.size":            {"10", false, kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigTypeInt, true},
+		"num.partitions":            {"1", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeInt, false},
+		"connections.max.idle.ms":   {"600000", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, true},
+		"auto.create.topics.enable": {"true", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeBoolean, false},
+		"log.retention.ms":          {"604800000", true, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, false},
 	}
 	for _, version := range []int16{0, 3} {
 		req := kmsg.NewPtrDescribeConfigsRequest()
@@ -240,8 +246,8 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 				continue
 			}
 			seen++
-			if rc.Value == nil || *rc.Value != w.value || !rc.ReadOnly {
-				t.Errorf("v%d %s = %v (read-only %v), want %s, read-only", version, rc.Name, rc.Value, rc.ReadOnly, w.value)
+			if rc.Value == nil || *rc.Value != w.value || rc.ReadOnly != w.readOnly {
+				t.Errorf("v%d %s = %v (read-only %v), want %s, read-only %v", version, rc.Name, rc.Value, rc.ReadOnly, w.value, w.readOnly)
 			}
 			if version == 0 && rc.IsDefault != w.deflt {
 				t.Errorf("v0 %s is_default %v, want %v", rc.Name, rc.IsDefault, w.deflt)
@@ -274,4 +280,61 @@ func startLoopbackNode(t *testing.T, cfg Config) *Node {
 		}
 	})
 	return n
+}
+
+// Every dynamic setting takes its value in Kafka's form (what DescribeConfigs
+// shows), and refuses what is not one.
+func TestSettingsKafkaForm(t *testing.T) {
+	var c Config
+	c.setDefaults()
+	dynamic := 0
+	for _, s := range c.Settings() {
+		if !s.Dynamic {
+			continue
+		}
+		dynamic++
+		if s.Kafka == "" {
+			t.Errorf("%s is dynamic without a Kafka name", s.Name)
+			continue
+		}
+		var from, to Config
+		from.setDefaults()
+		v := nonDefault(s)
+		if s.Kind() == KindDuration {
+			v = "7m" // a whole number of every unit
+		}
+		if err := byName(&from, s.Name).Set(v); err != nil {
+			t.Fatal(err)
+		}
+		text := byName(&from, s.Name).v.kafka(s.Kafka)
+		if err := byName(&to, s.Name).SetKafka(text); err != nil {
+			t.Errorf("%s: SetKafka(%q): %v", s.Kafka, text, err)
+			continue
+		}
+		to.setDefaults()
+		if got := byName(&to, s.Name).v.kafka(s.Kafka); got != text {
+			t.Errorf("%s: SetKafka(%q) reads back as %q", s.Kafka, text, got)
+		}
+		if _, ok := cluster.LookupTopicDefault(s.Kafka); ok {
+			continue // checked with the topic config's rules (kafkaapi), not here
+		}
+		for _, bad := range []string{"x", "-1", ""} {
+			if err := s.CheckKafka(bad); err == nil {
+				t.Errorf("%s: CheckKafka(%q) accepted", s.Kafka, bad)
+			}
+		}
+	}
+	if dynamic < 5 {
+		t.Errorf("%d dynamic settings", dynamic)
+	}
+	if err := byName(&c, "max-connections-per-ip").CheckKafka("0"); err != nil {
+		t.Errorf("max.connections.per.ip 0 (no limit): %v", err)
+	}
+	if err := byName(&c, "log-retention-check-interval").CheckKafka("0"); err == nil {
+		t.Error("log.retention.check.interval.ms 0 accepted")
+	}
+	var d Config
+	if err := byName(&d, "offsets-retention").SetKafka("90"); err != nil || d.Groups.OffsetsRetention != 90*time.Minute {
+		t.Errorf("offsets.retention.minutes 90: %v, %v", d.Groups.OffsetsRetention, err)
+	}
 }

@@ -50,5 +50,6 @@ func (n *Node) startShareGroups() {
 // shareKafkaConfig adds the share groups to the Kafka server's configuration.
 func (n *Node) shareKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
 	k.ShareGroups, k.Shares, k.ShareConfigs = n.shareGroups, n.shares, n.shareStore
+	k.MoreGroups = append(k.MoreGroups, n.shareGroups)
 	return k
 }

@@ -97,8 +97,10 @@ func RunCompact(ctx context.Context, cfg CompactConfig, out io.Writer) error {
 	defer admin.Close()
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	res := &CompactResult{Keys: cfg.Keys, Overwrites: cfg.Overwrites, RecordSize: lc.RecordSize, Security: lc.Client.Protocol()}
+	// The roll record is stamped 2 h ahead: message.timestamp.after.max.ms (1 h
+	// by default) must let it in.
 	compacted := map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000"),
-		"segment.bytes": ptr("2147483647")}
+		"segment.bytes": ptr("2147483647"), "message.timestamp.after.max.ms": ptr("9223372036854775807")}
 	a, b := lc.Topic+"-a", lc.Topic+"-b"
 	for _, topic := range []string{a, b} {
 		tc := lc

@@ -10,10 +10,12 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/recordfmt"
 )
@@ -43,6 +45,9 @@ type ConsumeOptions struct {
 	// Group, when set, consumes as member of that group, committing the
 	// offsets of printed records.
 	Group string
+	// GroupProtocol is the group's protocol: GroupClassic (the default) or
+	// GroupConsumer, KIP-848's, in which the broker assigns the partitions.
+	GroupProtocol GroupProtocol
 	// Share, when set, consumes as member of that share group (KIP-932),
 	// accepting each record once printed; RejectIf rejects the records whose
 	// value matches instead of printing them. Share excludes Start, Offset,
@@ -53,6 +58,25 @@ type ConsumeOptions struct {
 	KeySep   []byte    // nil: print no key
 	Out      io.Writer // records, buffered and flushed after every batch
 	Warn     io.Writer // warnings that do not stop consuming
+}
+
+// GroupProtocol is Kafka's group.protocol: how a consumer takes part in its group.
+type GroupProtocol int
+
+const (
+	GroupClassic  GroupProtocol = iota // JoinGroup/SyncGroup; the client assigns
+	GroupConsumer                      // KIP-848's ConsumerGroupHeartbeat; the broker assigns
+)
+
+// ParseGroupProtocol reads Kafka's names of the protocols, classic and consumer.
+func ParseGroupProtocol(s string) (GroupProtocol, error) {
+	switch strings.ToLower(s) {
+	case "classic", "":
+		return GroupClassic, nil
+	case "consumer":
+		return GroupConsumer, nil
+	}
+	return 0, fmt.Errorf("invalid group protocol %q: want classic or consumer (KIP-848)", s)
 }
 
 // ConsumeStats count what Consume printed.
@@ -84,6 +108,11 @@ func (k *Client) Consume(ctx context.Context, o ConsumeOptions) (ConsumeStats, e
 	// Where each partition starts and, for ExitAtEnd, where it ends. A group
 	// without ExitAtEnd leaves both to the group and the client.
 	var starts, ends map[int32]int64
+	if o.Group != "" && o.GroupProtocol == GroupConsumer {
+		if err := k.requireKIP848(ctx); err != nil {
+			return ConsumeStats{}, err
+		}
+	}
 	if o.Group == "" || o.ExitAtEnd {
 		if starts, ends, err = k.plan(ctx, o, partitions); err != nil {
 			return ConsumeStats{}, err
@@ -184,6 +213,9 @@ func (k *Client) consume(ctx context.Context, o ConsumeOptions, starts map[int32
 			kgo.ConsumeStartOffset(reset),
 			kgo.AutoCommitMarks(),
 		)
+		if o.GroupProtocol == GroupConsumer {
+			opts = append(opts, kgo.ServerSideBalancer()) // with the default cooperative-sticky balancer: "uniform"
+		}
 	} else {
 		offsets := make(map[int32]kgo.Offset, len(starts))
 		for p, s := range starts {
@@ -302,4 +334,24 @@ func topicErrorIfUnknown(err error) error {
 		return fmt.Errorf("the topic was deleted: %w", err)
 	}
 	return err
+}
+
+// requireKIP848 fails unless a broker offers ConsumerGroupHeartbeat v1, which
+// KIP-848 clients need (franz-go would quietly fall back to the classic protocol).
+func (k *Client) requireKIP848(ctx context.Context) error {
+	ctx, cancel := k.RequestCtx(ctx)
+	defer cancel()
+	versions, err := k.admin.ApiVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("ask the brokers which APIs they serve: %w", k.Explain(err))
+	}
+	for _, b := range versions.Sorted() {
+		if b.Err != nil {
+			continue
+		}
+		if v, ok := b.KeyMaxVersion(int16(kmsg.ConsumerGroupHeartbeat)); ok && v >= 1 {
+			return nil
+		}
+	}
+	return errors.New("the cluster does not offer the consumer group protocol (KIP-848: ConsumerGroupHeartbeat v1); use --group-protocol classic")
 }

@@ -54,28 +54,31 @@ func WriteGroupDescription(w io.Writer, l kadm.DescribedGroupLag) error {
 			return err
 		}
 	}
-	rows := l.Lag.Sorted()
+	var rows []OffsetRow
+	for _, r := range l.Lag.Sorted() {
+		row := OffsetRow{Topic: r.Topic, Partition: r.Partition, Committed: r.Commit.At, End: -1, Lag: r.Lag}
+		if r.End.Err == nil {
+			row.End = r.End.Offset
+		}
+		if r.Member != nil {
+			row.Member = r.Member.MemberID
+		}
+		rows = append(rows, row)
+	}
+	return writeOffsetRows(w, rows)
+}
+
+// writeOffsetRows prints a group's partitions: committed offset, log end, lag
+// and member ("-" for what is not known).
+func writeOffsetRows(w io.Writer, rows []OffsetRow) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "\nno committed offsets and no assigned partitions")
 		return err
 	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
 	for _, r := range rows {
-		committed, end, lag, member := "-", "-", "-", "-"
-		if r.Commit.At >= 0 {
-			committed = strconv.FormatInt(r.Commit.At, 10)
-		}
-		if r.End.Err == nil {
-			end = strconv.FormatInt(r.End.Offset, 10)
-		}
-		if r.Lag >= 0 {
-			lag = strconv.FormatInt(r.Lag, 10)
-		}
-		if r.Member != nil {
-			member = r.Member.MemberID
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Topic, r.Partition, committed, end, lag, member)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Topic, r.Partition, orDash(r.Committed), orDash(r.End), orDash(r.Lag), orDashString(r.Member))
 	}
 	return tw.Flush()
 }

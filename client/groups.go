@@ -22,10 +22,27 @@ func (k *Client) ListGroups(ctx context.Context, w io.Writer, withStates bool) e
 		return fmt.Errorf("list groups: %w", k.Explain(err))
 	}
 	var described kadm.DescribedGroups
+	var consumers kadm.DescribedConsumerGroups
 	if withStates && len(groups) > 0 {
-		// ListGroups reports states only from v4; DescribeGroups always does.
-		if described, err = k.admin.DescribeGroups(ctx, groups.Groups()...); err != nil {
-			return fmt.Errorf("describe groups: %w", k.Explain(err))
+		// ListGroups reports states only from v4; DescribeGroups always does, but
+		// for KIP-848 groups, which ConsumerGroupDescribe describes.
+		var classic, kip848 []string
+		for _, g := range groups.Sorted() {
+			if g.GroupType == "consumer" {
+				kip848 = append(kip848, g.Group)
+			} else {
+				classic = append(classic, g.Group)
+			}
+		}
+		if len(classic) > 0 {
+			if described, err = k.admin.DescribeGroups(ctx, classic...); err != nil {
+				return fmt.Errorf("describe groups: %w", k.Explain(err))
+			}
+		}
+		if len(kip848) > 0 {
+			if consumers, err = k.admin.DescribeConsumerGroups(ctx, kip848...); err != nil {
+				return fmt.Errorf("describe consumer groups: %w", k.Explain(err))
+			}
 		}
 	}
 	var b strings.Builder
@@ -39,14 +56,20 @@ func (k *Client) ListGroups(ctx context.Context, w io.Writer, withStates bool) e
 			continue
 		}
 		d := described[g.Group]
-		state, pt := d.State, d.ProtocolType
+		state, pt, members := d.State, d.ProtocolType, len(d.Members)
 		if d.Err != nil {
 			state = "error: " + d.Err.Error()
+		}
+		if cd, ok := consumers[g.Group]; ok {
+			state, pt, members = cd.State, "consumer", len(cd.Members)
+			if cd.Err != nil {
+				state = "error: " + cd.Err.Error()
+			}
 		}
 		if pt == "" {
 			pt = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, state, pt, len(d.Members))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, state, pt, members)
 	}
 	tw.Flush()
 	_, err = io.WriteString(w, b.String())
@@ -63,6 +86,10 @@ func (k *Client) DescribeGroup(ctx context.Context, group string) (kadm.Describe
 	l, ok := lags[group]
 	if !ok {
 		return l, fmt.Errorf("describe group %q: the broker's answer did not mention the group", group)
+	}
+	if errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
+		// Kafka describes KIP-848 groups only with ConsumerGroupDescribe.
+		return l, fmt.Errorf("describe group %q: %w", group, ErrConsumerGroup)
 	}
 	if l.DescribeErr != nil {
 		return l, fmt.Errorf("describe group %q: %w", group, k.Explain(l.DescribeErr))

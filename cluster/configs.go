@@ -1,11 +1,8 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -27,6 +24,31 @@ const (
 	ConfigTypePassword ConfigType = 9
 )
 
+// String is the type's name as Kafka's documentation writes it.
+func (t ConfigType) String() string {
+	switch t {
+	case ConfigTypeBoolean:
+		return "boolean"
+	case ConfigTypeString:
+		return "string"
+	case ConfigTypeInt:
+		return "int"
+	case ConfigTypeShort:
+		return "short"
+	case ConfigTypeLong:
+		return "long"
+	case ConfigTypeDouble:
+		return "double"
+	case ConfigTypeList:
+		return "list"
+	case ConfigTypeClass:
+		return "class"
+	case ConfigTypePassword:
+		return "password"
+	}
+	return "unknown"
+}
+
 // ConfigSource says where a config value comes from; the values are Kafka's
 // DescribeConfigs config_source.
 type ConfigSource int8
@@ -35,62 +57,17 @@ type ConfigSource int8
 const (
 	// SourceTopic: a topic-level override (Kafka DYNAMIC_TOPIC_CONFIG).
 	SourceTopic ConfigSource = 1
+	// SourceDynamicBroker: set for one broker at runtime (AlterConfigs on broker
+	// "<id>"), kept in etcd.
+	SourceDynamicBroker ConfigSource = 2
+	// SourceDynamicDefaultBroker: set for every broker at runtime (AlterConfigs on
+	// broker ""), kept in etcd.
+	SourceDynamicDefaultBroker ConfigSource = 3
 	// SourceStaticBroker: the broker's configuration file or flags.
 	SourceStaticBroker ConfigSource = 4
 	// SourceDefault: the built-in default.
 	SourceDefault ConfigSource = 5
 )
-
-// Topic config names Skiff knows. Any other name is refused.
-const (
-	ConfigCleanupPolicy        = "cleanup.policy"
-	ConfigCompressionType      = "compression.type"
-	ConfigDeleteRetentionMs    = "delete.retention.ms"
-	ConfigFlushMs              = "flush.ms"
-	ConfigFlushPolicy          = "flush.policy"
-	ConfigIndexIntervalBytes   = "index.interval.bytes"
-	ConfigMaxCompactionLagMs   = "max.compaction.lag.ms"
-	ConfigMaxMessageBytes      = "max.message.bytes"
-	ConfigMessageTimestampType = "message.timestamp.type"
-	ConfigMinCleanableRatio    = "min.cleanable.dirty.ratio"
-	ConfigMinCompactionLagMs   = "min.compaction.lag.ms"
-	ConfigMinInsyncReplicas    = "min.insync.replicas"
-	ConfigRetentionBytes       = "retention.bytes"
-	ConfigRetentionMs          = "retention.ms"
-	ConfigSegmentBytes         = "segment.bytes"
-	ConfigSegmentMs            = "segment.ms"
-	ConfigUncleanLeaderElect   = "unclean.leader.election.enable"
-)
-
-// Values of flush.policy (see ARCHITECTURE.md, Durability).
-const (
-	FlushReplicated = "replicated" // acknowledged once in the page cache of every in-sync replica
-	FlushAlways     = "always"     // fdatasync before acknowledging (group commit)
-	FlushInterval   = "interval"   // fdatasync every flush.ms
-)
-
-// Values of cleanup.policy: a list of one or both.
-const (
-	CleanupDelete  = "delete"  // retention deletes old segments
-	CleanupCompact = "compact" // the log cleaner keeps the latest record of each key
-)
-
-// CleanupPolicies returns the policies of a cleanup.policy value (validated).
-func CleanupPolicies(v string) (compact, del bool) {
-	for _, p := range strings.Split(v, ",") {
-		switch strings.TrimSpace(p) {
-		case CleanupCompact:
-			compact = true
-		case CleanupDelete:
-			del = true
-		}
-	}
-	return compact, del
-}
-
-// DefaultFlushMs is the built-in default of flush.ms, which the broker setting
-// flush-interval (log.flush.interval.ms) also defaults to.
-const DefaultFlushMs = 1000
 
 // ConfigSpec describes one topic config.
 type ConfigSpec struct {
@@ -99,15 +76,25 @@ type ConfigSpec struct {
 	// Default is the built-in default. flush.policy has none here: its
 	// default depends on the replication factor (DefaultTopicConfig).
 	Default string
-	// BrokerName is the broker-level config that sets the default for all
-	// topics (Kafka's synonym), e.g. log.retention.ms for retention.ms.
+	// BrokerName is the broker config that sets the default for all topics
+	// (Kafka's synonym, the "server default property"), e.g. log.retention.ms
+	// for retention.ms; "" where Kafka has none.
 	BrokerName string
 	// ReadOnly configs cannot be changed; Skiff has none today. No topic
 	// config is sensitive.
 	ReadOnly bool
 	Doc      string
-	check    func(string) error
+	// NoEffect says why the config changes nothing in Skiff (it is accepted and
+	// described, for the tools that set it); "" when Skiff honours it.
+	NoEffect string
+	// internal configs (Kafka's defineInternal) are accepted but never listed.
+	internal bool
+	rule
 }
+
+// Valid describes the values accepted, as Kafka's documentation does ("[0,...]");
+// "" when the type says it all.
+func (s ConfigSpec) Valid() string { return s.valid }
 
 // Validate checks a value for this config.
 func (s ConfigSpec) Validate(v string) error {
@@ -117,146 +104,36 @@ func (s ConfigSpec) Validate(v string) error {
 	return nil
 }
 
-// ConfigError is a refused config; it wraps ErrInvalidConfig.
+// ConfigError is a refused config; it wraps ErrInvalidConfig. Its text is Kafka's
+// (a ConfigException's message), which clients show to their users.
 type ConfigError struct {
 	Name, Value, Reason string
+	// Unknown is set for a name that is no config (Reason is then empty).
+	Unknown bool
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("cluster: invalid topic config %s=%q: %s", e.Name, e.Value, e.Reason)
+	if e.Unknown {
+		return "Unknown topic config name: " + e.Name
+	}
+	return fmt.Sprintf("Invalid value %s for configuration %s: %s", e.Value, e.Name, e.Reason)
 }
 
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-func intRange(lo, hi int64) func(string) error {
-	return func(v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return errors.New("not an integer")
-		}
-		if n < lo || n > hi {
-			if hi == math.MaxInt64 || hi == math.MaxInt32 {
-				return fmt.Errorf("must be at least %d", lo)
-			}
-			return fmt.Errorf("must be between %d and %d", lo, hi)
-		}
-		return nil
-	}
-}
-
-func oneOf(allowed ...string) func(string) error {
-	return func(v string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
-	}
-}
-
-func floatRange(lo, hi float64) func(string) error {
-	return func(v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return errors.New("not a number")
-		}
-		if f < lo || f > hi {
-			return fmt.Errorf("must be between %g and %g", lo, hi)
-		}
-		return nil
-	}
-}
-
-// listOf accepts a comma-separated, non-empty list of distinct allowed values.
-func listOf(allowed ...string) func(string) error {
-	one := oneOf(allowed...)
-	return func(v string) error {
-		seen := map[string]bool{}
-		for _, item := range strings.Split(v, ",") {
-			item = strings.TrimSpace(item)
-			if err := one(item); err != nil {
-				return fmt.Errorf("every item %s", err)
-			}
-			if seen[item] {
-				return fmt.Errorf("%s is listed twice", item)
-			}
-			seen[item] = true
-		}
-		return nil
-	}
-}
-
-func boolean(v string) error {
-	if strings.EqualFold(v, "true") || strings.EqualFold(v, "false") {
-		return nil
-	}
-	return errors.New("must be true or false")
-}
-
-// topicConfigs is the table of known topic configs, sorted by name. Value
-// sets are Kafka's, narrowed to what Skiff implements: a value whose effect
-// Skiff does not provide is refused rather than silently ignored.
-var topicConfigs = []ConfigSpec{
-	{Name: ConfigCleanupPolicy, Type: ConfigTypeList, Default: CleanupDelete, BrokerName: "log.cleanup.policy",
-		Doc:   "delete: old segments are removed by retention. compact: the log cleaner keeps the latest record of every key (docs/compaction.md). compact,delete: both.",
-		check: listOf(CleanupCompact, CleanupDelete)},
-	{Name: ConfigCompressionType, Type: ConfigTypeString, Default: "producer", BrokerName: "compression.type",
-		Doc:   "producer: batches are kept as the producer compressed them. Skiff stores batches unchanged, so recompression to another codec is refused.",
-		check: oneOf("producer")},
-	{Name: ConfigDeleteRetentionMs, Type: ConfigTypeLong, Default: "86400000", BrokerName: "log.cleaner.delete.retention.ms",
-		Doc:   "How long a tombstone of a compacted topic is kept after the cleaner first kept it, for consumers to see the delete.",
-		check: intRange(0, math.MaxInt64)},
-	{Name: ConfigFlushMs, Type: ConfigTypeLong, Default: strconv.Itoa(DefaultFlushMs), BrokerName: "log.flush.interval.ms",
-		Doc:   "Milliseconds between fdatasyncs under flush.policy=interval.",
-		check: intRange(0, math.MaxInt64)},
-	{Name: ConfigFlushPolicy, Type: ConfigTypeString, BrokerName: "flush.policy",
-		Doc:   "When an acknowledged batch is durable: replicated (page cache of every in-sync replica; default when replication.factor > 1), always (fdatasync before acknowledging; default when replication.factor = 1), interval (fdatasync every flush.ms).",
-		check: oneOf(FlushReplicated, FlushAlways, FlushInterval)},
-	{Name: ConfigIndexIntervalBytes, Type: ConfigTypeInt, Default: "4096", BrokerName: "log.index.interval.bytes",
-		Doc:   "Bytes of log between two offset index entries.",
-		check: intRange(0, math.MaxInt32)},
-	{Name: ConfigMaxCompactionLagMs, Type: ConfigTypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerName: "log.cleaner.max.compaction.lag.ms",
-		Doc:   "Longest time a record of a compacted topic stays uncompacted: a log whose oldest uncompacted record is older is compacted whatever its dirty ratio (its active segment rolls by then too).",
-		check: intRange(1, math.MaxInt64)},
-	{Name: ConfigMaxMessageBytes, Type: ConfigTypeInt, Default: "1048588", BrokerName: "message.max.bytes",
-		Doc:   "Largest record batch accepted, in bytes.",
-		check: intRange(0, math.MaxInt32)},
-	{Name: ConfigMessageTimestampType, Type: ConfigTypeString, Default: "CreateTime", BrokerName: "log.message.timestamp.type",
-		Doc:   "CreateTime: the producer's timestamps are kept. LogAppendTime: the broker sets each batch's maxTimestamp to the append time and marks the batch so (the batch CRC is recomputed; records keep their deltas, which consumers ignore for LogAppendTime batches).",
-		check: oneOf("CreateTime", "LogAppendTime")},
-	{Name: ConfigMinCleanableRatio, Type: ConfigTypeDouble, Default: "0.5", BrokerName: "log.cleaner.min.cleanable.ratio",
-		Doc:   "Share of a compacted log's compactable bytes not yet compacted at which the cleaner compacts it.",
-		check: floatRange(0, 1)},
-	{Name: ConfigMinCompactionLagMs, Type: ConfigTypeLong, Default: "0", BrokerName: "log.cleaner.min.compaction.lag.ms",
-		Doc:   "Shortest time a record of a compacted topic stays uncompacted (by batch timestamp).",
-		check: intRange(0, math.MaxInt64)},
-	{Name: ConfigMinInsyncReplicas, Type: ConfigTypeInt, Default: "1", BrokerName: "min.insync.replicas",
-		Doc:   "Fewest in-sync replicas for an acks=all produce to succeed.",
-		check: intRange(1, math.MaxInt32)},
-	{Name: ConfigRetentionBytes, Type: ConfigTypeLong, Default: "-1", BrokerName: "log.retention.bytes",
-		Doc:   "Largest size of a partition before old segments are deleted; -1: no limit.",
-		check: intRange(-1, math.MaxInt64)},
-	{Name: ConfigRetentionMs, Type: ConfigTypeLong, Default: "604800000", BrokerName: "log.retention.ms",
-		Doc:   "Age after which segments are deleted; -1: no limit.",
-		check: intRange(-1, math.MaxInt64)},
-	{Name: ConfigSegmentBytes, Type: ConfigTypeInt, Default: "1073741824", BrokerName: "log.segment.bytes",
-		Doc:   "Segment file size at which a new segment is started.",
-		check: intRange(14, math.MaxInt32)},
-	{Name: ConfigSegmentMs, Type: ConfigTypeLong, Default: "604800000", BrokerName: "log.roll.ms",
-		Doc:   "Age at which a new segment is started.",
-		check: intRange(1, math.MaxInt64)},
-	{Name: ConfigUncleanLeaderElect, Type: ConfigTypeBoolean, Default: "false", BrokerName: "unclean.leader.election.enable",
-		Doc:   "Whether a replica outside the ISR may become leader (losing data) when no ISR member is left.",
-		check: boolean},
-}
-
-// TopicConfigSpecs returns the known topic configs, sorted by name.
+// TopicConfigSpecs returns the topic configs clients see (internal ones left
+// out), sorted by name.
 func TopicConfigSpecs() []ConfigSpec {
-	return append([]ConfigSpec(nil), topicConfigs...)
+	out := make([]ConfigSpec, 0, len(topicConfigs))
+	for _, s := range topicConfigs {
+		if !s.internal {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
-// LookupTopicConfig returns the spec of a topic config.
+// LookupTopicConfig returns the spec of a topic config (internal ones too).
 func LookupTopicConfig(name string) (ConfigSpec, bool) {
 	i := sort.Search(len(topicConfigs), func(i int) bool { return topicConfigs[i].Name >= name })
 	if i < len(topicConfigs) && topicConfigs[i].Name == name {
@@ -265,10 +142,30 @@ func LookupTopicConfig(name string) (ConfigSpec, bool) {
 	return ConfigSpec{}, false
 }
 
+// LookupTopicDefault returns the spec of the topic config whose broker-level
+// default brokerName sets (log.retention.ms: retention.ms).
+func LookupTopicDefault(brokerName string) (ConfigSpec, bool) {
+	for _, s := range topicConfigs {
+		if s.BrokerName == brokerName && brokerName != "" {
+			return s, true
+		}
+	}
+	return ConfigSpec{}, false
+}
+
+// ValidateTopicConfig checks one topic-level override: an unknown name or a bad
+// value is a *ConfigError wrapping ErrInvalidConfig.
+func ValidateTopicConfig(name, value string) error {
+	spec, ok := LookupTopicConfig(name)
+	if !ok {
+		return &ConfigError{Name: name, Value: value, Unknown: true}
+	}
+	return spec.Validate(value)
+}
+
 // ValidateTopicConfigs checks topic-level overrides (for CreateTopics and
-// AlterConfigs) or broker-level defaults keyed by topic config name. Unknown
-// names are refused. The error is a *ConfigError naming the first bad
-// name/value in name order, and wraps ErrInvalidConfig.
+// AlterConfigs). Unknown names are refused. The error is a *ConfigError naming
+// the first bad name/value in name order, and wraps ErrInvalidConfig.
 func ValidateTopicConfigs(configs map[string]string) error {
 	names := make([]string, 0, len(configs))
 	for k := range configs {
@@ -276,11 +173,7 @@ func ValidateTopicConfigs(configs map[string]string) error {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		spec, ok := LookupTopicConfig(k)
-		if !ok {
-			return &ConfigError{Name: k, Value: configs[k], Reason: "unknown topic config"}
-		}
-		if err := spec.Validate(configs[k]); err != nil {
+		if err := ValidateTopicConfig(k, configs[k]); err != nil {
 			return err
 		}
 	}
@@ -300,6 +193,25 @@ func DefaultTopicConfig(name string, rf int16) (string, bool) {
 	return spec.Default, ok
 }
 
+// BrokerDefaults are the broker-level values of topic configs, each layer keyed
+// by broker config name (log.retention.ms), in Kafka's order of precedence below
+// a topic's own override.
+type BrokerDefaults struct {
+	// Broker holds the dynamic configs of this broker (DYNAMIC_BROKER_CONFIG).
+	Broker map[string]string
+	// Cluster holds the dynamic configs of every broker (DYNAMIC_DEFAULT_BROKER_CONFIG).
+	Cluster map[string]string
+	// Static holds the broker's settings (STATIC_BROKER_CONFIG).
+	Static map[string]string
+}
+
+// ConfigSynonym is one source of a config's value, as DescribeConfigs (v1+)
+// lists them: the one in effect first.
+type ConfigSynonym struct {
+	Name, Value string
+	Source      ConfigSource
+}
+
 // ConfigEntry is one resolved topic config, as DescribeConfigs reports it.
 type ConfigEntry struct {
 	Name   string
@@ -310,44 +222,124 @@ type ConfigEntry struct {
 	ReadOnly  bool
 	Sensitive bool // always false for topic configs
 	Type      ConfigType
+	Doc       string
+	// Synonyms are every value that applies, the one in effect first.
+	Synonyms []ConfigSynonym
 }
 
-// DescribeTopicConfigs resolves every known topic config of t, sorted by
-// name: the topic's override, else an internal topic's own default
-// (InternalTopicConfigs), else brokerDefaults (broker-level defaults
-// keyed by topic config name, already validated by ValidateTopicConfigs),
-// else the built-in default.
-func DescribeTopicConfigs(t Topic, brokerDefaults map[string]string) []ConfigEntry {
+// resolveTopicConfig lists every value of spec that applies to t, the one in
+// effect first: the topic's override (else an internal topic's own default,
+// InternalTopicConfigs), the broker layers, the built-in default.
+func resolveTopicConfig(spec ConfigSpec, t Topic, d BrokerDefaults) []ConfigSynonym {
+	var out []ConfigSynonym
+	if v, ok := t.Configs[spec.Name]; ok {
+		out = append(out, ConfigSynonym{spec.Name, v, SourceTopic})
+	} else if v, ok := InternalTopicConfigs(t.Name)[spec.Name]; ok {
+		// A broker-owned topic created without it (by an older Skiff).
+		out = append(out, ConfigSynonym{spec.Name, v, SourceDefault})
+	}
+	if spec.BrokerName != "" {
+		for _, l := range []struct {
+			m   map[string]string
+			src ConfigSource
+		}{{d.Broker, SourceDynamicBroker}, {d.Cluster, SourceDynamicDefaultBroker}, {d.Static, SourceStaticBroker}} {
+			if v, ok := l.m[spec.BrokerName]; ok {
+				out = append(out, ConfigSynonym{spec.BrokerName, v, l.src})
+			}
+		}
+	}
+	def, _ := DefaultTopicConfig(spec.Name, t.ReplicationFactor)
+	name := spec.BrokerName
+	if name == "" {
+		name = spec.Name
+	}
+	return append(out, ConfigSynonym{name, def, SourceDefault})
+}
+
+// DescribeTopicConfigs resolves every listed topic config of t, sorted by
+// name: the topic's override, else the broker layers of d (values already
+// validated), else the built-in default.
+func DescribeTopicConfigs(t Topic, d BrokerDefaults) []ConfigEntry {
 	out := make([]ConfigEntry, 0, len(topicConfigs))
 	for _, spec := range topicConfigs {
-		e := ConfigEntry{Name: spec.Name, ReadOnly: spec.ReadOnly, Type: spec.Type}
-		if v, ok := t.Configs[spec.Name]; ok {
-			e.Value, e.Source = v, SourceTopic
-		} else if v, ok := InternalTopicConfigs(t.Name)[spec.Name]; ok {
-			e.Value, e.Source, e.IsDefault = v, SourceDefault, true
-		} else if v, ok := brokerDefaults[spec.Name]; ok {
-			e.Value, e.Source, e.IsDefault = v, SourceStaticBroker, true
-		} else {
-			e.Value, _ = DefaultTopicConfig(spec.Name, t.ReplicationFactor)
-			e.Source, e.IsDefault = SourceDefault, true
+		if spec.internal {
+			continue
 		}
-		out = append(out, e)
+		syn := resolveTopicConfig(spec, t, d)
+		out = append(out, ConfigEntry{
+			Name: spec.Name, Value: syn[0].Value, Source: syn[0].Source, IsDefault: syn[0].Source != SourceTopic,
+			ReadOnly: spec.ReadOnly, Type: spec.Type, Doc: spec.Doc, Synonyms: syn,
+		})
 	}
 	return out
 }
 
+// DescribeTopicDefaults resolves the broker configs that set topic configs'
+// defaults (log.retention.ms, ...), as a broker's DescribeConfigs lists them:
+// named by their broker name, each from d's layers, else the built-in default
+// (empty for flush.policy, whose default depends on a topic's replication factor).
+func DescribeTopicDefaults(d BrokerDefaults) []ConfigEntry {
+	var out []ConfigEntry
+	for _, spec := range topicConfigs {
+		if spec.BrokerName == "" {
+			continue
+		}
+		syn := resolveTopicConfig(spec, Topic{}, d)
+		syn[len(syn)-1].Value = spec.Default
+		out = append(out, ConfigEntry{
+			Name: spec.BrokerName, Value: syn[0].Value, Source: syn[0].Source, IsDefault: syn[0].Source == SourceDefault,
+			ReadOnly: spec.ReadOnly, Type: spec.Type, Doc: spec.Doc, Synonyms: syn,
+		})
+	}
+	return out
+}
+
+// ValidateTopicDefault checks the value of a broker config that sets a topic
+// config's default (log.retention.ms): a *ConfigError naming brokerName; ok is
+// false when brokerName sets no topic config's default.
+func ValidateTopicDefault(brokerName, value string) (ok bool, err error) {
+	spec, ok := LookupTopicDefault(brokerName)
+	if !ok {
+		return false, nil
+	}
+	if err := spec.check(value); err != nil {
+		return true, &ConfigError{Name: brokerName, Value: value, Reason: err.Error()}
+	}
+	return true, nil
+}
+
 // EffectiveTopicConfig returns the value of one topic config for t, resolved
-// like DescribeTopicConfigs; "" for an unknown name.
-func EffectiveTopicConfig(t Topic, brokerDefaults map[string]string, name string) string {
-	if v, ok := t.Configs[name]; ok {
-		return v
+// like DescribeTopicConfigs and trimmed of spaces, as Kafka parses values; "" for
+// an unknown name.
+func EffectiveTopicConfig(t Topic, d BrokerDefaults, name string) string {
+	spec, ok := LookupTopicConfig(name)
+	if !ok {
+		return ""
 	}
-	if v, ok := InternalTopicConfigs(t.Name)[name]; ok {
-		return v
+	return strings.TrimSpace(resolveTopicConfig(spec, t, d)[0].Value)
+}
+
+// ConfigInt reads the value of a validated INT or LONG config (0 if it is none).
+func ConfigInt(v string) int64 {
+	n, _ := parseInt(v, 64)
+	return n
+}
+
+// ConfigBool reads the value of a validated BOOLEAN config (false if it is none).
+func ConfigBool(v string) bool {
+	b, _ := parseBool(v)
+	return b
+}
+
+// CleanupPolicies returns the policies of a validated cleanup.policy value.
+func CleanupPolicies(v string) (compact, del bool) {
+	for _, p := range splitConfigList(v) {
+		switch p {
+		case CleanupCompact:
+			compact = true
+		case CleanupDelete:
+			del = true
+		}
 	}
-	if v, ok := brokerDefaults[name]; ok {
-		return v
-	}
-	v, _ := DefaultTopicConfig(name, t.ReplicationFactor)
-	return v
+	return compact, del
 }

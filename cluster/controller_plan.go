@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"slices"
-	"strconv"
 )
 
 // leaderChange is one partition state the controller wants to write.
@@ -34,7 +33,9 @@ type leaderChange struct {
 func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 	var out []leaderChange
 	for _, t := range snap.Topics() {
-		unclean, _ := strconv.ParseBool(EffectiveTopicConfig(t, nil, ConfigUncleanLeaderElect))
+		// The topic's own value, else the one set at runtime for every broker (the
+		// controller decides for the cluster, not for one broker).
+		unclean := ConfigBool(EffectiveTopicConfig(t, BrokerDefaults{Cluster: snap.BrokerConfigs(ClusterDefault)}, ConfigUncleanLeaderElect))
 		for p, replicas := range t.Assignment {
 			st, ok := snap.Partition(t.Name, int32(p))
 			if !ok {

@@ -8,7 +8,8 @@
 // a change it did not see:
 //
 //   - Store writes: EnsureCluster, RegisterBroker (a Session: an etcd lease
-//     kept alive), CreateTopic, CreatePartitions, DeleteTopic, SetTopicConfigs,
+//     kept alive), CreateTopic, CreatePartitions, DeleteTopic, AlterTopicConfigs,
+//     AlterBrokerConfigs (dynamic broker configs, broker_configs.go),
 //     AlterPartition, AllocateProducerID, RecordNode and ForgetNode (each
 //     node's etcd member, for status and remove-node), AlterScramCredentials
 //     (users.go), CreateACLs and DeleteACLs (acls.go). Writes return the etcd
@@ -18,8 +19,9 @@
 //     every change; reads take no lock. It indexes the ACLs for the authorizer
 //     (Snapshot.ACLs). Subscriptions turn snapshots into
 //     created/deleted/changed events without ever blocking the cache.
-//   - Topic configs: the table of known topic configs, their types, defaults
-//     and validation (configs.go).
+//   - Topic configs: the table of Kafka's topic configs, their types, defaults
+//     and validation with Kafka's messages (configs_table.go, configs_rules.go),
+//     and how a topic's value resolves through the broker layers (configs.go).
 //   - Replica placement for new topics and partitions: PlaceReplicas
 //     (rack-aware, leaders spread with the brokers' existing load).
 //   - Rules that the node applies with its own state: ProposeISR (the ISR a

@@ -261,9 +261,10 @@ const (
 	keyIsBroker
 	keyIsTopic
 	keyIsPartition
-	keyIsCandidate // a controller election candidacy
-	keyIsDraining  // a broker being drained (its id in part)
-	keyIsACL       // an ACL binding
+	keyIsCandidate     // a controller election candidacy
+	keyIsDraining      // a broker being drained (its id in part)
+	keyIsBrokerConfigs // dynamic configs of a broker (its id in part; ClusterDefault for all)
+	keyIsACL           // an ACL binding
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -280,6 +281,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 	case strings.HasPrefix(key, prefixDraining):
 		if id, ok := parseDrainingKey(key); ok {
 			return keyIsDraining, "", id
+		}
+		return keyOther, "", 0
+	case strings.HasPrefix(key, prefixBrokerConfigs):
+		if id, ok := parseBrokerConfigsKey(key); ok {
+			return keyIsBrokerConfigs, "", id
 		}
 		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixBrokers):

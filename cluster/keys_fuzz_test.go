@@ -34,7 +34,7 @@ func FuzzParseKey(f *testing.F) {
 		keyCluster, keyProducerIDs, keyNodeIDs, brokerKey(1), nodeKey(2), topicKey("orders"),
 		partitionKey("orders", 10), drainingKey(3), prefixController + "694d9a8b5c1f2e03",
 		prefixBrokers + "01", prefixBrokers + "+1", prefixBrokers + "-0", prefixBrokers, prefixBrokers + "2147483648",
-		prefixPartitions + "orders/007", prefixPartitions + "orders/", prefixPartitions + "a/b/1", prefixDraining + "-1",
+		prefixPartitions + "orders/007", prefixPartitions + "orders/", prefixPartitions + "a/b/1", prefixDraining + "-1", prefixBrokerConfigs + "default", prefixBrokerConfigs + "-1", prefixBrokerConfigs + "01",
 		topicKey(""), Prefix, "/other", aclKey(acl.Binding{Name: "orders"}), prefixACLs + "0123", prefixACLs + "0123456789ABCDEF0123456789abcdef",
 	} {
 		f.Add(k, int32(4), "t.x-1_", int32(9))
@@ -48,6 +48,10 @@ func FuzzParseKey(f *testing.F) {
 		case keyIsDraining:
 			if drainingKey(n) != key || n < 0 {
 				t.Fatalf("%q read as draining broker %d, whose key is %q", key, n, drainingKey(n))
+			}
+		case keyIsBrokerConfigs:
+			if brokerConfigsKey(n) != key || (n < 0 && n != ClusterDefault) {
+				t.Fatalf("%q read as the configs of broker %d, whose key is %q", key, n, brokerConfigsKey(n))
 			}
 		case keyIsTopic:
 			if topicKey(name) != key {
@@ -76,7 +80,9 @@ func FuzzParseKey(f *testing.F) {
 		check(brokerKey(id), keyIsBroker, "", id)
 		if id >= 0 {
 			check(drainingKey(id), keyIsDraining, "", id)
+			check(brokerConfigsKey(id), keyIsBrokerConfigs, "", id)
 		}
+		check(brokerConfigsKey(ClusterDefault), keyIsBrokerConfigs, "", ClusterDefault)
 		if ValidTopicName(topic) == nil {
 			check(topicKey(topic), keyIsTopic, topic, 0)
 			if part >= 0 {

@@ -25,6 +25,9 @@ type Snapshot struct {
 	candidates map[string]candidate
 	// draining holds the brokers whose replicas are being moved away.
 	draining map[int32]bool
+	// brokerConfigs holds the dynamic broker configs by broker id (ClusterDefault
+	// for every broker).
+	brokerConfigs map[int32]map[string]string
 	// aclByKey are the ACLs by key; acls indexes them for the authorizer.
 	aclByKey map[string]acl.Binding
 	acls     *acl.Set
@@ -248,6 +251,21 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 			b.next.draining[p] = true
 		}
 
+	case keyIsBrokerConfigs:
+		b.next.brokerConfigs = maps.Clone(b.next.brokerConfigs)
+		if b.next.brokerConfigs == nil {
+			b.next.brokerConfigs = map[int32]map[string]string{}
+		}
+		if del {
+			delete(b.next.brokerConfigs, p)
+			return
+		}
+		cfgs, err := decodeBrokerConfigs(key, kv.Value)
+		if err != nil {
+			b.logger.Error("ignoring metadata key", "key", key, "err", err)
+			return
+		}
+		b.next.brokerConfigs[p] = cfgs
 	case keyIsACL:
 		if !b.ownACLs {
 			b.next.aclByKey = maps.Clone(b.next.aclByKey)

@@ -141,15 +141,22 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) (int64, error) {
 
 // SetTopicConfigs replaces the topic-level config overrides of a topic
 // (configs not named revert to their defaults; nil clears all) and returns
-// the write's revision. The write compares the topic key's mod revision
-// with the one read, and re-reads on a concurrent change, so it never
-// overwrites another field of the topic. Errors: ErrUnknownTopic, or a
-// *ConfigError wrapping ErrInvalidConfig.
+// the write's revision. Errors: ErrUnknownTopic, or a *ConfigError wrapping
+// ErrInvalidConfig.
 func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) (int64, error) {
+	return s.AlterTopicConfigs(ctx, name, func(map[string]string) (map[string]string, error) { return configs, nil })
+}
+
+// AlterTopicConfigs changes the topic-level config overrides of a topic to
+// what alter returns when given the current ones (a copy it may change), and
+// returns the write's revision. The result is validated (a *ConfigError
+// wrapping ErrInvalidConfig); an error from alter is returned as it is. The
+// write compares the topic key's mod revision with the one read and, after a
+// concurrent change, reads and calls alter again, so it never overwrites
+// another field of the topic or another change of its configs. Errors also:
+// ErrUnknownTopic.
+func (s *Store) AlterTopicConfigs(ctx context.Context, name string, alter func(map[string]string) (map[string]string, error)) (int64, error) {
 	if err := ValidTopicName(name); err != nil {
-		return 0, err
-	}
-	if err := ValidateTopicConfigs(configs); err != nil {
 		return 0, err
 	}
 	key := topicKey(name)
@@ -166,6 +173,13 @@ func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[st
 		if err != nil {
 			return 0, err
 		}
+		configs, err := alter(maps.Clone(t.Configs))
+		if err != nil {
+			return 0, err
+		}
+		if err := ValidateTopicConfigs(configs); err != nil {
+			return 0, err
+		}
 		t.Configs = nil
 		if len(configs) > 0 {
 			t.Configs = maps.Clone(configs)
@@ -178,7 +192,7 @@ func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[st
 			return 0, fmt.Errorf("cluster: write configs of %s: %w", name, err)
 		}
 		if tr.Succeeded {
-			s.logger.Info("set topic configs", "topic", name, "configs", configs)
+			s.logger.Info("set topic configs", "topic", name, "configs", t.Configs)
 			return tr.Header.Revision, nil
 		}
 	}

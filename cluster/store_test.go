@@ -147,7 +147,7 @@ func TestCreateTopicValidation(t *testing.T) {
 		{"rf mismatch", func(t *Topic) { t.Assignment = [][]int32{{1}, {1, 2}} }, ErrInvalidReplicaAssignment},
 		{"duplicate replica", func(t *Topic) { t.ReplicationFactor, t.Assignment = 2, [][]int32{{1, 2}, {3, 3}} }, ErrInvalidReplicaAssignment},
 		{"negative broker", func(t *Topic) { t.Assignment = [][]int32{{1}, {-1}} }, ErrInvalidReplicaAssignment},
-		{"unknown config", func(t *Topic) { t.Configs = map[string]string{"flush.messages": "1"} }, ErrInvalidConfig},
+		{"unknown config", func(t *Topic) { t.Configs = map[string]string{"no.such.config": "1"} }, ErrInvalidConfig},
 		{"bad config value", func(t *Topic) { t.Configs = map[string]string{ConfigRetentionMs: "soon"} }, ErrInvalidConfig},
 	} {
 		tp := ok

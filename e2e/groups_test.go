@@ -239,7 +239,8 @@ func waitGroup(t *testing.T, adm *kadm.Client, group string, partitions int, mem
 // a group member that kills itself with SIGKILL. It prints one line per record
 // received ("partition offset value") and commits after each poll. Its spec is
 // "addr|topic|group|name|prefix|count": it dies once it has printed count records
-// whose value starts with prefix, before it commits them.
+// whose value starts with prefix, before it commits them. With
+// SKIFF_E2E_GROUP_PROTOCOL=consumer it is a KIP-848 member (TestKIP848Convergence).
 func TestHelperGroupMember(t *testing.T) {
 	spec := os.Getenv("SKIFF_E2E_GROUP_MEMBER")
 	if spec == "" {
@@ -251,7 +252,11 @@ func TestHelperGroupMember(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	cl, err := kgo.NewClient(memberOpts(f[0], f[1], f[2], f[3])...)
+	opts := memberOpts(f[0], f[1], f[2], f[3])
+	if os.Getenv("SKIFF_E2E_GROUP_PROTOCOL") == "consumer" {
+		opts = append(opts, kip848Opts...)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -192,7 +192,7 @@ func (w *workload) startFranz(ctx context.Context, cfg workloadConfig) {
 }
 
 // python3 is Debian's interpreter: the one on PATH may be another installation without
-// Debian's python3-confluent-kafka.
+// Debian's python3-confluent-kafka and python3-kafka.
 const python3 = "/usr/bin/python3"
 
 // startLibrdkafka runs testdata/rdkafka_produce.py (librdkafka through Debian's

@@ -28,6 +28,12 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		rg.AuthorizedOperations = authorizedOperationsOmitted
 		g, code := c.lockGroup(name, false)
 		rg.ErrorCode = code
+		if g != nil && g.cg != nil {
+			// Kafka describes consumer groups with ConsumerGroupDescribe only.
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+			g.mu.Unlock()
+			g = nil
+		}
 		if g != nil {
 			rg.State, rg.ProtocolType = g.state.String(), g.protocolType
 			stable := g.state == stateStable
@@ -74,7 +80,10 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 		g.mu.Lock()
 		if g.state != stateDead {
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState = g.name, g.protocolType, g.state.String()
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, g.protocolType, g.state.String(), "classic"
+			if g.cg != nil {
+				lg.GroupState, lg.GroupType = g.cg.stateName(), "consumer"
+			}
 			resp.Groups = append(resp.Groups, lg)
 		}
 		g.mu.Unlock()
@@ -140,6 +149,9 @@ func (g *group) tombstonesLocked(only []offsets.GroupOffset) ([]batch.Record, er
 	}
 	for _, o := range only {
 		recs = append(recs, commitTombstone(o.Group, o.Topic, o.Partition))
+	}
+	if g.cg != nil {
+		return append(recs, g.consumerTombstonesLocked()...), nil
 	}
 	return append(recs, groupRecord(g.name, nil)), nil
 }

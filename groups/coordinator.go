@@ -1,5 +1,6 @@
 // Package groups is the group coordinator for Kafka's classic consumer-group
-// protocol: group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed
+// protocol: group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), KIP-848
+// consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go), committed
 // offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group administration
 // (DescribeGroups, ListGroups, DeleteGroups).
 //
@@ -89,6 +90,20 @@ type Config struct {
 	// or a deletion waits for its record to be committed and applied before the
 	// request gets REQUEST_TIMED_OUT (default 5 s).
 	CommitTimeout time.Duration
+	// Topics lists the cluster's topics (internal ones included) for the
+	// assignments and regex subscriptions of KIP-848 consumer groups. Default: none.
+	Topics func() []TopicMeta
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a consumer group
+	// member silent this long is removed (default DefaultConsumerSessionTimeout).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms, told to
+	// consumer group members (default DefaultConsumerHeartbeatInterval).
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors: the server-side assignors a
+	// member may ask for, the first being the default (default
+	// DefaultConsumerAssignors; names other than "uniform" and "range" are refused by
+	// the settings).
+	ConsumerAssignors []string
 	// Clock is the time source (default: the system clock).
 	Clock Clock
 	// Logger receives the coordinator's log lines (default: discard).
@@ -121,6 +136,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.CommitTimeout <= 0 {
 		c.CommitTimeout = 5 * time.Second
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = DefaultConsumerAssignors
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}
@@ -160,6 +184,9 @@ type Coordinator struct {
 	clock  Clock
 
 	partitions atomic.Int32 // of __consumer_offsets; 0 until known
+	// offsetsRetention and checkInterval are Config's OffsetsRetention and
+	// RetentionCheckInterval, which SetOffsetsRetention changes.
+	offsetsRetention, checkInterval atomic.Int64
 
 	expiryMu sync.Mutex // held while expiry runs; Close waits for it
 
@@ -177,11 +204,31 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, logger: cfg.Logger, clock: cfg.Clock}
+	c.offsetsRetention.Store(int64(cfg.OffsetsRetention))
+	c.checkInterval.Store(int64(cfg.RetentionCheckInterval))
 	c.mu.shards = make(map[int32]*shard)
 	c.mu.followers = make(map[int32]*follower)
 	c.mu.groups = make(map[string]*group)
 	c.mu.expiry = c.clock.AfterFunc(cfg.RetentionCheckInterval, c.expiryTick)
 	return c
+}
+
+// SetOffsetsRetention changes offsets.retention.minutes and
+// offsets.retention.check.interval.ms while the coordinator runs (values that are
+// not positive keep the current ones); a new interval counts from now.
+func (c *Coordinator) SetOffsetsRetention(retention, checkInterval time.Duration) {
+	if retention > 0 {
+		c.offsetsRetention.Store(int64(retention))
+	}
+	if checkInterval <= 0 || c.checkInterval.Swap(int64(checkInterval)) == int64(checkInterval) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mu.closed {
+		stopTimer(c.mu.expiry) // every new timer replaces the pending one: one chain of ticks
+		c.mu.expiry = c.clock.AfterFunc(checkInterval, c.expiryTick)
+	}
 }
 
 // PartitionFor returns the __consumer_offsets partition of group when the topic has

@@ -31,7 +31,8 @@ func (c *Coordinator) expiryTick() {
 	}
 	c.mu.Lock()
 	if !c.mu.closed {
-		c.mu.expiry = c.clock.AfterFunc(c.cfg.RetentionCheckInterval, c.expiryTick)
+		stopTimer(c.mu.expiry) // one chain of ticks, also after SetOffsetsRetention
+		c.mu.expiry = c.clock.AfterFunc(time.Duration(c.checkInterval.Load()), c.expiryTick)
 	}
 	c.mu.Unlock()
 }
@@ -87,7 +88,7 @@ func (c *Coordinator) expireGroupLocked(g *group, offs []offsets.GroupOffset, no
 		if g.protocolType != "" {
 			base = g.stateSince.UnixMilli() // empty since then
 		}
-		if now.UnixMilli()-base >= c.cfg.OffsetsRetention.Milliseconds() {
+		if now.UnixMilli()-base >= time.Duration(c.offsetsRetention.Load()).Milliseconds() {
 			expired = append(expired, o)
 		} else {
 			kept = append(kept, o)

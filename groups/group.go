@@ -117,6 +117,11 @@ type group struct {
 	newMembers   bool          // a member joined during the initial delay
 	delayLeft    time.Duration // what is left of the rebalance timeout after the delays
 
+	// cg is the state of a KIP-848 consumer group; nil for a classic group. A
+	// group is one or the other: an empty group changes kind when a member of the
+	// other protocol joins.
+	cg *consumerGroup
+
 	hasOffsets bool  // some offset may be committed (Pebble has the truth)
 	lastAppend int64 // offset of the group's last appended record, -1: none
 }
@@ -605,6 +610,13 @@ func (g *group) unloadLocked(code int16) {
 	g.pending = map[string]Timer{}
 	for _, m := range g.members {
 		g.dropMemberLocked(m, code)
+	}
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			stopTimer(m.session)
+			m.sessionSeq++
+			m.revokeSeq++
+		}
 	}
 	g.state = stateDead
 }

@@ -43,6 +43,15 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 	case g == nil:
 		return fail(kerr.UnknownMemberID.Code)
 	}
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// A consumer group with members: Kafka refuses classic members unless
+			// group.consumer.migration.policy lets them in (not implemented).
+			g.mu.Unlock()
+			return fail(kerr.InconsistentGroupProtocol.Code)
+		}
+		g.becomeClassicLocked()
+	}
 	wait, r := g.joinLocked(cl, req, session, rebalance)
 	g.mu.Unlock()
 	if r != nil {

@@ -57,6 +57,8 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	code = 0
 	var m *member
 	switch {
+	case g.cg != nil:
+		code = g.consumerCommitCodeLocked(req)
 	case g.fencedLocked(req.InstanceID, req.MemberID):
 		code = kerr.FencedInstanceID.Code
 	case req.Generation < 0 && g.state == stateEmpty:

@@ -10,6 +10,8 @@ package groups
 //	                value GroupMetadataValue v3 (protocol type, generation, protocol, leader,
 //	                                             current state timestamp, members); null: deleted
 //
+// KIP-848 consumer groups add Kafka's record types 3 and 5..8 (consumer_records.go).
+//
 // Versions written must not change; every version Kafka has written (keys 0..2,
 // offset values 0..4, group values 0..4) is read.
 
@@ -96,6 +98,13 @@ func applyRecord(b *offsets.GroupBatch, r batch.Record, ts int64) error {
 			return fmt.Errorf("group metadata value of group %q: %w", k.Group, err)
 		}
 		b.SetGroup(k.Group, r.Value, ts)
+	case 4:
+		// Kafka's consumer group partition metadata (deprecated in 4.1): not needed.
+	case recConsumerGroup, recConsumerMember, recConsumerTargetMeta, recConsumerTarget, recConsumerCurrent:
+		if _, _, _, err := parseConsumerKey(r.Key); err != nil {
+			return fmt.Errorf("consumer group record key: %w", err)
+		}
+		b.SetGroupRecord(r.Key, r.Value)
 	default:
 		return fmt.Errorf("unknown key version %d", v)
 	}

@@ -340,6 +340,24 @@ func (sh *shard) load() error {
 	if err != nil {
 		return fmt.Errorf("load offsets of partition %d: %w", sh.id, err)
 	}
+	cl := consumerLoader{groups: make(map[string]*consumerGroup)}
+	err = sh.store.GroupRecords(func(key, value []byte) error {
+		if err := cl.add(key, value); err != nil {
+			c.logger.Warn("group coordinator: skipping unreadable consumer group record", "partition", sh.id, "err", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load consumer groups of partition %d: %w", sh.id, err)
+	}
+	for name, cg := range cl.finish() {
+		g := loaded[name]
+		if g == nil {
+			g = newGroup(c, sh, name)
+			loaded[name] = g
+		}
+		g.restoreConsumer(cg)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.shards[sh.id] != sh {
@@ -353,6 +371,11 @@ func (sh *shard) load() error {
 		g.mu.Lock()
 		for _, m := range g.members {
 			g.heartbeatLocked(m)
+		}
+		if g.cg != nil {
+			for _, m := range g.cg.members {
+				g.touchConsumerLocked(m)
+			}
 		}
 		g.mu.Unlock()
 	}

@@ -4,7 +4,9 @@ package kafkaapi
 //
 // Behaviour: each partition's records must be exactly one RecordBatch v2; it is
 // checked (length, magic, lastOffsetDelta, CRC32C: CORRUPT_MESSAGE), limited by
-// max.message.bytes (MESSAGE_TOO_LARGE), deduplicated for idempotent producers
+// max.message.bytes (MESSAGE_TOO_LARGE), bounded in time under CreateTime by
+// message.timestamp.before.max.ms and after.max.ms (INVALID_TIMESTAMP, read from
+// the batch header), deduplicated for idempotent producers
 // (a retry of one of the last 5 batches gets its original offset; gaps get
 // OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH) and appended
 // whole. A compacted topic (cleanup.policy=compact) refuses a batch holding a

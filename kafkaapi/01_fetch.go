@@ -161,7 +161,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			var sl *logstore.Slice
 			var err error
 			if req.ReplicaID >= 0 {
-				sl, err = p.ReadReplica(req.ReplicaID, rp.CurrentLeaderEpoch, rp.FetchOffset, max(limit, 1))
+				sl, err = p.ReadReplica(req.ReplicaID, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, max(limit, 1))
 				fp.hw = p.HighWatermark() // the follower's fetch may have moved it
 			} else {
 				sl, err = p.Read(rp.FetchOffset, max(limit, 1))

@@ -21,6 +21,10 @@ package kafkaapi
 // allows it (v0..v3 always do; v4+ carry allow_auto_topic_creation); otherwise
 // UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
 //
+// Topic ids (v10+) are reported with each topic (KIP-848 assignments and other
+// newer APIs name topics by id); a request may name a topic by id alone (v10+),
+// UNKNOWN_TOPIC_ID if there is none with that id.
+//
 // Authorization, as in Kafka: a listing of all topics leaves out those the client
 // may not DESCRIBE; a topic named in the request without DESCRIBE answers
 // TOPIC_AUTHORIZATION_FAILED (without saying whether it exists). Creating an unknown
@@ -28,10 +32,6 @@ package kafkaapi
 // nothing created). Asked for (v8), the authorized operations of the cluster (0
 // without DESCRIBE on it) and of each topic are reported; without an authorizer they
 // are Kafka's "not known" value.
-//
-// From v10 each topic carries its id (share groups and KIP-848 assign partitions by
-// topic id), and a topic may be asked for by id alone (its name null): an unknown
-// id answers UNKNOWN_TOPIC_ID.
 
 import (
 	"context"
@@ -62,18 +62,14 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	current := s.viewCurrent(c)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	var names []string
-	var unknownIDs []cluster.UUID
-	var byID map[cluster.UUID]string
+	var unknownIDs [][16]byte
 	for _, t := range req.Topics {
 		switch {
 		case all:
 		case t.Topic != nil:
 			names = append(names, *t.Topic)
-		case t.TopicID != cluster.UUID{}:
-			if byID == nil {
-				byID = s.topicNames()
-			}
-			if name, ok := byID[t.TopicID]; ok {
+		case t.TopicID != [16]byte{}:
+			if name, ok := s.topicByID(t.TopicID); ok {
 				names = append(names, name)
 			} else {
 				unknownIDs = append(unknownIDs, t.TopicID)
@@ -82,7 +78,7 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 	}
 	// Unknown topics are created first (or refused): the answer then describes them.
 	refused := make(map[string]int16)
-	allowCreate := !s.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	allowCreate := !s.dynamic().DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	mayDescribe := c.allowedTopics(acl.OpDescribe)
 	for _, name := range names {
 		if !mayDescribe(name) {
@@ -108,7 +104,7 @@ func (s *Server) handleMetadata(c *conn, _ *RequestHeader, req *kmsg.MetadataReq
 		resp, unsettled := s.describeCluster(c, req, snap, all, names, refused, current)
 		for _, id := range unknownIDs {
 			rt := kmsg.NewMetadataResponseTopic()
-			rt.TopicID, rt.ErrorCode = id, kerr.UnknownTopicID.Code
+			rt.ErrorCode, rt.TopicID, rt.AuthorizedOperations = kerr.UnknownTopicID.Code, id, authorizedOperationsOmitted
 			resp.Topics = append(resp.Topics, rt)
 		}
 		if !unsettled {
@@ -295,4 +291,14 @@ func (s *Server) waitTopic(ctx context.Context, name string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// topicByID returns the name of the topic with id.
+func (s *Server) topicByID(id [16]byte) (string, bool) {
+	for _, t := range s.cache.Topics() {
+		if t.ID == id {
+			return t.Name, true
+		}
+	}
+	return "", false
 }

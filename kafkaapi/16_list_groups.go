@@ -1,18 +1,23 @@
 package kafkaapi
 
-// ListGroups, key 16, versions 0..2.
+// ListGroups, key 16, versions 0..5.
 //
 // Behaviour: every group this node coordinates with its protocol type ("consumer",
-// or "" for a group that only has committed offsets). While a __consumer_offsets
-// partition is still loading, the answer carries COORDINATOR_LOAD_IN_PROGRESS with
-// the groups of the loaded partitions. Clients ask every broker and merge.
+// or "" for a group that only has committed offsets), its state (v4+) and its type
+// (v5+: "classic" or "consumer" from the group coordinator; other coordinators
+// named in Config.MoreGroups add theirs, such as "share"). The states filter (v4+)
+// and the types filter (v5+) keep the groups whose state or type is one of them,
+// case-insensitively, as in Kafka; an empty filter keeps all. While a
+// __consumer_offsets partition is still loading, the answer carries
+// COORDINATOR_LOAD_IN_PROGRESS with the groups of the loaded partitions. Clients
+// ask every broker and merge.
 //
 // Authorization, as in Kafka: with DESCRIBE on the cluster every group is listed;
 // otherwise only those the client may DESCRIBE.
-//
-// Not implemented: the state and type filters (v4+) are outside the served range.
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/acl"
@@ -20,22 +25,52 @@ import (
 
 func init() {
 	register(api[*kmsg.ListGroupsRequest]{
-		min: 0, max: 2,
+		min: 0, max: 5,
 		handle: (*Server).handleListGroups,
 	})
 }
 
+// GroupLister is a coordinator whose groups ListGroups lists, besides the group
+// coordinator's: it answers with its groups and their GroupType, and an error code
+// (COORDINATOR_LOAD_IN_PROGRESS) while it is still loading. Filters are applied
+// by ListGroups itself.
+type GroupLister interface {
+	ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
+}
+
 func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := s.cfg.Groups.ListGroups(req)
-	if c.mayCluster(acl.OpDescribe) {
-		return resp
+	for _, l := range s.cfg.MoreGroups {
+		more := l.ListGroups(req)
+		if resp.ErrorCode == 0 {
+			resp.ErrorCode = more.ErrorCode
+		}
+		resp.Groups = append(resp.Groups, more.Groups...)
 	}
+	mayAll := c.mayCluster(acl.OpDescribe)
 	kept := resp.Groups[:0]
 	for _, g := range resp.Groups {
-		if c.may(acl.OpDescribe, acl.ResourceGroup, g.Group) {
+		if !anyFold(req.StatesFilter, g.GroupState) || (req.Version >= 5 && !anyFold(req.TypesFilter, g.GroupType)) {
+			continue
+		}
+		if mayAll || c.may(acl.OpDescribe, acl.ResourceGroup, g.Group) {
 			kept = append(kept, g)
 		}
 	}
 	resp.Groups = kept
 	return resp
+}
+
+// anyFold reports whether s is one of filter, ignoring case; an empty filter
+// holds everything.
+func anyFold(filter []string, s string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if strings.EqualFold(f, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,13 +1,17 @@
 package kafkaapi
 
-// DescribeConfigs, key 32, versions 0..3.
+// DescribeConfigs, key 32, versions 0..4 (4 is flexible).
 //
-// Behaviour: a topic resource (type 2) lists every topic config Skiff knows with its
-// effective value: the topic's override (source DYNAMIC_TOPIC_CONFIG), else the
-// broker's setting (STATIC_BROKER_CONFIG), else the built-in default
-// (DEFAULT_CONFIG); config_names narrows the list. A broker resource (type 4, name ""
-// or this broker's id) lists the broker settings (read-only unless dynamic). Synonyms (v1+) are
-// returned when asked for; types (v3) always; documentation (v3) is null.
+// Behaviour: a topic resource (type 2) lists every topic config with its effective
+// value: the topic's override (source DYNAMIC_TOPIC_CONFIG), else the broker's
+// dynamic config (DYNAMIC_BROKER_CONFIG), else the dynamic default of all brokers
+// (DYNAMIC_DEFAULT_BROKER_CONFIG), else the broker's setting (STATIC_BROKER_CONFIG),
+// else the built-in default (DEFAULT_CONFIG); config_names narrows the list. A
+// broker resource (type 4, name "" or this broker's id) lists the broker settings
+// (read-only unless dynamic) and the broker defaults of topic configs
+// (log.retention.ms, ...), resolved the same way (broker_configs.go). Synonyms (v1+)
+// are returned when asked for: every value that applies, the one in effect first;
+// types (v3) always; documentation (v3) when asked for.
 //
 // A group resource (type 32) lists the share group configs (share.auto.offset.reset,
 // share.record.lock.duration.ms, share.delivery.count.limit and KIP-1191's
@@ -20,7 +24,7 @@ package kafkaapi
 // (GROUP_AUTHORIZATION_FAILED), per resource.
 //
 // Not implemented: broker logger resources (type 8) and resources of other brokers
-// (INVALID_REQUEST); changing configs is IncrementalAlterConfigs, a later API.
+// (INVALID_REQUEST).
 
 import (
 	"strconv"
@@ -32,17 +36,9 @@ import (
 	"skiff/cluster"
 )
 
-// BrokerConfig is one broker setting reported by DescribeConfigs.
-type BrokerConfig struct {
-	Name, Value string
-	Type        cluster.ConfigType
-	IsDefault   bool
-	ReadOnly    bool // it cannot be changed while the broker runs
-}
-
 func init() {
 	register(api[*kmsg.DescribeConfigsRequest]{
-		min: 0, max: 3,
+		min: 0, max: 4,
 		handle: (*Server).handleDescribeConfigs,
 		entries: func(r *kmsg.DescribeConfigsRequest) (n int) {
 			for _, res := range r.Resources {
@@ -69,12 +65,13 @@ func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.Desc
 			}
 			return false
 		}
-		if code := c.describeConfigsRefused(r.ResourceType, r.ResourceName); code != nil {
+		if code := c.configsRefused(acl.OpDescribeConfigs, r.ResourceType, r.ResourceName); code != nil {
 			msg := code.Description
 			rr.ErrorCode, rr.ErrorMessage = code.Code, &msg
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
+		var entries []cluster.ConfigEntry
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t, ok := s.cache.Topic(r.ResourceName)
@@ -84,20 +81,7 @@ func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.Desc
 				rr.ErrorMessage = &msg
 				break
 			}
-			for _, e := range cluster.DescribeTopicConfigs(t, s.cfg.TopicDefaults) {
-				if !want(e.Name) {
-					continue
-				}
-				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-				v := e.Value
-				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault, rc.IsSensitive = e.Name, &v, e.ReadOnly, e.IsDefault, e.Sensitive
-				rc.Source = kmsg.ConfigSource(e.Source)
-				rc.ConfigType = kmsg.ConfigType(e.Type)
-				if req.IncludeSynonyms {
-					rc.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: e.Name, Value: &v, Source: rc.Source}}
-				}
-				rr.Configs = append(rr.Configs, rc)
-			}
+			entries = cluster.DescribeTopicConfigs(t, s.brokerDefaults())
 		case kmsg.ConfigResourceTypeBroker:
 			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
@@ -105,20 +89,7 @@ func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.Desc
 				rr.ErrorMessage = &msg
 				break
 			}
-			for _, bc := range s.cfg.BrokerConfigs {
-				if !want(bc.Name) {
-					continue
-				}
-				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-				v := bc.Value
-				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = bc.Name, &v, bc.ReadOnly, bc.IsDefault
-				rc.Source = kmsg.ConfigSourceStaticBrokerConfig
-				if bc.IsDefault {
-					rc.Source = kmsg.ConfigSourceDefaultConfig
-				}
-				rc.ConfigType = kmsg.ConfigType(bc.Type)
-				rr.Configs = append(rr.Configs, rc)
-			}
+			entries = s.brokerEntries()
 		case kmsg.ConfigResourceTypeGroupConfig:
 			s.describeGroupConfigs(c, &rr, want)
 		default:
@@ -126,25 +97,48 @@ func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.Desc
 			msg := "only topic, broker and group resources can be described"
 			rr.ErrorMessage = &msg
 		}
+		for _, e := range entries {
+			if want(e.Name) {
+				rr.Configs = append(rr.Configs, describedConfig(e, req))
+			}
+		}
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
 }
 
-// describeConfigsRefused checks DESCRIBE_CONFIGS on a config resource: the
-// error of a refusal, or nil. Resources of other types are not checked.
-func (c *conn) describeConfigsRefused(t kmsg.ConfigResourceType, name string) *kerr.Error {
+// describedConfig is one config of an answer.
+func describedConfig(e cluster.ConfigEntry, req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
+	rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+	rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault, rc.IsSensitive = e.Name, kmsg.StringPtr(e.Value), e.ReadOnly, e.IsDefault, e.Sensitive
+	rc.Source = kmsg.ConfigSource(e.Source)
+	rc.ConfigType = kmsg.ConfigType(e.Type)
+	if req.IncludeDocumentation && e.Doc != "" {
+		rc.Documentation = kmsg.StringPtr(e.Doc)
+	}
+	if req.IncludeSynonyms {
+		for _, syn := range e.Synonyms {
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
+				Name: syn.Name, Value: kmsg.StringPtr(syn.Value), Source: kmsg.ConfigSource(syn.Source)})
+		}
+	}
+	return rc
+}
+
+// configsRefused checks op (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config resource:
+// the error of a refusal, or nil. Resources of other types are not checked.
+func (c *conn) configsRefused(op acl.Operation, t kmsg.ConfigResourceType, name string) *kerr.Error {
 	switch t {
 	case kmsg.ConfigResourceTypeTopic:
-		if !c.allowed(acl.OpDescribeConfigs, acl.ResourceTopic, name) {
+		if !c.allowed(op, acl.ResourceTopic, name) {
 			return kerr.TopicAuthorizationFailed
 		}
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-		if !c.allowedCluster(acl.OpDescribeConfigs) {
+		if !c.allowedCluster(op) {
 			return kerr.ClusterAuthorizationFailed
 		}
 	case kmsg.ConfigResourceTypeGroupConfig:
-		if !c.allowed(acl.OpDescribeConfigs, acl.ResourceGroup, name) {
+		if !c.allowed(op, acl.ResourceGroup, name) {
 			return kerr.GroupAuthorizationFailed
 		}
 	}

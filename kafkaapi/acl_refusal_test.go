@@ -57,7 +57,7 @@ func TestACLRefusals(t *testing.T) {
 	startACLNode(t)
 	mallory := aclUserClient(t, aclMallory)
 	cased := map[int16]bool{}
-	for _, c := range refusals() {
+	for _, c := range append(refusals(), configRefusals()...) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRefusalRun(t)
 			cased[c.req(r).Key()] = true
@@ -530,6 +530,23 @@ func refusals() []refusal {
 			},
 			codes:  topLevel(func(r *kmsg.DescribeGroupsResponse) int16 { return r.Groups[0].ErrorCode }),
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}},
+		{name: "ConsumerGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: consumerJoinReq, codes: topLevel(func(r *kmsg.ConsumerGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			unchanged: notConsumerGroup,
+			grants:    []string{"ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+		{name: "ConsumerGroupHeartbeat needs DESCRIBE on the subscribed topics", want: kerr.TopicAuthorizationFailed.Code,
+			req: consumerJoinReq, codes: topLevel(func(r *kmsg.ConsumerGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			unchanged: notConsumerGroup,
+			given:     []string{"ALLOW READ GROUP LITERAL GROUP_NAME"},
+			grants:    []string{"ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+		{name: "ConsumerGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrConsumerGroupDescribeRequest()
+				req.Groups = []string{r.group}
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.ConsumerGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode }),
+			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
 		{name: "DeleteGroups needs DELETE on the group", want: kerr.GroupAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteGroupsRequest()
@@ -619,6 +636,28 @@ func refusals() []refusal {
 			},
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
 	}, shareRefusals()...)
+}
+
+// consumerJoinReq is a KIP-848 join of the case's group, subscribed to its topic.
+func consumerJoinReq(r *refusalRun) kmsg.Request {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.RebalanceTimeoutMillis = r.group, "member-"+r.group, 30000
+	req.SubscribedTopicNames = []string{r.topic}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return req
+}
+
+// notConsumerGroup checks that the case's group did not become a KIP-848 group.
+func notConsumerGroup(t *testing.T, r *refusalRun) {
+	groups, err := r.adm.ListGroups(refusalCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		if g.Group == r.group && g.GroupType == "consumer" {
+			t.Fatalf("group %s became a consumer group", r.group)
+		}
+	}
 }
 
 func topLevelResources(resp kmsg.Response) []int16 {

@@ -29,10 +29,13 @@ var conformanceTests = map[int16]conformance{
 	18: conformApiVersions,
 	19: conformCreateTopics,
 	20: conformDeleteTopics,
+	21: conformDeleteRecords,
 	22: conformInitProducerID,
 	23: conformOffsetForLeaderEpoch,
 	32: conformDescribeConfigs,
+	33: conformAlterConfigs,
 	37: conformCreatePartitions,
+	44: conformIncrementalAlterConfigs,
 }
 
 // advertisedProfile asks ApiVersions v3 for the advertised keys and ranges.
@@ -243,6 +246,26 @@ func conformMetadata(t *testing.T, c *kconn, versions []int16) {
 			if got := metadataTopic(t, c, auto); got.ErrorCode != 0 {
 				t.Fatalf("%s after auto-creation: %s", auto, errName(got.ErrorCode))
 			}
+
+			// v10+: topic ids, and topics named by id alone.
+			if v >= 10 {
+				id := find(all, topic).TopicID
+				if id == [16]byte{} {
+					t.Fatalf("%s has no topic id at v%d", topic, v)
+				}
+				req := kmsg.NewPtrMetadataRequest()
+				req.SetVersion(v)
+				for _, want := range [][16]byte{id, {1, 2, 3}} {
+					rt := kmsg.NewMetadataRequestTopic()
+					rt.TopicID = want
+					req.Topics = append(req.Topics, rt)
+				}
+				byID := c.do(req).(*kmsg.MetadataResponse)
+				if len(byID.Topics) != 2 || byID.Topics[0].Topic == nil || *byID.Topics[0].Topic != topic || byID.Topics[0].TopicID != id {
+					t.Fatalf("by id: %+v", byID.Topics)
+				}
+				wantCode(t, "unknown topic id", byID.Topics[1].ErrorCode, kerr.UnknownTopicID.Code)
+			}
 		})
 	}
 }
@@ -419,6 +442,7 @@ func conformDescribeConfigs(t *testing.T, c *kconn, versions []int16) {
 				req := kmsg.NewPtrDescribeConfigsRequest()
 				req.SetVersion(v)
 				req.IncludeSynonyms = v >= 1
+				req.IncludeDocumentation = v >= 3
 				r := kmsg.NewDescribeConfigsRequestResource()
 				r.ResourceType, r.ResourceName, r.ConfigNames = typ, name, names
 				req.Resources = append(req.Resources, r)
@@ -468,6 +492,9 @@ func conformDescribeConfigs(t *testing.T, c *kconn, versions []int16) {
 			}
 			if v >= 3 && ret.ConfigType != kmsg.ConfigTypeLong {
 				t.Errorf("retention.ms type %v, want LONG", ret.ConfigType)
+			}
+			if v >= 3 && (ret.Documentation == nil || *ret.Documentation == "") {
+				t.Error("no documentation for retention.ms although it was asked for")
 			}
 			if one := describe(kmsg.ConfigResourceTypeTopic, topic, "retention.ms"); len(one.Configs) != 1 || one.Configs[0].Name != "retention.ms" {
 				t.Errorf("config_names [retention.ms] listed %d configs", len(one.Configs))

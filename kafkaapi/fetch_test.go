@@ -303,7 +303,7 @@ func TestFetchAcrossSegments(t *testing.T) {
 	n := sharedNode(t)
 	c := dial(t, n.KafkaAddr())
 	topic := topicName(t, "")
-	createTopic(t, c, topic, 1, map[string]string{"segment.bytes": "300"})
+	createTopic(t, c, topic, 1, map[string]string{"internal.segment.bytes": "300"})
 	var want []string
 	var sizes []int
 	for i := range 20 {

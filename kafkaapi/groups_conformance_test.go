@@ -409,6 +409,9 @@ func conformListGroups(t *testing.T, c *kconn, versions []int16) {
 			}
 			t.Fatalf("%s not among %d listed groups", group, len(resp.Groups))
 		})
+		if v >= 5 {
+			t.Run(fmt.Sprintf("v%d/types", v), func(t *testing.T) { listGroupTypes(t, c, v, group) })
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"skiff/acl"
@@ -90,8 +91,8 @@ type Config struct {
 	// DefaultReplicationFactor is default.replication.factor (default
 	// DefaultReplicationFactor).
 	DefaultReplicationFactor int16
-	// TopicDefaults are the broker-level defaults of topic configs, keyed by topic
-	// config name (log.retention.ms is given as retention.ms).
+	// TopicDefaults are the broker's static defaults of topic configs (its
+	// settings), keyed by broker config name (log.flush.interval.ms for flush.ms).
 	TopicDefaults map[string]string
 	// BrokerConfigs are reported by DescribeConfigs for this broker.
 	BrokerConfigs []BrokerConfig
@@ -105,6 +106,9 @@ type Config struct {
 	Shares      *sharegroup.Manager
 	// ShareConfigs keeps the share groups' configs (the GROUP config resource).
 	ShareConfigs *sharegroup.TopicStore
+	// MoreGroups are the other coordinators whose groups ListGroups lists (each
+	// reports its own group type, "share" for share groups); optional.
+	MoreGroups []GroupLister
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
 	// offsets.topic.num.partitions and offsets.topic.replication.factor, used when the
 	// first FindCoordinator creates __consumer_offsets (defaults
@@ -197,6 +201,7 @@ type Server struct {
 
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
+	dyn      atomic.Pointer[Dynamic]
 	sasl     *auth.SASLServer
 	delays   *auth.FailureDelays // of failed authentications, per client address
 
@@ -221,12 +226,34 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perHost = make(map[string]int)
+	s.SetDynamic(Dynamic{
+		DisableAutoCreateTopics: cfg.DisableAutoCreateTopics, DefaultPartitions: cfg.DefaultPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		MaxConnections:           cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
+	})
 	s.budget = newBudget(cfg.QueuedMaxRequestBytes, func(used int64) { s.metrics.requestBytes.Set(float64(used)) })
 	s.refusals = newRefusalLog(cfg.Logger)
 	s.sasl = auth.NewSASLServer(meta.ScramCredential)
 	s.delays = auth.NewFailureDelays(cfg.AuthFailureDelay)
 	return s
 }
+
+// Dynamic are the settings of a Server that may change while it serves (dynamic
+// broker configs); each is the Config field of the same name.
+type Dynamic struct {
+	DisableAutoCreateTopics  bool
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+	MaxConnections           int
+	MaxConnectionsPerIP      int
+}
+
+// SetDynamic changes the dynamic settings; requests and connections from then on
+// follow them (open connections beyond a lowered limit stay open). Zero fields are
+// taken as they are: give every one (New starts with Config's, defaults applied).
+func (s *Server) SetDynamic(d Dynamic) { s.dyn.Store(&d) }
+
+func (s *Server) dynamic() *Dynamic { return s.dyn.Load() }
 
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("kafkaapi: server closed")
@@ -304,11 +331,12 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 // max.connections.per.ip; it returns the reason and log line of a refusal, or "".
 // Connections beyond a limit are closed at once, as Kafka does.
 func (s *Server) admitLocked(host string) (reason, msg string, args []any) {
-	if n := len(s.mu.conns); n >= s.cfg.MaxConnections {
+	d := s.dynamic()
+	if n := len(s.mu.conns); n >= d.MaxConnections {
 		return "max_connections", "closing new connection: the node has max-connections open",
-			[]any{"max_connections", s.cfg.MaxConnections}
+			[]any{"max_connections", d.MaxConnections}
 	}
-	if limit := s.cfg.MaxConnectionsPerIP; limit > 0 && s.mu.perHost[host] >= limit {
+	if limit := d.MaxConnectionsPerIP; limit > 0 && s.mu.perHost[host] >= limit {
 		return "max_connections_per_ip", "closing new connection: this address has max-connections-per-ip open",
 			[]any{"max_connections_per_ip", limit}
 	}

@@ -262,7 +262,6 @@ func conformShareAcknowledge(t *testing.T, c *kconn, versions []int16) {
 	}
 }
 
-func init() { conformanceTests[44] = conformIncrementalAlterConfigs }
 
 // groupConfigs asks DescribeConfigs v3 for a group's configs.
 func groupConfigs(t *testing.T, c *kconn, group string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
@@ -281,8 +280,11 @@ func groupConfigs(t *testing.T, c *kconn, group string) map[string]kmsg.Describe
 	return out
 }
 
-func conformIncrementalAlterConfigs(t *testing.T, c *kconn, versions []int16) {
-	for _, v := range versions {
+// TestShareGroupConfigs: IncrementalAlterConfigs (v0, v1) and DescribeConfigs of the
+// GROUP resource, a share group's configs.
+func TestShareGroupConfigs(t *testing.T) {
+	c := dial(t, sharedNode(t).KafkaAddr())
+	for _, v := range []int16{0, 1} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			group := topicName(t, "group")
 			alter := func(validate bool, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {

@@ -62,11 +62,12 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 		t.ReplicationFactor = int16(len(r.assignment[0]))
 	} else {
 		t.Partitions, t.ReplicationFactor = r.partitions, r.replicationFactor
+		d := s.dynamic()
 		if t.Partitions == -1 {
-			t.Partitions = s.cfg.DefaultPartitions
+			t.Partitions = d.DefaultPartitions
 		}
 		if t.ReplicationFactor == -1 {
-			t.ReplicationFactor = s.cfg.DefaultReplicationFactor
+			t.ReplicationFactor = d.DefaultReplicationFactor
 		}
 		if t.Partitions <= 0 || t.Partitions > cluster.MaxPartitions {
 			return t, newKafkaError(kerr.InvalidPartitions, "number of partitions %d must be between 1 and %d", t.Partitions, cluster.MaxPartitions)

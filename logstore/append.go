@@ -1,8 +1,10 @@
 package logstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"skiff/internal/batch"
 )
@@ -74,12 +76,28 @@ func (l *Log) AppendReplica(b []byte) error {
 }
 
 // shouldRoll reports whether a batch h must go into a new segment when the
-// active segment holds size bytes and its first batch has maxTimestamp firstTs.
-func (l *Log) shouldRoll(size, firstTs int64, h *batch.Header) bool {
+// active segment (base offset base) holds size bytes and its first batch has
+// maxTimestamp firstTs. The caller holds appendMu.
+func (l *Log) shouldRoll(base, size, firstTs int64, h *batch.Header) bool {
 	if size == 0 {
 		return false // an empty segment takes any batch, even one over SegmentBytes
 	}
-	return size+h.Size() > l.cfg.SegmentBytes || h.MaxTimestamp-firstTs > l.cfg.SegmentMs
+	return size+h.Size() > l.cfg.SegmentBytes || h.MaxTimestamp-firstTs > l.cfg.SegmentMs-l.rollJitter(base)
+}
+
+// rollJitter is how much earlier than SegmentMs the segment at base rolls by
+// age: below min(SegmentJitterMs, SegmentMs), fixed per segment and spread
+// across partitions by a hash of the log's directory and the base offset (Kafka
+// draws it at random when the segment is created). The caller holds appendMu.
+func (l *Log) rollJitter(base int64) int64 {
+	limit := min(l.cfg.SegmentJitterMs, l.cfg.SegmentMs)
+	if limit <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(l.dir))
+	_ = binary.Write(h, binary.BigEndian, base)
+	return int64(h.Sum64() % uint64(limit))
 }
 
 // writeLocked appends data, the whole batches described by hs back to back, to
@@ -88,7 +106,7 @@ func (l *Log) shouldRoll(size, firstTs int64, h *batch.Header) bool {
 func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 	for len(hs) > 0 {
 		act := l.active()
-		if l.shouldRoll(act.size, act.firstTs, &hs[0]) {
+		if l.shouldRoll(act.base, act.size, act.firstTs, &hs[0]) {
 			// The new segment starts at the log end, before a gap if the batch
 			// follows one: segment files tile the offsets (segment.md).
 			if err := l.rollLocked(act.next); err != nil {
@@ -107,7 +125,7 @@ func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 		)
 		for n < len(hs) {
 			h := &hs[n]
-			if n > 0 && l.shouldRoll(act.size+runBytes, firstTs, h) {
+			if n > 0 && l.shouldRoll(act.base, act.size+runBytes, firstTs, h) {
 				break
 			}
 			if pos := act.size + runBytes; pos > 0 && bytesSince >= l.cfg.IndexIntervalBytes {

@@ -212,8 +212,11 @@ type Rewrite struct {
 	firstTs    int64
 	maxTs      int64
 	bytesSince int64
-	entries    []IndexEntry
-	done       bool
+	// indexInterval is the log's IndexIntervalBytes when the rewrite began
+	// (SetConfig may change the log's while it runs).
+	indexInterval int64
+	entries       []IndexEntry
+	done          bool
 }
 
 // rewriteBuf is how many appended bytes a Rewrite collects before a write.
@@ -236,7 +239,7 @@ func (l *Log) BeginRewrite(bases []int64) (*Rewrite, error) {
 	ok := !l.mu.closed && i >= 0 && i+len(bases) < len(l.mu.segs) // the active segment is not replaced
 	var r *Rewrite
 	if ok {
-		r = &Rewrite{l: l, base: bases[0], firstTs: -1, maxTs: -1, next: bases[0]}
+		r = &Rewrite{l: l, base: bases[0], firstTs: -1, maxTs: -1, next: bases[0], indexInterval: l.cfg.IndexIntervalBytes}
 		for k, base := range bases {
 			s := l.mu.segs[i+k]
 			if s.base != base || !s.closed || s.unsynced {
@@ -281,7 +284,7 @@ func (r *Rewrite) Append(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("logstore: rewrite of segment %d: %w", r.base, err)
 	}
-	if r.size > 0 && r.bytesSince >= r.l.cfg.IndexIntervalBytes {
+	if r.size > 0 && r.bytesSince >= r.indexInterval {
 		r.entries = append(r.entries, IndexEntry{Offset: h.BaseOffset, Pos: r.size, MaxTimestampBefore: r.maxTs})
 		r.bytesSince = 0
 	}

@@ -31,6 +31,12 @@ type Config struct {
 	// new segment. Default 7 days.
 	SegmentMs int64
 
+	// SegmentJitterMs (segment.jitter.ms) rolls each segment by age a little
+	// earlier than SegmentMs, by an amount below min(SegmentJitterMs, SegmentMs)
+	// that differs between segments and partitions, so that partitions filled at
+	// the same time do not all roll at once. Default 0: none.
+	SegmentJitterMs int64
+
 	// RetentionMs (retention.ms) deletes a closed segment once its largest batch
 	// maxTimestamp is older than now-RetentionMs (see ApplyRetention). -1 keeps data
 	// forever. Default 7 days (0 means the default).
@@ -73,6 +79,9 @@ func (c Config) withDefaults() Config {
 	if c.RetentionBytes <= 0 {
 		c.RetentionBytes = -1
 	}
+	if c.SegmentJitterMs < 0 {
+		c.SegmentJitterMs = 0
+	}
 	if c.IndexIntervalBytes <= 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes
 	}
@@ -83,4 +92,18 @@ func (c Config) withDefaults() Config {
 		c.FS = vfs.Default
 	}
 	return c
+}
+
+// SetConfig changes the log's settings while it runs: SegmentBytes,
+// SegmentMs, SegmentJitterMs, RetentionMs, RetentionBytes and
+// IndexIntervalBytes take effect from the next append, retention pass or rewrite
+// (zero fields take their defaults; Logger and FS are kept). The config is read
+// under appendMu or mu, so both are held to change it.
+func (l *Log) SetConfig(cfg Config) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cfg.Logger, cfg.FS = l.cfg.Logger, l.cfg.FS
+	l.cfg = cfg.withDefaults()
 }

@@ -60,8 +60,10 @@ type Index interface {
 	SetRecoveryPoint(offset int64, durable bool) error
 	// LogStartOffset returns the persisted log start offset, 0 if none.
 	LogStartOffset() (int64, error)
-	// SetLogStartOffset records the log start offset.
-	SetLogStartOffset(offset int64) error
+	// SetLogStartOffset records the log start offset; with durable it is on stable
+	// storage when the call returns (used when DeleteRecords moves it: the only
+	// copy of that fact).
+	SetLogStartOffset(offset int64, durable bool) error
 
 	// CleanerPoint returns the persisted cleaner point: the log cleaner has
 	// compacted the log below it. 0 if none was recorded.

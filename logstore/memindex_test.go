@@ -159,10 +159,13 @@ func (m *MemIndex) LogStartOffset() (int64, error) {
 	return m.start, nil
 }
 
-func (m *MemIndex) SetLogStartOffset(off int64) error {
+func (m *MemIndex) SetLogStartOffset(off int64, durable bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.start = off
+	if durable {
+		m.DurableWrites++
+	}
 	return nil
 }
 

@@ -157,7 +157,7 @@ func (l *Log) recordRecovered(p recoveryPlan, metas map[int64]SegmentMeta) error
 	if err := l.syncDir(); err != nil { // removals above
 		return err
 	}
-	if err := l.idx.SetLogStartOffset(p.logStart); err != nil {
+	if err := l.idx.SetLogStartOffset(p.logStart, false); err != nil {
 		return fmt.Errorf("record log start offset: %w", err)
 	}
 	act := l.active()

@@ -115,7 +115,7 @@ func (l *Log) Truncate(offset int64) error {
 	} else if ok {
 		l.bytesSinceIndex = pos - e.Pos
 	}
-	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load()), l.lowerCleanerPointLocked(cut))
+	errs = append(errs, l.idx.PutSegment(s.meta()), l.idx.SetLogStartOffset(l.logStart.Load(), false), l.lowerCleanerPointLocked(cut))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
@@ -171,7 +171,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.bytesSinceIndex = 0
 	l.markSyncedLocked(l.written.Load()) // nothing unsynced is left
 	l.rolledUnsynced.Store(false)
-	if err := errors.Join(l.idx.SetLogStartOffset(offset), l.lowerCleanerPointLocked(offset)); err != nil {
+	if err := errors.Join(l.idx.SetLogStartOffset(offset, false), l.lowerCleanerPointLocked(offset)); err != nil {
 		return fmt.Errorf("logstore: truncate: %w", err)
 	}
 	return nil

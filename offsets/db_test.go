@@ -115,7 +115,7 @@ func TestLogIndexSegmentsAndState(t *testing.T) {
 	if err := y.PutSegment(SegmentMeta{BaseOffset: 3, Size: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []func(int64) error{x.SetLogStartOffset, func(v int64) error { return x.SetRecoveryPoint(v+1, true) }} {
+	for _, f := range []func(int64) error{func(v int64) error { return x.SetLogStartOffset(v, true) }, func(v int64) error { return x.SetRecoveryPoint(v+1, true) }} {
 		if err := f(7); err != nil {
 			t.Fatal(err)
 		}

@@ -304,3 +304,32 @@ func (b *GroupBatch) Commit(applied int64) error {
 		return pb.Commit(pebble.NoSync)
 	})
 }
+
+// GroupRecords calls fn with every stored KIP-848 group record of the partition: the
+// record's key and value as in the log (the slices are only valid during the call),
+// in key order, so a group's records are together.
+func (s *GroupShard) GroupRecords(fn func(key, value []byte) error) error {
+	lo := s.prefix(tagGroupRecords)
+	return s.db.with(func(db *pebble.DB) error {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+		if err != nil {
+			return err
+		}
+		for valid := it.First(); valid; valid = it.Next() {
+			if err := fn(it.Key()[len(lo):], it.Value()); err != nil {
+				return errors.Join(err, it.Close())
+			}
+		}
+		return errors.Join(it.Error(), it.Close())
+	})
+}
+
+// SetGroupRecord stores a KIP-848 group record under its log key; a nil value
+// deletes it (a tombstone in the log).
+func (b *GroupBatch) SetGroupRecord(key, value []byte) {
+	k := append(b.s.prefix(tagGroupRecords), key...)
+	if value != nil {
+		value = append([]byte{}, value...)
+	}
+	b.ops = append(b.ops, groupOp{k, value})
+}

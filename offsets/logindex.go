@@ -290,9 +290,14 @@ func (x *LogIndex) SetRecoveryPoint(offset int64, durable bool) error {
 // LogStartOffset returns the recorded log start offset, 0 if none.
 func (x *LogIndex) LogStartOffset() (int64, error) { return x.getState(fieldLogStart) }
 
-// SetLogStartOffset records the log start offset.
-func (x *LogIndex) SetLogStartOffset(offset int64) error {
-	return x.setState(fieldLogStart, offset, pebble.NoSync)
+// SetLogStartOffset records the log start offset; durable makes it an fsynced
+// write.
+func (x *LogIndex) SetLogStartOffset(offset int64, durable bool) error {
+	opts := pebble.NoSync
+	if durable {
+		opts = pebble.Sync
+	}
+	return x.setState(fieldLogStart, offset, opts)
 }
 
 // CleanerPoint returns the recorded cleaner point (the log cleaner's first dirty

@@ -284,6 +284,9 @@ func (f *fetcher) handle(p *Partition, rp *kmsg.FetchResponseTopicPartition) err
 		}
 	}
 	p.followHW(rp.HighWatermark)
+	if err := p.followLogStart(rp.LogStartOffset); err != nil {
+		return fmt.Errorf("follow the leader's log start %d: %w", rp.LogStartOffset, err)
+	}
 	return nil
 }
 

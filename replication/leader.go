@@ -30,7 +30,7 @@ func (p *Partition) applyState(s PartitionSpec) int32 {
 			now := time.Now()
 			for _, r := range s.Replicas {
 				if r != p.self && p.st.followers[r] == nil {
-					p.st.followers[r] = &followerProgress{leo: -1, lastCaughtUp: now, lastFetchTime: now}
+					p.st.followers[r] = &followerProgress{leo: -1, logStart: -1, lastCaughtUp: now, lastFetchTime: now}
 				}
 			}
 			for r := range p.st.followers {
@@ -88,7 +88,7 @@ func (p *Partition) becomeLeader(s PartitionSpec) {
 	}
 	for _, r := range s.Replicas {
 		if r != p.self {
-			p.st.followers[r] = &followerProgress{leo: -1, lastCaughtUp: now, lastFetchTime: now}
+			p.st.followers[r] = &followerProgress{leo: -1, logStart: -1, lastCaughtUp: now, lastFetchTime: now}
 		}
 	}
 	p.stateMu.Unlock()
@@ -133,9 +133,10 @@ func (p *Partition) maybeAdvanceHW() {
 
 // ReadReplica serves a follower's fetch at fetchOffset: the fetch offset is the
 // follower's log end offset, which moves the high watermark and the follower's ISR
-// standing; records come up to this leader's log end. currentEpoch (-1: unchecked)
+// standing, and logStart its log start offset (-1: unknown; DeleteRecords waits
+// for it); records come up to this leader's log end. currentEpoch (-1: unchecked)
 // must be this leader's epoch.
-func (p *Partition) ReadReplica(follower int32, currentEpoch int32, fetchOffset, maxBytes int64) (*logstore.Slice, error) {
+func (p *Partition) ReadReplica(follower int32, currentEpoch int32, fetchOffset, logStart, maxBytes int64) (*logstore.Slice, error) {
 	if !p.IsLeader() {
 		return nil, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
 	}
@@ -149,7 +150,7 @@ func (p *Partition) ReadReplica(follower int32, currentEpoch int32, fetchOffset,
 	if fetchOffset > leo || fetchOffset < p.log.LogStartOffset() {
 		return nil, fmt.Errorf("follower fetch at %d outside [%d, %d]: %w", fetchOffset, p.log.LogStartOffset(), leo, kerr.OffsetOutOfRange)
 	}
-	if err := p.updateFollower(follower, fetchOffset, leo); err != nil {
+	if err := p.updateFollower(follower, fetchOffset, logStart, leo); err != nil {
 		return nil, err
 	}
 	if fetchOffset == leo {
@@ -158,11 +159,12 @@ func (p *Partition) ReadReplica(follower int32, currentEpoch int32, fetchOffset,
 	return p.read(fetchOffset, maxBytes, leo)
 }
 
-// updateFollower records a follower's fetch: its log end offset, whether it is caught
-// up (Kafka's rule: caught up now if it reached the leader's log end, or at its
-// previous fetch if it reached the log end the leader had then), and a request to
-// add it to the ISR once it has everything up to the high watermark.
-func (p *Partition) updateFollower(id int32, fetchOffset, leo int64) error {
+// updateFollower records a follower's fetch: its log end offset and log start
+// offset, whether it is caught up (Kafka's rule: caught up now if it reached the
+// leader's log end, or at its previous fetch if it reached the log end the leader
+// had then), and a request to add it to the ISR once it has everything up to the
+// high watermark.
+func (p *Partition) updateFollower(id int32, fetchOffset, logStart, leo int64) error {
 	now := time.Now()
 	p.stateMu.Lock()
 	f := p.st.followers[id]
@@ -177,8 +179,13 @@ func (p *Partition) updateFollower(id int32, fetchOffset, leo int64) error {
 		f.lastCaughtUp = f.lastFetchTime
 	}
 	f.leo, f.lastFetchLEO, f.lastFetchTime = fetchOffset, leo, now
+	startMoved := logStart != f.logStart
+	f.logStart = logStart
 	p.stateMu.Unlock()
 	p.maybeAdvanceHW()
+	if startMoved {
+		p.notify() // a DeleteRecords may wait for it
+	}
 	return nil
 }
 

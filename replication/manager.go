@@ -143,6 +143,8 @@ type Manager struct {
 	}
 	fenced  atomic.Bool // no partition leads while set (the broker has no session)
 	metrics Metrics
+	// retentionEvery carries a new retention check interval to the retention loop.
+	retentionEvery chan time.Duration
 
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher   // by leader; guarded by fetchMu
@@ -226,7 +228,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("replication: create %s: %w", cfg.Dir, err)
 	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}),
-		fetchers: make(map[int32]*fetcher), following: make(map[*Partition]int32)}
+		fetchers: make(map[int32]*fetcher), following: make(map[*Partition]int32),
+		retentionEvery: make(chan time.Duration, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.parts = make(map[topicPartition]*Partition)
 	m.mu.offline = make(map[topicPartition]offlinePartition)
@@ -445,8 +448,30 @@ func (m *Manager) retentionLoop() {
 		select {
 		case <-m.stop:
 			return
+		case d := <-m.retentionEvery:
+			t.Reset(d)
 		case now := <-t.C:
 			m.ApplyRetention(now)
+		}
+	}
+}
+
+// SetRetentionCheckInterval changes log.retention.check.interval.ms while the
+// manager runs: the next retention pass is d from now. A d that is not positive
+// is ignored.
+func (m *Manager) SetRetentionCheckInterval(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for {
+		select {
+		case m.retentionEvery <- d:
+			return
+		default:
+		}
+		select { // replace an interval the loop has not taken yet
+		case <-m.retentionEvery:
+		default:
 		}
 	}
 }

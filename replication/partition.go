@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"skiff/compaction"
 	"skiff/internal/batch"
+	"skiff/internal/compress"
 	"skiff/logstore"
 )
 
@@ -25,6 +27,14 @@ type PartitionConfig struct {
 	MaxMessageBytes int
 	// LogAppendTime is message.timestamp.type=LogAppendTime: the broker stamps batches.
 	LogAppendTime bool
+	// Timestamps bounds the producer's timestamps of CreateTime batches.
+	Timestamps TimestampBounds
+	// Recompress is compression.type other than producer: every produced batch
+	// whose records are not compressed with Codec is recompressed with it before
+	// it is appended (compress.None: uncompressed). MaxMessageBytes applies to the
+	// batch as produced and as stored.
+	Recompress bool
+	Codec      compress.Codec
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
@@ -35,6 +45,58 @@ type PartitionConfig struct {
 	// Compaction is the log cleaner's settings (cleanup.policy=compact and the
 	// compaction configs). A compacted topic refuses records without a key.
 	Compaction compaction.Config
+}
+
+// TimestampBounds are message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms. With Check set and CreateTime, a batch is refused
+// (INVALID_TIMESTAMP) whose first timestamp is more than BeforeMs before the
+// broker's clock, or whose largest timestamp is more than AfterMs after it. Kafka
+// checks every record; Skiff reads the batch header only (records stay as
+// produced), so a record stamped before its batch's first one, which producers do
+// not write, is not checked. The zero value checks nothing.
+type TimestampBounds struct {
+	Check             bool
+	BeforeMs, AfterMs int64
+}
+
+// check returns why h's timestamps are out of bounds at now (ms), or nil.
+func (b TimestampBounds) check(h *batch.Header, now int64) error {
+	if !b.Check {
+		return nil
+	}
+	lo, hi := now-b.BeforeMs, now+b.AfterMs
+	if b.BeforeMs > now { // no overflow below the epoch
+		lo = math.MinInt64
+	}
+	if b.AfterMs > math.MaxInt64-now {
+		hi = math.MaxInt64
+	}
+	for _, ts := range []int64{h.BaseTimestamp, h.MaxTimestamp} {
+		if ts < lo || ts > hi {
+			return fmt.Errorf("timestamp %d of the batch is out of range: it must be within [%d, %d] (message.timestamp.before.max.ms %d, message.timestamp.after.max.ms %d): %w",
+				ts, lo, hi, b.BeforeMs, b.AfterMs, kerr.InvalidTimestamp)
+		}
+	}
+	return nil
+}
+
+// maxRecompressBytes bounds what the records of one batch may decompress to when
+// the broker recompresses them, so that a small hostile batch cannot take its
+// memory; Kafka's largest batches are far smaller.
+const maxRecompressBytes = 128 << 20
+
+// recompress returns the batch b with its records compressed by cfg.Codec.
+func recompress(b []byte, cfg *PartitionConfig) ([]byte, error) {
+	out, err := batch.Recompress(b, cfg.Codec, maxRecompressBytes)
+	switch {
+	case errors.Is(err, compress.ErrTooLarge):
+		return nil, fmt.Errorf("the records decompress to more than %d bytes: %w", maxRecompressBytes, kerr.InvalidRecord)
+	case err != nil:
+		return nil, fmt.Errorf("recompress to %v: %v: %w", cfg.Codec, err, kerr.CorruptMessage)
+	case len(out) > cfg.MaxMessageBytes:
+		return nil, fmt.Errorf("batch of %d bytes recompressed with %v exceeds max.message.bytes %d: %w", len(out), cfg.Codec, cfg.MaxMessageBytes, kerr.MessageTooLarge)
+	}
+	return out, nil
 }
 
 // AppendResult is what a producer is told about an appended batch.
@@ -129,6 +191,7 @@ type replicaState struct {
 // followerProgress is what a leader knows of one follower (Kafka's replica state).
 type followerProgress struct {
 	leo           int64     // the follower's log end offset: its last fetch offset, -1 unknown
+	logStart      int64     // the follower's log start offset, as its last fetch said; -1 unknown
 	lastCaughtUp  time.Time // the last time its log end reached the leader's
 	lastFetchLEO  int64     // the leader's log end at the follower's previous fetch
 	lastFetchTime time.Time
@@ -203,10 +266,16 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 	return p, nil
 }
 
-// SetConfig replaces the partition's settings (topic configs changed); it
-// reports whether the compaction settings changed.
+// SetConfig replaces the partition's settings (topic configs changed); the log
+// takes changed settings at once (logstore.Log.SetConfig). It reports whether the
+// compaction settings changed.
 func (p *Partition) SetConfig(cfg PartitionConfig) bool {
 	old := p.cfg.Swap(&cfg)
+	a, b := old.Log, cfg.Log
+	a.Logger, a.FS, b.Logger, b.FS = nil, nil, nil, nil
+	if a != b {
+		p.log.SetConfig(cfg.Log)
+	}
 	if old.Flush != cfg.Flush || old.FlushInterval != cfg.FlushInterval {
 		p.requestSync() // the syncer picks up the new policy
 	}
@@ -267,13 +336,23 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	if h.RecordCount == 0 {
 		return res, fmt.Errorf("empty batch: %w", kerr.InvalidRecord)
 	}
+	if !h.Dense() { // only compaction leaves gaps in a batch
+		return res, fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d: %w", batch.ErrRecordCount, h.LastOffsetDelta, h.RecordCount, kerr.CorruptMessage)
+	}
+	if !cfg.LogAppendTime {
+		if err := cfg.Timestamps.check(&h, time.Now().UnixMilli()); err != nil {
+			return res, err
+		}
+	}
 	if cfg.Compaction.Compact {
 		if err := checkKeys(records); err != nil {
 			return res, err
 		}
 	}
-	if !h.Dense() { // only compaction leaves gaps in a batch
-		return res, fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d: %w", batch.ErrRecordCount, h.LastOffsetDelta, h.RecordCount, kerr.CorruptMessage)
+	if cfg.Recompress { // before the append lock: the codecs' work does not hold up other appends
+		if records, err = recompress(records, cfg); err != nil {
+			return res, err
+		}
 	}
 
 	p.appendMu.Lock()

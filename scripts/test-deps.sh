@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a Debian machine when it is missing (run as root,
 # as CI does): kcat (librdkafka's command-line client), kafka-python (python3-kafka,
-# for Debian's /usr/bin/python3: e2e/security_test.go) and librdkafka for Debian's
-# Python (python3-confluent-kafka: e2e's freeze tests; the python3 on PATH may be
-# another installation); for the package tests
+# for Debian's /usr/bin/python3: e2e/security_test.go, e2e/python_admin_test.go)
+# and librdkafka for Debian's Python (python3-confluent-kafka: e2e's freeze tests;
+# the python3 on PATH may be another installation); for the package tests
 # (packaging/) debootstrap and systemd-nspawn (a booted Debian in a container),
 # lintian, rpm, and man (systemd-analyze verify checks the unit's man page). Go
 # modules come from the module proxy through the go command itself.

@@ -271,3 +271,26 @@ func (c *Coordinator) Ensure(name string) {
 		c.mu.groups[name] = &shareGroup{name: name, members: make(map[string]*member)}
 	}
 }
+
+// ListGroups lists the share groups known here, with protocol type and group type
+// "share" and their state (kafkaapi.GroupLister); ListGroups filters them.
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked(c.cfg.Clock())
+	names := make([]string, 0, len(c.mu.groups))
+	for n := range c.mu.groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupType, g.GroupState = n, "share", "share", "Empty"
+		if len(c.mu.groups[n].members) > 0 {
+			g.GroupState = "Stable"
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp
+}

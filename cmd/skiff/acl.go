@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"skiff/acl"
+	"skiff/client"
 )
 
 func aclCommand() *cli.Command {
@@ -367,5 +368,5 @@ func aclError(code int16, msg *string) error {
 	case errors.Is(err, kerr.ClusterAuthorizationFailed):
 		return fmt.Errorf("%w: managing ACLs needs ALTER (listing them DESCRIBE) on the cluster, or a super user", err)
 	}
-	return fmt.Errorf("%w%s", err, brokerSays(m))
+	return fmt.Errorf("%w%s", err, client.BrokerSays(m))
 }

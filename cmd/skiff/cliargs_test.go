@@ -63,7 +63,7 @@ func TestFlagsAnywhere(t *testing.T) {
 					args:       c.Args().Slice(),
 					partitions: c.Int("partitions"),
 					brokers:    c.String("brokers"),
-					configs:    slices.Clone(c.Generic("config").(*configList).kvs),
+					configs:    slices.Clone(c.Generic("config").(*configList).values),
 				}
 				return nil
 			},

@@ -49,7 +49,10 @@ With --group G the records are consumed as member of consumer group G: the
 group's committed offsets say where to resume and the offsets of printed
 records are committed (--from-beginning then only applies to partitions without
 a commit; --offset and --partition are refused). With --exit-at-end the group is
-assumed to have no other active member.
+assumed to have no other active member. --group-protocol consumer joins with
+KIP-848's protocol (Kafka's group.protocol=consumer): the broker assigns the
+partitions and moves them between members without stopping the others; it fails
+if the cluster does not offer it.
 
 With --share G the records are consumed as member of share group G (KIP-932):
 members share every partition, each record is acquired by one member, printed,
@@ -73,6 +76,7 @@ topic must exist: consume never creates it. A summary line goes to stderr with
 			&cli.BoolFlag{Name: "exit-at-end", Aliases: []string{"e"}, Usage: "stop at the end offsets listed at start"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"F"}, Value: "value", Usage: "output `FORMAT`: value or json"},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as member of consumer `GROUP`, committing offsets"},
+			&cli.StringFlag{Name: "group-protocol", Value: "classic", Usage: "with --group: the group's `PROTOCOL`, classic or consumer (KIP-848: the broker assigns partitions)"},
 			&cli.StringFlag{Name: "share", Usage: "consume as member of share `GROUP`, acknowledging each printed record"},
 			&cli.StringFlag{Name: "reject-if", Usage: "with --share: reject records whose value matches `REGEX` instead of printing them"},
 			&cli.StringFlag{Name: "key-separator", Aliases: []string{"K"}, Usage: "--format value: print the key, `SEP`, then the value"},
@@ -123,6 +127,12 @@ func consumeOptsFrom(c *cli.Context) (client.ConsumeOptions, error) {
 			return o, errors.New("--key-separator only applies to --format value (json has a key field)")
 		}
 		o.KeySep = []byte(c.String("key-separator"))
+	}
+	if o.GroupProtocol, err = client.ParseGroupProtocol(c.String("group-protocol")); err != nil {
+		return o, err
+	}
+	if c.IsSet("group-protocol") && !c.IsSet("group") {
+		return o, errors.New("--group-protocol needs --group: it says how the group's members share the partitions")
 	}
 	if c.IsSet("group") {
 		switch {

@@ -23,6 +23,8 @@ func TestConsumeFlagErrors(t *testing.T) {
 		{[]string{"consume", "-t", "x", "-g", "g", "-p", "1"}, "--partition cannot be used with --group"},
 		{[]string{"consume", "-t", "x", "-g", ""}, "--group must not be empty"},
 		{[]string{"consume", "-t", "x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"consume", "-t", "x", "-g", "g", "--group-protocol", "next"}, "invalid group protocol"},
+		{[]string{"consume", "-t", "x", "--group-protocol", "consumer"}, "--group-protocol needs --group"},
 	} {
 		_, _, err := runApp(nil, append(tc.args, "-b", "192.0.2.1:9")...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -48,6 +48,8 @@ func groupDescribeCommand() *cli.Command {
 		Description: "Prints the group's state, protocol and coordinator, a table of members\n" +
 			"(client id, host, assigned partitions), and a table of partitions with the\n" +
 			"committed offset, the log end offset, the lag and the member consuming it.\n" +
+			"A KIP-848 consumer group also shows its group and assignment epochs, its\n" +
+			"assignor, and each member's epoch, assigned and target partitions.\n" +
 			"A share group (KIP-932) shows its state, epoch, members with their assigned\n" +
 			"partitions (shared by every member), and each share-partition's start\n" +
 			"offset (SPSO: every record below it is done) and lag.",
@@ -137,6 +139,13 @@ func runGroupDescribe(c *cli.Context) error {
 		return client.WriteShareGroupDescription(c.App.Writer, d)
 	}
 	l, err := k.DescribeGroup(ctx, group)
+	if errors.Is(err, client.ErrConsumerGroup) {
+		d, err := k.DescribeConsumerGroup(ctx, group)
+		if err != nil {
+			return err
+		}
+		return client.WriteConsumerGroupDescription(c.App.Writer, d)
+	}
 	if err != nil {
 		return err
 	}

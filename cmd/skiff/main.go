@@ -43,6 +43,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			serveCommand(),
 			topicCommand(),
+			configCommand(),
 			produceCommand(),
 			consumeCommand(),
 			groupCommand(),

@@ -17,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
@@ -26,12 +25,14 @@ import (
 func topicCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe and delete topics",
+		Usage: "create, list, describe, alter and delete topics, and delete records",
 		Subcommands: []*cli.Command{
 			topicCreateCommand(),
 			topicListCommand(),
 			topicDescribeCommand(),
 			topicDeleteCommand(),
+			topicAlterConfigCommand(),
+			topicDeleteRecordsCommand(),
 		},
 	}
 }
@@ -147,7 +148,7 @@ func runTopicCreate(c *cli.Context) error {
 		}
 		return fmt.Errorf("topic %q already exists (use --if-not-exists to accept that)", name)
 	case r.Err != nil:
-		return fmt.Errorf("create topic %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+		return fmt.Errorf("create topic %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
 	}
 	fmt.Fprintf(c.App.Writer, "created topic %s\n", name)
 	return nil
@@ -208,7 +209,7 @@ func runTopicDescribe(c *cli.Context) error {
 		return fmt.Errorf("describe configs of topic %q: the broker's answer did not mention the topic", name)
 	}
 	if rc.Err != nil {
-		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, brokerSays(rc.ErrMessage))
+		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, client.BrokerSays(rc.ErrMessage))
 	}
 	return writeTopicDescription(c.App.Writer, td, rc.Configs, partitionOffsets(ctx, k.Admin(), td))
 }
@@ -329,7 +330,7 @@ func writeTopicDescription(w io.Writer, td kadm.TopicDetail, configs []kadm.Conf
 		case cf.Value != nil:
 			v = *cf.Value
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", cf.Key, v, configSource(cf.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cf.Key, v, client.ConfigSource(cf.Source))
 	}
 	return tw.Flush()
 }
@@ -351,26 +352,6 @@ func joinIDs(ids []int32) string {
 		s[i] = strconv.Itoa(int(id))
 	}
 	return strings.Join(s, ",")
-}
-
-// configSource names where a config value comes from.
-func configSource(s kmsg.ConfigSource) string {
-	switch s {
-	case kmsg.ConfigSourceDynamicTopicConfig:
-		return "topic"
-	case kmsg.ConfigSourceDynamicBrokerConfig:
-		return "broker"
-	case kmsg.ConfigSourceDynamicDefaultBrokerConfig:
-		return "cluster"
-	case kmsg.ConfigSourceStaticBrokerConfig:
-		return "broker config file"
-	case kmsg.ConfigSourceDefaultConfig:
-		return "default"
-	case kmsg.ConfigSourceUnknown:
-		return "-"
-	default:
-		return strings.ToLower(s.String())
-	}
 }
 
 func runTopicDelete(c *cli.Context) error {
@@ -398,67 +379,86 @@ func runTopicDelete(c *cli.Context) error {
 		}
 		return fmt.Errorf("topic %q does not exist (use --if-exists to accept that)", name)
 	case r.Err != nil:
-		return fmt.Errorf("delete topic %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+		return fmt.Errorf("delete topic %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
 	}
 	fmt.Fprintf(c.App.Writer, "deleted topic %s\n", name)
 	return nil
 }
 
-// brokerSays formats a broker's optional error message for appending to an error.
-func brokerSays(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return " (broker says: " + msg + ")"
+// listFlag collects the values of a flag given several times (a GenericFlag's
+// value); check, when set, refuses a bad value at once. The flag has no alias:
+// urfave/cli would copy the list to the alias through String and Set, adding its
+// entries a second time.
+type listFlag struct {
+	values []string
+	check  func(string) error
 }
 
-// configList collects repeated --config KEY=VALUE flags. Values may contain
-// commas and '=' (cleanup.policy=compact,delete): only the first '=' splits.
-// The flag has no alias: urfave/cli would copy the list to the alias through
-// String and Set, adding its entries a second time.
-type configList struct{ kvs []string }
-
-func (l *configList) Set(s string) error {
-	if _, _, err := splitConfig(s); err != nil {
-		return err
+func (l *listFlag) Set(s string) error {
+	if l.check != nil {
+		if err := l.check(s); err != nil {
+			return err
+		}
 	}
-	l.kvs = append(l.kvs, s)
+	l.values = append(l.values, s)
 	return nil
 }
 
-func (l *configList) String() string {
+func (l *listFlag) String() string {
 	if l == nil {
 		return ""
 	}
-	return strings.Join(l.kvs, " ")
+	return strings.Join(l.values, " ")
 }
 
-func (l *configList) reset() { l.kvs = nil }
+func (l *listFlag) reset() { l.values = nil }
+
+// configList collects repeated --config (or, named by flag, --set) KEY=VALUE
+// flags. Values may contain commas and '=' (cleanup.policy=compact,delete): only
+// the first '=' splits.
+type configList struct {
+	listFlag
+	flag string // the flag's name for messages; "" is --config
+}
+
+func (l *configList) flagName() string {
+	if l.flag == "" {
+		return "--config"
+	}
+	return l.flag
+}
+
+func (l *configList) Set(s string) error {
+	if _, _, err := splitConfig(l.flagName(), s); err != nil {
+		return err
+	}
+	return l.listFlag.Set(s)
+}
 
 // configs returns the collected configs; a key given twice is an error.
 func (l *configList) configs() (map[string]*string, error) {
-	if len(l.kvs) == 0 {
+	if len(l.values) == 0 {
 		return nil, nil
 	}
-	m := make(map[string]*string, len(l.kvs))
-	for _, kv := range l.kvs {
-		k, v, err := splitConfig(kv)
+	m := make(map[string]*string, len(l.values))
+	for _, kv := range l.values {
+		k, v, err := splitConfig(l.flagName(), kv)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("--config %s given twice", k)
+			return nil, fmt.Errorf("%s %s given twice", l.flagName(), k)
 		}
 		m[k] = &v
 	}
 	return m, nil
 }
 
-func splitConfig(s string) (key, value string, err error) {
+func splitConfig(flag, s string) (key, value string, err error) {
 	k, v, ok := strings.Cut(s, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
-		return "", "", fmt.Errorf("invalid --config %q: want KEY=VALUE, e.g. --config retention.ms=86400000", s)
+		return "", "", fmt.Errorf("invalid %s %q: want KEY=VALUE, e.g. %s retention.ms=86400000", flag, s, flag)
 	}
 	return k, v, nil
 }

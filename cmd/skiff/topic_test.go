@@ -37,7 +37,7 @@ func TestConfigList(t *testing.T) {
 		}
 	}
 
-	dup := configList{kvs: []string{"a=1", "a=2"}}
+	dup := configList{listFlag: listFlag{values: []string{"a=1", "a=2"}}}
 	if _, err := dup.configs(); err == nil || !strings.Contains(err.Error(), "given twice") {
 		t.Errorf("duplicate key: err = %v", err)
 	}

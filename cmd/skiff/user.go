@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/urfave/cli/v2"
+
+	"skiff/client"
 )
 
 // defaultScramIterations is what skiff user create salts passwords with:
@@ -141,7 +143,7 @@ func runUserCreate(c *cli.Context) error {
 		return fmt.Errorf("create user %q: %w", name, k.Explain(err))
 	}
 	if r := res[name]; r.Err != nil {
-		return fmt.Errorf("create user %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+		return fmt.Errorf("create user %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
 	}
 	fmt.Fprintf(c.App.Writer, "created user %s (%s)\n", name, strings.Join(names, ", "))
 	return nil
@@ -197,7 +199,7 @@ func runUserDelete(c *cli.Context) error {
 		if errors.Is(u.Err, kerr.ResourceNotFound) {
 			return fmt.Errorf("user %q does not exist", name)
 		} else if u.Err != nil {
-			return fmt.Errorf("delete user %q: %w%s", name, u.Err, brokerSays(u.ErrMessage))
+			return fmt.Errorf("delete user %q: %w%s", name, u.Err, client.BrokerSays(u.ErrMessage))
 		}
 		for _, ci := range u.CredInfos {
 			only = append(only, ci.Mechanism)
@@ -216,7 +218,7 @@ func runUserDelete(c *cli.Context) error {
 	if r := res[name]; errors.Is(r.Err, kerr.ResourceNotFound) {
 		return fmt.Errorf("user %q has no credential for %s", name, strings.Join(names, " or "))
 	} else if r.Err != nil {
-		return fmt.Errorf("delete user %q: %w%s", name, r.Err, brokerSays(r.ErrMessage))
+		return fmt.Errorf("delete user %q: %w%s", name, r.Err, client.BrokerSays(r.ErrMessage))
 	}
 	fmt.Fprintf(c.App.Writer, "deleted user %s (%s)\n", name, strings.Join(names, ", "))
 	return nil

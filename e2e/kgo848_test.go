@@ -1,0 +1,89 @@
+package e2e
+
+// franz-go's own KIP-848 tests (Test848*, the "848" subtests of TestGroupSimple
+// and TestGroupETL) against a real `skiff serve` process, from franz-go's source
+// in the module cache: the tests turn KIP-848 on themselves when ApiVersions
+// offers ConsumerGroupHeartbeat v1, so a skip would mean Skiff did not offer it.
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"skiff/internal/testnode"
+)
+
+// kgoRun848 selects the tests: TestPauseIssueOct2023 is a sequential test that
+// calls adm() first, which sets allow848 before the parallel tests look at it.
+const kgoRun848 = `^(TestPauseIssueOct2023|Test848.*|TestGroupSimple|TestGroupETL)$/^(848|range|sticky)$/^848$`
+
+// kgoWant848 are the tests that must pass (and not skip).
+var kgoWant848 = []string{
+	"Test848RegexBrokerResolves", "TestGroupSimple/848",
+	"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static",
+}
+
+func TestKgoSuite848(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and runs franz-go's tests (about two minutes)")
+	}
+	n := testnode.Start(t, "--group-consumer-heartbeat-interval", "1s")
+	src := goOutput(t, "", "list", "-m", "-f", "{{.Dir}}", "github.com/twmb/franz-go")
+	dir := filepath.Join(t.TempDir(), "franz-go")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	// The module cache is read-only; the tests' build writes nothing there, but
+	// go test wants to be able to.
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	cmd := exec.Command("go", "test", "-count=1", "-timeout", "10m", "-v", "-run", kgoRun848, "./pkg/kgo")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "KGO_SEEDS="+n.Addr, "KGO_TEST_RF=1",
+		"KGO_TEST_RECORDS=50000", "KGO_LOG_LEVEL=none", "GOFLAGS=-mod=mod")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("franz-go's tests ran in %v", time.Since(start).Round(time.Second))
+	if err != nil {
+		t.Fatalf("go test ./pkg/kgo: %v\n%s", err, tail(out, 200))
+	}
+	for _, name := range kgoWant848 {
+		if !regexp.MustCompile(`(?m)^\s*--- PASS: ` + regexp.QuoteMeta(name) + ` `).Match(out) {
+			t.Errorf("%s did not pass:\n%s", name, tail(out, 200))
+		}
+	}
+	if bytes.Contains(out, []byte("--- SKIP")) {
+		t.Errorf("some tests skipped:\n%s", tail(out, 200))
+	}
+}
+
+// goOutput runs the go command in dir and returns its trimmed output.
+func goOutput(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// tail is the last n lines of out.
+func tail(out []byte, n int) string {
+	lines := strings.Split(string(out), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
