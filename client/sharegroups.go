@@ -127,3 +127,12 @@ func WriteShareGroupDescription(w io.Writer, d ShareGroupDescription) error {
 	}
 	return tw.Flush()
 }
+
+// shareMembers counts a share group's members, 0 when it cannot be described.
+func (k *Client) shareMembers(ctx context.Context, group string) int {
+	d, ok, err := k.DescribeShareGroup(ctx, group)
+	if err != nil || !ok {
+		return 0
+	}
+	return len(d.Group.Members)
+}

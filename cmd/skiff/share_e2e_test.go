@@ -60,6 +60,9 @@ func TestShareConsumeAndDescribe(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(topic) + ` +0 +10 +0$`).MatchString(desc) {
 		t.Errorf("describe does not show start offset 10 and lag 0:\n%s", desc)
 	}
+	if st := skiffOK(t, nil, "group", "list", "--state", "-b", b); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(group) + ` +Empty +share +0$`).MatchString(st) {
+		t.Errorf("group list --state does not show the share group:\n%s", st)
+	}
 	mustContain(t, "--reject-if without --share", skiffErr(t, nil, "consume", "-t", topic, "--reject-if", "x", "-b", b), "--reject-if needs --share")
 	mustContain(t, "--share with --group", skiffErr(t, nil, "consume", "-t", topic, "--share", group, "-g", "x", "-b", b), "--group cannot be used with --share")
 }
