@@ -4,7 +4,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build run test test-deps check clean packages
+.PHONY: build run test test-deps check clean packages screenshots
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o skiff ./cmd/skiff
@@ -25,6 +25,11 @@ run: build
 test: test-deps check
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -timeout 20m -run '^$$' -bench . -benchtime 1x ./...
+
+# The console's screenshots in docs/console/ (docs/console.md, README), taken by its
+# browser test on a three-node cluster.
+screenshots:
+	SKIFF_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsoleInBrowser$$' ./console/
 
 test-deps:
 	./scripts/test-deps.sh

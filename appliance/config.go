@@ -92,6 +92,12 @@ type Config struct {
 	// address. Off by default: a profile costs the node CPU while it runs and shows
 	// its internals to whoever reaches the port.
 	Pprof bool
+	// DisableConsole turns off the web console served at / on the HTTP address
+	// (package console; --console=false).
+	DisableConsole bool
+	// ConsoleAdmins are the SCRAM users who may use the console's write actions
+	// once logged in (default: none; the console is read-only).
+	ConsoleAdmins []string
 	// NodeName names the etcd member (empty: skiff-<node id>).
 	NodeName string
 	// EtcdAdvertiseClient and EtcdAdvertisePeer are the etcd addresses other nodes
@@ -187,6 +193,8 @@ type Config struct {
 	CleanerBackoff time.Duration
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
+	// Txn holds the transaction coordinator's settings (see TxnConfig).
+	Txn TxnConfig
 
 	// LogLevel and LogFormat are the settings skiff serve builds Logger from; the
 	// node itself only logs to Logger.

@@ -46,7 +46,9 @@ func (n *Node) serveHTTP(reg *prometheus.Registry) {
 
 // httpHandler serves /metrics, /healthz (the process answers) and /readyz (200 only
 // while the node serves: listener bound, etcd member healthy, storage open), the
-// admin API and the profiler, with the authentication of httpauth.go.
+// admin API, the profiler and the web console, with the authentication of
+// httpauth.go (the console's pages under http-auth all; its internal API checks
+// the cluster's console key itself).
 func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	open := func(h http.Handler) http.Handler { return h }
@@ -70,6 +72,7 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	n.adminRoutes(admin)     // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
 	n.joinRoutes(mux, admin) // POST /v1/join (open), POST /v1/cluster/join-token (join.go)
 	mux.Handle("/v1/", n.requireAuth(admin))
+	n.consoleRoutes(mux, open) // the web console at / and its internal API under /v1/console/ (console.go)
 	if n.cfg.Pprof {
 		profiler := http.NewServeMux()
 		profilerRoutes(profiler)

@@ -56,6 +56,7 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 	n.applyDynamic(snap) // before Apply: a request waiting for this revision sees it all applied
 	err := n.parts.Apply(snap.Revision(), specs)
 	n.applyGroups(snap)
+	n.applyTxn(snap)
 	n.noticeDeletedTopics(snap)
 	return err
 }

@@ -23,6 +23,7 @@
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
+//  0. stop the console's sampler (its pages answer 503 from now on);
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
 //     Then close the share-group state store (its franz-go clients: the tail of
@@ -51,15 +52,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"skiff/acl"
 	"skiff/auth"
 	"skiff/cluster"
 	"skiff/compaction"
+	"skiff/console"
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/internal/pki"
@@ -68,6 +72,7 @@ import (
 	"skiff/offsets"
 	"skiff/replication"
 	"skiff/sharegroup"
+	"skiff/txn"
 )
 
 // Node is one running Skiff node.
@@ -93,6 +98,7 @@ type Node struct {
 	db        *offsets.DB
 	parts     *replication.Manager
 	groups    *groups.Coordinator
+	txn       *txn.Coordinator
 	kafka     *kafkaapi.Server
 	dyn       dynamicState // the dynamic broker configs applied (dynamic.go)
 
@@ -112,7 +118,11 @@ type Node struct {
 	httpLn        net.Listener
 	httpSrv       *http.Server
 	httpDelays    *auth.FailureDelays // of failed HTTP authentications, per client address
-	applyEnd      chan struct{}       // closed when the metadata apply loop has ended
+	console       *console.Console    // nil when turned off
+	consoleKey    []byte              // /skiff/console-key, read before Ready
+	kafkaMetrics  *kafkaapi.Metrics
+	acl           *acl.Authorizer // nil without --authorizer acl
+	applyEnd      chan struct{}   // closed when the metadata apply loop has ended
 	applyStarted  bool
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
@@ -223,6 +233,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		ProducerIDExpiration:   cfg.Txn.ProducerIDExpiration,
 		FS:                     n.fs,
 		Cleaner: compaction.CleanerConfig{Threads: cfg.CleanerThreads, DedupeBufferSize: cfg.CleanerDedupeBufferSize,
 			IOBytesPerSecond: cfg.CleanerIOBytesPerSecond, Backoff: cfg.CleanerBackoff},
@@ -232,9 +243,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.startGroups()
 	n.startShareGroups()
+	n.startTxn()
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
 		return nil, fmt.Errorf("load cluster metadata: %w", err)
+	}
+	if !cfg.DisableConsole {
+		if n.consoleKey, err = n.store.ConsoleKey(ctx); err != nil {
+			return nil, fmt.Errorf("console key: %w", err)
+		}
 	}
 	first := n.cache.Snapshot()
 	if err := n.applyMetadata(first); err != nil {
@@ -253,6 +270,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	host, port, _ := self.Address(n.listeners[n.interBroker].name)
 	self.Host, self.Port = host, port
+	self.HTTP = n.httpAdvertised(host)
 	sess, err := n.store.RegisterBroker(ctx, self, cfg.SessionTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", n.id, err)
@@ -275,8 +293,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("wait for broker %d in the cluster metadata: %w", n.id, err)
 	}
 
+	n.kafkaMetrics = kafkaapi.NewMetrics(reg)
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
-	n.kafka = kafkaapi.New(n.shareKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
+	n.acl = n.authorizer(sslPrincipal)
+	n.kafka = kafkaapi.New(n.shareKafkaConfig(n.txnKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
 		IdleTimeout:              cfg.IdleTimeout,
@@ -292,13 +312,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		TopicDefaults:            n.topicDefaults(),
 		ViewCurrent:              n.viewCurrent,
 		Logger:                   n.logger,
-		Metrics:                  kafkaapi.NewMetrics(reg),
+		Metrics:                  n.kafkaMetrics,
 		SSLPrincipal:             sslPrincipal,
-		Authorizer:               n.authorizer(sslPrincipal),
+		Authorizer:               n.acl,
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
-	})), n.store, n.cache, n.parts)
+	}))), n.store, n.cache, n.parts)
 	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
@@ -311,6 +331,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	close(n.ready)
 	return n, nil
+}
+
+// httpAdvertised is the address other nodes reach this node's HTTP port at: its
+// bound address, a wildcard host replaced by the inter-broker listener's host.
+func (n *Node) httpAdvertised(kafkaHost string) string {
+	a := n.httpLn.Addr().(*net.TCPAddr)
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		host = kafkaHost
+	}
+	return net.JoinHostPort(host, strconv.Itoa(a.Port))
 }
 
 // waitListed waits until the metadata cache lists b at its address, a controller, and
@@ -435,6 +466,9 @@ func (n *Node) Close() error {
 				errs = append(errs, fmt.Errorf("%s: %w", step, err))
 			}
 		}
+		if n.console != nil {
+			add("stop console", n.console.Close())
+		}
 		if n.kafka != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 			add("stop Kafka server", n.kafka.Shutdown(ctx))
@@ -469,6 +503,9 @@ func (n *Node) Close() error {
 		}
 		if n.cache != nil {
 			add("close metadata cache", n.cache.Close())
+		}
+		if n.txn != nil {
+			add("close transaction coordinator", n.txn.Close())
 		}
 		if n.groups != nil {
 			add("close group coordinator", n.groups.Close())

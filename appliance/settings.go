@@ -26,6 +26,7 @@ import (
 	"skiff/kafkaapi"
 	"skiff/replication"
 	"skiff/sharegroup"
+	"skiff/txn"
 )
 
 // The ports a node listens on by default, for Kafka and HTTP; the client
@@ -100,7 +101,7 @@ func (s Setting) SetKafka(text string) error { return s.v.setKafka(text, kafkaUn
 // Settings returns every setting of `skiff serve` in the order --help lists them,
 // bound to c's fields: Set writes them, and DescribeConfigs reports c's values.
 func (c *Config) Settings() []Setting {
-	g := &c.Groups
+	g, tx := &c.Groups, &c.Txn
 	return []Setting{
 		{Name: "data-dir", Doc: "folder holding this node's data (etcd member, Pebble, topic segments)",
 			v: text(&c.DataDir, "./skiff-data")},
@@ -169,6 +170,10 @@ func (c *Config) Settings() []Setting {
 			v: text(&c.HTTPAuth, HTTPAuthAdmin)},
 		{Name: "pprof", Doc: "also serve Go's profiler under /debug/pprof/ on the HTTP address (CPU, heap and goroutine profiles; docs/performance.md)",
 			v: flag(&c.Pprof)},
+		{Name: "console", Doc: "serve the web console at / on the HTTP address: the cluster, its topics, groups and messages, read-only (docs/console.md)",
+			v: onUnless(&c.DisableConsole)},
+		{Name: "console-admins", Doc: "SCRAM users who may create topics, change configs, reset offsets, delete groups and remove nodes in the web console after logging in, comma-separated (default: none, the console is read-only)",
+			v: list(&c.ConsoleAdmins)},
 		{Name: "node-name", Doc: "name of this node's etcd member (default: skiff-<node id>)",
 			v: text(&c.NodeName, "")},
 		{Name: "bootstrap", Doc: "start a new cluster (also what an empty data directory without --join does)",
@@ -301,6 +306,24 @@ func (c *Config) Settings() []Setting {
 		{Name: "offsets-topic-replication-factor", Kafka: "offsets.topic.replication.factor", KafkaType: cluster.ConfigTypeShort,
 			Doc: "replication factor of __consumer_offsets when it is created, capped at the live brokers",
 			v:   integer(&g.OffsetsTopicReplicationFactor, kafkaapi.DefaultOffsetsTopicReplicationFactor)},
+		{Name: "transaction-max-timeout", Kafka: "transaction.max.timeout.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "longest transaction timeout a transactional producer may ask for",
+			v:   duration(&tx.MaxTimeout, txn.DefaultMaxTimeout)},
+		{Name: "transaction-abort-check-interval", Kafka: "transaction.abort.timed.out.transaction.cleanup.interval.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how often transactions open longer than their timeout are looked for and aborted",
+			v:   duration(&tx.AbortCheckInterval, txn.DefaultAbortCheckInterval)},
+		{Name: "transactional-id-expiration", Kafka: "transactional.id.expiration.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "forget a transactional id with no transaction open and no request for this long",
+			v:   duration(&tx.IDExpiration, txn.DefaultIDExpiration)},
+		{Name: "producer-id-expiration", Kafka: "producer.id.expiration.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "forget, on each partition, a producer that appended nothing for this long and has no transaction open there",
+			v:   duration(&tx.ProducerIDExpiration, replication.DefaultProducerIDExpiration)},
+		{Name: "transaction-state-log-num-partitions", Kafka: "transaction.state.log.num.partitions", KafkaType: cluster.ConfigTypeInt,
+			Doc: "partitions of the internal topic __transaction_state, fixed when it is created",
+			v:   integer(&tx.TopicPartitions, txn.DefaultTopicPartitions)},
+		{Name: "transaction-state-log-replication-factor", Kafka: "transaction.state.log.replication.factor", KafkaType: cluster.ConfigTypeShort,
+			Doc: "replication factor of __transaction_state when it is created, capped at the live brokers",
+			v:   integer(&tx.TopicReplicationFactor, txn.DefaultTopicReplication)},
 	}
 }
 

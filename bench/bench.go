@@ -67,6 +67,15 @@ type Config struct {
 	Linger            time.Duration // -1: franz-go's default
 	Rate              float64       // records/s in total; 0: as fast as possible
 	DeliveryTimeout   time.Duration // of each record
+	// TransactionalID, when set (produce mode), makes producer i transactional
+	// with id TransactionalID-i, committing a transaction every TxnRecords
+	// records; the same run first measures idempotent producers with the same
+	// settings, and the result gives the ratio.
+	TransactionalID string
+	TxnRecords      int
+	// ReadCommitted makes consumers read at isolation read_committed (default
+	// read_uncommitted, franz-go's).
+	ReadCommitted bool
 
 	// JSON prints the result as one JSON object instead of text.
 	JSON bool
@@ -109,9 +118,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	var res *Result
 	var err error
-	switch cfg.Mode {
-	case Consume:
+	switch {
+	case cfg.Mode == Consume:
 		res, err = runConsume(loadCtx, cfg, progress)
+	case cfg.TransactionalID != "" && cfg.Mode == Produce:
+		res, err = runTransactional(loadCtx, cfg, progress)
 	default:
 		res, err = runProduce(loadCtx, cfg, progress)
 	}
@@ -153,9 +164,37 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	return nil
 }
 
-// producerOpts are the franz-go options of one benchmark producer: its defaults
+// runTransactional measures idempotent producers, then transactional ones with
+// the same settings, and returns the transactional result with the comparison.
+func runTransactional(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
+	idem := cfg
+	idem.TransactionalID = ""
+	base, err := runProduce(ctx, idem, progress)
+	if err != nil {
+		return nil, fmt.Errorf("idempotent run: %w", err)
+	}
+	res, err := runProduce(ctx, cfg, progress)
+	if err != nil {
+		return nil, fmt.Errorf("transactional run: %w", err)
+	}
+	res.Transactional.IdempotentRecordsPerSec = base.RecordsPerSec
+	if base.RecordsPerSec > 0 {
+		res.Transactional.Ratio = res.RecordsPerSec / base.RecordsPerSec
+	}
+	return res, nil
+}
+
+// producerOpts are the franz-go options of benchmark producer i: its defaults
 // except where a flag says otherwise.
-func (cfg Config) producerOpts() []kgo.Opt {
+func (cfg Config) producerOpts(i int) []kgo.Opt {
+	opts := cfg.baseProducerOpts()
+	if cfg.TransactionalID != "" {
+		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-%d", cfg.TransactionalID, i)))
+	}
+	return opts
+}
+
+func (cfg Config) baseProducerOpts() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(cfg.Acks),

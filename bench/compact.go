@@ -241,7 +241,7 @@ func compactKey(k int) []byte { return fmt.Appendf(nil, "key-%09d", k) }
 // returns how many records were acknowledged.
 func fillKeys(ctx context.Context, lc Config, topic string, keys, overwrites int, t0 time.Time) (int64, error) {
 	lc.Topic = topic
-	k, err := client.New(lc.Client, append(lc.producerOpts(), kgo.MaxBufferedRecords(1<<16))...)
+	k, err := client.New(lc.Client, append(lc.producerOpts(0), kgo.MaxBufferedRecords(1<<16))...)
 	if err != nil {
 		return 0, err
 	}

@@ -104,6 +104,10 @@ type loadProducer struct {
 	// gaps measure availability; the client's promise goroutine owns it, and it is
 	// read after run returns.
 	gaps ackGaps
+	// txnRecords > 0: the producer is transactional and commits a transaction
+	// every txnRecords records; txns counts the commits.
+	txnRecords int
+	txns       int64
 }
 
 // ackGaps finds the longest time a partition went without an acknowledgement while
@@ -222,9 +226,20 @@ func (p *loadProducer) produce(stamp int64) {
 // i is due at start+i*interval and stamped with that due time, whenever it is
 // sent. It returns after every record sent has been acknowledged or has failed.
 func (p *loadProducer) run(stop <-chan struct{}, quota, start, until int64, interval float64) error {
+	if err := p.begin(); err != nil {
+		return err
+	}
 	for i := int64(0); quota < 0 || i < quota; i++ {
 		if i&63 == 0 && stopped(stop) {
 			break
+		}
+		if p.txnRecords > 0 && i > 0 && i%int64(p.txnRecords) == 0 {
+			if err := p.commit(); err != nil {
+				return err
+			}
+			if err := p.begin(); err != nil {
+				return err
+			}
 		}
 		var stamp int64
 		if interval > 0 {
@@ -249,9 +264,36 @@ func (p *loadProducer) run(stop <-chan struct{}, quota, start, until int64, inte
 		p.produce(stamp)
 	}
 	// Every record fails at its delivery timeout at the latest, so this ends.
+	if p.txnRecords > 0 {
+		return p.commit()
+	}
 	if err := p.k.Kafka().Flush(context.Background()); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
+	return nil
+}
+
+// begin starts a transaction of a transactional producer.
+func (p *loadProducer) begin() error {
+	if p.txnRecords <= 0 {
+		return nil
+	}
+	if err := p.k.Kafka().BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", p.k.Explain(err))
+	}
+	return nil
+}
+
+// commit flushes the open transaction's records and commits it.
+func (p *loadProducer) commit() error {
+	ctx := context.Background()
+	if err := p.k.Kafka().Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if err := p.k.Kafka().EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction: %w", p.k.Explain(err))
+	}
+	p.txns++
 	return nil
 }
 
@@ -267,6 +309,9 @@ func stopped(stop <-chan struct{}) bool {
 // warmUp produces n untimed records and waits for them: connections, metadata
 // and the producer id are in place before the clock starts.
 func (p *loadProducer) warmUp(ctx context.Context, n int) error {
+	if err := p.begin(); err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -287,6 +332,12 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 	wg.Wait()
 	if first != nil {
 		return fmt.Errorf("warm-up produce: %w", p.k.Explain(first))
+	}
+	if p.txnRecords > 0 {
+		if err := p.commit(); err != nil {
+			return err
+		}
+		p.txns = 0
 	}
 	return nil
 }
@@ -318,7 +369,13 @@ func newLoadConsumer(cfg Config, clock benchClock, topic string, from map[int32]
 	for p, o := range from {
 		offs[p] = kgo.NewOffset().At(o)
 	}
-	k, err := client.New(cfg.Client, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	// Control records (transaction markers) are kept, not counted: the end
+	// offsets listed count them.
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}), kgo.KeepControlRecords()}
+	if cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	k, err := client.New(cfg.Client, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -362,6 +419,9 @@ func (c *loadConsumer) run(ctx context.Context, limit int64, ends map[int32]int6
 				return // past --records: read, not counted
 			}
 			next[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
 			if len(r.Value) >= MinRecordSize {
 				if stamp := int64(binary.LittleEndian.Uint64(r.Value)); stamp == untimed {
 					c.untimedRead.Add(1)
@@ -428,12 +488,15 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	var acked loadCounters
 	producers := make([]*loadProducer, cfg.Producers)
 	for i := range producers {
-		k, err := client.New(cfg.Client, cfg.producerOpts()...)
+		k, err := client.New(cfg.Client, cfg.producerOpts(i)...)
 		if err != nil {
 			return nil, err
 		}
 		defer k.Close()
 		producers[i] = newLoadProducer(k, clock, cfg.RecordSize, cfg.Mode == E2E, &acked)
+		if cfg.TransactionalID != "" {
+			producers[i].txnRecords = cfg.TxnRecords
+		}
 	}
 
 	// e2e: the consumer starts at the current ends and must have read the
@@ -521,6 +584,12 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		res.LingerMs = &ms
 	}
 	res.Records, res.Bytes, res.Failed = acked.records.Load(), acked.bytes.Load(), acked.failed.Load()
+	if cfg.TransactionalID != "" {
+		res.Transactional = &TxnComparison{TxnRecords: cfg.TxnRecords}
+		for _, p := range producers {
+			res.Transactional.Transactions += p.txns
+		}
+	}
 	if err := acked.firstErr(); err != nil {
 		res.FirstError = producers[0].k.Explain(err).Error()
 	}

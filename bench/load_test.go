@@ -68,11 +68,11 @@ func TestLoadProducerStamp(t *testing.T) {
 func TestProducerOpts(t *testing.T) {
 	cfg := Config{Topic: "t", Acks: kgo.AllISRAcks(), Idempotent: true, Compression: kgo.NoCompression(),
 		Linger: -1, DeliveryTimeout: time.Minute}
-	if n := len(cfg.producerOpts()); n != 4 {
+	if n := len(cfg.producerOpts(0)); n != 4 {
 		t.Errorf("%d producer options, want 4 (topic, acks, compression, delivery timeout)", n)
 	}
 	cfg.Acks, cfg.Idempotent, cfg.Linger = kgo.LeaderAck(), false, 0
-	if n := len(cfg.producerOpts()); n != 6 {
+	if n := len(cfg.producerOpts(0)); n != 6 {
 		t.Errorf("acks=1, linger 0: %d producer options, want 6 (and idempotence off, linger)", n)
 	}
 }

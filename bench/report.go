@@ -52,8 +52,20 @@ type Result struct {
 	Consumed           int64           `json:"consumed,omitempty"`
 	ConsumeSeconds     float64         `json:"consume_seconds,omitempty"`
 
+	// Transactional compares a transactional run with an idempotent one.
+	Transactional *TxnComparison `json:"transactional,omitempty"`
+
 	Baseline *BaselineResult    `json:"baseline,omitempty"`
 	Ratios   map[string]float64 `json:"ratios,omitempty"` // MBPerSec / each baseline's MB/s
+}
+
+// TxnComparison is a transactional produce run beside the idempotent run of the
+// same settings before it.
+type TxnComparison struct {
+	TxnRecords              int     `json:"txn_records"`  // records per transaction
+	Transactions            int64   `json:"transactions"` // committed
+	IdempotentRecordsPerSec float64 `json:"idempotent_records_per_sec"`
+	Ratio                   float64 `json:"ratio"` // transactional / idempotent records/s
 }
 
 const mb = 1e6
@@ -114,6 +126,10 @@ func (r *Result) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "security     %s\n", r.Security)
 	}
 	fmt.Fprintf(&b, "throughput   %.0f records/s   %.1f MB/s\n", r.RecordsPerSec, r.MBPerSec)
+	if t := r.Transactional; t != nil {
+		fmt.Fprintf(&b, "transactions %d committed, %d records each; idempotent in the same run: %.0f records/s; ratio %.2f\n",
+			t.Transactions, t.TxnRecords, t.IdempotentRecordsPerSec, t.Ratio)
+	}
 	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {
 		fmt.Fprintf(&b, "client CPU   %.2f s (%.2f cores) in this process\n", r.ClientCPUSeconds, r.ClientCPUSeconds/r.Seconds)
 	}

@@ -48,6 +48,11 @@ type ConsumeOptions struct {
 	// GroupProtocol is the group's protocol: GroupClassic (the default) or
 	// GroupConsumer, KIP-848's, in which the broker assigns the partitions.
 	GroupProtocol GroupProtocol
+	// ReadUncommitted reads at isolation read_uncommitted: records of open and
+	// aborted transactions too, up to the high watermark. The default is
+	// read_committed, as librdkafka's: committed records only, up to the last
+	// stable offset.
+	ReadUncommitted bool
 	// Share, when set, consumes as member of that share group (KIP-932),
 	// accepting each record once printed; RejectIf rejects the records whose
 	// value matches instead of printing them. Share excludes Start, Offset,
@@ -140,7 +145,11 @@ func (k *Client) plan(ctx context.Context, o ConsumeOptions, partitions []int32)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list offsets of topic %q: %w", o.Topic, k.Explain(err))
 	}
-	logEnds, err := k.admin.ListEndOffsets(ctx, o.Topic)
+	listEnds := k.admin.ListCommittedOffsets // read_committed: the last stable offsets
+	if o.ReadUncommitted {
+		listEnds = k.admin.ListEndOffsets
+	}
+	logEnds, err := listEnds(ctx, o.Topic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list offsets of topic %q: %w", o.Topic, k.Explain(err))
 	}
@@ -201,7 +210,10 @@ func startOffset(o ConsumeOptions, logStart, end, committed int64) int64 {
 func (k *Client) consume(ctx context.Context, o ConsumeOptions, starts map[int32]int64, tracker *endTracker) (int64, error) {
 	// Control records (transaction markers) are kept so that ExitAtEnd sees
 	// every offset up to the end; they are never printed.
-	opts := []kgo.Opt{kgo.KeepControlRecords()}
+	opts := []kgo.Opt{kgo.KeepControlRecords(), kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+	if o.ReadUncommitted {
+		opts[1] = kgo.FetchIsolationLevel(kgo.ReadUncommitted())
+	}
 	if o.Group != "" {
 		reset := kgo.NewOffset().AtEnd()
 		if o.Start == StartAtBeginning {

@@ -61,6 +61,8 @@ type brokerValue struct {
 	Host    string `json:"host"`
 	Port    int32  `json:"port"`
 	Rack    string `json:"rack,omitempty"`
+	// HTTP is the advertised HTTP address (see Broker.HTTP).
+	HTTP string `json:"http,omitempty"`
 	// Listeners are the advertised listeners (see Broker.Listeners).
 	Listeners []endpointValue `json:"listeners,omitempty"`
 	// DataDirID identifies the broker's data directory (see Broker.DataDirID).
@@ -199,7 +201,7 @@ func decodePartition(key string, data []byte) (PartitionState, error) {
 }
 
 func encodeBroker(b Broker) string {
-	v := brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, DataDirID: b.DataDirID, Epoch: b.Epoch, Leaving: b.Leaving}
+	v := brokerValue{Version: valueVersion, ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, HTTP: b.HTTP, DataDirID: b.DataDirID, Epoch: b.Epoch, Leaving: b.Leaving}
 	for _, e := range b.Listeners {
 		v.Listeners = append(v.Listeners, endpointValue{Name: e.Listener, Host: e.Host, Port: e.Port})
 	}
@@ -214,7 +216,7 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 	if brokerKey(v.ID) != key {
 		return Broker{}, fmt.Errorf("%w: %s holds broker id %d", ErrCorrupt, key, v.ID)
 	}
-	b := Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, DataDirID: v.DataDirID, Epoch: v.Epoch, Leaving: v.Leaving}
+	b := Broker{ID: v.ID, Host: v.Host, Port: v.Port, Rack: v.Rack, HTTP: v.HTTP, DataDirID: v.DataDirID, Epoch: v.Epoch, Leaving: v.Leaving}
 	for _, e := range v.Listeners {
 		b.Listeners = append(b.Listeners, Endpoint{Listener: e.Name, Host: e.Host, Port: e.Port})
 	}

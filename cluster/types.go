@@ -101,6 +101,10 @@ type Broker struct {
 	// versions before listeners).
 	Listeners []Endpoint
 	Rack      string // empty: no rack
+	// HTTP is the advertised host:port of the broker's HTTP port (metrics, admin
+	// API, console), where the other nodes' consoles ask it for what only it knows.
+	// Empty: not advertised (registrations of versions before the console).
+	HTTP string
 	// DataDirID is a random id of the broker's data directory, fixed when the
 	// directory is first used. A registration held by another lease with the
 	// same DataDirID is a previous run of this very broker (the data

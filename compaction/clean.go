@@ -21,6 +21,9 @@ type worker struct {
 	keys     []hashedKey
 	out      []byte
 	throttle *throttle
+	// aborted holds the aborted transactions of the log being compacted, by
+	// producer id (TxnTarget).
+	aborted map[int64][]AbortedTxn
 
 	ioPending int // bytes read or written not yet given to the throttle
 }
@@ -69,6 +72,7 @@ func (w *worker) clean(ctx context.Context, t Target, sp span, now time.Time) (p
 	l := t.Log()
 	cfg := t.CompactionConfig()
 	st := passStats{horizon: -1}
+	w.loadAborted(t, l.LogStartOffset(), t.HighWatermark())
 	if err := w.buildMap(ctx, l, sp, &st); err != nil {
 		return st, err
 	}
@@ -114,7 +118,7 @@ func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *pas
 			if err := w.io(ctx, len(b)); err != nil {
 				return err
 			}
-			if h.LastOffset() < sp.firstDirty || h.Control() {
+			if h.LastOffset() < sp.firstDirty || h.Control() || w.isAborted(&h) {
 				m.latest = max(m.latest, h.LastOffset())
 				return nil
 			}
@@ -217,9 +221,15 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, producers map[int64]int64,
 	now time.Time, st *passStats) ([]byte, error) {
 	if h.Control() {
-		return b, nil
+		return b, nil // markers stay: readers need them to end each transaction
 	}
 	nowMs := now.UnixMilli()
+	if w.isAborted(h) {
+		// An aborted transaction's records go; the batch may stay, empty.
+		st.recordsIn += int64(h.RecordCount)
+		w.recs = w.recs[:0]
+		return w.emptied(h, end, producers, nowMs), nil
+	}
 	horizon, hasHorizon := h.DeleteHorizon()
 	retainDeletes := !hasHorizon || nowMs < horizon
 	w.recs = w.recs[:0]
@@ -257,14 +267,7 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	st.recordsIn += int64(total)
 	st.recordsOut += int64(len(w.recs))
 	if len(w.recs) == 0 {
-		last, known := producers[h.ProducerID]
-		keepEmpty := h.NextOffset() == end ||
-			h.Idempotent() && known && last == h.LastOffset() && h.MaxTimestamp >= nowMs-ProducerIDExpiration.Milliseconds()
-		if !keepEmpty {
-			return nil, nil
-		}
-		w.out = batch.AppendEmpty(w.out[:0], h)
-		return w.out, nil
+		return w.emptied(h, end, producers, nowMs), nil
 	}
 	newHorizon := int64(batch.NoHorizon)
 	switch {
@@ -286,4 +289,47 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	}
 	w.out = out
 	return out, nil
+}
+
+// emptied is what stays of batch h when none of its records does: nothing, or
+// its header alone when it holds an active producer's last sequence or ends its
+// segment.
+func (w *worker) emptied(h *batch.Header, end int64, producers map[int64]int64, nowMs int64) []byte {
+	last, known := producers[h.ProducerID]
+	keepEmpty := h.NextOffset() == end ||
+		h.Idempotent() && known && last == h.LastOffset() && h.MaxTimestamp >= nowMs-ProducerIDExpiration.Milliseconds()
+	if !keepEmpty {
+		return nil
+	}
+	w.out = batch.AppendEmpty(w.out[:0], h)
+	return w.out
+}
+
+// loadAborted notes the aborted transactions of t in [from, to), when t is a
+// TxnTarget.
+func (w *worker) loadAborted(t Target, from, to int64) {
+	clear(w.aborted)
+	tt, ok := t.(TxnTarget)
+	if !ok {
+		return
+	}
+	if w.aborted == nil {
+		w.aborted = make(map[int64][]AbortedTxn)
+	}
+	for _, a := range tt.AbortedTxns(from, to) {
+		w.aborted[a.ProducerID] = append(w.aborted[a.ProducerID], a)
+	}
+}
+
+// isAborted reports whether h is a batch of an aborted transaction.
+func (w *worker) isAborted(h *batch.Header) bool {
+	if !h.Transactional() || h.Control() {
+		return false
+	}
+	for _, a := range w.aborted[h.ProducerID] {
+		if h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }

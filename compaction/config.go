@@ -65,6 +65,24 @@ type Target interface {
 	LastProducerOffsets() map[int64]int64
 }
 
+// AbortedTxn is an aborted transaction of a log: its producer, the offset of its
+// first record and the offset of its abort marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// TxnTarget is a Target whose log may hold transactions. Its HighWatermark must
+// then be the last stable offset, so that no open transaction is compacted; and
+// the records of its aborted transactions are dropped, never counting as the
+// latest record of their key (Kafka's cleaner does the same).
+type TxnTarget interface {
+	Target
+	// AbortedTxns returns the aborted transactions with records in [from, to).
+	AbortedTxns(from, to int64) []AbortedTxn
+}
+
 // CleanerConfig configures a Cleaner.
 type CleanerConfig struct {
 	// Threads is log.cleaner.threads: how many logs are compacted at once

@@ -136,7 +136,13 @@ func (t *target) seal(tb testing.TB) {
 // pass runs one compaction pass as a cleaner thread would, if the log is due.
 func (t *target) pass(tb testing.TB, w *worker, now time.Time) (passStats, bool) {
 	tb.Helper()
-	sp := planSpan(t.l.Segments(), t.l.LogStartOffset(), t.l.CleanerPoint(), t.HighWatermark(), t.cfg, now)
+	return passOver(tb, t, t, w, now)
+}
+
+// passOver is pass over as, the Target the cleaner sees of t.
+func passOver(tb testing.TB, t *target, as Target, w *worker, now time.Time) (passStats, bool) {
+	tb.Helper()
+	sp := planSpan(t.l.Segments(), t.l.LogStartOffset(), t.l.CleanerPoint(), as.HighWatermark(), t.cfg, now)
 	horizon, err := earliestHorizon(t.l)
 	if err != nil {
 		tb.Fatal(err)
@@ -144,7 +150,7 @@ func (t *target) pass(tb testing.TB, w *worker, now time.Time) (passStats, bool)
 	if !sp.due(t.cfg, horizon, now) {
 		return passStats{}, false
 	}
-	st, err := w.clean(context.Background(), t, sp, now)
+	st, err := w.clean(context.Background(), as, sp, now)
 	if errors.Is(err, errNothing) {
 		return st, false
 	}

@@ -158,6 +158,8 @@ func (c *Config) setDefaults() {
 // applies from: a *replication.Partition.
 type Log interface {
 	Append(batch []byte, acks int16) (replication.AppendResult, error)
+	// AppendFromCoordinator appends a transactional batch of TxnOffsetCommit records.
+	AppendFromCoordinator(batch []byte) (replication.AppendResult, error)
 	HighWatermark() int64
 	LogStartOffset() int64
 	LogEndOffset() int64

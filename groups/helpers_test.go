@@ -128,6 +128,10 @@ func (l *testLog) Append(b []byte, _ int16) (replication.AppendResult, error) {
 	return replication.AppendResult{BaseOffset: base, LogAppendTime: -1}, nil
 }
 
+func (l *testLog) AppendFromCoordinator(b []byte) (replication.AppendResult, error) {
+	return l.Append(b, -1)
+}
+
 func (l *testLog) notify() {
 	l.mu.Lock()
 	for ch := range l.waiters {

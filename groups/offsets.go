@@ -5,6 +5,7 @@ package groups
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,25 +20,30 @@ import (
 // the commit is applied to Pebble, so an OffsetFetch right after sees it.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
-	all := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				codes[i][j] = code
+	var parts []commitPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			cp := commitPartition{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, timestamp: -1}
+			if req.Version == 1 {
+				cp.timestamp = p.Timestamp
 			}
+			if req.Version < 6 {
+				cp.leaderEpoch = -1
+			}
+			parts = append(parts, cp)
 		}
 	}
+	codes := make([]int16, len(parts))
 	defer func() {
-		for i, t := range req.Topics {
+		i := 0
+		for _, t := range req.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
-			for j, p := range t.Partitions {
+			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+				rp.Partition, rp.ErrorCode = p.Partition, codes[i]
 				rt.Partitions = append(rt.Partitions, rp)
+				i++
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
@@ -46,12 +52,12 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	g, code := c.lockGroup(req.Group, req.Generation < 0)
 	switch {
 	case code != 0:
-		all(code)
+		fillCodes(codes, code)
 		return resp
 	case g == nil:
 		// A group this coordinator does not know, with a generation: a member of a
 		// generation that is gone (the group expired or was deleted).
-		all(kerr.IllegalGeneration.Code)
+		fillCodes(codes, kerr.IllegalGeneration.Code)
 		return resp
 	}
 	code = 0
@@ -74,43 +80,14 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	if code != 0 {
 		g.mu.Unlock()
-		all(code)
+		fillCodes(codes, code)
 		return resp
 	}
 	if m != nil {
 		g.heartbeatLocked(m)
 	}
 
-	now := c.clock.Now()
-	var recs []batch.Record
-	for i, t := range req.Topics {
-		count, known := int32(0), true
-		if c.cfg.TopicPartitions != nil {
-			count, known = c.cfg.TopicPartitions(t.Topic)
-		}
-		for j, p := range t.Partitions {
-			switch {
-			case c.cfg.TopicPartitions != nil && (!known || p.Partition < 0 || p.Partition >= count):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-			default:
-				o := offsets.GroupOffset{Group: req.Group, Topic: t.Topic, Partition: p.Partition,
-					Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, CommitTimestamp: now.UnixMilli()}
-				if p.Metadata != nil {
-					o.Metadata = *p.Metadata
-				}
-				if req.Version == 1 && p.Timestamp >= 0 {
-					o.CommitTimestamp = p.Timestamp
-				}
-				if req.Version < 6 {
-					o.LeaderEpoch = -1
-				}
-				recs = append(recs, commitRecord(o))
-				codes[i][j] = -1 // pending the append
-			}
-		}
-	}
+	recs := c.commitRecords(req.Group, c.clock.Now(), parts, codes)
 	var last int64
 	var err error
 	if len(recs) > 0 {
@@ -127,24 +104,70 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if err == nil {
 		err = sh.waitApplied(ctx, last)
 	}
-	code = waitCode(ctx, err)
 	if err != nil {
 		c.logger.Warn("group coordinator: offset commit failed", "group", req.Group, "err", err)
 	}
-	for i := range codes {
-		for j := range codes[i] {
-			if codes[i][j] == -1 {
-				codes[i][j] = code
-			}
-		}
-	}
+	settleCodes(codes, waitCode(ctx, err))
 	return resp
 }
 
-// OffsetFetch handles an OffsetFetch request from Pebble: the listed partitions, or
-// every committed offset of the group when the list is null (v2+). A partition
-// without a commit gets offset -1 and no error. v0 and v1 report a coordinator
-// error per partition, v2+ at the top.
+// commitPartition is one partition of an OffsetCommit or TxnOffsetCommit.
+type commitPartition struct {
+	topic       string
+	partition   int32
+	offset      int64
+	leaderEpoch int32 // -1: none
+	metadata    *string
+	timestamp   int64 // the client's commit timestamp (OffsetCommit v1), -1: now
+}
+
+// commitRecords checks each partition of a commit and returns the records of
+// those accepted; codes (one per partition) get the refusals, and -1 where a
+// record was made (settleCodes sets those once it is written).
+func (c *Coordinator) commitRecords(group string, now time.Time, parts []commitPartition, codes []int16) []batch.Record {
+	var recs []batch.Record
+	for i, p := range parts {
+		count, known := int32(0), true
+		if c.cfg.TopicPartitions != nil {
+			count, known = c.cfg.TopicPartitions(p.topic)
+		}
+		switch {
+		case c.cfg.TopicPartitions != nil && (!known || p.partition < 0 || p.partition >= count):
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+		case p.metadata != nil && len(*p.metadata) > c.cfg.MaxMetadataBytes:
+			codes[i] = kerr.OffsetMetadataTooLarge.Code
+		default:
+			o := offsets.GroupOffset{Group: group, Topic: p.topic, Partition: p.partition,
+				Offset: p.offset, LeaderEpoch: p.leaderEpoch, CommitTimestamp: now.UnixMilli()}
+			if p.metadata != nil {
+				o.Metadata = *p.metadata
+			}
+			if p.timestamp >= 0 {
+				o.CommitTimestamp = p.timestamp
+			}
+			recs = append(recs, commitRecord(o))
+			codes[i] = -1 // pending the append
+		}
+	}
+	return recs
+}
+
+// fillCodes sets every code to code.
+func fillCodes(codes []int16, code int16) {
+	for i := range codes {
+		codes[i] = code
+	}
+}
+
+// settleCodes sets the codes still pending (-1) to code.
+func settleCodes(codes []int16, code int16) {
+	for i := range codes {
+		if codes[i] == -1 {
+			codes[i] = code
+		}
+	}
+}
+
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	sh, code := c.shardFor(req.Group)
@@ -159,6 +182,15 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		rp.Metadata = &md
 	}
 	if code == 0 && req.Topics == nil && req.Version >= 2 {
+		if req.RequireStable {
+			if pending, err := sh.store.GroupPending(req.Group); err != nil || pending {
+				resp.ErrorCode = kerr.UnstableOffsetCommit.Code
+				if err != nil {
+					resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				}
+				return resp
+			}
+		}
 		byTopic := make(map[string]int)
 		err := sh.store.GroupOffsets(req.Group, func(o offsets.GroupOffset) error {
 			i, ok := byTopic[o.Topic]
@@ -186,6 +218,14 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			rp := part(p)
 			if code == 0 {
 				o, ok, err := sh.store.Offset(req.Group, t.Topic, p)
+				if err == nil && req.RequireStable {
+					var pending bool
+					if pending, err = sh.store.Pending(req.Group, t.Topic, p); err == nil && pending {
+						rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+				}
 				switch {
 				case err != nil:
 					c.logger.Error("group coordinator: read offset", "group", req.Group, "topic", t.Topic, "partition", p, "err", err)

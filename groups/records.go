@@ -110,3 +110,28 @@ func applyRecord(b *offsets.GroupBatch, r batch.Record, ts int64) error {
 	}
 	return nil
 }
+
+// applyTxnRecord adds one record of producer pid's transaction (an offset commit
+// of TxnOffsetCommit) to b as pending, until the transaction's marker.
+func applyTxnRecord(b *offsets.GroupBatch, pid int64, r batch.Record, ts int64) error {
+	if len(r.Key) < 2 || r.Value == nil {
+		return errors.New("not an offset commit")
+	}
+	if v := int16(binary.BigEndian.Uint16(r.Key)); v > 1 {
+		return fmt.Errorf("key version %d in a transaction", v)
+	}
+	var k kmsg.OffsetCommitKey
+	if err := k.ReadFrom(r.Key); err != nil {
+		return fmt.Errorf("offset commit key: %w", err)
+	}
+	var val kmsg.OffsetCommitValue
+	if err := val.ReadFrom(r.Value); err != nil {
+		return fmt.Errorf("offset commit value of group %q: %w", k.Group, err)
+	}
+	b.SetPendingOffset(pid, offsets.GroupOffset{
+		Group: k.Group, Topic: k.Topic, Partition: k.Partition,
+		Offset: val.Offset, LeaderEpoch: val.LeaderEpoch, Metadata: val.Metadata,
+		CommitTimestamp: val.CommitTimestamp, WrittenAt: ts,
+	})
+	return nil
+}

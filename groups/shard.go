@@ -274,6 +274,12 @@ func applyLog(read func(offset, maxBytes int64) (*logstore.Slice, error), store 
 				return nil
 			}
 			if h.Control() {
+				// A transaction's marker commits or drops its pending offsets.
+				if typ, err := batch.ControlType(raw); err != nil {
+					logger.Warn("group coordinator: skipping a control batch it cannot read", "partition", id, "offset", h.BaseOffset, "err", err)
+				} else if h.Transactional() && (typ == batch.ControlCommit || typ == batch.ControlAbort) {
+					b.EndTxn(h.ProducerID, typ == batch.ControlCommit)
+				}
 				next = h.NextOffset()
 				return nil
 			}
@@ -281,7 +287,13 @@ func applyLog(read func(offset, maxBytes int64) (*logstore.Slice, error), store 
 				if r.Offset < next {
 					return nil
 				}
-				if err := applyRecord(b, r, h.MaxTimestamp); err != nil {
+				var err error
+				if h.Transactional() {
+					err = applyTxnRecord(b, h.ProducerID, r, h.MaxTimestamp)
+				} else {
+					err = applyRecord(b, r, h.MaxTimestamp)
+				}
+				if err != nil {
 					logger.Warn("group coordinator: skipping a record it cannot read", "partition", id, "offset", r.Offset, "err", err)
 				}
 				return nil

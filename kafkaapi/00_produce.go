@@ -26,13 +26,23 @@ package kafkaapi
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
-// Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for every partition
-// of a topic without it, nothing appended), as Kafka checks it. Idempotent batches
-// need nothing more: their producer id comes from InitProducerId, which checks
-// IDEMPOTENT_WRITE.
+// Transactions: a transactional producer's batches carry the transactional flag and
+// open its transaction on the partition (replication/txn.go) until the coordinator's
+// marker. Before the first batch of a producer's transaction on a partition, the
+// leader asks the transaction coordinator whether the partition is in that
+// transaction (KIP-890 part 1: AddPartitionsToTxn v4 verify_only to another broker);
+// if not, the batch gets INVALID_TXN_STATE rather than opening a transaction no
+// coordinator will end. A transactional batch in a request without a
+// transactional_id gets INVALID_TXN_STATE. Internal topics (__consumer_offsets,
+// __transaction_state) are written by their coordinators only.
 //
-// Not implemented: transactions (a transactional batch gets INVALID_TXN_STATE and a
-// transactional_id TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per-record errors (v8+).
+// Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for every partition
+// of a topic without it, nothing appended), as Kafka checks it, and WRITE on the
+// transactional id when one is given (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+// Idempotent batches need nothing more: their producer id comes from
+// InitProducerId, which checks IDEMPOTENT_WRITE.
+//
+// Not implemented: per-record errors (v8+).
 
 import (
 	"context"
@@ -42,6 +52,7 @@ import (
 
 	"skiff/acl"
 	"skiff/cluster"
+	"skiff/internal/batch"
 	"skiff/replication"
 )
 
@@ -66,8 +77,11 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	mayWrite := c.allowedTopics(acl.OpWrite)
+	// A transactional producer needs WRITE on its transactional id too.
+	txnAllowed := req.TransactionID == nil ||
+		(s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID))
 	for i, t := range req.Topics {
-		authorized := req.TransactionID != nil || mayWrite(t.Topic) // transactional: refused below
+		authorized := mayWrite(t.Topic)
 		rt := &resp.Topics[i]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
@@ -80,7 +94,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				pr.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
-			case req.TransactionID != nil:
+			case !txnAllowed:
 				pr.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			case !authorized:
@@ -89,17 +103,29 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			case cluster.IsInternalTopic(t.Topic) && !s.writesShareState(c, hdr, t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code
 				continue
+			case req.TransactionID == nil && batch.IsTransactional(rp.Records):
+				pr.ErrorCode = kerr.InvalidTxnState.Code // a transaction needs its coordinator
+				continue
 			}
 			p, code := s.localPartition(t.Topic, rp.Partition)
 			if code != 0 {
 				pr.ErrorCode = code
 				continue
 			}
-			res, err := p.Append(rp.Records, req.Acks)
+			var res replication.AppendResult
+			var err error
+			if req.TransactionID != nil && batch.IsTransactional(rp.Records) {
+				res, err = s.appendTransactional(c, p, *req.TransactionID, rp.Records, req.Acks)
+			} else {
+				res, err = p.Append(rp.Records, req.Acks)
+			}
 			if err != nil {
 				pr.ErrorCode = errorCode(err)
 				c.logger.Debug("produce refused", "topic", t.Topic, "partition", rp.Partition, "err", err)
 				continue
+			}
+			if !res.Duplicate {
+				s.metrics.produceBytes.Add(float64(len(rp.Records)))
 			}
 			pr.BaseOffset = res.BaseOffset
 			pr.LogAppendTime = res.LogAppendTime

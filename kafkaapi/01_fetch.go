@@ -24,8 +24,13 @@ package kafkaapi
 //
 // Not implemented: fetch sessions (KIP-227: session_id is always 0, so every fetch is
 // a full fetch and forgotten_topics is ignored), follower fetching from the closest
-// replica (preferred_read_replica is always -1), aborted transactions (there are none:
-// last_stable_offset = high watermark, aborted_transactions = null).
+// replica (preferred_read_replica is always -1).
+//
+// Transactions: every partition answers its last stable offset (LSO). A consumer at
+// isolation_level read_committed (1) gets no record at or above the LSO, and the
+// aborted transactions (producer id, first offset) whose records the answer may
+// hold, so that it drops them; read_uncommitted (0) reads up to the high watermark
+// and gets aborted_transactions null. Both are sent with sendfile.
 
 import (
 	"time"
@@ -61,8 +66,10 @@ type fetchPartition struct {
 	id       int32
 	errCode  int16
 	hw       int64
+	lso      int64
 	logStart int64
 	slice    *logstore.Slice
+	aborted  []replication.AbortedTxn // read_committed only; nil: null
 }
 
 type fetchTopic struct {
@@ -140,7 +147,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 		topics[i] = fetchTopic{name: t.Topic, parts: make([]fetchPartition, len(t.Partitions))}
 		for j, rp := range t.Partitions {
 			fp := &topics[i].parts[j]
-			fp.id, fp.hw, fp.logStart = rp.Partition, -1, -1
+			fp.id, fp.hw, fp.lso, fp.logStart = rp.Partition, -1, -1, -1
 			if denied[t.Topic] {
 				fp.errCode, anyErr = kerr.TopicAuthorizationFailed.Code, true
 				continue
@@ -153,7 +160,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 				fp.errCode, anyErr = code, true
 				continue
 			}
-			fp.hw, fp.logStart = p.HighWatermark(), p.LogStartOffset()
+			fp.hw, fp.lso, fp.logStart = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), budget)
 			if limit <= 0 && total > 0 {
 				continue
@@ -163,6 +170,12 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			if req.ReplicaID >= 0 {
 				sl, err = p.ReadReplica(req.ReplicaID, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, max(limit, 1))
 				fp.hw = p.HighWatermark() // the follower's fetch may have moved it
+				fp.lso = p.LastStableOffset()
+			} else if req.IsolationLevel == 1 {
+				sl, err = p.ReadStable(rp.FetchOffset, max(limit, 1))
+				if err == nil && sl.NextOffset > rp.FetchOffset {
+					fp.aborted = p.AbortedTxns(rp.FetchOffset, sl.NextOffset)
+				}
 			} else {
 				sl, err = p.Read(rp.FetchOffset, max(limit, 1))
 			}
@@ -211,11 +224,19 @@ func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest,
 			w.Int32(p.id)
 			w.Int16(p.errCode)
 			w.Int64(p.hw)
-			w.Int64(p.hw) // last_stable_offset: no transactions
+			w.Int64(p.lso)
 			if v >= 5 {
 				w.Int64(p.logStart)
 			}
-			w.Int32(-1) // aborted_transactions: null
+			if p.aborted == nil {
+				w.Int32(-1) // aborted_transactions: null
+			} else {
+				w.Int32(int32(len(p.aborted)))
+				for _, a := range p.aborted {
+					w.Int64(a.ProducerID)
+					w.Int64(a.FirstOffset)
+				}
+			}
 			if v >= 11 {
 				w.Int32(-1) // preferred_read_replica
 			}

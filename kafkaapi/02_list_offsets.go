@@ -65,6 +65,9 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 			switch rp.Timestamp {
 			case -1:
 				pr.Offset = p.HighWatermark()
+				if req.IsolationLevel == 1 {
+					pr.Offset = p.LastStableOffset()
+				}
 			case -2:
 				pr.Offset = p.LogStartOffset()
 			default:

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// OffsetFetch, key 9, versions 0..5.
+// OffsetFetch, key 9, versions 0..7.
 //
 // Behaviour: the committed offsets of the listed partitions, read from Pebble (every
 // commit is applied before it is acknowledged); a null topic list (v2+) asks for
@@ -14,7 +14,12 @@ package kafkaapi
 // topic without it answers TOPIC_AUTHORIZATION_FAILED and offset -1 for its
 // partitions, and a request for every offset of the group leaves such topics out.
 //
-// Not implemented: require_stable (v7+, transactions) is outside the served range.
+// require_stable (v7, KIP-447): a partition for which an open transaction holds a
+// pending offset (TxnOffsetCommit not yet committed or aborted) gets
+// UNSTABLE_OFFSET_COMMIT, which the consumer retries; so does the whole request
+// when it asks for every offset of the group and one is pending.
+//
+// Not implemented: v8+ (several groups per request).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,7 +30,7 @@ import (
 
 func init() {
 	register(api[*kmsg.OffsetFetchRequest]{
-		min: 0, max: 5,
+		min: 0, max: 7,
 		handle: (*Server).handleOffsetFetch,
 		entries: func(r *kmsg.OffsetFetchRequest) (n int) {
 			for _, t := range r.Topics {

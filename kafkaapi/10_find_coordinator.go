@@ -4,11 +4,15 @@ package kafkaapi
 //
 // Behaviour: for a group (key type 0, the only one of v0), the coordinator is the
 // leader of __consumer_offsets partition abs(key.hashCode()) % partitions, Kafka's
-// choice (groups.PartitionFor). The first FindCoordinator creates __consumer_offsets,
-// as Kafka does: offsets.topic.num.partitions partitions, replication factor
-// offsets.topic.replication.factor capped at the live brokers, segment.bytes 100 MiB
-// (Kafka's offsets.topic.segment.bytes); creating it on first use rather than at node
-// start lets every broker of a new cluster register first, so the replicas spread.
+// choice (groups.PartitionFor); for a transactional id (key type 1) the leader of
+// that partition of __transaction_state. The first FindCoordinator of a type
+// creates its topic, as Kafka does: offsets.topic.num.partitions (or
+// transaction.state.log.num.partitions) partitions, replication factor
+// offsets.topic.replication.factor (transaction.state.log.replication.factor) capped
+// at the live brokers, segment.bytes 100 MiB (Kafka's offsets.topic.segment.bytes),
+// compacted (cleanup.policy=compact). Creating them on first use rather than at
+// node start lets every broker of a new cluster register first, so the replicas
+// spread.
 // While the partition has no live leader the answer is COORDINATOR_NOT_AVAILABLE,
 // and the client asks again; so it is while this node's view of the cluster may be
 // stale (as in Metadata), and when it would name itself but does not lead the
@@ -16,11 +20,9 @@ package kafkaapi
 //
 // Authorization, as in Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
 // the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked before the
-// first FindCoordinator creates __consumer_offsets.
+// first FindCoordinator creates its internal topic.
 //
-// Not implemented: transaction coordinators (key type 1) get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId answers a transactional
-// id; other key types INVALID_REQUEST.
+// Not implemented: batched keys (v4+); other key types get INVALID_REQUEST.
 
 import (
 	"context"
@@ -56,40 +58,43 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 		}
 		return resp
 	}
+	topic, partitions, rf := cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions, s.cfg.OffsetsTopicReplicationFactor
+	configs := internalTopicConfigs(cluster.OffsetsTopic)
 	switch req.CoordinatorType {
 	case 0:
 		if !c.allowed(acl.OpDescribe, acl.ResourceGroup, req.CoordinatorKey) {
 			return fail(kerr.GroupAuthorizationFailed, kerr.GroupAuthorizationFailed.Description)
 		}
 	case 1:
-		if !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, req.CoordinatorKey) {
+		if s.cfg.Txn == nil || !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, req.CoordinatorKey) {
 			return fail(kerr.TransactionalIDAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed.Description)
 		}
-		return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported")
+		topic, partitions, rf = cluster.TransactionTopic, s.cfg.TxnTopicPartitions, s.cfg.TxnTopicReplicationFactor
+		configs = internalTopicConfigs(cluster.TransactionTopic)
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))
 	}
 	if !s.viewCurrent(c) {
 		return fail(kerr.CoordinatorNotAvailable, "this broker's view of the cluster is not current")
 	}
-	t, ok := s.cache.Topic(cluster.OffsetsTopic)
+	t, ok := s.cache.Topic(topic)
 	if !ok {
 		ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
 		defer cancel()
 		var err error
-		if t, err = s.createOffsetsTopic(ctx); err != nil {
-			c.logger.Warn("create __consumer_offsets", "err", err)
-			return fail(kerr.CoordinatorNotAvailable, "the internal topic __consumer_offsets is being created: "+err.Error())
+		if t, err = s.createInternalTopic(ctx, topic, partitions, rf, configs); err != nil {
+			c.logger.Warn("create "+topic, "err", err)
+			return fail(kerr.CoordinatorNotAvailable, "the internal topic "+topic+" is being created: "+err.Error())
 		}
 	}
 	p := groups.PartitionFor(req.CoordinatorKey, t.Partitions)
-	st, ok := s.cache.Partition(cluster.OffsetsTopic, p)
-	if !ok || st.Leader == cluster.NoLeader || !s.nameable(cluster.OffsetsTopic, p, st.Leader) {
-		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of __consumer_offsets has no leader")
+	st, ok := s.cache.Partition(topic, p)
+	if !ok || st.Leader == cluster.NoLeader || !s.nameable(topic, p, st.Leader) {
+		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of "+topic+" has no leader")
 	}
 	b, ok := s.cache.Broker(st.Leader)
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of __consumer_offsets is not live")
+		return fail(kerr.CoordinatorNotAvailable, "the leader of partition "+strconv.Itoa(int(p))+" of "+topic+" is not live")
 	}
 	host, port, ok := b.Address(c.listener.Name)
 	if !ok {
@@ -99,46 +104,23 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	return resp
 }
 
-// offsetsTopicConfigs are the configs __consumer_offsets is created with:
+// internalTopicConfigs are the configs an internal topic is created with:
 // compacted, as in Kafka, in smaller segments than other topics.
-func offsetsTopicConfigs() map[string]string {
-	c := cluster.InternalTopicConfigs(cluster.OffsetsTopic)
+func internalTopicConfigs(name string) map[string]string {
+	c := cluster.InternalTopicConfigs(name)
 	c[cluster.ConfigSegmentBytes] = strconv.Itoa(offsetsTopicSegmentBytes)
 	return c
 }
 
-// createOffsetsTopic creates __consumer_offsets and waits until this node serves it.
-// A concurrent creation by another request or broker is no error.
-func (s *Server) createOffsetsTopic(ctx context.Context) (cluster.Topic, error) {
-	return s.createInternalTopic(ctx, cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions, offsetsTopicConfigs())
-}
-
-// shareStateTopicPartitions is share.coordinator.state.topic.num.partitions,
-// Kafka's default.
-const shareStateTopicPartitions = 50
-
-// EnsureShareStateTopic creates the share groups' state topic (package sharegroup)
-// unless it exists, compacted, with the replication factor of __consumer_offsets.
-func (s *Server) EnsureShareStateTopic(ctx context.Context) error {
-	if _, ok := s.cache.Topic(sharegroup.StateTopic); ok {
-		return nil
-	}
-	c := cluster.InternalTopicConfigs(sharegroup.StateTopic)
-	c[cluster.ConfigSegmentBytes] = strconv.Itoa(offsetsTopicSegmentBytes)
-	_, err := s.createInternalTopic(ctx, sharegroup.StateTopic, shareStateTopicPartitions, c)
-	return err
-}
-
-// createInternalTopic creates an internal topic, its replication factor that of
-// __consumer_offsets capped at the live brokers, and waits until this node
-// serves it. A concurrent creation by another request or broker is no error.
-func (s *Server) createInternalTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (cluster.Topic, error) {
+// createInternalTopic creates an internal topic and waits until this node serves
+// it. A concurrent creation by another request or broker is no error.
+func (s *Server) createInternalTopic(ctx context.Context, name string, partitions int32, replication int16, configs map[string]string) (cluster.Topic, error) {
 	snap := s.cache.Snapshot()
 	brokers := snap.Brokers()
 	if len(brokers) == 0 {
 		return cluster.Topic{}, errors.New("no live broker")
 	}
-	rf := min(s.cfg.OffsetsTopicReplicationFactor, int16(len(brokers)))
+	rf := min(replication, int16(len(brokers)))
 	t := cluster.Topic{
 		Name:              name,
 		ID:                cluster.NewUUID(),
@@ -168,4 +150,19 @@ func (s *Server) createInternalTopic(ctx context.Context, name string, partition
 		return t, errors.New("not in the metadata cache yet")
 	}
 	return got, nil
+}
+
+// shareStateTopicPartitions is share.coordinator.state.topic.num.partitions,
+// Kafka's default.
+const shareStateTopicPartitions = 50
+
+// EnsureShareStateTopic creates the share groups' state topic (package sharegroup)
+// unless it exists, compacted, with the replication factor of __consumer_offsets.
+func (s *Server) EnsureShareStateTopic(ctx context.Context) error {
+	if _, ok := s.cache.Topic(sharegroup.StateTopic); ok {
+		return nil
+	}
+	_, err := s.createInternalTopic(ctx, sharegroup.StateTopic, shareStateTopicPartitions,
+		s.cfg.OffsetsTopicReplicationFactor, internalTopicConfigs(sharegroup.StateTopic))
+	return err
 }

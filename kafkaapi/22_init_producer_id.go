@@ -1,22 +1,30 @@
 package kafkaapi
 
-// InitProducerId, key 22, versions 0..1.
+// InitProducerId, key 22, versions 0..4.
 //
 // Behaviour: an idempotent producer (null transactional_id) gets a new producer id,
 // unique in the cluster and never reused (allocated from blocks reserved in etcd), at
 // epoch 0. Partitions then track its sequence numbers (see replication).
 //
-// Authorization, as in Kafka (KIP-679): a transactional id needs WRITE on it; an
-// idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic
-// (CLUSTER_AUTHORIZATION_FAILED), so that the idempotent default of franz-go and Java
-// producers works for every client allowed to write.
+// A transactional producer is answered by the transaction coordinator of its id
+// (package txn): its producer id at a new epoch, which fences older producers of the
+// id; a transaction the previous one left open is aborted first
+// (CONCURRENT_TRANSACTIONS meanwhile); transaction_timeout_ms above
+// transaction.max.timeout.ms gets INVALID_TRANSACTION_TIMEOUT. From v3 the producer
+// may give its current producer id and epoch (KIP-360): a mismatch is
+// PRODUCER_FENCED.
 //
-// Not implemented: transactions. A transactional_id is refused with
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report as fatal rather than
-// retrying forever.
+// Authorization, as in Kafka (KIP-679): a transactional id needs WRITE on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE
+// on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED), so that the
+// idempotent default of franz-go and Java producers works for every client allowed
+// to write.
+//
+// Not implemented: v5 (transaction version 2, KIP-890 part 2).
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,7 +34,7 @@ import (
 
 func init() {
 	register(api[*kmsg.InitProducerIDRequest]{
-		min: 0, max: 1,
+		min: 0, max: 4,
 		handle: (*Server).handleInitProducerID,
 	})
 }
@@ -36,9 +44,19 @@ func (s *Server) handleInitProducerID(c *conn, _ *RequestHeader, req *kmsg.InitP
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
 	case req.TransactionalID != nil:
-		// Refused after the check too: there are no transactions yet.
-		c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID)
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		if s.cfg.Txn == nil || !c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp
+		}
+		pid, epoch := int64(-1), int16(-1)
+		if req.Version >= 3 {
+			pid, epoch = req.ProducerID, req.ProducerEpoch
+		}
+		timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = s.cfg.Txn.InitProducerID(c.ctx, *req.TransactionalID, timeout, pid, epoch)
+		if resp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 4 {
+			resp.ErrorCode = kerr.InvalidProducerEpoch.Code // PRODUCER_FENCED is v4+ (KIP-588)
+		}
 		return resp
 	case !c.mayIdempotentWrite():
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -15,9 +15,11 @@ package kafkaapi
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED at the
 // top), READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 //
+// Records are read committed (KIP-932): below the last stable offset; the records
+// of aborted transactions and control batches are archived unseen.
+//
 // Not implemented: share_acquire_mode 1 (record limit) is served as 0 (batches);
-// min_bytes is 1; read_committed: records of aborted transactions are delivered
-// (Skiff has no transactions yet; control batches are archived unseen);
+// min_bytes is 1;
 // node_endpoints and current_leader are not filled on NOT_LEADER_OR_FOLLOWER.
 
 import (

@@ -385,11 +385,26 @@ func conformInitProducerID(t *testing.T, c *kconn, versions []int16) {
 				}
 				seen[resp.ProducerID] = true
 			}
+			// A transactional id: the same producer id at a new epoch each time.
+			id := topicName(t, "txn")
+			pid, epoch := initTxnAt(t, c, v, id)
+			pid2, epoch2 := initTxnAt(t, c, v, id)
+			if pid2 != pid || epoch2 != epoch+1 {
+				t.Fatalf("second init of %s: producer %d epoch %d, want %d epoch %d", id, pid2, epoch2, pid, epoch+1)
+			}
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.SetVersion(v)
-			req.TransactionalID = kmsg.StringPtr("txn")
-			resp := c.do(req).(*kmsg.InitProducerIDResponse)
-			wantCode(t, "transactional id", resp.ErrorCode, kerr.TransactionalIDAuthorizationFailed.Code)
+			req.TransactionalID = &id
+			req.TransactionTimeoutMillis = 1 << 30
+			wantCode(t, "timeout over the maximum", c.do(req).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.InvalidTransactionTimeout.Code)
+			if v >= 3 {
+				req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 60000, pid, epoch // fenced by the second init
+				want := kerr.ProducerFenced.Code
+				if v < 4 {
+					want = kerr.InvalidProducerEpoch.Code // PRODUCER_FENCED is v4+
+				}
+				wantCode(t, "stale producer", c.do(req).(*kmsg.InitProducerIDResponse).ErrorCode, want)
+			}
 		})
 	}
 }

@@ -227,9 +227,9 @@ func conformFindCoordinator(t *testing.T, c *kconn, versions []int16) {
 			if v >= 1 {
 				req.CoordinatorType = 1
 				resp = c.do(req).(*kmsg.FindCoordinatorResponse)
-				wantCode(t, "transaction coordinator", resp.ErrorCode, kerr.TransactionalIDAuthorizationFailed.Code)
-				if resp.ErrorMessage == nil || resp.NodeID != -1 {
-					t.Fatalf("transaction coordinator answer %+v", resp)
+				resp = findTxnCoordinator(t, c, req)
+				if addr := fmt.Sprintf("%s:%d", resp.Host, resp.Port); resp.NodeID != n.ID() || addr != n.KafkaAddr() {
+					t.Fatalf("transaction coordinator %d at %s, want %d at %s", resp.NodeID, addr, n.ID(), n.KafkaAddr())
 				}
 			}
 		})

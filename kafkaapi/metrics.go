@@ -1,6 +1,9 @@
 package kafkaapi
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Metrics are the server's Prometheus series.
 type Metrics struct {
@@ -16,6 +19,8 @@ type Metrics struct {
 	// copiedBytes counts record bytes copied through user space instead (connections or
 	// files without a file descriptor).
 	copiedBytes prometheus.Counter
+	// produceBytes counts record batch bytes appended by Produce.
+	produceBytes prometheus.Counter
 	// authentications counts SASL authentications, by mechanism and result
 	// (success, failure).
 	authentications *prometheus.CounterVec
@@ -48,6 +53,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		copiedBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skiff_fetch_bytes_copied_total", Help: "Record bytes sent to fetchers by copying through user space.",
 		}),
+		produceBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skiff_produce_bytes_total", Help: "Record batch bytes appended by Produce requests (as sent, compressed batches at their compressed size).",
+		}),
 		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_sasl_authentications_total", Help: "SASL authentications (and re-authentications) on Kafka connections, by mechanism and result (success, failure).",
 		}, []string{"mechanism", "result"}),
@@ -56,7 +64,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"api", "resource_type", "operation"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.authentications, m.authorizationFailures)
+		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.produceBytes, m.authentications, m.authorizationFailures)
 	}
 	return m
+}
+
+// Bytes returns the record bytes produced to this node and sent to fetchers
+// (followers included) since it started: the console's throughput.
+func (m *Metrics) Bytes() (in, out int64) {
+	return counterValue(m.produceBytes), counterValue(m.sendfileBytes) + counterValue(m.copiedBytes)
+}
+
+func counterValue(c prometheus.Counter) int64 {
+	var d dto.Metric
+	if c.Write(&d) != nil || d.Counter == nil {
+		return 0
+	}
+	return int64(d.Counter.GetValue())
 }

@@ -28,6 +28,7 @@ import (
 	"skiff/groups"
 	"skiff/replication"
 	"skiff/sharegroup"
+	"skiff/txn"
 )
 
 // Defaults of Config, shared with the broker's settings table (appliance).
@@ -116,6 +117,17 @@ type Config struct {
 	// replication factor is capped at the live brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// Txn is the transaction coordinator serving keys 22 (with a transactional id),
+	// 24, 25 and 26; nil: transactions are refused.
+	Txn *txn.Coordinator
+	// TxnTopicPartitions and TxnTopicReplicationFactor are
+	// transaction.state.log.num.partitions and
+	// transaction.state.log.replication.factor, used when the first FindCoordinator
+	// for a transactional id creates __transaction_state (defaults
+	// txn.DefaultTopicPartitions and txn.DefaultTopicReplication, the replication
+	// factor capped at the live brokers).
+	TxnTopicPartitions        int32
+	TxnTopicReplicationFactor int16
 	// ViewCurrent waits while this node is recovering from a pause of its process or a
 	// loss of its session, until ctx ends, and reports whether its view of the cluster
 	// (the metadata cache) is current: not possibly stale. Requests that name leaders
@@ -178,6 +190,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.OffsetsTopicReplicationFactor <= 0 {
 		c.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
+	}
+	if c.TxnTopicPartitions <= 0 {
+		c.TxnTopicPartitions = txn.DefaultTopicPartitions
+	}
+	if c.TxnTopicReplicationFactor <= 0 {
+		c.TxnTopicReplicationFactor = txn.DefaultTopicReplication
 	}
 	if len(c.SASLMechanisms) == 0 {
 		c.SASLMechanisms = DefaultSASLMechanisms

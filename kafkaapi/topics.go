@@ -37,6 +37,14 @@ func newKafkaError(code *kerr.Error, format string, args ...any) error {
 	return &kafkaError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
+// CreateTopic creates a topic as a CreateTopics request would (partitions and
+// replicationFactor -1 take the broker defaults), for the web console's write
+// action; errors carry Kafka's error codes (errors.As a *kerr.Error).
+func (s *Server) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16) error {
+	_, err := s.createTopic(ctx, topicRequest{name: name, partitions: partitions, replicationFactor: replicationFactor})
+	return err
+}
+
 // createTopic validates r, places its replicas, writes it to the cluster metadata and
 // waits until this node serves its partitions (read-your-writes for the client).
 func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic, error) {

@@ -234,6 +234,10 @@ type GroupBatch struct {
 	s   *GroupShard
 	ops []groupOp
 	err error
+	// pending holds the pending offsets set by this batch, by producer id; ended
+	// the producers whose pending offsets in Pebble an EndTxn of this batch took.
+	pending map[int64][]GroupOffset
+	ended   map[int64]bool
 }
 
 type groupOp struct {

@@ -17,6 +17,7 @@ const (
 	// 0x05 is reserved for producer state.
 	tagGroupApplied = 0x06 // how far each __consumer_offsets partition is applied
 	tagGroupRecords = 0x07 // KIP-848 consumer group records, per __consumer_offsets partition
+	tagGroupPending = 0x08 // offsets of open transactions, per __consumer_offsets partition
 )
 
 // Sub-keyspaces of a partition's log index (the byte after the partition key).

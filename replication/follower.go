@@ -361,11 +361,7 @@ func (p *Partition) truncateToLeader(leaderEpoch int32, leaderEnd int64) error {
 		if end := p.log.LogEndOffset(); p.hw.Load() > end { // below to if it fell in a gap
 			p.hw.Store(end)
 		}
-		p.producers = newProducerStates()
-		if err := p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {
-			p.producers.record(&h)
-			return nil
-		}); err != nil {
+		if err := p.rebuildProducersLocked(); err != nil {
 			return fmt.Errorf("rebuild producer state: %w", err)
 		}
 	}
@@ -384,6 +380,7 @@ func (p *Partition) resetTo(offset int64) error {
 		return err
 	}
 	p.producers = newProducerStates()
+	p.txns.reset()
 	p.hw.Store(offset)
 	return p.epochs.clear()
 }
@@ -392,8 +389,10 @@ func (p *Partition) resetTo(offset int64) error {
 // epoch cache and the producer state in step with them.
 func (p *Partition) appendReplica(records []byte) error {
 	var hs []batch.Header
-	if err := batch.Split(records, func(h batch.Header, _ []byte) error {
+	var raws [][]byte
+	if err := batch.Split(records, func(h batch.Header, raw []byte) error {
 		hs = append(hs, h)
+		raws = append(raws, raw)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("records from the leader: %w", err)
@@ -408,8 +407,7 @@ func (p *Partition) appendReplica(records []byte) error {
 	}
 	var errs []error
 	for i := range hs {
-		errs = append(errs, p.epochs.assign(hs[i].LeaderEpoch, hs[i].BaseOffset))
-		p.producers.record(&hs[i])
+		errs = append(errs, p.epochs.assign(hs[i].LeaderEpoch, hs[i].BaseOffset), p.observeLocked(&hs[i], raws[i]))
 	}
 	return errors.Join(errs...)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // kconn is a follower's connection to a leader, speaking the Kafka protocol with kmsg
-// like any client (request header v1; only non-flexible versions are used).
+// like any client (request header v1, or v2 for a flexible version).
 type kconn struct {
 	nc   net.Conn
 	corr int32
@@ -133,6 +133,9 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	b = binary.BigEndian.AppendUint32(b, uint32(c.corr))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(c.id)))
 	b = append(b, c.id...)
+	if req.IsFlexible() {
+		b = append(b, 0) // request header v2: no tagged fields
+	}
 	b = req.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.buf = b
@@ -154,6 +157,13 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	body := make([]byte, size-4) // records are kept by the caller: a fresh buffer
 	if _, err := io.ReadFull(c.nc, body); err != nil {
 		return nil, err
+	}
+	if req.IsFlexible() {
+		// Response header v1: tagged fields after the correlation id (none sent).
+		if len(body) == 0 || body[0] != 0 {
+			return nil, fmt.Errorf("%s response: unexpected header tags", kmsg.NameForKey(req.Key()))
+		}
+		body = body[1:]
 	}
 	resp := req.ResponseKind()
 	if err := resp.ReadFrom(body); err != nil {

@@ -82,6 +82,11 @@ type Config struct {
 	// RetentionCheckInterval is log.retention.check.interval.ms (default
 	// DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms (KIP-854): each retention
+	// check forgets, on every partition, the producers that appended nothing for
+	// this long and have no transaction open there (default
+	// DefaultProducerIDExpiration).
+	ProducerIDExpiration time.Duration
 	// FS is the filesystem of Dir (segments, leader-epoch checkpoints,
 	// partition.metadata); crash tests pass one that loses unsynced data. Default
 	// vfs.Default.
@@ -146,6 +151,8 @@ type Manager struct {
 	// retentionEvery carries a new retention check interval to the retention loop.
 	retentionEvery chan time.Duration
 
+	peers peers // idle connections of BrokerRequest (peer.go)
+
 	fetchMu   sync.Mutex
 	fetchers  map[int32]*fetcher   // by leader; guarded by fetchMu
 	following map[*Partition]int32 // the leader each follower fetches from; guarded by fetchMu
@@ -202,6 +209,7 @@ func (m *Manager) WaitUnfenced(ctx context.Context) bool {
 const (
 	DefaultReplicaLagMax          = 30 * time.Second // replica.lag.time.max.ms
 	DefaultRetentionCheckInterval = 5 * time.Minute  // log.retention.check.interval.ms
+	DefaultProducerIDExpiration   = 24 * time.Hour   // producer.id.expiration.ms
 )
 
 // NewManager creates the topics folder and starts the retention loop.
@@ -214,6 +222,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if cfg.ProducerIDExpiration <= 0 {
+		cfg.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
 	if cfg.ReplicaLagMax <= 0 {
 		cfg.ReplicaLagMax = DefaultReplicaLagMax
@@ -241,7 +252,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		parts := m.Partitions()
 		ts := make([]compaction.Target, len(parts))
 		for i, p := range parts {
-			ts[i] = p
+			ts[i] = stableTarget{p}
 		}
 		return ts
 	}
@@ -476,13 +487,17 @@ func (m *Manager) SetRetentionCheckInterval(d time.Duration) {
 	}
 }
 
-// ApplyRetention runs time and size retention on every partition now.
+// ApplyRetention runs time and size retention on every partition now, and
+// forgets producers idle longer than producer.id.expiration.ms.
 func (m *Manager) ApplyRetention(now time.Time) {
 	parts := m.Partitions()
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Topic < parts[j].Topic })
 	for _, p := range parts {
 		if err := p.applyRetention(now); err != nil {
 			m.logger.Error("retention failed", "topic", p.Topic, "partition", p.ID, "err", err)
+		}
+		if n := p.expireProducers(now.Add(-m.cfg.ProducerIDExpiration)); n > 0 {
+			m.logger.Debug("forgot idle producers", "topic", p.Topic, "partition", p.ID, "producers", n)
 		}
 	}
 }
@@ -503,6 +518,7 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	m.wg.Wait()
 	m.cleaner.Close() // before the logs close: its rewrites in progress are dropped
+	m.closePeers()
 	m.fetchMu.Lock()
 	for id, f := range m.fetchers {
 		f.close()

@@ -75,9 +75,9 @@ func (m *Manager) isrLoop() {
 			isr = written
 			p.logger.Info("ISR changed", "isr", isr, "partition_epoch", next)
 			if old := p.ISR(); len(isr) < len(old) {
-				m.metrics.isrShrinks.Inc()
+				m.metrics.isrShrinks.Add(1)
 			} else {
-				m.metrics.isrExpands.Inc()
+				m.metrics.isrExpands.Add(1)
 			}
 			p.isrChanged(isr, next, true)
 		}

@@ -1,29 +1,37 @@
 package replication
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the replication series of a Manager.
+// Metrics are the replication counters of a Manager, served as Prometheus series.
 type Metrics struct {
-	isrShrinks prometheus.Counter
-	isrExpands prometheus.Counter
+	isrShrinks atomic.Int64
+	isrExpands atomic.Int64
+}
+
+// ISRChanges returns how many ISR changes this broker wrote as leader since it
+// started: those that removed replicas and those that added some.
+func (m *Manager) ISRChanges() (shrinks, expands int64) {
+	return m.metrics.isrShrinks.Load(), m.metrics.isrExpands.Load()
 }
 
 // registerMetrics registers the manager's series with reg: counters of ISR changes
 // this broker made as leader, and gauges computed at scrape time from the partitions.
 func (m *Manager) registerMetrics(reg prometheus.Registerer) {
-	m.metrics.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "skiff_isr_shrinks_total", Help: "ISR changes written by this broker that removed replicas.",
-	})
-	m.metrics.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "skiff_isr_expands_total", Help: "ISR changes written by this broker that added replicas.",
-	})
 	if reg == nil {
 		return
 	}
 	reg.MustRegister(m.cleaner.Collectors()...)
-	reg.MustRegister(m.metrics.isrShrinks, m.metrics.isrExpands,
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "skiff_isr_shrinks_total", Help: "ISR changes written by this broker that removed replicas.",
+		}, func() float64 { return float64(m.metrics.isrShrinks.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "skiff_isr_expands_total", Help: "ISR changes written by this broker that added replicas.",
+		}, func() float64 { return float64(m.metrics.isrExpands.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "skiff_under_replicated_partitions",
 			Help: "Partitions led by this broker whose ISR is smaller than their replica set.",

@@ -159,6 +159,7 @@ type Partition struct {
 
 	appendMu      sync.Mutex
 	producers     producerStates // guarded by appendMu
+	txns          *txnIndex      // see txnIndex for its locking
 	epochs        *epochCache    // guarded by appendMu
 	appendFailing bool           // the last append failed (for logging); guarded by appendMu
 
@@ -224,6 +225,7 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		store:     store,
 		logger:    logger.With("topic", topic, "partition", id),
 		producers: newProducerStates(),
+		txns:      newTxnIndex(),
 		epochs:    epochs,
 		waiters:   make(map[chan<- struct{}]struct{}),
 		st:        replicaState{leaderID: -1},
@@ -234,9 +236,11 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		l.Close()
 		return nil, err
 	}
-	// Idempotent producers' state is rebuilt from the batch headers in the log.
+	// Idempotent producers' and transactions' state is rebuilt from the log.
 	if err := l.ScanHeaders(l.LogStartOffset(), func(h batch.Header) error {
-		p.producers.record(&h)
+		if err := p.observeLocked(&h, nil); err != nil {
+			return err
+		}
 		if rebuildEpochs && h.LeaderEpoch > epochs.latest() {
 			epochs.entries = append(epochs.entries, epochEntry{h.LeaderEpoch, h.BaseOffset})
 		}
@@ -315,6 +319,18 @@ func (p *Partition) ISR() []int32 {
 // watermark itself when the producer asked for acks=all. Errors wrap a *kerr.Error
 // naming the Kafka error code; nothing is appended when one is returned.
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
+	return p.append(records, acks, nil)
+}
+
+// AppendVerified is Append for a transactional batch whose transaction the
+// coordinator confirmed includes this partition (KIP-890 part 1), with the guard
+// TxnVerification gave before asking: a marker of the producer appended since
+// voids the confirmation (INVALID_TXN_STATE).
+func (p *Partition) AppendVerified(records []byte, acks int16, guard uint64) (AppendResult, error) {
+	return p.append(records, acks, &guard)
+}
+
+func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.cfg.Load()
 	if len(records) > cfg.MaxMessageBytes {
@@ -330,8 +346,8 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 	if h.Control() {
 		return res, fmt.Errorf("control batches cannot be produced: %w", kerr.InvalidRecord)
 	}
-	if h.Transactional() {
-		return res, fmt.Errorf("transactions are not supported: %w", kerr.InvalidTxnState)
+	if h.Transactional() && !h.Idempotent() {
+		return res, fmt.Errorf("transactional batch without a producer id: %w", kerr.InvalidRecord)
 	}
 	if h.RecordCount == 0 {
 		return res, fmt.Errorf("empty batch: %w", kerr.InvalidRecord)
@@ -366,6 +382,10 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 			return res, fmt.Errorf("%s-%d has %d in-sync replicas, min.insync.replicas is %d: %w", p.Topic, p.ID, isr, min, kerr.NotEnoughReplicas)
 		}
 	}
+	if guard != nil && h.Transactional() && !p.txns.verifiedLocked(h.ProducerID, *guard) {
+		p.appendMu.Unlock()
+		return res, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
 	if h.Idempotent() {
 		dup, err := p.producers.check(&h)
 		if err != nil {
@@ -382,6 +402,15 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 		res.LogAppendTime = time.Now().UnixMilli()
 		batch.SetLogAppendTime(records, res.LogAppendTime)
 	}
+	r, err := p.appendLocked(records, &h)
+	r.LogAppendTime = res.LogAppendTime
+	return r, err
+}
+
+// appendLocked appends one checked batch whose header is h, notes it in the
+// producer and transaction state, and releases appendMu, which the caller holds.
+func (p *Partition) appendLocked(records []byte, h *batch.Header) (AppendResult, error) {
+	res := AppendResult{LogAppendTime: -1}
 	base, err := p.log.Append(records, p.leaderEpoch.Load())
 	if err != nil {
 		if !p.appendFailing {
@@ -396,9 +425,11 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 		p.logger.Info("appends succeed again")
 	}
 	h.BaseOffset = base
-	p.producers.record(&h)
+	if err := p.observeLocked(h, records); err != nil {
+		p.logger.Warn("transaction state of an appended batch", "offset", base, "err", err)
+	}
 	p.appendMu.Unlock()
-	if cfg.wantsSyncOnAppend() || p.log.NeedsSync() {
+	if p.cfg.Load().wantsSyncOnAppend() || p.log.NeedsSync() {
 		p.requestSync()
 	}
 
@@ -576,6 +607,7 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 func (p *Partition) applyRetention(now time.Time) error {
 	n, err := p.log.ApplyRetention(now)
 	if n > 0 {
+		p.txns.forgetBefore(p.log.LogStartOffset())
 		p.logger.Info("retention deleted segments", "segments", n, "log_start_offset", p.log.LogStartOffset())
 	}
 	return err

@@ -91,10 +91,10 @@ func TestAppendValidation(t *testing.T) {
 	wantCode(t, "garbage", appendErr(p, []byte("not a batch at all")), kerr.CorruptMessage)
 	big := batchtest.Build(batchtest.Plain, now, make([]byte, 2<<20))
 	wantCode(t, "too large", appendErr(p, big), kerr.MessageTooLarge)
-	txn := batchtest.Strings(batchtest.Producer{ID: 1, Epoch: 0, Sequence: 0}, now, "t")
+	txn := batchtest.Strings(batchtest.Plain, now, "t")
 	txn[22] |= batch.AttrTransactional
 	binaryFixCRC(txn)
-	wantCode(t, "transactional", appendErr(p, txn), kerr.InvalidTxnState)
+	wantCode(t, "transactional without a producer", appendErr(p, txn), kerr.InvalidRecord)
 	if p.LogEndOffset() != 3 {
 		t.Fatalf("refused batches were appended: log end %d", p.LogEndOffset())
 	}

@@ -24,6 +24,9 @@ type batchRecord struct {
 type producerEntry struct {
 	epoch   int16
 	batches []batchRecord // oldest first, at most maxBatchesRetained
+	// lastMs is the max timestamp of its latest batch (Unix ms), for
+	// producer.id.expiration.ms.
+	lastMs int64
 }
 
 func (e *producerEntry) lastSeq() int32 {
@@ -92,6 +95,10 @@ func (s *producerStates) record(h *batch.Header) {
 	if h.ProducerEpoch < e.epoch {
 		return
 	}
+	e.lastMs = max(e.lastMs, h.MaxTimestamp)
+	if h.Control() || h.BaseSequence < 0 {
+		return // a marker or a coordinator's batch has no sequence: it only moves the epoch
+	}
 	if len(e.batches) == maxBatchesRetained {
 		copy(e.batches, e.batches[1:])
 		e.batches = e.batches[:maxBatchesRetained-1]
@@ -102,4 +109,17 @@ func (s *producerStates) record(h *batch.Header) {
 		baseOffset: h.BaseOffset,
 		lastOffset: h.LastOffset(),
 	})
+}
+
+// expire forgets the producers whose latest batch is older than cutoffMs (Unix
+// ms) and for which keep is false (a transaction open), and returns how many.
+func (s *producerStates) expire(cutoffMs int64, keep func(pid int64) bool) int {
+	n := 0
+	for pid, e := range s.m {
+		if e.lastMs < cutoffMs && !keep(pid) {
+			delete(s.m, pid)
+			n++
+		}
+	}
+	return n
 }

@@ -3,7 +3,8 @@
 # as CI does): kcat (librdkafka's command-line client), kafka-python (python3-kafka,
 # for Debian's /usr/bin/python3: e2e/security_test.go, e2e/python_admin_test.go)
 # and librdkafka for Debian's Python (python3-confluent-kafka: e2e's freeze tests;
-# the python3 on PATH may be another installation); for the package tests
+# the python3 on PATH may be another installation); chromium, headless, for the
+# console's browser tests (console/, driven with chromedp); for the package tests
 # (packaging/) debootstrap and systemd-nspawn (a booted Debian in a container),
 # lintian, rpm, and man (systemd-analyze verify checks the unit's man page). Go
 # modules come from the module proxy through the go command itself.
@@ -12,6 +13,7 @@ missing=()
 command -v kcat >/dev/null || missing+=(kcat)
 [ -d /usr/lib/python3/dist-packages/kafka ] || missing+=(python3-kafka)
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || missing+=(python3-confluent-kafka)
+command -v chromium >/dev/null || missing+=(chromium)
 # The package tests skip without these when not run as root (they need root anyway).
 pkgtools=()
 command -v debootstrap >/dev/null || pkgtools+=(debootstrap)

@@ -14,7 +14,7 @@ import (
 // ResetStart makes start the SPSO of a share-partition led here, with nothing in
 // flight, and returns once that is durable.
 func (m *Manager) ResetStart(ctx context.Context, key Key, topic string, log Log, start int64) int16 {
-	if start < log.LogStartOffset() || start > log.HighWatermark() {
+	if start < log.LogStartOffset() || start > log.LastStableOffset() {
 		return kerr.OffsetOutOfRange.Code
 	}
 	sp := m.partition(key, topic, log)

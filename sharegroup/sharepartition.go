@@ -14,13 +14,16 @@ import (
 
 	"skiff/internal/batch"
 	"skiff/logstore"
+	"skiff/replication"
 )
 
 // Log is the leader replica of a topic partition a share-partition reads: a
-// *replication.Partition.
+// *replication.Partition. Share groups read committed records only (KIP-932):
+// below the last stable offset, without the records of aborted transactions.
 type Log interface {
-	Read(offset, maxBytes int64) (*logstore.Slice, error)
-	HighWatermark() int64
+	ReadStable(offset, maxBytes int64) (*logstore.Slice, error)
+	LastStableOffset() int64
+	AbortedTxns(from, to int64) []replication.AbortedTxn
 	LogStartOffset() int64
 	LeaderEpoch() int32
 	AddWaiter(ch chan<- struct{})
@@ -76,7 +79,7 @@ func (sp *sharePartition) load() {
 	}
 	fresh := !ok || st.Deleted
 	if fresh {
-		st = State{StartOffset: sp.log.HighWatermark()}
+		st = State{StartOffset: sp.log.LastStableOffset()}
 		if sp.m.groupSettings(sp.key.Group).AutoOffsetReset == "earliest" {
 			st.StartOffset = sp.log.LogStartOffset()
 		}
@@ -288,8 +291,9 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 			return Acquired{}, errCode(err)
 		}
 	}
-	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.HighWatermark() {
+	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.LastStableOffset() {
 		raw, err := readLog(sp.log, w.end, maxBytes)
+		aborted := abortedBatch(sp.log, w.end, raw)
 		if err != nil {
 			return Acquired{}, errCode(err)
 		}
@@ -309,7 +313,7 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 			if first := max(h.BaseOffset, w.end); !h.Control() && last-first+1 > int64(room) {
 				last = first + int64(room) - 1
 			}
-			got := w.acquireNew(h.BaseOffset, last, member, deadline, h.Control())
+			got := w.acquireNew(h.BaseOffset, last, member, deadline, h.Control() || aborted(h))
 			took = true
 			if len(got) > 0 {
 				offs = append(offs, got...)
@@ -379,9 +383,35 @@ func rangesOf(w *window, offs []int64) []AcquiredRange {
 
 var errStop = fmt.Errorf("sharegroup: stop")
 
+// abortedBatch returns whether a batch of raw (read from offset) belongs to an
+// aborted transaction: such records are archived unseen, as read_committed
+// consumers never see them.
+func abortedBatch(l Log, offset int64, raw []byte) func(batch.Header) bool {
+	end := offset
+	batch.Split(raw, func(h batch.Header, _ []byte) error {
+		end = max(end, h.NextOffset())
+		return nil
+	})
+	var txns []replication.AbortedTxn
+	if end > offset {
+		txns = l.AbortedTxns(offset, end)
+	}
+	return func(h batch.Header) bool {
+		if !h.Transactional() || h.Control() {
+			return false
+		}
+		for _, t := range txns {
+			if t.ProducerID == h.ProducerID && t.FirstOffset <= h.BaseOffset && h.BaseOffset < t.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // readLog reads whole batches from offset, up to maxBytes (the first always).
 func readLog(l Log, offset, maxBytes int64) ([]byte, error) {
-	sl, err := l.Read(offset, maxBytes)
+	sl, err := l.ReadStable(offset, maxBytes)
 	if err != nil {
 		return nil, err
 	}

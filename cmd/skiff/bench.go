@@ -99,6 +99,17 @@ producers and the consumer share this machine's CPUs with the brokers.`
 			&cli.Float64Flag{Name: "rate", DefaultText: "as fast as possible", Usage: "send `R` records/s in total on a fixed schedule"},
 		)
 	}
+	if mode == bench.Produce {
+		flags = append(flags,
+			&cli.StringFlag{Name: "transactional-id", Usage: "produce in transactions as `ID`-0, ID-1, ... (one per producer), after an idempotent run of the same settings, and print the ratio"},
+			&cli.IntFlag{Name: "txn-records", Value: 1000, Usage: "with --transactional-id: commit a transaction every `N` records"},
+		)
+	}
+	if mode == bench.Consume {
+		flags = append(flags,
+			&cli.StringFlag{Name: "isolation", Value: "read_uncommitted", Usage: "`LEVEL`: read_uncommitted (franz-go's default) or read_committed"},
+		)
+	}
 	return &cli.Command{
 		Name:        string(mode),
 		Usage:       usage,
@@ -136,7 +147,25 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 		cfg.Duration = defaultBenchDuration
 	}
 	if mode == bench.Consume {
+		switch iso := c.String("isolation"); iso {
+		case "read_uncommitted", "":
+		case "read_committed":
+			cfg.ReadCommitted = true
+		default:
+			return cfg, fmt.Errorf("invalid --isolation %q: want read_committed or read_uncommitted", iso)
+		}
 		return cfg, nil
+	}
+	if mode == bench.Produce && c.IsSet("transactional-id") {
+		cfg.TransactionalID, cfg.TxnRecords = c.String("transactional-id"), c.Int("txn-records")
+		switch {
+		case cfg.TransactionalID == "":
+			return cfg, errors.New("--transactional-id must not be empty")
+		case cfg.TxnRecords < 1:
+			return cfg, fmt.Errorf("--txn-records must be at least 1, not %d", cfg.TxnRecords)
+		case c.IsSet("rate"):
+			return cfg, errors.New("--transactional-id measures throughput: --rate does not apply")
+		}
 	}
 
 	cfg.RecordSize = c.Int("record-size")

@@ -170,6 +170,27 @@ func TestNullServerProcess(t *testing.T) {
 	}
 }
 
+// TestBenchTransactional: --transactional-id runs idempotent producers, then
+// transactional ones committing every --txn-records, and reports the ratio; the
+// topic then holds both runs' records, which read_committed consumers read too.
+func TestBenchTransactional(t *testing.T) {
+	b := e2eBrokers(t)
+	topic := uniqueTopic("bench-txn")
+	p := benchJSON(t, "bench", "produce", "-b", b, "-t", topic, "--records", "2000", "--partitions", "2", "--record-size", "100",
+		"--transactional-id", topic, "--txn-records", "100")
+	if p.Records != 2000 || p.Failed != 0 || p.Transactional == nil || p.Transactional.Transactions != 20 ||
+		p.Transactional.TxnRecords != 100 || p.Transactional.IdempotentRecordsPerSec <= 0 || p.Transactional.Ratio <= 0 {
+		t.Fatalf("transactional produce: %+v %+v", p, p.Transactional)
+	}
+	// Both runs: 2000 records each plus 2 warm-up records per partition each.
+	for _, iso := range []string{"read_uncommitted", "read_committed"} {
+		if c := benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--isolation", iso); c.Records != 4008 {
+			t.Fatalf("consume --isolation %s read %d records, want 4008", iso, c.Records)
+		}
+	}
+	mustContain(t, "txn-records 0", skiffErr(t, nil, "bench", "produce", "-b", b, "-t", topic, "--transactional-id", "x", "--txn-records", "0"), "at least 1")
+}
+
 // TestBenchCompact runs skiff bench compact against a broker whose cleaner looks
 // for work every 100 ms: one pass compacts the written-over topic (timed by the
 // broker's metrics, with its baseline), the produce load runs with and without

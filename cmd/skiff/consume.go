@@ -45,6 +45,11 @@ Unix milliseconds. key, value and header keys and values are strings when they
 are valid UTF-8; otherwise base64 with a companion field, e.g.
 "value_encoding":"base64". A null key or value is null.
 
+--isolation read_committed (the default, as in librdkafka) prints committed
+records only: none of an open or aborted transaction, and --exit-at-end stops at
+the last stable offsets. --isolation read_uncommitted prints every record up to
+the high watermark.
+
 With --group G the records are consumed as member of consumer group G: the
 group's committed offsets say where to resume and the offsets of printed
 records are committed (--from-beginning then only applies to partitions without
@@ -80,6 +85,7 @@ topic must exist: consume never creates it. A summary line goes to stderr with
 			&cli.StringFlag{Name: "share", Usage: "consume as member of share `GROUP`, acknowledging each printed record"},
 			&cli.StringFlag{Name: "reject-if", Usage: "with --share: reject records whose value matches `REGEX` instead of printing them"},
 			&cli.StringFlag{Name: "key-separator", Aliases: []string{"K"}, Usage: "--format value: print the key, `SEP`, then the value"},
+			&cli.StringFlag{Name: "isolation", Value: "read_committed", Usage: "`LEVEL`: read_committed or read_uncommitted (records of open and aborted transactions too)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a summary line to stderr"},
 		),
 		Action: runConsume,
@@ -99,6 +105,13 @@ func consumeOptsFrom(c *cli.Context) (client.ConsumeOptions, error) {
 	}
 	if o.Topic == "" {
 		return o, errors.New("missing --topic (-t): name the topic to consume")
+	}
+	switch iso := c.String("isolation"); iso {
+	case "read_committed", "":
+	case "read_uncommitted":
+		o.ReadUncommitted = true
+	default:
+		return o, fmt.Errorf("invalid --isolation %q: want read_committed or read_uncommitted", iso)
 	}
 	switch fromBeginning, atOffset := c.Bool("from-beginning"), c.IsSet("offset"); {
 	case fromBeginning && atOffset:

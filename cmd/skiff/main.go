@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			produceCommand(),
 			consumeCommand(),
 			groupCommand(),
+			txnCommand(),
 			offsetsCommand(),
 			userCommand(),
 			aclCommand(),

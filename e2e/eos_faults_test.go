@@ -1,0 +1,208 @@
+package e2e
+
+// Kill faults during the exactly-once pipeline (internal/eos): SIGKILL of the
+// transaction coordinator's node, of a data partition's leader, and of a group
+// member's process. The checker must still find every input in the output exactly
+// once, no aborted read, and the committed offsets at the input's end.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/cluster"
+	"skiff/internal/eos"
+	"skiff/internal/testnode"
+	"skiff/txn"
+)
+
+const eosFaultRecords = 3000
+
+// runWithFault runs the pipeline on a 3-node cluster and calls fault once the
+// group has committed a few transactions.
+func runWithFault(t *testing.T, fault func(r *eosRun)) {
+	nodes := testnode.StartCluster(t, 3, eosArgs...)
+	r := newEOSRun(t, nodes, eosFaultRecords)
+	r.pipe.MaxPoll = 50 // many small transactions, so the fault lands inside some
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- r.pipe.Run(ctx) }()
+	poll(t, time.Minute, "a few committed transactions", func() bool {
+		n := 0
+		for _, tx := range r.pipe.Txns() {
+			if tx.Outcome == eos.Committed {
+				n++
+			}
+		}
+		return n >= 6
+	})
+	fault(r)
+	if err := <-errc; err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	r.check(ctx)
+}
+
+// nodeByID returns the running node with broker id id.
+func nodeByID(t *testing.T, nodes []*testnode.Node, id int32) *testnode.Node {
+	t.Helper()
+	for _, n := range nodes {
+		if n.ID == id && n.Running() {
+			return n
+		}
+	}
+	t.Fatalf("no running node with id %d", id)
+	return nil
+}
+
+// leaderID asks a live node for the leader of topic's partition p.
+func leaderID(t *testing.T, nodes []*testnode.Node, topic string, p int32) int32 {
+	t.Helper()
+	var id int32 = -1
+	poll(t, 30*time.Second, fmt.Sprintf("a leader of %s-%d", topic, p), func() bool {
+		md, err := metadata(t, anyRunning(nodes, nil).Addr, topic)
+		if err != nil {
+			return false
+		}
+		pm, ok := md.Topics[topic].Partitions[p]
+		id = pm.Leader
+		return ok && id >= 0
+	})
+	return id
+}
+
+func TestEOSFaultCoordinatorKilled(t *testing.T) {
+	runWithFault(t, func(r *eosRun) {
+		id := fmt.Sprintf("%s-member-0", r.pipe.Group)
+		p := txn.PartitionFor(id, txn.DefaultTopicPartitions)
+		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, cluster.TransactionTopic, p))
+		t.Logf("killing node %d, the transaction coordinator of %s", n.ID, id)
+		n.Kill()
+	})
+}
+
+func TestEOSFaultLeaderKilled(t *testing.T) {
+	runWithFault(t, func(r *eosRun) {
+		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, r.pipe.Output, 0))
+		t.Logf("killing node %d, the leader of %s-0", n.ID, r.pipe.Output)
+		n.Kill()
+	})
+}
+
+// TestEOSFaultMemberKilled runs the pipeline's third member in a process of its own
+// (TestEOSMemberProcess) and kills it with SIGKILL mid-pipeline: the transaction it
+// was in is aborted at its timeout, its partitions move to the other members, and
+// the output still holds each input exactly once.
+func TestEOSFaultMemberKilled(t *testing.T) {
+	nodes := testnode.StartCluster(t, 3, eosArgs...)
+	r := newEOSRun(t, nodes, eosFaultRecords)
+	r.pipe.Members, r.pipe.MaxPoll = 2, 50
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEOSMemberProcess$")
+	cfg, _ := json.Marshal(memberConfig{Seeds: nodeAddrs(nodes), Input: r.pipe.Input, Output: r.pipe.Output, Group: r.pipe.Group, Member: 2})
+	cmd.Env = append(os.Environ(), "SKIFF_EOS_MEMBER="+string(cfg))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	journal := make(chan journalLine, 1024)
+	go func() {
+		defer close(journal)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var l journalLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				journal <- l
+			}
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- r.pipe.Run(ctx) }()
+	// Kill it inside a transaction, once it has ended a few.
+	ended, open := 0, map[string]eos.Txn{}
+	for l := range journal {
+		if !l.Ended {
+			open[l.Txn.ID] = l.Txn
+			if ended >= 3 {
+				cmd.Process.Kill()
+				t.Logf("killed member 2 (pid %d) in transaction %s", cmd.Process.Pid, l.Txn.ID)
+				break
+			}
+			continue
+		}
+		delete(open, l.Txn.ID)
+		r.pipe.AddTxns(l.Txn)
+		ended++
+	}
+	for l := range journal { // what it wrote before the kill
+		if l.Ended {
+			delete(open, l.Txn.ID)
+			r.pipe.AddTxns(l.Txn)
+		} else {
+			open[l.Txn.ID] = l.Txn
+		}
+	}
+	cmd.Wait()
+	for _, tx := range open {
+		r.pipe.AddTxns(tx) // outcome Unknown: all or nothing
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	r.check(ctx)
+}
+
+func nodeAddrs(nodes []*testnode.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Addr)
+	}
+	return out
+}
+
+type memberConfig struct {
+	Seeds                []string
+	Input, Output, Group string
+	Member               int
+}
+
+type journalLine struct {
+	Txn   eos.Txn
+	Ended bool
+}
+
+// TestEOSMemberProcess is the member process of TestEOSFaultMemberKilled; it does
+// nothing unless SKIFF_EOS_MEMBER holds its configuration. It writes its journal
+// to stdout, one JSON line per transaction begun and ended.
+func TestEOSMemberProcess(t *testing.T) {
+	v := os.Getenv("SKIFF_EOS_MEMBER")
+	if v == "" {
+		t.Skip("the member process of TestEOSFaultMemberKilled")
+	}
+	var cfg memberConfig
+	if err := json.Unmarshal([]byte(v), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := &eos.Pipeline{Opts: []kgo.Opt{kgo.SeedBrokers(cfg.Seeds...)}, Input: cfg.Input, Output: cfg.Output, Group: cfg.Group, MaxPoll: 50,
+		Journal: func(tx eos.Txn, ended bool) {
+			b, _ := json.Marshal(journalLine{Txn: tx, Ended: ended})
+			os.Stdout.Write(append(b, '\n'))
+		}}
+	if err := p.RunMember(context.Background(), cfg.Member); err != nil {
+		t.Fatal(err)
+	}
+}

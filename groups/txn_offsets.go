@@ -1,0 +1,124 @@
+package groups
+
+// Offsets committed inside transactions (TxnOffsetCommit, KIP-98 and KIP-447): they
+// are appended to the group's __consumer_offsets partition as a transactional batch
+// of the producer, held pending in Pebble by the applier, and committed or dropped
+// when the transaction coordinator's marker reaches the partition.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batch"
+	"skiff/replication"
+)
+
+// TxnOffsetCommit handles a TxnOffsetCommit request. A member of the group (v3+:
+// member id and generation given) is checked as OffsetCommit checks it, so that a
+// zombie of a previous generation cannot commit (KIP-447); a producer outside group
+// management commits with generation -1.
+func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	var parts []commitPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			cp := commitPartition{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, timestamp: -1}
+			if req.Version < 2 {
+				cp.leaderEpoch = -1
+			}
+			parts = append(parts, cp)
+		}
+	}
+	codes := make([]int16, len(parts))
+	defer func() {
+		i := 0
+		for _, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, codes[i]
+				rt.Partitions = append(rt.Partitions, rp)
+				i++
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}()
+	g, code := c.lockGroup(req.Group, true)
+	if code != 0 {
+		fillCodes(codes, code)
+		return resp
+	}
+	if req.Version >= 3 && req.Generation >= 0 {
+		switch {
+		case g.fencedLocked(req.InstanceID, req.MemberID):
+			code = kerr.FencedInstanceID.Code
+		case g.members[req.MemberID] == nil:
+			code = kerr.UnknownMemberID.Code
+		case req.Generation != g.generation:
+			code = kerr.IllegalGeneration.Code
+		}
+	}
+	if code != 0 {
+		g.mu.Unlock()
+		fillCodes(codes, code)
+		return resp
+	}
+	now := c.clock.Now()
+	recs := c.commitRecords(req.Group, now, parts, codes)
+	sh := g.sh
+	var last int64
+	var err error
+	if len(recs) > 0 {
+		var res replication.AppendResult
+		res, err = sh.log.AppendFromCoordinator(batch.BuildTransactional(now.UnixMilli(), req.ProducerID, req.ProducerEpoch, recs))
+		if err == nil {
+			last = res.LastOffset
+			g.hasOffsets = true
+		} else {
+			err = fmt.Errorf("append to __consumer_offsets-%d: %w", sh.id, err)
+		}
+	}
+	g.mu.Unlock()
+	if len(recs) == 0 {
+		return resp
+	}
+	if err == nil {
+		err = sh.waitApplied(ctx, last)
+	}
+	code = waitCode(ctx, err)
+	if err != nil {
+		c.logger.Warn("group coordinator: transactional offset commit failed", "group", req.Group, "err", err)
+		if code == kerr.CoordinatorNotAvailable.Code {
+			code = errCodeOf(err, code)
+		}
+	}
+	settleCodes(codes, code)
+	return resp
+}
+
+// errCodeOf returns INVALID_PRODUCER_EPOCH when err carries it (a fenced
+// producer), else def.
+func errCodeOf(err error, def int16) int16 {
+	if errors.Is(err, kerr.InvalidProducerEpoch) {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return def
+}
+
+// WaitApplied waits until the record at offset of __consumer_offsets partition id,
+// led here, is applied to Pebble (a transaction marker: the offsets it commits are
+// then visible to OffsetFetch), or ctx ends.
+func (c *Coordinator) WaitApplied(ctx context.Context, id int32, offset int64) error {
+	c.mu.Lock()
+	sh := c.mu.shards[id]
+	c.mu.Unlock()
+	if sh == nil {
+		return errNotCoordinator
+	}
+	return sh.waitApplied(ctx, offset)
+}

@@ -1,0 +1,138 @@
+package kafkaapi
+
+// AddPartitionsToTxn, key 24, versions 0..4.
+//
+// Behaviour (package txn): the partitions join the producer's transaction, which
+// starts if none is open; the answer comes once the transaction's state is
+// committed to __transaction_state. A partition of an unknown topic gets
+// UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; a stale epoch
+// INVALID_PRODUCER_EPOCH; a transaction being ended CONCURRENT_TRANSACTIONS.
+//
+// v4 batches several transactional ids (transactions); an entry with verify_only
+// adds nothing and answers, per partition, whether it is in the id's open
+// transaction (txn.Coordinator.Verify): partition leaders ask so before the first
+// transactional batch of a producer (KIP-890 part 1).
+//
+// Authorization, as in Kafka: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition) and on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions, the others
+// OPERATION_NOT_ATTEMPTED); a v4 request with a verify_only entry needs
+// CLUSTER_ACTION on the cluster (a broker's: CLUSTER_AUTHORIZATION_FAILED).
+//
+// Not implemented: v5 (transaction version 2).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+	"skiff/txn"
+)
+
+func init() {
+	register(api[*kmsg.AddPartitionsToTxnRequest]{
+		min: 0, max: 4,
+		handle: (*Server).handleAddPartitionsToTxn,
+		entries: func(r *kmsg.AddPartitionsToTxnRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			for _, x := range r.Transactions {
+				for _, t := range x.Topics {
+					n += topicEntries(len(t.Partitions))
+				}
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleAddPartitionsToTxn(c *conn, _ *RequestHeader, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 {
+		for _, x := range req.Transactions {
+			if x.VerifyOnly && !c.allowedCluster(acl.OpClusterAction) {
+				resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				return resp
+			}
+		}
+		for _, x := range req.Transactions {
+			rx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rx.TransactionalID = x.TransactionalID
+			var topics []kmsg.AddPartitionsToTxnRequestTopic
+			for _, t := range x.Topics {
+				topics = append(topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
+			}
+			for _, rt := range s.addPartitions(c, x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly, topics) {
+				t := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				t.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					t.Partitions = append(t.Partitions, kmsg.AddPartitionsToTxnResponseTransactionTopicPartition{Partition: rp.Partition, ErrorCode: rp.ErrorCode})
+				}
+				rx.Topics = append(rx.Topics, t)
+			}
+			resp.Transactions = append(resp.Transactions, rx)
+		}
+		return resp
+	}
+	resp.Topics = s.addPartitions(c, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, req.Topics)
+	return resp
+}
+
+// addPartitions adds (or, verifyOnly, checks) the partitions of topics in the
+// transaction of id and returns each one's code.
+func (s *Server) addPartitions(c *conn, id string, pid int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTopic) []kmsg.AddPartitionsToTxnResponseTopic {
+	var parts []txn.TopicPartition
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, txn.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	code, codes := kerr.TransactionalIDAuthorizationFailed.Code, map[txn.TopicPartition]int16(nil)
+	switch {
+	case s.cfg.Txn == nil:
+	case !verifyOnly && !c.allowed(acl.OpWrite, acl.ResourceTransactionalID, id):
+	case !verifyOnly && !allTopicsAllowed(c, topics):
+		code, codes = 0, make(map[txn.TopicPartition]int16, len(parts))
+		mayWrite := c.allowedTopics(acl.OpWrite)
+		for _, tp := range parts {
+			codes[tp] = kerr.OperationNotAttempted.Code
+			if !mayWrite(tp.Topic) {
+				codes[tp] = kerr.TopicAuthorizationFailed.Code
+			}
+		}
+	case verifyOnly:
+		code, codes = 0, make(map[txn.TopicPartition]int16, len(parts))
+		for _, tp := range parts {
+			codes[tp] = s.cfg.Txn.Verify(id, pid, epoch, tp)
+		}
+	default:
+		code, codes = s.cfg.Txn.AddPartitions(c.ctx, id, pid, epoch, parts)
+	}
+	var out []kmsg.AddPartitionsToTxnResponseTopic
+	for _, t := range topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			if c, ok := codes[txn.TopicPartition{Topic: t.Topic, Partition: p}]; ok {
+				rp.ErrorCode = c
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// allTopicsAllowed reports whether the client may WRITE every topic of topics.
+func allTopicsAllowed(c *conn, topics []kmsg.AddPartitionsToTxnRequestTopic) bool {
+	mayWrite := c.allowedTopics(acl.OpWrite)
+	for _, t := range topics {
+		if !mayWrite(t.Topic) {
+			return false
+		}
+	}
+	return true
+}

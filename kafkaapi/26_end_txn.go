@@ -1,0 +1,40 @@
+package kafkaapi
+
+// EndTxn, key 26, versions 0..3.
+//
+// Behaviour (package txn): the producer's transaction is committed (commit true) or
+// aborted: the decision is recorded in __transaction_state, commit or abort markers
+// are written to every partition of the transaction, and the answer comes once they
+// are (or, with the decision recorded, after the coordinator's commit timeout; the
+// markers are then written in the background and the producer's next transaction
+// waits with CONCURRENT_TRANSACTIONS). Repeating the same decision succeeds; the
+// other decision gets INVALID_TXN_STATE, as does ending a transaction that has no
+// partitions.
+//
+// Authorization, as in Kafka: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+//
+// Not implemented: v4+ (TRANSACTION_ABORTABLE, transaction version 2).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
+
+func init() {
+	register(api[*kmsg.EndTxnRequest]{
+		min: 0, max: 3,
+		handle: (*Server).handleEndTxn,
+	})
+}
+
+func (s *Server) handleEndTxn(c *conn, _ *RequestHeader, req *kmsg.EndTxnRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	if s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID) {
+		resp.ErrorCode = s.cfg.Txn.EndTxn(c.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+	}
+	return resp
+}

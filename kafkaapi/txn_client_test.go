@@ -1,0 +1,187 @@
+package kafkaapi_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/appliance"
+)
+
+// txnProducer is a franz-go transactional producer of id on the node at addr.
+func txnProducer(t *testing.T, addr, id, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.TransactionalID(id),
+		kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(10 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// produceTxn produces values in one transaction and commits (commit) or aborts it.
+func produceTxn(ctx context.Context, cl *kgo.Client, commit bool, values ...string) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			cl.EndTransaction(ctx, kgo.TryAbort)
+			return err
+		}
+	}
+	return cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+}
+
+// consumeAll reads topic from the start until want records arrived or ctx ends.
+func consumeAll(ctx context.Context, t *testing.T, addr, topic string, level kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	for len(got) < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+// TestTransactionsFranzGo commits and aborts transactions with franz-go's
+// transactional producer: read_committed consumers see exactly the committed
+// records, read_uncommitted ones everything, ListOffsets answers the last stable
+// offset, and a second producer of the same transactional id fences the first.
+func TestTransactionsFranzGo(t *testing.T) {
+	n := sharedNode(t)
+	addr := n.KafkaAddr()
+	topic := topicName(t, "")
+	createTopic(t, dial(t, addr), topic, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	p := txnProducer(t, addr, topic+"-p", topic)
+	for i, step := range []struct {
+		commit bool
+		values []string
+	}{{true, []string{"c1", "c2"}}, {false, []string{"a1", "a2"}}, {true, []string{"c3"}}} {
+		if err := produceTxn(ctx, p, step.commit, step.values...); err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+	}
+	if got := consumeAll(ctx, t, addr, topic, kgo.ReadCommitted(), 3); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
+		t.Fatalf("read_committed read %q, want c1 c2 c3", got)
+	}
+	if got := consumeAll(ctx, t, addr, topic, kgo.ReadUncommitted(), 5); !slices.Equal(got, []string{"c1", "c2", "a1", "a2", "c3"}) {
+		t.Fatalf("read_uncommitted read %q", got)
+	}
+
+	// An open transaction holds the last stable offset back.
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(p)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Log: c1 c2 | marker | a1 a2 | marker | c3 | marker | open.
+	if e, _ := ends.Lookup(topic, 0); e.Offset != 9 {
+		t.Fatalf("read_uncommitted end offset %d, want 9", e.Offset)
+	}
+	if c, _ := committed.Lookup(topic, 0); c.Offset != 8 {
+		t.Fatalf("read_committed end offset (LSO) %d, want 8", c.Offset)
+	}
+
+	// A new producer of the same id aborts the open transaction and fences p.
+	p2 := txnProducer(t, addr, topic+"-p", topic)
+	if err := produceTxn(ctx, p2, true, "c4"); err != nil {
+		t.Fatalf("new producer: %v", err)
+	}
+	err = p.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr()
+	if err == nil {
+		err = p.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("fenced producer: got %v, want INVALID_PRODUCER_EPOCH or PRODUCER_FENCED", err)
+	}
+	got := consumeAll(ctx, t, addr, topic, kgo.ReadCommitted(), 4)
+	if !slices.Equal(got, []string{"c1", "c2", "c3", "c4"}) {
+		t.Fatalf("read_committed after fencing read %q, want c1 c2 c3 c4", got)
+	}
+}
+
+// TestTransactionTimeout leaves a transaction open past its timeout: the
+// coordinator aborts it under a bumped epoch (the producer's commit then fails),
+// and read_committed consumers move past it, with its records listed as aborted.
+func TestTransactionTimeout(t *testing.T) {
+	n, err := startNode(t.TempDir(), func(c *appliance.Config) { c.Txn.AbortCheckInterval = 50 * time.Millisecond })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c := dial(t, n.KafkaAddr())
+	f := txnFixture{id: topicName(t, "id"), topic: topicName(t, "")}
+	createTopic(t, c, f.topic, 1, nil)
+	findTxn := kmsg.NewPtrFindCoordinatorRequest()
+	findTxn.SetVersion(1)
+	findTxn.CoordinatorKey, findTxn.CoordinatorType = f.id, 1
+	findTxnCoordinator(t, c, findTxn)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &f.id, 300
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := c.do(init).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode == 0 {
+			f.pid, f.epoch = resp.ProducerID, resp.ProducerEpoch
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("init: %s", errName(resp.ErrorCode))
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+	f.produce(t, c, 0, "left", "open")
+	started := time.Now()
+	for listOffset(t, c, f.topic, 1) == 0 {
+		if time.Since(started) > 30*time.Second {
+			t.Fatal("the open transaction was not aborted within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	if took := time.Since(started); took < 250*time.Millisecond {
+		t.Fatalf("aborted after %v, before its 300 ms timeout", took)
+	}
+	// The marker is at 2; once it is committed (synced) the LSO is past it.
+	for lso := listOffset(t, c, f.topic, 1); lso != 3; lso = listOffset(t, c, f.topic, 1) {
+		if lso > 3 || time.Since(started) > 30*time.Second {
+			t.Fatalf("LSO after the abort: %d, want 3 (two records and the marker)", lso)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	wantCode(t, "commit after the timeout", f.end(t, c, 0, true), kerr.InvalidProducerEpoch.Code)
+	mustProduce(t, c, f.topic, 0, makeBatch(noProducer, "after"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got := consumeAll(ctx, t, n.KafkaAddr(), f.topic, kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("read_committed read %q, want only the record after the aborted transaction", got)
+	}
+}

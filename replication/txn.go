@@ -1,0 +1,329 @@
+package replication
+
+// Transactions on a partition (KIP-98): which producers have a transaction open here
+// (from their first transactional batch to their commit or abort marker), the last
+// stable offset (LSO: below the first open transaction's first record, and below the
+// high watermark), and the aborted transactions that read_committed consumers skip.
+// All of it is derived from the log: batches carry their producer and the
+// transactional flag, markers are control batches (internal/batch/control.go), so
+// it is rebuilt whenever producer state is (open, truncation).
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"skiff/compaction"
+	"skiff/internal/batch"
+	"skiff/logstore"
+)
+
+// AbortedTxn is one aborted transaction of a partition: its producer, the offset of
+// its first record and the offset of its abort marker (compaction's type: the
+// cleaner drops these records).
+type AbortedTxn = compaction.AbortedTxn
+
+// OpenTxn is one transaction open on a partition: its producer, epoch and first offset.
+type OpenTxn struct {
+	ProducerID  int64
+	Epoch       int16
+	FirstOffset int64
+	// Started is when this replica saw its first batch (appended it, or found it in
+	// its log when it opened).
+	Started time.Time
+}
+
+// txnIndex is a partition's transaction state. Writers hold the partition's
+// appendMu and then txnIndex.mu; readers (Fetch, ListOffsets) take only mu.
+type txnIndex struct {
+	mu      sync.Mutex
+	open    map[int64]OpenTxn // by producer id
+	aborted []AbortedTxn      // by LastOffset
+	// firstUnstable is the first offset of the earliest open transaction,
+	// math.MaxInt64 when none is open.
+	firstUnstable int64
+	// markers counts the markers of each producer: a verification of a producer's
+	// transaction holds while no marker came (AppendVerified).
+	markers map[int64]uint64
+}
+
+func newTxnIndex() *txnIndex {
+	return &txnIndex{open: make(map[int64]OpenTxn), firstUnstable: math.MaxInt64, markers: make(map[int64]uint64)}
+}
+
+// observe notes one batch appended to (or read back from) the log. raw returns the
+// whole batch; it is called for control batches only.
+func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time.Time) error {
+	if !h.Transactional() {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !h.Control() {
+		if _, ok := x.open[h.ProducerID]; !ok {
+			x.open[h.ProducerID] = OpenTxn{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, FirstOffset: h.BaseOffset, Started: now}
+			x.firstUnstable = min(x.firstUnstable, h.BaseOffset)
+		}
+		return nil
+	}
+	x.markers[h.ProducerID]++
+	b, err := raw()
+	if err != nil {
+		return err
+	}
+	typ, err := batch.ControlType(b)
+	if err != nil {
+		return fmt.Errorf("control batch at %d: %w", h.BaseOffset, err)
+	}
+	t, ok := x.open[h.ProducerID]
+	if !ok {
+		return nil // a marker for a transaction that wrote nothing here
+	}
+	delete(x.open, h.ProducerID)
+	if typ == batch.ControlAbort {
+		x.aborted = append(x.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: t.FirstOffset, LastOffset: h.BaseOffset})
+	}
+	x.firstUnstable = math.MaxInt64
+	for _, o := range x.open {
+		x.firstUnstable = min(x.firstUnstable, o.FirstOffset)
+	}
+	return nil
+}
+
+// TxnVerification reports whether a transactional batch of producer pid needs
+// its coordinator to confirm that this partition is in its transaction (KIP-890
+// part 1): when none of its transactions is open here, the batch would open one.
+// guard goes to AppendVerified.
+func (p *Partition) TxnVerification(pid int64) (guard uint64, needed bool) {
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	_, open := p.txns.open[pid]
+	return p.txns.markers[pid], !open
+}
+
+// verifiedLocked reports whether a verification taken at guard still holds.
+// The caller holds the partition's appendMu.
+func (x *txnIndex) verifiedLocked(pid int64, guard uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, open := x.open[pid]
+	return open || x.markers[pid] == guard
+}
+
+// reset forgets everything (the log is rebuilt or emptied).
+func (x *txnIndex) reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.open, x.aborted, x.firstUnstable = make(map[int64]OpenTxn), nil, math.MaxInt64
+	clear(x.markers)
+}
+
+// abortedIn returns the aborted transactions whose records may be in [from, to):
+// those ending at or after from that started before to.
+func (x *txnIndex) abortedIn(from, to int64) []AbortedTxn {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].LastOffset >= from })
+	var out []AbortedTxn
+	for _, a := range x.aborted[i:] {
+		if a.FirstOffset < to {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// forgetBefore drops aborted transactions that ended below offset (the log start).
+func (x *txnIndex) forgetBefore(offset int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].LastOffset >= offset })
+	x.aborted = append(x.aborted[:0:0], x.aborted[i:]...)
+}
+
+// LastStableOffset is the offset below which every transaction is decided and
+// every record committed: read_committed consumers read below it.
+func (p *Partition) LastStableOffset() int64 {
+	hw := p.hw.Load()
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	return min(hw, p.txns.firstUnstable)
+}
+
+// AbortedTxns returns the aborted transactions with records in [from, to).
+func (p *Partition) AbortedTxns(from, to int64) []AbortedTxn { return p.txns.abortedIn(from, to) }
+
+// OpenTxns returns the transactions open on this partition, by first offset.
+func (p *Partition) OpenTxns() []OpenTxn {
+	p.txns.mu.Lock()
+	out := make([]OpenTxn, 0, len(p.txns.open))
+	for _, t := range p.txns.open {
+		out = append(out, t)
+	}
+	p.txns.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].FirstOffset < out[j].FirstOffset })
+	return out
+}
+
+// ReadStable is Read for read_committed consumers: it never returns records at or
+// above the last stable offset.
+func (p *Partition) ReadStable(offset, maxBytes int64) (*logstore.Slice, error) {
+	if !p.IsLeader() {
+		return nil, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+	}
+	if offset > p.log.LogEndOffset() || offset < p.log.LogStartOffset() {
+		return nil, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, p.log.LogStartOffset(), p.log.LogEndOffset(), kerr.OffsetOutOfRange)
+	}
+	lso := p.LastStableOffset()
+	if offset >= lso {
+		return &logstore.Slice{NextOffset: offset}, nil
+	}
+	return p.read(offset, maxBytes, lso)
+}
+
+// WriteMarker appends the commit (commit set) or abort marker of producer pid's
+// transaction at epoch, as its coordinator asks (WriteTxnMarkers), and returns its
+// offset; the caller waits for it to be committed. A marker of an epoch older than
+// the producer's here is refused with INVALID_PRODUCER_EPOCH (a late marker of a
+// fenced coordinator or producer).
+func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
+	b := batch.BuildControl(time.Now().UnixMilli(), pid, epoch, commit, coordinatorEpoch)
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return 0, err
+	}
+	p.appendMu.Lock()
+	if !p.IsLeader() {
+		p.appendMu.Unlock()
+		return 0, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+	}
+	if e := p.producers.m[pid]; e != nil && epoch < e.epoch {
+		p.appendMu.Unlock()
+		return 0, fmt.Errorf("marker of producer %d epoch %d, which is at %d: %w", pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	res, err := p.appendLocked(b, &h)
+	if err != nil {
+		return 0, err
+	}
+	return res.BaseOffset, nil
+}
+
+// readBatch returns the whole batch of the log that h heads.
+func (p *Partition) readBatch(h *batch.Header) ([]byte, error) {
+	s, err := p.log.Read(h.BaseOffset, h.Size(), h.NextOffset())
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release()
+	var buf bytes.Buffer
+	if _, err := s.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) < h.Size() {
+		return nil, fmt.Errorf("batch at %d: read %d of %d bytes", h.BaseOffset, buf.Len(), h.Size())
+	}
+	return buf.Bytes()[:h.Size()], nil
+}
+
+// rebuildProducersLocked derives producer and transaction state from the whole log
+// again (after a truncation). The caller holds appendMu.
+func (p *Partition) rebuildProducersLocked() error {
+	p.producers = newProducerStates()
+	p.txns.reset()
+	return p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {
+		return p.observeLocked(&h, nil)
+	})
+}
+
+// observeLocked keeps producer and transaction state in step with a batch in the
+// log; raw is the batch when the caller has it. The caller holds appendMu.
+func (p *Partition) observeLocked(h *batch.Header, raw []byte) error {
+	p.producers.record(h)
+	return p.txns.observe(h, func() ([]byte, error) {
+		if raw != nil {
+			return raw, nil
+		}
+		return p.readBatch(h)
+	}, time.Now())
+}
+
+// AppendFromCoordinator appends a transactional batch that a coordinator writes on
+// behalf of a producer (the group coordinator's TxnOffsetCommit records): it carries
+// the producer's id and epoch but no sequence (-1), so only the epoch is checked.
+func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) {
+	h, err := batch.Check(records)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
+	}
+	if !h.Transactional() || !h.Idempotent() || h.Control() {
+		return AppendResult{}, fmt.Errorf("not a transactional batch: %w", kerr.InvalidRecord)
+	}
+	p.appendMu.Lock()
+	if !p.IsLeader() {
+		p.appendMu.Unlock()
+		return AppendResult{}, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+	}
+	if e := p.producers.m[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
+		p.appendMu.Unlock()
+		return AppendResult{}, fmt.Errorf("producer %d epoch %d is older than %d: %w", h.ProducerID, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	return p.appendLocked(records, &h)
+}
+
+// ProducerInfo is one producer's state on a partition (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID   int64
+	Epoch        int16
+	LastSequence int32 // -1: none
+	// TxnStartOffset is the first offset of its open transaction, -1: none.
+	TxnStartOffset int64
+}
+
+// Producers returns the producers with state on this partition, by id.
+func (p *Partition) Producers() []ProducerInfo {
+	p.appendMu.Lock()
+	out := make([]ProducerInfo, 0, len(p.producers.m))
+	for id, e := range p.producers.m {
+		out = append(out, ProducerInfo{ProducerID: id, Epoch: e.epoch, LastSequence: e.lastSeq(), TxnStartOffset: -1})
+	}
+	p.txns.mu.Lock()
+	for i := range out {
+		if t, ok := p.txns.open[out[i].ProducerID]; ok {
+			out[i].TxnStartOffset = t.FirstOffset
+		}
+	}
+	p.txns.mu.Unlock()
+	p.appendMu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
+// expireProducers forgets the producers idle since before cutoff with no
+// transaction open here (KIP-854): a later batch of one is refused with
+// UNKNOWN_PRODUCER_ID unless it starts a sequence, as for any unknown producer.
+func (p *Partition) expireProducers(cutoff time.Time) int {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	return p.producers.expire(cutoff.UnixMilli(), func(pid int64) bool {
+		_, open := p.txns.open[pid]
+		return open
+	})
+}
+
+// stableTarget is what the log cleaner sees of a partition: nothing at or above
+// its last stable offset is compacted, and its aborted transactions' records are
+// dropped (compaction.TxnTarget).
+type stableTarget struct{ *Partition }
+
+// HighWatermark is the last stable offset: an open transaction's records and
+// everything after them stay as they are until it ends.
+func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
+
+var _ compaction.TxnTarget = stableTarget{}

@@ -1,0 +1,157 @@
+package txn
+
+// Ending transactions: markers to every partition of a prepared transaction, then
+// the complete state; and aborting transactions open longer than their timeout.
+
+import (
+	"time"
+
+	"skiff/internal/batch"
+)
+
+// startCompletion writes the markers of m, which is prepared, in the background.
+func (sh *shard) startCompletion(m *txnMeta) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.closing {
+		return // the next coordinator completes it
+	}
+	m.pending = true
+	sh.wg.Add(1)
+	go sh.complete(m)
+}
+
+// complete writes the markers of prepared transaction m until they are all
+// written, then records it complete. m is pending throughout.
+func (sh *shard) complete(m *txnMeta) {
+	defer sh.wg.Done()
+	sh.mu.Lock()
+	prepared := m.clone()
+	sh.mu.Unlock()
+	commit := prepared.state == PrepareCommit
+	markers := make([]Marker, 0, len(prepared.partitions))
+	for _, tp := range prepared.sortedPartitions() {
+		markers = append(markers, Marker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: prepared.pid,
+			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch})
+	}
+	backoff := defaultMarkerRetryBackoff
+	retry := func(what string, err error) bool {
+		if sh.ctx.Err() != nil {
+			return false
+		}
+		sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", prepared.id, "err", err)
+		select {
+		case <-sh.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
+		return true
+	}
+	for len(markers) > 0 {
+		err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
+		if err == nil {
+			break
+		}
+		if !retry("writing transaction markers", err) {
+			return
+		}
+	}
+	next := prepared.clone()
+	next.state, next.updated = CompleteAbort, time.Now()
+	if commit {
+		next.state = CompleteCommit
+	}
+	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	// The complete state takes effect once appended, before it is committed:
+	// every later change of this id is appended after it and answered only once
+	// committed, which commits this record too; and a coordinator that finds the
+	// transaction still prepared writes its markers again, which partitions ignore.
+	for {
+		_, err := sh.appendStates(next)
+		if err == nil {
+			sh.mu.Lock()
+			*m = *next
+			m.pending = false
+			sh.mu.Unlock()
+			sh.notifyChanged()
+			return
+		}
+		if !retry("recording a transaction complete", err) {
+			return
+		}
+	}
+}
+
+// abortTimedOut aborts the transactions open longer than their timeout, under a
+// bumped epoch: the producer is fenced, and learns it at its next request.
+func (sh *shard) abortTimedOut(now time.Time) {
+	sh.mu.Lock()
+	var expired []*txnMeta
+	var nexts []*txnMeta
+	for _, m := range sh.txns {
+		if m.state != Ongoing || m.pending || now.Sub(m.started) <= m.timeout {
+			continue
+		}
+		next := m.clone()
+		next.lastEpoch, next.epoch, next.state, next.updated = m.epoch, m.epoch+1, PrepareAbort, now
+		m.pending = true
+		expired, nexts = append(expired, m), append(nexts, next)
+	}
+	sh.mu.Unlock()
+	for i, m := range expired {
+		sh.c.logger.Info("transaction coordinator: aborting a transaction open longer than its timeout",
+			"transactional_id", m.id, "producer_id", m.pid, "timeout", m.timeout)
+		if err := sh.transition(m, nexts[i]); err != nil {
+			sh.c.logger.Warn("transaction coordinator: aborting a timed-out transaction", "transactional_id", m.id, "err", err)
+			continue
+		}
+		sh.startCompletion(m)
+	}
+}
+
+// notifyChanged wakes the requests waiting for a transaction to complete.
+func (sh *shard) notifyChanged() {
+	sh.mu.Lock()
+	close(sh.changed)
+	sh.changed = make(chan struct{})
+	sh.mu.Unlock()
+}
+
+// expireIDs forgets the transactional ids idle longer than IDExpiration with no
+// transaction open: a tombstone each, in one batch.
+func (sh *shard) expireIDs(now time.Time) {
+	sh.mu.Lock()
+	var expired []*txnMeta
+	for _, m := range sh.txns {
+		if m.pending || m.pid < 0 || now.Sub(m.updated) <= sh.c.cfg.IDExpiration {
+			continue
+		}
+		if m.state == Empty || m.state == CompleteCommit || m.state == CompleteAbort {
+			m.pending = true
+			expired = append(expired, m)
+		}
+	}
+	sh.mu.Unlock()
+	if len(expired) == 0 {
+		return
+	}
+	recs := make([]batch.Record, len(expired))
+	for i, m := range expired {
+		recs[i] = tombstone(m.id)
+	}
+	err := sh.writeRecords(recs)
+	sh.mu.Lock()
+	for _, m := range expired {
+		m.pending = false
+		if err == nil && sh.txns[m.id] == m {
+			delete(sh.txns, m.id)
+		}
+	}
+	sh.mu.Unlock()
+	if err != nil {
+		sh.c.logger.Warn("transaction coordinator: expiring transactional ids", "partition", sh.id, "err", err)
+		return
+	}
+	sh.c.logger.Info("transaction coordinator: expired idle transactional ids", "partition", sh.id, "count", len(expired))
+}

@@ -1,0 +1,293 @@
+package txn
+
+// The requests of transactional producers: InitProducerId, AddPartitionsToTxn,
+// AddOffsetsToTxn and EndTxn.
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// InitProducerID gives transactional id id its producer id and a new epoch, which
+// fences every older producer of the id (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH
+// from then on). A transaction left open by the previous producer is aborted first:
+// the answer is then CONCURRENT_TRANSACTIONS, and the client asks again. pid and
+// epoch are the producer's own (-1 for a new producer, KIP-360).
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout time.Duration, pid int64, epoch int16) (int64, int16, int16) {
+	if timeout <= 0 || timeout > c.cfg.MaxTimeout {
+		return -1, -1, codeInvalidTimeout
+	}
+	sh, code := c.shardFor(id)
+	if code != 0 {
+		return -1, -1, code
+	}
+	sh.mu.Lock()
+	m := sh.txns[id]
+	if m == nil {
+		// A new id: allocate its producer id, record it at epoch 0.
+		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1, pending: true}
+		sh.txns[id] = m
+		sh.mu.Unlock()
+		newPID, err := c.cfg.AllocateProducerID(ctx)
+		if err != nil {
+			c.logger.Warn("transaction coordinator: allocate producer id", "err", err)
+			sh.forgetNew(m)
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
+		}
+		next := m.clone()
+		next.pid, next.epoch, next.timeout, next.updated = newPID, 0, timeout, time.Now()
+		if err := sh.transition(m, next); err != nil {
+			sh.forgetNew(m)
+			return -1, -1, waitCode(err)
+		}
+		return newPID, 0, 0
+	}
+	switch {
+	case m.pending:
+		sh.mu.Unlock()
+		return -1, -1, codeConcurrent
+	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
+		sh.mu.Unlock()
+		return -1, -1, codeFenced
+	case m.state == PrepareCommit || m.state == PrepareAbort:
+		sh.mu.Unlock()
+		return -1, -1, codeConcurrent
+	case m.state == Ongoing:
+		// Abort the previous producer's transaction under a bumped epoch, which
+		// fences it on every partition the markers reach.
+		next := m.clone()
+		next.epoch, next.state, next.updated = m.epoch+1, PrepareAbort, time.Now()
+		if pid >= 0 {
+			// The producer itself asked (KIP-360, after an error): its retry with
+			// the epoch it had is accepted once the abort is done.
+			next.lastEpoch = m.epoch
+		}
+		m.pending = true
+		sh.mu.Unlock()
+		if err := sh.transition(m, next); err != nil {
+			return -1, -1, waitCode(err)
+		}
+		sh.startCompletion(m)
+		return -1, -1, codeConcurrent
+	}
+	next := m.clone()
+	next.state, next.timeout, next.updated, next.lastEpoch = Empty, timeout, time.Now(), -1
+	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	if m.epoch >= math.MaxInt16-1 {
+		sh.mu.Unlock()
+		newPID, err := c.cfg.AllocateProducerID(ctx)
+		if err != nil {
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
+		}
+		sh.mu.Lock()
+		if m.pending {
+			sh.mu.Unlock()
+			return -1, -1, codeConcurrent
+		}
+		next.pid, next.epoch = newPID, 0
+	} else {
+		next.epoch = m.epoch + 1
+	}
+	m.pending = true
+	sh.mu.Unlock()
+	if err := sh.transition(m, next); err != nil {
+		return -1, -1, waitCode(err)
+	}
+	return next.pid, next.epoch, 0
+}
+
+// forgetNew drops a transactional id whose first record was never written.
+func (sh *shard) forgetNew(m *txnMeta) {
+	sh.mu.Lock()
+	if sh.txns[m.id] == m && m.pid < 0 {
+		delete(sh.txns, m.id)
+	}
+	m.pending = false
+	sh.mu.Unlock()
+}
+
+// checkProducerLocked checks that pid and epoch are the id's current producer.
+func checkProducerLocked(m *txnMeta, pid int64, epoch int16) int16 {
+	switch {
+	case m == nil || m.pid < 0 || m.pid != pid:
+		return codeInvalidMapping
+	case epoch != m.epoch:
+		return codeInvalidEpoch
+	case m.pending || m.state == PrepareCommit || m.state == PrepareAbort:
+		return codeConcurrent
+	}
+	return 0
+}
+
+// AddPartitions adds partitions to the transaction of id, starting it if none is
+// open. It returns one code for all of them (or a code per partition, when some
+// are unknown: the others then get OPERATION_NOT_ATTEMPTED).
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) (int16, map[TopicPartition]int16) {
+	if c.cfg.TopicPartitions != nil {
+		var bad map[TopicPartition]int16
+		for _, tp := range parts {
+			if n, ok := c.cfg.TopicPartitions(tp.Topic); !ok || tp.Partition < 0 || tp.Partition >= n {
+				if bad == nil {
+					bad = make(map[TopicPartition]int16)
+				}
+				bad[tp] = codeUnknownTopic
+			}
+		}
+		if bad != nil {
+			for _, tp := range parts {
+				if _, ok := bad[tp]; !ok {
+					bad[tp] = codeOperationNotAttempted
+				}
+			}
+			return 0, bad
+		}
+	}
+	sh, code := c.shardFor(id)
+	if code != 0 {
+		return code, nil
+	}
+	sh.mu.Lock()
+	m := sh.txns[id]
+	if code := checkProducerLocked(m, pid, epoch); code != 0 {
+		sh.mu.Unlock()
+		return code, nil
+	}
+	if m.state == Ongoing {
+		missing := false
+		for _, tp := range parts {
+			if _, ok := m.partitions[tp]; !ok {
+				missing = true
+				break
+			}
+		}
+		if !missing {
+			sh.mu.Unlock()
+			return 0, nil
+		}
+	}
+	next := m.clone()
+	if m.state != Ongoing {
+		next.partitions = make(map[TopicPartition]struct{}, len(parts))
+		next.started = time.Now()
+	}
+	for _, tp := range parts {
+		next.partitions[tp] = struct{}{}
+	}
+	next.state, next.updated = Ongoing, time.Now()
+	m.pending = true
+	sh.mu.Unlock()
+	return waitCode(sh.transition(m, next)), nil
+}
+
+// AddOffsets adds the __consumer_offsets partition of group to the transaction of
+// id, so that its TxnOffsetCommit records are committed or aborted with it.
+func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string) int16 {
+	p, ok := c.cfg.OffsetsPartition(group)
+	if !ok {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	code, _ := c.AddPartitions(ctx, id, pid, epoch, []TopicPartition{{OffsetsTopic, p}})
+	return code
+}
+
+// OffsetsTopic is the internal topic of consumer offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// EndTxn commits (commit set) or aborts the transaction of id: the decision is
+// recorded (PrepareCommit / PrepareAbort), then markers are written to every
+// partition of the transaction, then it is recorded complete. EndTxn answers once
+// the markers are written, or once CommitTimeout has passed with the decision
+// recorded (the markers are then written in the background; the producer's next
+// transaction waits for them with CONCURRENT_TRANSACTIONS).
+func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
+	sh, code := c.shardFor(id)
+	if code != 0 {
+		return code
+	}
+	want, done := PrepareAbort, CompleteAbort
+	if commit {
+		want, done = PrepareCommit, CompleteCommit
+	}
+	sh.mu.Lock()
+	m := sh.txns[id]
+	switch {
+	case m == nil || m.pid < 0 || m.pid != pid:
+		sh.mu.Unlock()
+		return codeInvalidMapping
+	case epoch != m.epoch:
+		sh.mu.Unlock()
+		return codeInvalidEpoch
+	case m.state == want || (m.state == done && !m.pending):
+		// A retry of the same decision.
+		sh.mu.Unlock()
+		return sh.waitComplete(ctx, m, done)
+	case m.pending, m.state == PrepareCommit, m.state == PrepareAbort:
+		sh.mu.Unlock()
+		return codeConcurrent
+	case m.state != Ongoing:
+		sh.mu.Unlock()
+		return codeInvalidState
+	}
+	next := m.clone()
+	next.state, next.updated = want, time.Now()
+	m.pending = true
+	sh.mu.Unlock()
+	if err := sh.transition(m, next); err != nil {
+		return waitCode(err)
+	}
+	sh.startCompletion(m)
+	return sh.waitComplete(ctx, m, done)
+}
+
+// waitComplete waits until m reaches state done, ctx ends or CommitTimeout
+// passes; the decision is recorded already, so only a lost coordinatorship is an
+// error.
+func (sh *shard) waitComplete(ctx context.Context, m *txnMeta, done State) int16 {
+	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	for {
+		sh.mu.Lock()
+		st, changed := m.state, sh.changed
+		sh.mu.Unlock()
+		if st == done {
+			return 0
+		}
+		select {
+		case <-sh.ctx.Done():
+			return codeNotCoordinator
+		case <-ctx.Done():
+			return 0
+		case <-changed:
+		}
+	}
+}
+
+// Verify answers a partition leader's question before it appends the first batch
+// of a producer's transaction (KIP-890 part 1): is tp part of the open
+// transaction of id at pid and epoch? INVALID_TXN_STATE when it is not (a
+// transactional batch that would otherwise open a hanging transaction),
+// INVALID_PRODUCER_EPOCH for another epoch.
+func (c *Coordinator) Verify(id string, pid int64, epoch int16, tp TopicPartition) int16 {
+	sh, code := c.shardFor(id)
+	if code != 0 {
+		return code
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	m := sh.txns[id]
+	switch {
+	case m == nil || m.pid != pid:
+		return codeInvalidMapping
+	case epoch != m.epoch:
+		return codeInvalidEpoch
+	case m.state != Ongoing:
+		return codeInvalidState
+	}
+	if _, ok := m.partitions[tp]; !ok {
+		return codeInvalidState
+	}
+	return 0
+}

@@ -1,0 +1,233 @@
+package txn
+
+// A shard is one led partition of __transaction_state: the state of its
+// transactional ids in memory, loaded from the log at election and changed by
+// appending records that take effect once committed.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"skiff/internal/batch"
+)
+
+const (
+	readChunk  = 1 << 20
+	retryLoad  = 50 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
+
+type shard struct {
+	c     *Coordinator
+	id    int32
+	epoch int32 // leader epoch: the coordinator epoch written in markers
+	log   Log
+
+	ctx    context.Context // canceled by stop
+	cancel context.CancelFunc
+	done   chan struct{}
+	wg     sync.WaitGroup // completions and the timeout loop
+	ready  atomic.Bool
+
+	mu      sync.Mutex
+	txns    map[string]*txnMeta // guarded by mu
+	changed chan struct{}       // closed and replaced when a transaction completes; guarded by mu
+	closing bool                // stop has begun: no new completion starts; guarded by mu
+}
+
+func newShard(c *Coordinator, id, epoch int32, log Log) *shard {
+	sh := &shard{c: c, id: id, epoch: epoch, log: log, done: make(chan struct{}), txns: make(map[string]*txnMeta), changed: make(chan struct{})}
+	sh.ctx, sh.cancel = context.WithCancel(context.Background())
+	return sh
+}
+
+func (sh *shard) stop() {
+	sh.mu.Lock()
+	sh.closing = true
+	sh.mu.Unlock()
+	sh.cancel()
+	<-sh.done
+	sh.wg.Wait()
+}
+
+// run loads the shard, resumes the completion of prepared transactions, and
+// aborts timed-out ones until stop.
+func (sh *shard) run() {
+	defer close(sh.done)
+	for {
+		err := sh.load()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kerr.NotLeaderForPartition) && sh.ctx.Err() == nil {
+			sh.c.logger.Warn("transaction coordinator: loading __transaction_state failed; retrying", "partition", sh.id, "err", err)
+		}
+		select {
+		case <-sh.ctx.Done():
+			return
+		case <-time.After(retryLoad):
+		}
+	}
+	sh.mu.Lock()
+	var prepared []*txnMeta
+	for _, m := range sh.txns {
+		if m.state == PrepareCommit || m.state == PrepareAbort {
+			prepared = append(prepared, m)
+		}
+	}
+	sh.mu.Unlock()
+	sh.ready.Store(true)
+	sh.c.logger.Debug("transaction coordinator: partition loaded", "partition", sh.id, "transactional_ids", len(sh.txns))
+	for _, m := range prepared {
+		sh.startCompletion(m)
+	}
+	t := time.NewTicker(sh.c.cfg.AbortCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-sh.ctx.Done():
+			return
+		case <-t.C:
+			sh.abortTimedOut(time.Now())
+			sh.expireIDs(time.Now())
+		}
+	}
+}
+
+// load reads the whole log, once everything in it at election is committed, and
+// keeps the last state of each transactional id.
+func (sh *shard) load() error {
+	target := sh.log.LogEndOffset()
+	wait, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	if target > 0 {
+		if err := sh.log.WaitHighWatermark(wait, target-1); err != nil {
+			return err
+		}
+	}
+	txns := make(map[string]*txnMeta)
+	from := sh.log.LogStartOffset()
+	for from < target {
+		s, err := sh.log.Read(from, readChunk)
+		if err != nil {
+			return fmt.Errorf("read __transaction_state-%d at %d: %w", sh.id, from, err)
+		}
+		var buf bytes.Buffer
+		_, err = s.WriteTo(&buf)
+		s.Release()
+		if err != nil {
+			return fmt.Errorf("read __transaction_state-%d at %d: %w", sh.id, from, err)
+		}
+		if buf.Len() == 0 {
+			break
+		}
+		next := from
+		err = batch.Split(buf.Bytes(), func(h batch.Header, raw []byte) error {
+			if h.NextOffset() <= next {
+				return nil
+			}
+			next = h.NextOffset()
+			if h.Control() {
+				return nil
+			}
+			return batch.Records(raw, func(r batch.Record) error {
+				id, m, err := parseRecord(r)
+				switch {
+				case err != nil:
+					sh.c.logger.Warn("transaction coordinator: skipping a record it cannot read", "partition", sh.id, "offset", r.Offset, "err", err)
+				case m == nil:
+					delete(txns, id)
+				default:
+					txns[id] = m
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("__transaction_state-%d at %d: %w", sh.id, from, err)
+		}
+		if next == from {
+			break
+		}
+		from = next
+	}
+	sh.mu.Lock()
+	sh.txns = txns
+	sh.mu.Unlock()
+	return nil
+}
+
+// write appends the records of states and waits until they are committed. The
+// caller has marked the transactions pending and applies the states after.
+func (sh *shard) write(ms ...*txnMeta) error {
+	last, err := sh.appendStates(ms...)
+	if err != nil {
+		return err
+	}
+	return sh.waitCommitted(last)
+}
+
+// waitCommitted waits until the record at offset is committed.
+func (sh *shard) waitCommitted(offset int64) error {
+	ctx, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	if err := sh.log.WaitHighWatermark(ctx, offset); err != nil {
+		if sh.ctx.Err() != nil {
+			return errNotCoordinator
+		}
+		return err
+	}
+	return nil
+}
+
+// appendStates appends the records of states, in one batch, and returns the
+// offset of the last.
+func (sh *shard) appendStates(ms ...*txnMeta) (int64, error) {
+	recs := make([]batch.Record, len(ms))
+	for i, m := range ms {
+		recs[i] = m.record()
+	}
+	return sh.appendRecords(recs)
+}
+
+func (sh *shard) appendRecords(recs []batch.Record) (int64, error) {
+	if sh.ctx.Err() != nil {
+		return 0, errNotCoordinator
+	}
+	res, err := sh.log.Append(batch.Build(time.Now().UnixMilli(), recs), -1)
+	if err != nil {
+		return 0, fmt.Errorf("append to __transaction_state-%d: %w", sh.id, err)
+	}
+	return res.LastOffset, nil
+}
+
+// writeRecords appends recs and waits until they are committed.
+func (sh *shard) writeRecords(recs []batch.Record) error {
+	last, err := sh.appendRecords(recs)
+	if err != nil {
+		return err
+	}
+	return sh.waitCommitted(last)
+}
+
+// transition writes next, a changed copy of m (marked pending by the caller), and
+// makes it m's state once committed; on failure m stays as it was. Either way m is
+// no longer pending.
+func (sh *shard) transition(m, next *txnMeta) error {
+	next.pending = false
+	err := sh.write(next)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if err == nil {
+		*m = *next
+	}
+	m.pending = false
+	return err
+}

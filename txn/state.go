@@ -1,0 +1,197 @@
+package txn
+
+// The state of one transactional id, and its records in __transaction_state
+// (Kafka's TransactionLogKey v0 / TransactionLogValue v0, docs/format/transactions.md):
+//
+//	key    version i16 (0), transactional_id string
+//	value  version i16 (0), producer_id i64, producer_epoch i16, timeout_ms i32,
+//	       state i8, topics [topic string, partitions [i32]],
+//	       last_update_ms i64, start_ms i64;  null: the id expired
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batch"
+)
+
+// Record versions written; Kafka's, they must not change.
+const (
+	keyVersion   = 0
+	valueVersion = 0
+)
+
+// Error codes answered.
+var (
+	codeNotCoordinator        = kerr.NotCoordinator.Code
+	codeLoadInProgress        = kerr.CoordinatorLoadInProgress.Code
+	codeRequestTimedOut       = kerr.RequestTimedOut.Code
+	codeConcurrent            = kerr.ConcurrentTransactions.Code
+	codeFenced                = kerr.ProducerFenced.Code
+	codeInvalidEpoch          = kerr.InvalidProducerEpoch.Code
+	codeInvalidMapping        = kerr.InvalidProducerIDMapping.Code
+	codeInvalidState          = kerr.InvalidTxnState.Code
+	codeInvalidTimeout        = kerr.InvalidTransactionTimeout.Code
+	codeUnknownTopic          = kerr.UnknownTopicOrPartition.Code
+	codeOperationNotAttempted = kerr.OperationNotAttempted.Code
+	codeTxnIDNotFound         = kerr.TransactionalIDNotFound.Code
+)
+
+// State is a transaction's state, Kafka's numbering.
+type State = kmsg.TransactionState
+
+const (
+	Empty          = kmsg.TransactionStateEmpty
+	Ongoing        = kmsg.TransactionStateOngoing
+	PrepareCommit  = kmsg.TransactionStatePrepareCommit
+	PrepareAbort   = kmsg.TransactionStatePrepareAbort
+	CompleteCommit = kmsg.TransactionStateCompleteCommit
+	CompleteAbort  = kmsg.TransactionStateCompleteAbort
+	Dead           = kmsg.TransactionStateDead
+)
+
+// StateName is the name Kafka's tools show for a state.
+func StateName(s State) string {
+	switch s {
+	case Empty:
+		return "Empty"
+	case Ongoing:
+		return "Ongoing"
+	case PrepareCommit:
+		return "PrepareCommit"
+	case PrepareAbort:
+		return "PrepareAbort"
+	case CompleteCommit:
+		return "CompleteCommit"
+	case CompleteAbort:
+		return "CompleteAbort"
+	case Dead:
+		return "Dead"
+	}
+	return fmt.Sprintf("State(%d)", s)
+}
+
+// TopicPartition names a partition of a transaction.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// txnMeta is the state of one transactional id. It is guarded by its shard's mu.
+type txnMeta struct {
+	id         string
+	pid        int64
+	epoch      int16
+	timeout    time.Duration
+	state      State
+	partitions map[TopicPartition]struct{}
+	started    time.Time // of the ongoing transaction
+	updated    time.Time
+	// lastEpoch is the epoch the producer had before the coordinator bumped it to
+	// abort a timed-out transaction (-1: none): its InitProducerId with that epoch
+	// is accepted (KIP-360). In memory only.
+	lastEpoch int16
+	// pending is set while a change of this transaction is being written.
+	pending bool
+}
+
+// sortedPartitions returns the transaction's partitions in order.
+func (m *txnMeta) sortedPartitions() []TopicPartition {
+	out := make([]TopicPartition, 0, len(m.partitions))
+	for tp := range m.partitions {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// clone copies m, for a change to write before it takes effect.
+func (m *txnMeta) clone() *txnMeta {
+	n := *m
+	n.partitions = make(map[TopicPartition]struct{}, len(m.partitions))
+	for tp := range m.partitions {
+		n.partitions[tp] = struct{}{}
+	}
+	return &n
+}
+
+// record is m's record in the log.
+func (m *txnMeta) record() batch.Record {
+	k := kmsg.TxnMetadataKey{Version: keyVersion, TransactionalID: m.id}
+	v := kmsg.NewTxnMetadataValue()
+	v.Version = valueVersion
+	v.ProducerID, v.ProducerEpoch = m.pid, m.epoch
+	v.TimeoutMillis = int32(m.timeout / time.Millisecond)
+	v.State = m.state
+	var cur *kmsg.TxnMetadataValueTopic
+	for _, tp := range m.sortedPartitions() {
+		if cur == nil || cur.Topic != tp.Topic {
+			v.Topics = append(v.Topics, kmsg.TxnMetadataValueTopic{Topic: tp.Topic})
+			cur = &v.Topics[len(v.Topics)-1]
+		}
+		cur.Partitions = append(cur.Partitions, tp.Partition)
+	}
+	v.LastUpdateTimestamp = m.updated.UnixMilli()
+	v.StartTimestamp = -1
+	if !m.started.IsZero() {
+		v.StartTimestamp = m.started.UnixMilli()
+	}
+	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+}
+
+// tombstone is the record forgetting transactional id id.
+func tombstone(id string) batch.Record {
+	k := kmsg.TxnMetadataKey{Version: keyVersion, TransactionalID: id}
+	return batch.Record{Key: k.AppendTo(nil)}
+}
+
+// errRecordKey: a record of __transaction_state whose key is not a transaction's.
+var errRecordKey = errors.New("txn: not a transaction log record")
+
+// parseRecord reads one record of the log: the transactional id and its state
+// (nil: the id expired).
+func parseRecord(r batch.Record) (string, *txnMeta, error) {
+	if len(r.Key) < 2 {
+		return "", nil, errRecordKey
+	}
+	if v := int16(binary.BigEndian.Uint16(r.Key)); v != 0 {
+		return "", nil, fmt.Errorf("%w: key version %d", errRecordKey, v)
+	}
+	var k kmsg.TxnMetadataKey
+	if err := k.ReadFrom(r.Key); err != nil {
+		return "", nil, err
+	}
+	if r.Value == nil {
+		return k.TransactionalID, nil, nil
+	}
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(r.Value); err != nil {
+		return k.TransactionalID, nil, fmt.Errorf("value of %q: %w", k.TransactionalID, err)
+	}
+	m := &txnMeta{
+		id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch,
+		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: v.State,
+		partitions: make(map[TopicPartition]struct{}),
+		updated:    time.UnixMilli(v.LastUpdateTimestamp), lastEpoch: -1,
+	}
+	if v.StartTimestamp >= 0 {
+		m.started = time.UnixMilli(v.StartTimestamp)
+	}
+	for _, t := range v.Topics {
+		for _, p := range t.Partitions {
+			m.partitions[TopicPartition{t.Topic, p}] = struct{}{}
+		}
+	}
+	return m.id, m, nil
+}
