@@ -23,6 +23,7 @@ import (
 type Log interface {
 	ReadStable(offset, maxBytes int64) (*logstore.Slice, error)
 	LastStableOffset() int64
+	HighWatermark() int64
 	AbortedTxns(from, to int64) []replication.AbortedTxn
 	LogStartOffset() int64
 	LeaderEpoch() int32
@@ -291,7 +292,7 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 			return Acquired{}, errCode(err)
 		}
 	}
-	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.LastStableOffset() {
+	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.HighWatermark() {
 		raw, err := readLog(sp.log, w.end, maxBytes)
 		aborted := abortedBatch(sp.log, w.end, raw)
 		if err != nil {
