@@ -262,7 +262,6 @@ func conformShareAcknowledge(t *testing.T, c *kconn, versions []int16) {
 	}
 }
 
-
 // groupConfigs asks DescribeConfigs v3 for a group's configs.
 func groupConfigs(t *testing.T, c *kconn, group string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
 	t.Helper()
