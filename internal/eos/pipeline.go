@@ -155,8 +155,23 @@ func (p *Pipeline) waitDone(ctx context.Context) error {
 	}
 }
 
-// RunMember runs member m of the group until ctx ends.
+// RunMember runs member m of the group until ctx ends. A transaction whose End
+// fails leaves the session unusable (franz-go: no error of End is retryable), so
+// the member closes it and starts a new one, whose InitProducerId fences the old
+// epoch and ends whatever it left open.
 func (p *Pipeline) RunMember(ctx context.Context, m int) error {
+	for n := 0; ctx.Err() == nil; {
+		if err := p.runSession(ctx, m, &n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSession runs one transactional session of member m, numbering its
+// transactions from *n, until ctx ends (nil) or a transaction's End fails (nil,
+// after logging it).
+func (p *Pipeline) runSession(ctx context.Context, m int, n *int) error {
 	opts := append(append([]kgo.Opt(nil), p.Opts...),
 		kgo.TransactionalID(fmt.Sprintf("%s-member-%d", p.Group, m)),
 		kgo.TransactionTimeout(20*time.Second),
@@ -172,7 +187,7 @@ func (p *Pipeline) RunMember(ctx context.Context, m int) error {
 		return err
 	}
 	defer sess.Close()
-	for n := 0; ctx.Err() == nil; n++ {
+	for ; ctx.Err() == nil; *n++ {
 		fs := sess.PollRecords(ctx, cmp.Or(p.MaxPoll, 200))
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return nil
@@ -185,13 +200,13 @@ func (p *Pipeline) RunMember(ctx context.Context, m int) error {
 		if err := sess.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
-		t := Txn{ID: fmt.Sprintf("m%d-%d", m, n)}
+		t := Txn{ID: fmt.Sprintf("m%d-%d", m, *n)}
 		for _, r := range in {
 			rec := Record{Input: string(r.Value), Txn: t.ID}
 			t.Records = append(t.Records, rec)
 			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: []byte(rec.String())}, nil)
 		}
-		commit := p.AbortEvery <= 0 || n%p.AbortEvery != p.AbortEvery-1
+		commit := p.AbortEvery <= 0 || *n%p.AbortEvery != p.AbortEvery-1
 		t.Outcome = Unknown
 		if p.Journal != nil {
 			p.Journal(t, false)
@@ -200,7 +215,7 @@ func (p *Pipeline) RunMember(ctx context.Context, m int) error {
 		switch {
 		case err != nil:
 			t.Outcome = Unknown
-			p.logf("eos: member %d: ending transaction %s: %v", m, t.ID, err)
+			p.logf("eos: member %d: ending transaction %s: %v; starting a new session", m, t.ID, err)
 		case committed:
 			t.Outcome = Committed
 		default:
@@ -210,6 +225,10 @@ func (p *Pipeline) RunMember(ctx context.Context, m int) error {
 			p.Journal(t, true)
 		}
 		p.AddTxns(t)
+		if err != nil {
+			*n++
+			return nil
+		}
 	}
 	return nil
 }
