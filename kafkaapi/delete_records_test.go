@@ -117,7 +117,15 @@ func TestDeleteRecords(t *testing.T) {
 	}
 	n = start()
 	c = dial(t, n.KafkaAddr())
-	if s := logStart(t, c, topic, 0); s != 6 {
-		t.Fatalf("log start %d after a restart, want 6", s)
+	// The restarted node leads again once the controller admits its new broker
+	// epoch; until then ListOffsets answers NOT_LEADER_FOR_PARTITION.
+	var p kmsg.ListOffsetsResponseTopicPartition
+	waitFor(t, 10*time.Second, "the restarted node to lead the partition", func() bool {
+		p = listOffsetsAt(t, c, 5, topic, 0, -2)
+		return p.ErrorCode != kerr.NotLeaderForPartition.Code && p.ErrorCode != kerr.LeaderNotAvailable.Code
+	})
+	wantCode(t, "list offsets after a restart", p.ErrorCode, 0)
+	if p.Offset != 6 {
+		t.Fatalf("log start %d after a restart, want 6", p.Offset)
 	}
 }
