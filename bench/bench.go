@@ -84,6 +84,12 @@ type Config struct {
 	Baseline bool
 	Dir      string
 
+	// Metrics are the /metrics addresses (HOST:PORT) of the nodes whose CPU the
+	// run reports; when empty, each broker of the cluster's metadata at its host
+	// and MetricsPort.
+	Metrics     []string
+	MetricsPort string
+
 	// Client is how the run's Kafka clients reach the cluster; its Timeout also
 	// bounds each round of requests and each wait for progress.
 	Client client.Config

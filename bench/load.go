@@ -547,6 +547,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		case <-finished:
 		}
 	}()
+	brokers := startBrokerWindow(ctx, admin, cfg)
 	start, cpuStart := clock.now(), cpuTime()
 	until := int64(-1)
 	if cfg.Duration > 0 {
@@ -571,6 +572,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	sampler := startSampler(progress, clock, &acked, producers, cons)
 	wg.Wait()
 	prodEnd, cpuEnd := clock.now(), cpuTime()
+	brokerCtx := context.WithoutCancel(ctx) // an interrupted run still reports its brokers' CPU
 	if err := errors.Join(errs...); err != nil {
 		sampler.stop()
 		return nil, err
@@ -595,6 +597,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	res.setElapsed(prodEnd - start)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
+	brokers.end(brokerCtx, res)
 	var lat histogram
 	var maxLag int64
 	var gaps ackGaps
@@ -680,6 +683,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		defer cancel()
 	}
 	sampler := startSampler(progress, clock, &cons.read, nil, cons)
+	brokers := startBrokerWindow(ctx, admin, cfg)
 	cpuStart := cpuTime()
 	err = cons.run(runCtx, cfg.Records, ends)
 	end, cpuEnd := clock.now(), cpuTime()
@@ -694,6 +698,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	res.setElapsed(end)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
+	brokers.end(context.WithoutCancel(ctx), res)
 	return res, nil
 }
 

@@ -30,6 +30,7 @@ func nullProduceBaseline(ctx context.Context, cfg Config) (BaselineRow, error) {
 	}
 	defer stop()
 	cfg.Client.Brokers = []string{addr}
+	cfg.Metrics, cfg.MetricsPort = nil, "" // it has no /metrics
 	cfg.ReplicationFactor, cfg.Configs = 1, nil
 	res, err := produceAllAcked(ctx, cfg)
 	if err != nil {
@@ -51,6 +52,7 @@ func nullConsumeBaseline(ctx context.Context, cfg Config, run *Result) (Baseline
 	}
 	defer stop()
 	cfg.Client.Brokers = []string{addr}
+	cfg.Metrics, cfg.MetricsPort = nil, "" // it has no /metrics
 	fill := cfg
 	fill.Mode, fill.Records, fill.Duration = Produce, run.Records, 0
 	fill.RecordSize, fill.Partitions = max(int(run.Bytes/run.Records), MinRecordSize), max(run.Partitions, 1)

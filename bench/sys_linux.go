@@ -84,6 +84,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// threadCPU is the CPU time (user and system) the calling thread has used so
+// far: meaningful only while the goroutine is locked to it (onThread).
+func threadCPU() time.Duration {
+	var ts unix.Timespec // the scheduler's own count, finer than getrusage's ticks
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
 // syncFilesystems writes back every dirty page of the machine (sync(2)), so that a
 // measurement does not pay for the writeback of the one before it.
 func syncFilesystems() { unix.Sync() }

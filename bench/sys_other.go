@@ -24,6 +24,9 @@ func fdatasync(f *os.File) error { return f.Sync() }
 // cpuTime is not measured here: 0.
 func cpuTime() time.Duration { return 0 }
 
+// threadCPU is not measured here: 0.
+func threadCPU() time.Duration { return 0 }
+
 // syncFilesystems is Linux's sync(2) there; elsewhere nothing.
 func syncFilesystems() {}
 
