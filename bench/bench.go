@@ -89,6 +89,9 @@ type Config struct {
 	// and MetricsPort.
 	Metrics     []string
 	MetricsPort string
+	// serverPID, when set, is a process on this machine whose CPU the run
+	// reports as the brokers' (the null server's).
+	serverPID int
 
 	// Client is how the run's Kafka clients reach the cluster; its Timeout also
 	// bounds each round of requests and each wait for progress.

@@ -28,11 +28,15 @@ type NodeCPU struct {
 // brokerMeter reads the nodes' CPU counters.
 type brokerMeter struct {
 	addrs []string
+	pid   int // instead of addrs: a process on this machine (the null server)
 }
 
 // newBrokerMeter is a meter of cfg.Metrics, or when that is empty, of each
 // broker in the cluster's metadata at its host and cfg.MetricsPort.
 func newBrokerMeter(ctx context.Context, k *client.Client, cfg Config) (*brokerMeter, error) {
+	if cfg.serverPID > 0 {
+		return &brokerMeter{addrs: []string{fmt.Sprintf("pid %d", cfg.serverPID)}, pid: cfg.serverPID}, nil
+	}
 	if len(cfg.Metrics) > 0 {
 		return &brokerMeter{addrs: cfg.Metrics}, nil
 	}
@@ -60,6 +64,10 @@ func newBrokerMeter(ctx context.Context, k *client.Client, cfg Config) (*brokerM
 
 // read returns each node's process_cpu_seconds_total, in the order of m.addrs.
 func (m *brokerMeter) read(ctx context.Context) ([]float64, error) {
+	if m.pid > 0 {
+		d, err := processCPU(m.pid)
+		return []float64{d.Seconds()}, err
+	}
 	cpu := make([]float64, len(m.addrs))
 	for i, addr := range m.addrs {
 		series, err := scrapeMetrics(ctx, addr, "process_cpu_seconds_total")

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"net"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // TestBareReceivers: each bare receiver writes exactly the stream it was sent
@@ -46,5 +48,30 @@ func TestBareReceivers(t *testing.T) {
 		if left, _ := os.ReadDir(dir); len(left) != 1 {
 			t.Errorf("%s: left %v", r.name, left)
 		}
+	}
+}
+
+// TestProcessCPU: the CPU of a process read from /proc (the null server's, as
+// the brokers' stand-in) agrees with this process's own count.
+func TestProcessCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	before, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := cpuTime(); cpuTime()-start < 100*time.Millisecond; {
+		// burn CPU until this process has used 100 ms of it
+	}
+	after, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < 70*time.Millisecond || after > cpuTime()+20*time.Millisecond {
+		t.Errorf("/proc says %v used over 100 ms of spinning (now %v, getrusage %v)", d, after, cpuTime())
+	}
+	if _, err := processCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
