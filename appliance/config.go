@@ -168,6 +168,11 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: followers behind this long leave the
 	// ISR.
 	ReplicaLagMax time.Duration
+	// ReplicaFetchMinBytes and ReplicaFetchWaitMax are replica.fetch.min.bytes and
+	// replica.fetch.wait.max.ms: how long a follower's fetch waits at the leader
+	// for how many bytes.
+	ReplicaFetchMinBytes int32
+	ReplicaFetchWaitMax  time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
 	// lease.
 	SessionTimeout time.Duration
