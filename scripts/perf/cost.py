@@ -41,6 +41,9 @@ for r, m in sorted(rounds.items()):
         add("produce MB/s", prod["mb_per_sec"])
         add("produce: broker s CPU/GB", b)
         add("produce: client s CPU/GB", prod["client_cpu_seconds_per_gb"])
+        add("produce --baseline: null_kafka_server s CPU/GB", cpu(prod, "null_kafka_server"))
+        if cpu(prod, "null_kafka_server"):
+            add("produce: broker / null_kafka_server", b / cpu(prod, "null_kafka_server"))
         for name in ("bare_receiver_read_write", "bare_receiver_splice"):
             add("produce --baseline: %s s CPU/GB" % name, cpu(prod, name))
             add("produce: broker / %s (after the run)" % name, b / cpu(prod, name))
@@ -51,6 +54,9 @@ for r, m in sorted(rounds.items()):
         add("consume MB/s", cons["mb_per_sec"])
         add("consume: broker s CPU/GB", b)
         add("consume: client s CPU/GB", cons["client_cpu_seconds_per_gb"])
+        add("consume --baseline: null_kafka_server s CPU/GB", cpu(cons, "null_kafka_server"))
+        if cpu(cons, "null_kafka_server"):
+            add("consume: broker / null_kafka_server", b / cpu(cons, "null_kafka_server"))
         add("consume --baseline: sendfile_loopback s CPU/GB", cpu(cons, "sendfile_loopback"))
         add("consume: broker / sendfile (after the run)", b / cpu(cons, "sendfile_loopback"))
         if base:
