@@ -186,7 +186,11 @@ func (r *Result) writeText(w io.Writer) error {
 			float64(r.Baseline.Bytes)/mb, r.Baseline.Dir, r.MBPerSec)
 		tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
 		for _, row := range r.Baseline.Rows {
-			fmt.Fprintf(tw, "  %s\t%.1f MB/s\tratio %.3f\t%s\n", row.Desc, row.MBPerSec, r.Ratios[row.Name], row.cpuText())
+			line := fmt.Sprintf("  %s\t%.1f MB/s\tratio %.3f", row.Desc, row.MBPerSec, r.Ratios[row.Name])
+			if cpu := row.cpuText(); cpu != "" {
+				line += "\t" + cpu
+			}
+			fmt.Fprintln(tw, line)
 		}
 		tw.Flush()
 	}
