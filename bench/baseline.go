@@ -10,12 +10,15 @@ package bench
 //     syncs before acknowledging, with group commit of about that size);
 //   - loopback TCP: one stream of 1 MiB writes from a goroutine to another over
 //     127.0.0.1 (what a producer can push into a socket here);
+//   - bare receivers: that stream received into a file with read+write, and with
+//     splice (Linux): the floor of a broker's produce path (receiver.go);
 //   - sendfile: the page-cache file sent whole over loopback with sendfile(2)
 //     (the zero-copy Fetch path);
 //   - copy: the same file with pread and write through a 1 MiB buffer (the Fetch
 //     path without sendfile; on loopback it is often the faster one).
 //
-// Every step moves the same number of bytes.
+// Every step moves the same number of bytes, and says what the thread doing its
+// work (the writer, the receiver, the sender) cost in CPU per GB.
 
 import (
 	"context"
@@ -196,7 +199,7 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 	res.add("fdatasync_write", "write + fdatasync every 1 MiB", d, cpu, out)
 	res.FdatasyncP50Ms = ms(syncs.quantile(0.5))
 	if out != nil {
-		fmt.Fprintf(out, "  %-44s %8.2f ms\n", "1 MiB write + fdatasync, median", res.FdatasyncP50Ms)
+		fmt.Fprintf(out, "  %-50s %8.2f ms\n", "1 MiB write + fdatasync, median", res.FdatasyncP50Ms)
 	}
 	return res, nil
 }

@@ -5,7 +5,8 @@
 // command's flags into a Config and calls Run, RunBaseline or ServeNull.
 //
 // Files: bench.go (the run, topic set-up), load.go (producers and the consumer),
-// report.go (summary, JSON, progress line), baseline.go (the machine's limits),
+// report.go (summary, JSON, progress line), brokercpu.go (the nodes' CPU over a
+// run), baseline.go and receiver.go (the machine's limits, the bare receivers),
 // hist.go (latency histogram), nullserver.go and nullserver_fetch.go (a Kafka
 // server that does no broker work), nullbaseline.go (the load against it, in a
 // process of its own).

@@ -572,7 +572,6 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	sampler := startSampler(progress, clock, &acked, producers, cons)
 	wg.Wait()
 	prodEnd, cpuEnd := clock.now(), cpuTime()
-	brokerCtx := context.WithoutCancel(ctx) // an interrupted run still reports its brokers' CPU
 	if err := errors.Join(errs...); err != nil {
 		sampler.stop()
 		return nil, err
@@ -597,7 +596,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	res.setElapsed(prodEnd - start)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
-	brokers.end(brokerCtx, res)
+	brokers.end(context.WithoutCancel(ctx), res) // an interrupted run still reports its brokers' CPU
 	var lat histogram
 	var maxLag int64
 	var gaps ackGaps
