@@ -593,40 +593,63 @@ func (g *group) becomeClassicLocked() {
 	g.protocolType = ""
 }
 
-// consumerCommitCodeLocked checks an OffsetCommit to a consumer group, whose
-// generation field carries the member epoch: a client outside the group (epoch
-// -1, no member id) commits only while the group is empty; a member commits with
-// its current epoch, or with an older one for partitions it still owns (they
-// cannot have moved meanwhile; Kafka 4.3's KIP-1251 relaxes the check the same
-// way). A newer epoch than the member's is STALE_MEMBER_EPOCH.
-func (g *group) consumerCommitCodeLocked(req *kmsg.OffsetCommitRequest) int16 {
+// consumerCommitCodeLocked checks a commit of parts to a consumer group, whose
+// generation field carries the member epoch (Kafka's ConsumerGroup
+// validateOffsetCommit): a client outside the group (epoch -1) commits only while
+// the group is empty; a member commits with OffsetCommit v9+ (UNSUPPORTED_VERSION
+// before; a transactional commit at any version) and its current epoch, or an older
+// one for partitions it still owns (they cannot have moved meanwhile; Kafka 4.3's
+// KIP-1251 relaxes the check the same way). Another epoch is STALE_MEMBER_EPOCH,
+// ILLEGAL_GENERATION for a transactional commit.
+func (g *group) consumerCommitCodeLocked(memberID string, epoch int32, parts []commitPartition, version int16, txn bool) int16 {
 	cg := g.cg
-	if req.Generation < 0 && req.MemberID == "" {
-		if len(cg.members) > 0 {
-			return kerr.UnknownMemberID.Code
-		}
+	if epoch < 0 && len(cg.members) == 0 {
 		return 0
 	}
-	m := cg.members[req.MemberID]
+	m := cg.members[memberID]
+	stale := kerr.StaleMemberEpoch.Code
+	if txn {
+		stale = kerr.IllegalGeneration.Code
+	}
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case req.Generation == m.epoch:
+	case !txn && version < 9:
+		return kerr.UnsupportedVersion.Code
+	case epoch == m.epoch:
 		return 0
-	case req.Generation > m.epoch:
-		return kerr.StaleMemberEpoch.Code
+	case epoch > m.epoch || epoch < 0:
+		return stale
 	}
 	topics := g.c.topicIndex()
-	for _, t := range req.Topics {
-		meta, ok := topics[t.Topic]
-		for _, p := range t.Partitions {
-			tp := topicPart{meta.ID, p.Partition}
-			_, assigned := m.assigned[tp]
-			_, revoking := m.revoking[tp]
-			if !ok || !(assigned || revoking) {
-				return kerr.StaleMemberEpoch.Code
-			}
+	for _, p := range parts {
+		meta, ok := topics[p.topic]
+		tp := topicPart{meta.ID, p.partition}
+		_, assigned := m.assigned[tp]
+		_, revoking := m.revoking[tp]
+		if !ok || !(assigned || revoking) {
+			return stale
 		}
+	}
+	return 0
+}
+
+// consumerFetchCodeLocked checks the member of an OffsetFetch v9+ to a consumer
+// group (Kafka's validateOffsetFetch): none (null member id, epoch -1), or a
+// member at its current epoch.
+func (g *group) consumerFetchCodeLocked(memberID *string, epoch int32) int16 {
+	if memberID == nil && epoch < 0 {
+		return 0
+	}
+	var m *cmember
+	if memberID != nil {
+		m = g.cg.members[*memberID]
+	}
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
 	}
 	return 0
 }

@@ -384,14 +384,38 @@ func TestConsumerOffsetCommit(t *testing.T) {
 		theirs = tp.partition
 	}
 	code := func(member string, epoch, p int32) int16 {
-		return e.commit(7, "g", member, epoch, "t", map[int32]int64{p: 5})[p]
+		return e.commit(9, "g", member, epoch, "t", map[int32]int64{p: 5})[p]
 	}
+	wantCode(t, "member of the consumer protocol before v9", e.commit(8, "g", "m1", 2, "t", map[int32]int64{mine: 5})[mine], kerr.UnsupportedVersion)
 	wantCode(t, "current epoch", code("m1", 2, mine), nil)
 	wantCode(t, "newer epoch", code("m1", 3, mine), kerr.StaleMemberEpoch)
 	wantCode(t, "older epoch, owned partition", code("m1", 1, mine), nil)
 	wantCode(t, "older epoch, another member's partition", code("m1", 1, theirs), kerr.StaleMemberEpoch)
 	wantCode(t, "unknown member", code("nobody", 2, mine), kerr.UnknownMemberID)
 	wantCode(t, "outside the group while it has members", code("", -1, mine), kerr.UnknownMemberID)
+
+	txn := func(version int16, member string, epoch, p int32) int16 {
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.SetVersion(version)
+		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = "tx", "g", 7, 0
+		r.MemberID, r.Generation = member, epoch
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, 6
+		r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
+		return e.c.TxnOffsetCommit(context.Background(), r).Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "transactional, newer epoch", txn(3, "m1", 3, mine), kerr.IllegalGeneration)
+	wantCode(t, "transactional, older epoch, another member's partition", txn(3, "m1", 1, theirs), kerr.IllegalGeneration)
+	wantCode(t, "transactional, unknown member", txn(3, "nobody", 2, mine), kerr.UnknownMemberID)
+	wantCode(t, "transactional v2 (no member) while the group has members", txn(2, "", -1, mine), kerr.UnknownMemberID)
+	wantCode(t, "transactional, current epoch", txn(3, "m1", 2, mine), nil)
+
+	fetchCode := func(member *string, epoch int32) int16 { return e.c.OffsetFetchMemberCode("g", member, epoch) }
+	wantCode(t, "fetch without a member", fetchCode(nil, -1), nil)
+	wantCode(t, "fetch at the current epoch", fetchCode(&m1.id, 2), nil)
+	wantCode(t, "fetch at an older epoch", fetchCode(&m1.id, 1), kerr.StaleMemberEpoch)
+	wantCode(t, "fetch by an unknown member", fetchCode(kmsg.StringPtr("nobody"), 2), kerr.UnknownMemberID)
+	wantCode(t, "fetch of a group not held", e.c.OffsetFetchMemberCode("no-such-group", &m1.id, 2), nil)
 	for _, m := range []*cgm{m1, m2} {
 		wantCode(t, "leave", e.cgHeartbeat("g", m, -1, nil, nil).ErrorCode, nil)
 	}
