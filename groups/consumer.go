@@ -124,6 +124,9 @@ type cmember struct {
 	topics           []string // subscribed names, sorted
 	regex            *string  // subscribed regular expression (RE2/J full match)
 	re               *regexp.Regexp
+	mayDescribe      func(topic string) bool // of its last heartbeat's principal; nil: every topic
+	regexHash        uint64                  // of the topics its regex matched last; 0: not known
+	rightsUnknown    bool                    // loaded from the log, mayDescribe not known until it heartbeats
 	serverAssignor   *string
 	rebalanceTimeout time.Duration
 	hasMetadata      bool // loaded: its member metadata record was found
@@ -402,6 +405,7 @@ func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, cl Client) (me
 	if !m.hasMetadata {
 		meta, sub, m.hasMetadata = true, true, true
 	}
+	m.mayDescribe, m.rightsUnknown = cl.MayDescribe, false
 	if m.clientID != cl.ID || m.clientHost != cl.Host {
 		m.clientID, m.clientHost, meta = cl.ID, cl.Host, true
 	}
@@ -577,6 +581,7 @@ func (g *group) restoreConsumer(cg *consumerGroup) {
 		}
 		if m.regex != nil {
 			m.re, _ = compileFullMatch(*m.regex)
+			m.rightsUnknown = true
 		}
 	}
 	g.state = stateEmpty

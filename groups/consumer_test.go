@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,6 +347,92 @@ func TestConsumerRegex(t *testing.T) {
 	req.MemberID = "m2"
 	req.SubscribedTopicRegex = kmsg.StringPtr("(")
 	wantCode(t, "bad regex", e.c.ConsumerGroupHeartbeat(context.Background(), Client{}, req).ErrorCode, kerr.InvalidRegularExpression)
+}
+
+// A regex matches only the topics the member's principal may DESCRIBE, as the
+// rights are at each heartbeat: a right granted or taken moves the group epoch.
+func TestConsumerRegexDescribeRights(t *testing.T) {
+	e := newConsumerEnv(t)
+	e.setTopic("ra", 2)
+	e.setTopic("rb", 3)
+	var mu sync.Mutex
+	allowed := map[string]bool{"ra": true}
+	cl := Client{ID: "x", MayDescribe: func(topic string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return allowed[topic]
+	}}
+	m := &cgm{id: "m", owned: partSet{}}
+	beat := func(what string) {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = "g", m.id, m.epoch
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for id, ps := range m.owned.byTopic() {
+			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id, Partitions: ps})
+		}
+		if m.epoch == 0 {
+			req.RebalanceTimeoutMillis = 30000
+			req.SubscribedTopicRegex = kmsg.StringPtr("r.")
+		}
+		r := e.c.ConsumerGroupHeartbeat(context.Background(), cl, req)
+		wantCode(t, what, r.ErrorCode, nil)
+		m.epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			m.owned = partSet{}
+			for _, tp := range r.Assignment.Topics {
+				for _, p := range tp.Partitions {
+					m.owned[topicPart{tp.TopicID, p}] = struct{}{}
+				}
+			}
+		}
+	}
+	count := func() map[string]int {
+		out := map[string]int{}
+		for tp := range m.owned {
+			for _, n := range []string{"ra", "rb"} {
+				if tp.topic == topicID(n) {
+					out[n]++
+				}
+			}
+		}
+		return out
+	}
+	beat("join")
+	if got := count(); got["ra"] != 2 || got["rb"] != 0 {
+		t.Fatalf("with DESCRIBE on ra only: %v", got)
+	}
+	joined := m.epoch
+	mu.Lock()
+	allowed["rb"] = true
+	mu.Unlock()
+	beat("heartbeat after DESCRIBE on rb is granted")
+	if got := count(); got["ra"] != 2 || got["rb"] != 3 || m.epoch <= joined {
+		t.Fatalf("after granting rb: %v at epoch %d (joined at %d)", got, m.epoch, joined)
+	}
+	mu.Lock()
+	delete(allowed, "ra")
+	mu.Unlock()
+	beat("heartbeat after DESCRIBE on ra is taken")
+	beat("heartbeat after revoking ra")
+	if got := count(); got["ra"] != 0 || got["rb"] != 3 {
+		t.Fatalf("after taking ra: %v", got)
+	}
+
+	// Reloaded, the member's rights are not known until it heartbeats: another
+	// member's heartbeat meanwhile leaves its regex's topics as they were.
+	e.stop()
+	e.start()
+	other := e.cgJoin("g", "other", "rb")
+	e.cgBeat("g", other)
+	d := e.describeConsumer("g")
+	if strings.Contains(d, "ra:") {
+		t.Fatalf("a topic the member may not describe is assigned after a reload:\n%s", d)
+	}
+	beat("heartbeat after the reload")
+	if got := count(); got["ra"] != 0 {
+		t.Fatalf("after the reload: %v", got)
+	}
 }
 
 // A group is classic or consumer: members of the other protocol are refused while

@@ -174,6 +174,11 @@ var _ Log = (*replication.Partition)(nil)
 type Client struct {
 	ID   string // the request header's client id
 	Host string // the client's address, "/" + IP as Kafka reports it
+
+	// MayDescribe reports whether the client's principal may DESCRIBE a topic,
+	// as the ACLs are when it is called; nil without an authorizer. A KIP-848
+	// member's regex matches only such topics (Kafka's KAFKA-18813).
+	MayDescribe func(topic string) bool
 }
 
 // errNotCoordinator: the shard was resigned while a request waited on it.
