@@ -127,6 +127,7 @@ type cmember struct {
 	mayDescribe      func(topic string) bool // of its last heartbeat's principal; nil: every topic
 	regexHash        uint64                  // of the topics its regex matched last; 0: not known
 	rightsUnknown    bool                    // loaded from the log, mayDescribe not known until it heartbeats
+	classic          *classicMeta            // a member using the classic protocol; nil: the consumer protocol
 	serverAssignor   *string
 	rebalanceTimeout time.Duration
 	hasMetadata      bool // loaded: its member metadata record was found
@@ -180,18 +181,26 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	case g == nil:
 		return fail(kerr.UnknownMemberID.Code, "the group has no member "+req.MemberID)
 	}
+	var recs []batch.Record
 	if g.cg == nil {
 		if len(g.members) > 0 || g.state != stateEmpty {
-			g.mu.Unlock()
-			return fail(kerr.GroupIDNotFound.Code, "group "+req.Group+" is a classic group with members; cannot use the consumer protocol")
-		}
-		if req.MemberEpoch != epochJoin {
+			var up bool
+			if req.MemberEpoch == epochJoin {
+				up, recs = g.upgradeLocked()
+			}
+			if !up {
+				g.mu.Unlock()
+				return fail(kerr.GroupIDNotFound.Code, "group "+req.Group+" is not a consumer group")
+			}
+		} else if req.MemberEpoch != epochJoin {
 			g.mu.Unlock()
 			return fail(kerr.UnknownMemberID.Code, "")
+		} else {
+			g.becomeConsumerLocked()
 		}
-		g.becomeConsumerLocked()
 	}
-	recs, code, msg := g.consumerHeartbeatLocked(cl, req, resp)
+	more, code, msg := g.consumerHeartbeatLocked(cl, req, resp)
+	recs = append(recs, more...)
 	var last int64
 	var err error
 	if len(recs) > 0 {
@@ -296,7 +305,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 			m.epoch, m.prevEpoch = epochStaticLeft, m.epoch
 			recs = append(recs, consumerCurrentRecord(g.name, m))
 		} else {
-			recs = append(recs, g.removeConsumerMemberLocked(m)...)
+			recs = append(recs, g.fenceConsumerMemberLocked(m)...)
 		}
 		resp.MemberEpoch = req.MemberEpoch
 		return recs, 0, ""
@@ -465,6 +474,9 @@ func (g *group) touchConsumerLocked(m *cmember) {
 	m.sessionSeq++
 	seq := m.sessionSeq
 	d := g.c.cfg.ConsumerSessionTimeout
+	if m.classic != nil {
+		d = m.classic.session
+	}
 	m.session = g.c.clock.AfterFunc(d, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -472,7 +484,7 @@ func (g *group) touchConsumerLocked(m *cmember) {
 			return
 		}
 		g.c.logger.Info("group coordinator: consumer group member session timed out", "group", g.name, "member_id", m.id, "session_timeout", d)
-		g.storeConsumerAsyncLocked(g.removeConsumerMemberLocked(m))
+		g.storeConsumerAsyncLocked(g.fenceConsumerMemberLocked(m))
 	})
 }
 
@@ -492,7 +504,7 @@ func (g *group) armRevocationLocked(m *cmember) {
 			return
 		}
 		g.c.logger.Info("group coordinator: consumer group member did not revoke within its rebalance timeout", "group", g.name, "member_id", m.id)
-		g.storeConsumerAsyncLocked(g.removeConsumerMemberLocked(m))
+		g.storeConsumerAsyncLocked(g.fenceConsumerMemberLocked(m))
 	})
 }
 
@@ -613,13 +625,13 @@ func (g *group) consumerCommitCodeLocked(memberID string, epoch int32, parts []c
 	}
 	m := cg.members[memberID]
 	stale := kerr.StaleMemberEpoch.Code
-	if txn {
-		stale = kerr.IllegalGeneration.Code
+	if txn || (m != nil && m.classic != nil) {
+		stale = kerr.IllegalGeneration.Code // a classic member's generation, as Kafka answers it
 	}
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case !txn && version < 9:
+	case !txn && version < 9 && m.classic == nil:
 		return kerr.UnsupportedVersion.Code
 	case epoch == m.epoch:
 		return 0

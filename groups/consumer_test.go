@@ -435,23 +435,6 @@ func TestConsumerRegexDescribeRights(t *testing.T) {
 	}
 }
 
-// A group is classic or consumer: members of the other protocol are refused while
-// it has members; an empty group changes kind.
-func TestConsumerClassicRefusal(t *testing.T) {
-	e := newConsumerEnv(t)
-	_, ch := e.newMember("classic", "range")
-	recv(t, "classic join", ch)
-	r := e.cgHeartbeat("classic", &cgm{id: "x"}, 0, []string{"t"}, nil)
-	wantCode(t, "consumer member in a classic group", r.ErrorCode, kerr.GroupIDNotFound)
-
-	m := e.cgJoin("cg", "m", "t")
-	jr := e.c.JoinGroup(context.Background(), Client{}, joinReq(5, "cg", "", "range"))
-	wantCode(t, "classic member in a consumer group", jr.ErrorCode, kerr.InconsistentGroupProtocol)
-	wantCode(t, "leave", e.cgHeartbeat("cg", m, -1, nil, nil).ErrorCode, nil)
-	jr = e.c.JoinGroup(context.Background(), Client{}, joinReq(5, "cg", "", "range"))
-	wantCode(t, "classic member in an empty consumer group", jr.ErrorCode, kerr.MemberIDRequired)
-}
-
 // Offset commits to a consumer group carry the member epoch: the current one, or
 // an older one for partitions the member still owns; a newer one is stale.
 func TestConsumerOffsetCommit(t *testing.T) {

@@ -104,6 +104,11 @@ type Config struct {
 	// DefaultConsumerAssignors; names other than "uniform" and "range" are refused by
 	// the settings).
 	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: whether classic
+	// groups turn into consumer groups (upgrade) and back (downgrade) while they
+	// have members; one of MigrationPolicies (default
+	// DefaultConsumerMigrationPolicy).
+	ConsumerMigrationPolicy string
 	// Clock is the time source (default: the system clock).
 	Clock Clock
 	// Logger receives the coordinator's log lines (default: discard).
@@ -142,6 +147,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ConsumerHeartbeatInterval <= 0 {
 		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if c.ConsumerMigrationPolicy == "" {
+		c.ConsumerMigrationPolicy = DefaultConsumerMigrationPolicy
 	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = DefaultConsumerAssignors

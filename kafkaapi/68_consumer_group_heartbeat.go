@@ -13,7 +13,9 @@ package kafkaapi
 // INVALID_REQUEST (missing fields), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION,
 // UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
 // GROUP_MAX_SIZE_REACHED (group.max.size), GROUP_ID_NOT_FOUND (a classic group with
-// members), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+// members that group.consumer.migration.policy does not let upgrade, or whose
+// embedded protocol is not "consumer"), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+// Classic members in the same group: groups/consumer_classic.go.
 //
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED), and
 // DESCRIBE on every subscribed topic name (TOPIC_AUTHORIZATION_FAILED). A regex
@@ -24,9 +26,6 @@ package kafkaapi
 // each member's regex with its own principal's rights.) After a coordinator
 // failover a member's regex keeps the topics of its target assignment until its
 // first heartbeat to the new coordinator tells its rights.
-//
-// Not implemented: classic members in a consumer group (the online upgrade of
-// group.consumer.migration.policy).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
