@@ -70,7 +70,14 @@ func (o *owners) released(member string, ps map[string][]int32) {
 // group after committing what it polled).
 func start848Member(t *testing.T, addr, topic, group, name string, l *ledger, o *owners) (stop func()) {
 	t.Helper()
-	opts := append(memberOpts(addr, topic, group, name), kip848Opts...)
+	return startTrackedMember(t, addr, topic, group, name, l, o, kip848Opts...)
+}
+
+// startTrackedMember runs an in-process member with the options extra (its
+// protocol and balancers), whose partitions o tracks; stop closes it.
+func startTrackedMember(t *testing.T, addr, topic, group, name string, l *ledger, o *owners, extra ...kgo.Opt) (stop func()) {
+	t.Helper()
+	opts := append(memberOpts(addr, topic, group, name), extra...)
 	opts = append(opts,
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { o.assigned(name, ps) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
