@@ -84,6 +84,14 @@ func TestConsumerClassicMember(t *testing.T) {
 		}
 	}
 	wantCode(t, "heartbeat when stable", e.heartbeat("g", c, gen), nil)
+	dr := kmsg.NewPtrConsumerGroupDescribeRequest()
+	dr.SetVersion(1)
+	dr.Groups = []string{"g"}
+	for _, dm := range e.c.ConsumerGroupDescribe(dr).Groups[0].Members {
+		if want := map[string]int8{c: 0, "m1": 1}[dm.MemberID]; dm.MemberType != want {
+			t.Fatalf("member %s described as type %d, want %d", dm.MemberID, dm.MemberType, want)
+		}
+	}
 	p := got["t"][0]
 	wantCode(t, "classic commit at v7", e.commit(7, "g", c, gen, "t", map[int32]int64{p: 3})[p], nil)
 	wantCode(t, "classic commit, wrong generation", e.commit(7, "g", c, gen+1, "t", map[int32]int64{p: 3})[p], kerr.IllegalGeneration)
