@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,25 +26,7 @@ func TestKIP848MixedProtocols(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, n.Addr))
 	l, o := newLedger(), &owners{owner: map[int32]string{}}
 
-	var produced atomic.Int64
-	stopProducing := make(chan struct{})
-	producerDone := make(chan error, 1)
-	go func() {
-		var err error
-		for i := 0; err == nil; i++ {
-			select {
-			case <-stopProducing:
-				producerDone <- nil
-				return
-			default:
-			}
-			err = produceValuesErr(n.Addr, topic, fmt.Sprintf("m%04d-", i), 300)
-			if err == nil {
-				produced.Add(300)
-			}
-		}
-		producerDone <- err
-	}()
+	stopProducing := keepProducing(n.Addr, topic, "m", 300)
 
 	ownsAll := func(who string) {
 		t.Helper()
@@ -98,11 +78,11 @@ func TestKIP848MixedProtocols(t *testing.T) {
 		t.Fatalf("after the KIP-848 member left, DescribeGroups: %+v", d)
 	}
 
-	close(stopProducing)
-	if err := <-producerDone; err != nil {
+	produced, err := stopProducing()
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitCount(t, l, "m", int(produced.Load()))
+	waitCount(t, l, "m", int(produced))
 	o.mu.Lock()
 	if len(o.violations) > 0 {
 		t.Errorf("partitions owned twice at once:\n%s", strings.Join(o.violations, "\n"))
@@ -114,7 +94,7 @@ func TestKIP848MixedProtocols(t *testing.T) {
 			twice++
 		}
 	}
-	t.Logf("%d records consumed by a classic and a KIP-848 member; %d received more than once", produced.Load(), twice)
+	t.Logf("%d records consumed by a classic and a KIP-848 member; %d received more than once", produced, twice)
 }
 
 // countBy counts the records member received.
