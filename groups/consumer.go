@@ -371,7 +371,9 @@ func (g *group) joinConsumerLocked(cl Client, req *kmsg.ConsumerGroupHeartbeatRe
 	if req.InstanceID != nil {
 		if oldID, ok := cg.static[*req.InstanceID]; ok && oldID != req.MemberID {
 			old := cg.members[oldID]
-			if old != nil && old.epoch != epochStaticLeft {
+			if old != nil && old.epoch != epochStaticLeft && old.classic == nil {
+				// Two consumer-protocol members: the old one must have left first.
+				// A classic one is replaced as it is (Kafka's rule).
 				return nil, nil, kerr.UnreleasedInstanceID.Code, "static member " + *req.InstanceID + " is still in use by another member"
 			}
 			if old != nil && m == nil {
@@ -380,8 +382,15 @@ func (g *group) joinConsumerLocked(cl Client, req *kmsg.ConsumerGroupHeartbeatRe
 				delete(cg.members, old.id)
 				stopTimer(old.session)
 				old.sessionSeq++
-				m = &cmember{id: req.MemberID, instanceID: old.instanceID, epoch: old.prevEpoch, prevEpoch: old.prevEpoch,
-					state: old.state, assigned: old.assigned, revoking: old.revoking}
+				epoch := old.epoch
+				if epoch == epochStaticLeft {
+					epoch = old.prevEpoch
+				}
+				// Its subscription too: the same one moves nothing (Kafka copies the member).
+				m = &cmember{id: req.MemberID, instanceID: old.instanceID, epoch: epoch, prevEpoch: epoch,
+					state: old.state, assigned: old.assigned, revoking: old.revoking,
+					rackID: old.rackID, topics: old.topics, regex: old.regex, re: old.re, serverAssignor: old.serverAssignor,
+					rebalanceTimeout: old.rebalanceTimeout, hasMetadata: old.hasMetadata}
 				if t, ok := cg.target[old.id]; ok {
 					cg.target[m.id] = t
 					delete(cg.target, old.id)

@@ -128,6 +128,14 @@ func (g *group) classicJoinLocked(cl Client, req *kmsg.JoinGroupRequest, session
 	if !ok {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
+	if req.MemberID == "" && req.InstanceID != nil {
+		// A static member joining under a new member id replaces the instance's
+		// member, whichever protocol it uses and whether or not it left (Kafka's
+		// getOrMaybeSubscribeStaticConsumerGroupMember).
+		if old := cg.members[cg.static[*req.InstanceID]]; old != nil && old.epoch != epochStaticLeft {
+			old.prevEpoch, old.epoch = old.epoch, epochStaticLeft
+		}
+	}
 	// The join is the member's heartbeat: it subscribes, reports what it owns
 	// (cooperative members; eager ones own nothing when they join) and reconciles.
 	topics := g.c.topicIndex()

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -176,4 +177,49 @@ func TestConsumerMigrationDisabled(t *testing.T) {
 	wantCode(t, "leave", e.cgHeartbeat("cg", m, -1, nil, nil).ErrorCode, nil)
 	r = e.c.JoinGroup(context.Background(), client, joinReq(5, "cg", "", "range"))
 	wantCode(t, "classic member in an empty consumer group", r.ErrorCode, kerr.MemberIDRequired)
+}
+
+// A static classic member joining again under a new member id replaces its old
+// member (which is fenced) and keeps its partitions, whether or not it left; a
+// consumer-protocol static member replaces a classic one the same way.
+func TestConsumerClassicStaticRejoin(t *testing.T) {
+	e := newConsumerEnv(t)
+	m1 := e.cgJoin("g", "m1", "t")
+	inst := "inst-1"
+	join := func(member string) *kmsg.JoinGroupResponse {
+		r := classicJoinReq("g", member, nil, "t")
+		r.InstanceID = &inst
+		return e.c.JoinGroup(context.Background(), client, r)
+	}
+	r := join("")
+	wantCode(t, "static classic join", r.ErrorCode, nil)
+	old, gen := r.MemberID, r.Generation
+	e.cgBeat("g", m1)
+	e.cgBeat("g", m1) // revoked two
+	wantCode(t, "heartbeat", e.heartbeat("g", old, gen), kerr.RebalanceInProgress)
+	r = join(old)
+	wantCode(t, "rejoin", r.ErrorCode, nil)
+	got, code := e.classicSync("g", old, r.Generation)
+	if code != 0 || len(got["t"]) != 2 {
+		t.Fatalf("static member assigned %v, %v", got, kerr.ErrorForCode(code))
+	}
+	gen = r.Generation
+
+	r = join("") // restarted: a new member id, the old one never left
+	wantCode(t, "static classic rejoin under a new member id", r.ErrorCode, nil)
+	if r.MemberID == old || r.Generation != gen {
+		t.Fatalf("rejoin: member %s (old %s), generation %d (was %d)", r.MemberID, old, r.Generation, gen)
+	}
+	again, code := e.classicSync("g", r.MemberID, r.Generation)
+	if code != 0 || fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Fatalf("after rejoining: %v, %v; had %v", again, kerr.ErrorForCode(code), got)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", old, gen, &inst
+	wantCode(t, "heartbeat of the replaced member", e.c.Heartbeat(hb).ErrorCode, kerr.FencedInstanceID)
+
+	modern := &cgm{id: "m2", owned: partSet{}, instance: &inst}
+	wantCode(t, "consumer-protocol member replacing the classic one", e.cgHeartbeat("g", modern, 0, []string{"t"}, nil).ErrorCode, nil)
+	hb.MemberID = r.MemberID
+	wantCode(t, "heartbeat of the replaced classic member", e.c.Heartbeat(hb).ErrorCode, kerr.FencedInstanceID)
 }
