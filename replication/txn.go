@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,6 +66,11 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !h.Control() {
+		if h.RecordCount == 0 {
+			// Left empty by the log cleaner, which compacts only decided
+			// transactions: it may have removed the marker (compaction/markers.go).
+			return nil
+		}
 		if _, ok := x.open[h.ProducerID]; !ok {
 			x.open[h.ProducerID] = OpenTxn{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, FirstOffset: h.BaseOffset, Started: now}
 			x.firstUnstable = min(x.firstUnstable, h.BaseOffset)
@@ -72,6 +78,9 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 		return nil
 	}
 	x.markers[h.ProducerID]++
+	if h.RecordCount == 0 {
+		return nil // a marker the cleaner removed, its header left (compaction/markers.go)
+	}
 	b, err := raw()
 	if err != nil {
 		return err
@@ -144,6 +153,13 @@ func (x *txnIndex) forgetBefore(offset int64) {
 	defer x.mu.Unlock()
 	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].LastOffset >= offset })
 	x.aborted = append(x.aborted[:0:0], x.aborted[i:]...)
+}
+
+// forget drops the aborted transactions txns.
+func (x *txnIndex) forget(txns []AbortedTxn) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.aborted = slices.DeleteFunc(x.aborted, func(a AbortedTxn) bool { return slices.Contains(txns, a) })
 }
 
 // LastStableOffset is the offset below which every transaction is decided and
@@ -325,5 +341,10 @@ type stableTarget struct{ *Partition }
 // HighWatermark is the last stable offset: an open transaction's records and
 // everything after them stay as they are until it ends.
 func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
+
+// ForgetAbortedTxns drops aborted transactions whose records the cleaner
+// removed: their markers go after delete.retention.ms, and a read_committed
+// reader told of one without its marker would skip its producer's later records.
+func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) { t.txns.forget(txns) }
 
 var _ compaction.TxnTarget = stableTarget{}
