@@ -1,0 +1,148 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"skiff/cluster"
+	"skiff/internal/batch"
+)
+
+// TestTxnMarkersCompactedClients: a compacted topic written by a franz-go
+// transactional producer, with transactions committed and aborted over the same
+// keys. A franz-go read_committed consumer from offset 0 reads the last
+// committed value of every key and no aborted record before the cleaner ran,
+// and again once the cleaner has removed every marker whose transaction has no
+// record left (after delete.retention.ms; only the last committed
+// transaction's marker stays) and the partition answers no aborted transaction.
+func TestTxnMarkersCompactedClients(t *testing.T) {
+	n := startLoopbackNode(t, Config{CleanerBackoff: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const topic = "txn-compacted"
+	if _, err := n.store.CreateTopic(ctx, cluster.Topic{Name: topic, ID: cluster.NewUUID(), Partitions: 1,
+		ReplicationFactor: 1, Assignment: [][]int32{{n.id}}, Configs: map[string]string{
+			cluster.ConfigCleanupPolicy: cluster.CleanupCompact, cluster.ConfigInternalSegmentBytes: "4096",
+			cluster.ConfigSegmentMs: "200", cluster.ConfigMinCleanableRatio: "0.01", cluster.ConfigDeleteRetentionMs: "500"}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := n.KafkaAddr()
+	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("txn-compacted-p"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const keys, rounds = 20, 6 // rounds 0, 2, 4 commit; 1, 3, 5 abort
+	for round := range rounds {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for k := range keys {
+			r := &kgo.Record{Key: fmt.Appendf(nil, "k%02d", k), Value: fmt.Appendf(nil, "r%d", round)}
+			if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(round%2 == 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+
+	// readCommitted reads from offset 0 at read_committed up to a sentinel
+	// produced for the purpose, and checks what it read.
+	sentinels := 0
+	readCommitted := func(step string) {
+		t.Helper()
+		sentinels++
+		end := fmt.Appendf(nil, "end-%d", sentinels)
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte("sentinel"), Value: end}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		last := map[string]string{}
+		for done := false; !done; {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: no sentinel read", step)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				switch {
+				case done:
+				case string(r.Key) == "sentinel":
+					done = bytes.Equal(r.Value, end)
+				case len(r.Key) == 3 && r.Key[0] == 'k':
+					if v := string(r.Value); v == "r1" || v == "r3" || v == "r5" {
+						t.Fatalf("%s: read the aborted record %s=%s at %d", step, r.Key, v, r.Offset)
+					}
+					last[string(r.Key)] = string(r.Value)
+				}
+			})
+		}
+		if len(last) != keys {
+			t.Fatalf("%s: read %d keys, want %d", step, len(last), keys)
+		}
+		for k, v := range last {
+			if v != "r4" {
+				t.Fatalf("%s: key %s ends at %s, want r4", step, k, v)
+			}
+		}
+	}
+	readCommitted("before compaction")
+
+	part := n.parts.Partition(topic, 0)
+	markers := func() int {
+		s, err := part.Read(part.LogStartOffset(), 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		_, err = s.WriteTo(&buf)
+		s.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if err := batch.Split(buf.Bytes(), func(h batch.Header, _ []byte) error {
+			if h.Control() && h.RecordCount > 0 {
+				n++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if m := markers(); m != rounds {
+		t.Fatalf("%d markers before compaction, want %d", m, rounds)
+	}
+	// Plain records keep segments rolling, so that the cleaner has work.
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for ; markers() > 1 || len(part.AbortedTxns(0, part.HighWatermark())) > 0; <-poll.C {
+		if ctx.Err() != nil {
+			t.Fatalf("%d markers left, aborted %+v", markers(), part.AbortedTxns(0, part.HighWatermark()))
+		}
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte("filler"), Value: bytes.Repeat([]byte("f"), 500)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := markers(); m != 1 {
+		t.Fatalf("%d markers left, want the last committed transaction's", m)
+	}
+	readCommitted("after the markers went")
+}
