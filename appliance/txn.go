@@ -60,12 +60,14 @@ func (n *Node) startTxn() {
 		MaxTimeout:         c.MaxTimeout,
 		AbortCheckInterval: c.AbortCheckInterval,
 		IDExpiration:       c.IDExpiration,
+		DB:                 n.db,
 		Logger:             n.logger,
 	})
 }
 
 // applyTxn makes the coordinator lead exactly the partitions of
-// __transaction_state whose leader is this node and whose replica is open here.
+// __transaction_state whose leader is this node and whose replica is open here,
+// and keeps the state of every replica here materialized (txn.Coordinator.Follow).
 func (n *Node) applyTxn(snap *cluster.Snapshot) {
 	if n.txn == nil {
 		return
@@ -75,6 +77,9 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 		for _, p := range n.txn.Led() {
 			n.txn.Resign(p)
 		}
+		for p := range n.txn.Followed() {
+			n.txn.Unfollow(p)
+		}
 		return
 	}
 	n.txn.SetPartitions(t.Partitions)
@@ -83,13 +88,18 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 			n.txn.Resign(p)
 		}
 	}
-	for p := int32(0); p < t.Partitions; p++ {
+	for p := range max(t.Partitions, n.txn.Followed()) {
 		part := n.parts.Partition(cluster.TransactionTopic, p)
 		st, ok := snap.Partition(cluster.TransactionTopic, p)
 		if part != nil && ok && st.Leader == n.id {
 			n.txn.Elect(p, st.LeaderEpoch, part)
 		} else {
 			n.txn.Resign(p)
+		}
+		if part != nil && p < t.Partitions {
+			n.txn.Follow(p, part)
+		} else {
+			n.txn.Unfollow(p)
 		}
 	}
 }

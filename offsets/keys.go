@@ -18,6 +18,7 @@ const (
 	tagGroupApplied = 0x06 // how far each __consumer_offsets partition is applied
 	tagGroupRecords = 0x07 // KIP-848 consumer group records, per __consumer_offsets partition
 	tagGroupPending = 0x08 // offsets of open transactions, per __consumer_offsets partition
+	tagTxnState     = 0x09 // transaction coordinator state, per __transaction_state partition
 )
 
 // Sub-keyspaces of a partition's log index (the byte after the partition key).
