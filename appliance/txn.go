@@ -107,7 +107,8 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 // writeMarkers writes markers to their partitions' leaders, in parallel per
 // leader: directly to partitions led here, with WriteTxnMarkers to other brokers.
 // A partition that refuses a marker as stale (INVALID_PRODUCER_EPOCH: the producer
-// moved on, so the transaction is over there) or whose topic is gone counts as
+// moved on, so the transaction is over there; TRANSACTION_COORDINATOR_FENCED: a
+// newer coordinator of the producer wrote there) or whose topic is gone counts as
 // done.
 func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) error {
 	snap := n.cache.Snapshot()
@@ -150,7 +151,8 @@ func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) error {
 }
 
 func markerDone(err error) bool {
-	return err == nil || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.UnknownTopicOrPartition)
+	return err == nil || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionCoordinatorFenced) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
 // writeLocalMarkers writes markers to partitions led here, all at once.

@@ -251,3 +251,52 @@ func TestTxnMarkersCompacted(t *testing.T) {
 		t.Fatalf("open transactions: %+v", open)
 	}
 }
+
+// TestMarkerCoordinatorEpoch: a marker from an older coordinator epoch than the
+// producer's latest marker is refused with TRANSACTION_COORDINATOR_FENCED (a
+// late marker of a coordinator that lost its partition), before and after the
+// partition is rebuilt from its log; the same or a newer epoch goes in, and
+// Producers reports the latest.
+func TestMarkerCoordinatorEpoch(t *testing.T) {
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	mustAppend := func(b []byte) {
+		t.Helper()
+		if _, err := p.Append(b, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAppend(txnBatch(7, 0, 0, "a"))
+	if _, err := p.WriteMarker(7, 0, false, 3); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(txnBatch(7, 0, 1, "b"))
+	_, err := p.WriteMarker(7, 0, true, 2)
+	wantCode(t, "marker of an older coordinator", err, kerr.TransactionCoordinatorFenced)
+	if ps := p.Producers(); len(ps) != 1 || ps[0].CoordinatorEpoch != 3 || ps[0].TxnStartOffset != 2 {
+		t.Fatalf("producers: %+v, want producer 7 at coordinator epoch 3 with its transaction open at 2", ps)
+	}
+	closeAll(t, m, db)
+
+	m, db = newManager(t, dir)
+	defer closeAll(t, m, db)
+	if err := m.Apply(2, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p = m.Partition("t", 0)
+	_, err = p.WriteMarker(7, 0, true, 2)
+	wantCode(t, "marker of an older coordinator after reopening", err, kerr.TransactionCoordinatorFenced)
+	if _, err := p.WriteMarker(7, 0, true, 4); err != nil {
+		t.Fatalf("marker of a newer coordinator: %v", err)
+	}
+	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
+		t.Fatalf("LSO %d, HW %d after the commit", lso, hw)
+	}
+	if ps := p.Producers(); len(ps) != 1 || ps[0].CoordinatorEpoch != 4 {
+		t.Fatalf("producers: %+v, want coordinator epoch 4", ps)
+	}
+}
