@@ -106,18 +106,8 @@ func TestTxnMarkersCompactedClients(t *testing.T) {
 
 	part := n.parts.Partition(topic, 0)
 	markers := func() int {
-		s, err := part.Read(part.LogStartOffset(), 1<<30)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		_, err = s.WriteTo(&buf)
-		s.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
 		n := 0
-		if err := batch.Split(buf.Bytes(), func(h batch.Header, _ []byte) error {
+		if err := batch.Split(readLog(t, part), func(h batch.Header, _ []byte) error {
 			if h.Control() && h.RecordCount > 0 {
 				n++
 			}

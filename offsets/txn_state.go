@@ -11,8 +11,6 @@ package offsets
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -46,20 +44,9 @@ type TxnChange struct {
 // if none.
 func (s *TxnShard) Applied() (int64, error) {
 	var out int64
-	err := s.db.with(func(db *pebble.DB) error {
-		v, closer, err := db.Get(append(s.prefix(), txnApplied))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer closer.Close()
-		if len(v) != 8 {
-			return fmt.Errorf("offsets: bad transaction state applied offset %x", v)
-		}
-		out = i64(v)
-		return nil
+	err := s.db.with(func(db *pebble.DB) (err error) {
+		out, err = getI64(db, append(s.prefix(), txnApplied), "transaction state applied offset")
+		return err
 	})
 	return out, err
 }
@@ -100,17 +87,5 @@ func (s *TxnShard) Apply(reset bool, changes []TxnChange, applied int64) error {
 // States calls fn with the latest record of every transactional id of the
 // partition (the slices are valid during the call only).
 func (s *TxnShard) States(fn func(key, value []byte) error) error {
-	lo := append(s.prefix(), txnRecord)
-	return s.db.with(func(db *pebble.DB) error {
-		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-		if err != nil {
-			return err
-		}
-		for valid := it.First(); valid; valid = it.Next() {
-			if err := fn(it.Key()[len(lo):], it.Value()); err != nil {
-				return errors.Join(err, it.Close())
-			}
-		}
-		return errors.Join(it.Error(), it.Close())
-	})
+	return s.db.scanPrefix(append(s.prefix(), txnRecord), fn)
 }
