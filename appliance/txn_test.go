@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/cluster"
 	"skiff/internal/batch"
+	"skiff/txn"
 )
 
 // TestTxnMarkersCompactedClients: a compacted topic written by a franz-go
@@ -135,4 +137,65 @@ func TestTxnMarkersCompactedClients(t *testing.T) {
 		t.Fatalf("%d markers left, want the last committed transaction's", m)
 	}
 	readCommitted("after the markers went")
+}
+
+// TestTxnStateMaterialized: the node keeps the __transaction_state partition of a
+// transactional id in Pebble as its records are committed: once a franz-go
+// producer committed a transaction, Pebble is applied up to the partition's high
+// watermark and holds the id's state, CompleteCommit.
+func TestTxnStateMaterialized(t *testing.T) {
+	n := startLoopbackNode(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic, id = "txn-state", "txn-state-p"
+	if _, err := n.store.CreateTopic(ctx, cluster.Topic{Name: topic, ID: cluster.NewUUID(), Partitions: 1,
+		ReplicationFactor: 1, Assignment: [][]int32{{n.id}}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	tt, ok := n.cache.Topic(cluster.TransactionTopic)
+	if !ok {
+		t.Fatal("no __transaction_state")
+	}
+	pn := txn.PartitionFor(id, tt.Partitions)
+	part := n.parts.Partition(cluster.TransactionTopic, pn)
+	store := n.db.TxnShard(pn)
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for ; ; <-poll.C {
+		state := kmsg.TransactionState(-1)
+		if err := store.States(func(key, value []byte) error {
+			var k kmsg.TxnMetadataKey
+			var v kmsg.TxnMetadataValue
+			if k.ReadFrom(key) == nil && k.TransactionalID == id && v.ReadFrom(value) == nil {
+				state = v.State
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		applied, err := store.Applied()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state == txn.CompleteCommit && applied == part.HighWatermark() {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("Pebble applied %d of %d, %s in state %d; want CompleteCommit", applied, part.HighWatermark(), id, state)
+		}
+	}
 }
