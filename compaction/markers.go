@@ -16,7 +16,7 @@ import (
 //     since the pass still read batches of its transaction;
 //  2. a later pass finds the marker with no batch of its transaction before it:
 //     it gives the marker a delete horizon (now + delete.retention.ms) and tells
-//     the target to forget the aborted transaction (TxnTarget.ForgetAbortedTxn),
+//     the target to forget the aborted transaction (TxnTarget.ForgetAbortedTxns),
 //     whose records are all gone;
 //  3. the first pass after the horizon removes the marker (leaving an empty
 //     header where a batch must stay, as for data batches).

@@ -124,7 +124,6 @@ type Log interface {
 	HighWatermark() int64
 	LogStartOffset() int64
 	LogEndOffset() int64
-	Read(offset, maxBytes int64) (*logstore.Slice, error)
 	ReadCommitted(offset, maxBytes int64) (*logstore.Slice, error)
 	WaitHighWatermark(ctx context.Context, offset int64) error
 	AddWaiter(ch chan<- struct{})

@@ -28,11 +28,6 @@ func (l *readsLog) note(offset int64) {
 	l.mu.Unlock()
 }
 
-func (l *readsLog) Read(offset, maxBytes int64) (*logstore.Slice, error) {
-	l.note(offset)
-	return l.Partition.Read(offset, maxBytes)
-}
-
 func (l *readsLog) ReadCommitted(offset, maxBytes int64) (*logstore.Slice, error) {
 	l.note(offset)
 	return l.Partition.ReadCommitted(offset, maxBytes)
