@@ -1,0 +1,138 @@
+package quota
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// idleExpiry is how long a rate nobody records into is kept (Kafka's
+// inactive sensor expiry).
+const idleExpiry = time.Hour
+
+// Manager measures the clients of one node against the quotas and says how
+// long a client over its quota is throttled. It is safe for concurrent use.
+type Manager struct {
+	w     Window
+	set   atomic.Pointer[Set]
+	mu    sync.Mutex
+	rates map[rateKey]*sharedRate // guarded by mu
+	swept time.Time               // guarded by mu
+}
+
+type rateKey struct {
+	key  string
+	tags Tags
+}
+
+// sharedRate is the rate of the clients that resolve to one Tags for one key.
+type sharedRate struct {
+	mu   sync.Mutex
+	r    *rate
+	used time.Time // guarded by mu
+}
+
+// NewManager returns a Manager measuring over w (zero fields: Kafka's
+// defaults) with no quotas.
+func NewManager(w Window) *Manager {
+	return &Manager{w: w.withDefaults(), rates: map[rateKey]*sharedRate{}}
+}
+
+// Window is what the manager measures over.
+func (m *Manager) Window() Window { return m.w }
+
+// SetQuotas replaces the quotas; the rates measured so far are kept.
+func (m *Manager) SetQuotas(s Set) { m.set.Store(&s) }
+
+func (m *Manager) quotas() Set {
+	if p := m.set.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Active reports whether any quota is set, so that callers can skip
+// measuring what no quota bounds.
+func (m *Manager) Active() bool { return len(m.quotas()) > 0 }
+
+func (m *Manager) shared(k rateKey, now time.Time) *sharedRate {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.Sub(m.swept) > time.Minute {
+		m.swept = now
+		for key, sr := range m.rates {
+			sr.mu.Lock()
+			idle := now.Sub(sr.used) > idleExpiry
+			sr.mu.Unlock()
+			if idle {
+				delete(m.rates, key)
+			}
+		}
+	}
+	sr := m.rates[k]
+	if sr == nil {
+		sr = &sharedRate{r: newRate(m.w), used: now}
+		m.rates[k] = sr
+	}
+	return sr
+}
+
+// Usage is what Record measured: the quota that applies and the client's rate.
+type Usage struct {
+	Resolved
+	// Rate is the measured rate after the value was recorded, per second.
+	Rate float64
+	// Throttle is how long the client is throttled (0 within its quota).
+	Throttle time.Duration
+}
+
+// Record adds v to the rate of key of the client of user and clientID, if a
+// quota of key applies to it, and returns its usage; ok is false when no quota
+// applies (nothing is recorded). A client over its quota is throttled for
+// the time its rate needs to come back to the quota: (rate-limit)/limit times
+// the time the rate is averaged over (Kafka's QuotaUtils.throttleTime);
+// request_percentage throttles for at most one window, as Kafka does.
+func (m *Manager) Record(key, user, clientID string, v float64, now time.Time) (u Usage, ok bool) {
+	res, ok := m.quotas().Resolve(key, user, clientID)
+	if !ok {
+		return u, false
+	}
+	sr := m.shared(rateKey{key: key, tags: res.Tags}, now)
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.used = now
+	sr.r.record(v, now)
+	u = Usage{Resolved: res, Rate: sr.r.measure(now)}
+	if u.Rate > res.Limit {
+		size := sr.r.windowSize(now)
+		u.Throttle = time.Duration((u.Rate - res.Limit) / res.Limit * float64(size)).Round(time.Millisecond)
+		if key == RequestPercentage {
+			u.Throttle = min(u.Throttle, m.w.Size)
+		}
+	}
+	return u, true
+}
+
+// Unrecord takes v back from the rate Record added it to (a Fetch that is
+// throttled returns no data, so its bytes do not count).
+func (m *Manager) Unrecord(key, user, clientID string, v float64, now time.Time) {
+	res, ok := m.quotas().Resolve(key, user, clientID)
+	if !ok {
+		return
+	}
+	sr := m.shared(rateKey{key: key, tags: res.Tags}, now)
+	sr.mu.Lock()
+	sr.r.record(-v, now)
+	sr.mu.Unlock()
+}
+
+// MaxInWindow is the most of key the client may take at once without being
+// throttled for sure: its quota times Span (Kafka caps a consumer's fetch
+// size with it). ok is false when no quota applies.
+func (m *Manager) MaxInWindow(key, user, clientID string) (float64, bool) {
+	res, ok := m.quotas().Resolve(key, user, clientID)
+	if !ok {
+		return 0, false
+	}
+	return res.Limit * m.w.Span().Seconds(), true
+}

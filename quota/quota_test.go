@@ -1,0 +1,129 @@
+package quota
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		key string
+		v   float64
+		ok  bool
+	}{
+		{ProducerByteRate, 1024, true},
+		{ProducerByteRate, 1.5, false},
+		{ConsumerByteRate, 0, false},
+		{RequestPercentage, 12.5, true},
+		{ControllerMutationRate, -1, false},
+		{"bogus", 1, false},
+		{ProducerByteRate, math.Inf(1), false},
+		{ProducerByteRate, math.NaN(), false},
+	} {
+		if err := Validate(tc.key, tc.v); (err == nil) != tc.ok {
+			t.Errorf("Validate(%s, %v) = %v, want ok=%v", tc.key, tc.v, err, tc.ok)
+		}
+	}
+}
+
+// TestResolveOrder sets quotas at every level and removes them from the most
+// specific on, checking that each removal uncovers the next in Kafka's order.
+func TestResolveOrder(t *testing.T) {
+	u, c, none := Named("alice"), Named("app"), Name{}
+	levels := []struct {
+		e    Entity
+		tags Tags
+	}{
+		{Entity{u, c}, Tags{"alice", "app"}},
+		{Entity{u, Default}, Tags{"alice", "app"}},
+		{Entity{u, none}, Tags{User: "alice"}},
+		{Entity{Default, c}, Tags{"alice", "app"}},
+		{Entity{Default, Default}, Tags{"alice", "app"}},
+		{Entity{Default, none}, Tags{User: "alice"}},
+		{Entity{none, c}, Tags{ClientID: "app"}},
+		{Entity{none, Default}, Tags{ClientID: "app"}},
+	}
+	s := Set{}
+	for i, l := range levels {
+		s[l.e] = Values{ProducerByteRate: float64(i + 1)}
+	}
+	s[Entity{Named("bob"), none}] = Values{ProducerByteRate: 99}
+	for i, l := range levels {
+		r, ok := s.Resolve(ProducerByteRate, "alice", "app")
+		if !ok || r.Limit != float64(i+1) || r.Tags != l.tags {
+			t.Fatalf("level %d (%s): got %+v %v, want limit %d tags %+v", i, l.e, r, ok, i+1, l.tags)
+		}
+		if _, ok := s.Resolve(ConsumerByteRate, "alice", "app"); ok {
+			t.Fatalf("level %d: a consumer quota resolved from producer quotas", i)
+		}
+		delete(s, l.e)
+	}
+	if r, ok := s.Resolve(ProducerByteRate, "alice", "app"); ok {
+		t.Fatalf("no quota left for alice, got %+v", r)
+	}
+}
+
+func TestEntityValid(t *testing.T) {
+	if (Entity{}).Valid() == "" || (Entity{User: Named("")}).Valid() == "" {
+		t.Fatal("empty entity or empty user accepted")
+	}
+	if (Entity{User: Default}).Valid() != "" || (Entity{User: Named("a"), ClientID: Default}).Valid() != "" {
+		t.Fatal("valid entities refused")
+	}
+}
+
+// TestRateBurstAndThrottle checks the measurement Kafka documents: at the
+// start a rate is averaged over Samples-1 windows, so a burst of Span times
+// the quota passes and the next byte is throttled by the time the average
+// needs to come back to the quota.
+func TestRateBurstAndThrottle(t *testing.T) {
+	m := NewManager(Window{})
+	m.SetQuotas(Set{{ClientID: Named("p")}: {ProducerByteRate: 1000}})
+	t0 := time.Unix(1000, 0)
+	burst, _ := m.MaxInWindow(ProducerByteRate, "u", "p")
+	if burst != 10000 {
+		t.Fatalf("MaxInWindow = %v, want 10000 (1000 B/s over 10 s)", burst)
+	}
+	u, ok := m.Record(ProducerByteRate, "u", "p", 10000, t0)
+	if !ok || u.Throttle != 0 || u.Rate != 1000 {
+		t.Fatalf("burst of 10000 B at the start: %+v %v, want rate 1000 and no throttle", u, ok)
+	}
+	u, _ = m.Record(ProducerByteRate, "u", "p", 10000, t0.Add(100*time.Millisecond))
+	// 20000 B over 10.1 s (the 0.1 s elapsed plus ten windows) is 1980 B/s:
+	// throttled for (1980-1000)/1000 of 10.1 s, 9.9 s.
+	if u.Throttle != 9900*time.Millisecond {
+		t.Fatalf("throttle = %v, want 9.9s (rate %v)", u.Throttle, u.Rate)
+	}
+	// Another client id has no quota and is not measured.
+	if _, ok := m.Record(ProducerByteRate, "u", "other", 1e9, t0); ok {
+		t.Fatal("a client without a quota was measured")
+	}
+	// Eleven windows later every sample has expired.
+	u, _ = m.Record(ProducerByteRate, "u", "p", 1, t0.Add(12*time.Second))
+	if u.Throttle != 0 || u.Rate > 1 {
+		t.Fatalf("after the samples expired: %+v", u)
+	}
+}
+
+// TestRateSteady records a constant rate for a minute and checks the measure.
+func TestRateSteady(t *testing.T) {
+	r := newRate(Window{})
+	t0 := time.Unix(0, 0)
+	for ms := 0; ms < 60000; ms += 10 {
+		r.record(10, t0.Add(time.Duration(ms)*time.Millisecond)) // 1000/s
+	}
+	got := r.measure(t0.Add(60 * time.Second))
+	if math.Abs(got-1000)/1000 > 0.01 {
+		t.Fatalf("steady 1000/s measured as %v", got)
+	}
+}
+
+func TestRequestPercentageThrottleCapped(t *testing.T) {
+	m := NewManager(Window{})
+	m.SetQuotas(Set{{User: Default}: {RequestPercentage: 1}})
+	u, ok := m.Record(RequestPercentage, "u", "c", 1e6, time.Unix(0, 0))
+	if !ok || u.Throttle != time.Second {
+		t.Fatalf("request_percentage throttle = %v (%v), want capped at one window", u.Throttle, ok)
+	}
+}
