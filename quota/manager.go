@@ -2,7 +2,6 @@ package quota
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -13,8 +12,8 @@ const idleExpiry = time.Hour
 // Manager measures the clients of one node against the quotas and says how
 // long a client over its quota is throttled. It is safe for concurrent use.
 type Manager struct {
-	w     Window
-	set   atomic.Pointer[Set]
+	w      Window
+	quotas func() Set
 	mu    sync.Mutex
 	rates map[rateKey]*sharedRate // guarded by mu
 	swept time.Time               // guarded by mu
@@ -33,23 +32,15 @@ type sharedRate struct {
 }
 
 // NewManager returns a Manager measuring over w (zero fields: Kafka's
-// defaults) with no quotas.
-func NewManager(w Window) *Manager {
-	return &Manager{w: w.withDefaults(), rates: map[rateKey]*sharedRate{}}
+// defaults) against the quotas that quotas returns at each measure (the
+// metadata cache's: a change applies at once; rates measured so far are
+// kept).
+func NewManager(w Window, quotas func() Set) *Manager {
+	return &Manager{w: w.withDefaults(), quotas: quotas, rates: map[rateKey]*sharedRate{}}
 }
 
 // Window is what the manager measures over.
 func (m *Manager) Window() Window { return m.w }
-
-// SetQuotas replaces the quotas; the rates measured so far are kept.
-func (m *Manager) SetQuotas(s Set) { m.set.Store(&s) }
-
-func (m *Manager) quotas() Set {
-	if p := m.set.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
 
 // Active reports whether any quota is set, so that callers can skip
 // measuring what no quota bounds.

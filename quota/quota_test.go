@@ -78,8 +78,7 @@ func TestEntityValid(t *testing.T) {
 // the quota passes and the next byte is throttled by the time the average
 // needs to come back to the quota.
 func TestRateBurstAndThrottle(t *testing.T) {
-	m := NewManager(Window{})
-	m.SetQuotas(Set{{ClientID: Named("p")}: {ProducerByteRate: 1000}})
+	m := NewManager(Window{}, func() Set { return Set{{ClientID: Named("p")}: {ProducerByteRate: 1000}} })
 	t0 := time.Unix(1000, 0)
 	burst, _ := m.MaxInWindow(ProducerByteRate, "u", "p")
 	if burst != 10000 {
@@ -120,8 +119,7 @@ func TestRateSteady(t *testing.T) {
 }
 
 func TestRequestPercentageThrottleCapped(t *testing.T) {
-	m := NewManager(Window{})
-	m.SetQuotas(Set{{User: Default}: {RequestPercentage: 1}})
+	m := NewManager(Window{}, func() Set { return Set{{User: Default}: {RequestPercentage: 1}} })
 	u, ok := m.Record(RequestPercentage, "u", "c", 1e6, time.Unix(0, 0))
 	if !ok || u.Throttle != time.Second {
 		t.Fatalf("request_percentage throttle = %v (%v), want capped at one window", u.Throttle, ok)
