@@ -14,9 +14,9 @@ const idleExpiry = time.Hour
 type Manager struct {
 	w      Window
 	quotas func() Set
-	mu    sync.Mutex
-	rates map[rateKey]*sharedRate // guarded by mu
-	swept time.Time               // guarded by mu
+	mu     sync.Mutex
+	rates  map[rateKey]*sharedRate // guarded by mu
+	swept  time.Time               // guarded by mu
 }
 
 type rateKey struct {
