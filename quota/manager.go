@@ -24,10 +24,12 @@ type rateKey struct {
 	tags Tags
 }
 
-// sharedRate is the rate of the clients that resolve to one Tags for one key.
+// sharedRate is the rate and the token bucket of the clients that resolve
+// to one Tags for one key.
 type sharedRate struct {
 	mu   sync.Mutex
-	r    *rate
+	r    *rate     // guarded by mu
+	b    bucket    // guarded by mu
 	used time.Time // guarded by mu
 }
 
@@ -62,7 +64,7 @@ func (m *Manager) shared(k rateKey, now time.Time) *sharedRate {
 	}
 	sr := m.rates[k]
 	if sr == nil {
-		sr = &sharedRate{r: newRate(m.w), used: now}
+		sr = &sharedRate{r: newRate(m.w), b: bucket{w: m.w}, used: now}
 		m.rates[k] = sr
 	}
 	return sr
@@ -79,9 +81,9 @@ type Usage struct {
 
 // Record adds v to the rate of key of the client of user and clientID, if a
 // quota of key applies to it, and returns its usage; ok is false when no quota
-// applies (nothing is recorded). A client over its quota is throttled for
-// the time its rate needs to come back to the quota: (rate-limit)/limit times
-// the time the rate is averaged over (Kafka's QuotaUtils.throttleTime);
+// applies (nothing is recorded). Its Rate is Kafka's sampled rate; its
+// throttle comes from Kafka's token bucket over the same window (KIP-599,
+// bucket): the time until the client is back within its quota.
 // request_percentage throttles for at most one window, as Kafka does.
 func (m *Manager) Record(key, user, clientID string, v float64, now time.Time) (u Usage, ok bool) {
 	res, ok := m.quotas().Resolve(key, user, clientID)
@@ -93,13 +95,9 @@ func (m *Manager) Record(key, user, clientID string, v float64, now time.Time) (
 	defer sr.mu.Unlock()
 	sr.used = now
 	sr.r.record(v, now)
-	u = Usage{Resolved: res, Rate: sr.r.measure(now)}
-	if u.Rate > res.Limit {
-		size := sr.r.windowSize(now)
-		u.Throttle = time.Duration((u.Rate - res.Limit) / res.Limit * float64(size)).Round(time.Millisecond)
-		if key == RequestPercentage {
-			u.Throttle = min(u.Throttle, m.w.Size)
-		}
+	u = Usage{Resolved: res, Rate: sr.r.measure(now), Throttle: sr.b.take(res.Limit, v, now).Round(time.Millisecond)}
+	if key == RequestPercentage {
+		u.Throttle = min(u.Throttle, m.w.Size)
 	}
 	return u, true
 }
@@ -114,12 +112,12 @@ func (m *Manager) Unrecord(key, user, clientID string, v float64, now time.Time)
 	sr := m.shared(rateKey{key: key, tags: res.Tags}, now)
 	sr.mu.Lock()
 	sr.r.record(-v, now)
+	sr.b.take(res.Limit, -v, now)
 	sr.mu.Unlock()
 }
 
-// MaxInWindow is the most of key the client may take at once without being
-// throttled for sure: its quota times Span (Kafka caps a consumer's fetch
-// size with it). ok is false when no quota applies.
+// MaxInWindow is what Kafka caps a consumer's fetch size with: its quota
+// times Span. ok is false when no quota applies.
 func (m *Manager) MaxInWindow(key, user, clientID string) (float64, bool) {
 	res, ok := m.quotas().Resolve(key, user, clientID)
 	if !ok {

@@ -16,7 +16,7 @@ const (
 )
 
 func (w Window) withDefaults() Window {
-	if w.Samples < 2 {
+	if w.Samples < 1 {
 		w.Samples = DefaultSamples
 	}
 	if w.Size <= 0 {
@@ -96,4 +96,33 @@ func (r *rate) measure(now time.Time) float64 {
 		total += s.value
 	}
 	return total / size.Seconds()
+}
+
+// bucket is Kafka's TokenBucket (KIP-599): it holds up to Samples×Size of the
+// quota, starts full, refills at the quota, and a client that takes it below
+// zero is throttled until it refills to zero. Unlike the sampled rate, whose
+// oldest sample dropping out lets a client that sends flat out burst again
+// every Samples windows, it holds such a client to its quota once the first
+// burst is spent. Not safe for concurrent use.
+type bucket struct {
+	w      Window
+	tokens float64
+	last   time.Time // zero: full
+}
+
+// take removes v at now from a bucket of limit per second and returns the
+// throttle: the time until the bucket is back at zero.
+func (b *bucket) take(limit, v float64, now time.Time) time.Duration {
+	burst := limit * float64(b.w.Samples) * b.w.Size.Seconds()
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else if dt := now.Sub(b.last); dt > 0 {
+		b.tokens += limit * dt.Seconds()
+	}
+	b.last = now
+	b.tokens = min(burst, b.tokens-v)
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / limit * float64(time.Second))
 }
