@@ -24,8 +24,13 @@ package kafkaapi
 //
 // Quotas (docs/quotas.md): a consumer's max_bytes is capped at what its
 // consumer_byte_rate allows in a quota window, and the record bytes answered
-// count against it; a consumer over it gets no data, throttle_time_ms, and its
-// connection muted for that long, as in Kafka. Followers are not measured.
+// count against it. A fetch that takes the consumer over its quota is
+// answered with its data, throttle_time_ms and the connection muted for that
+// long (the fetch size cap bounds the debt); one that finds the consumer
+// still throttled (from another connection) gets no data and the time left.
+// Kafka instead drops the data of the fetch that goes over: with the token
+// bucket that wastes a round trip per fetch (docs/quotas.md). Followers are
+// not measured.
 //
 // Not implemented: fetch sessions (KIP-227: session_id is always 0, so every fetch is
 // a full fetch and forgotten_topics is ignored), follower fetching from the closest
@@ -134,14 +139,14 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 		if anyErr || total >= int64(req.MinBytes) || wake == nil || c.ctx.Err() != nil || !time.Now().Before(deadline) {
 			var th time.Duration
 			if consumer && total > 0 {
-				th = c.recordQuota(hdr, quota.ConsumerByteRate, float64(total))
-			}
-			if th > 0 {
-				// As Kafka: a throttled fetch returns no data, so its bytes
-				// do not count.
-				s.quotas.Unrecord(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, float64(total), time.Now())
-				releaseFetch(topics)
-				topics = nil
+				if th = s.quotas.Owed(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, time.Now()); th > 0 {
+					// Still throttled (it fetched on another connection): no
+					// data, as Kafka answers a throttled fetch.
+					releaseFetch(topics)
+					topics = nil
+				} else {
+					th = c.recordQuota(hdr, quota.ConsumerByteRate, float64(total))
+				}
 				c.throttle = th
 			}
 			err := s.writeFetch(c, hdr, req, topics, th)

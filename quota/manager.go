@@ -102,18 +102,19 @@ func (m *Manager) Record(key, user, clientID string, v float64, now time.Time) (
 	return u, true
 }
 
-// Unrecord takes v back from the rate Record added it to (a Fetch that is
-// throttled returns no data, so its bytes do not count).
-func (m *Manager) Unrecord(key, user, clientID string, v float64, now time.Time) {
+// Owed is how long the client of user and clientID is still throttled for
+// key at now (0 when within its quota, or when no quota of key applies),
+// without recording anything: a fetch that would find the client in debt
+// returns no data instead of adding to it.
+func (m *Manager) Owed(key, user, clientID string, now time.Time) time.Duration {
 	res, ok := m.quotas().Resolve(key, user, clientID)
 	if !ok {
-		return
+		return 0
 	}
 	sr := m.shared(rateKey{key: key, tags: res.Tags}, now)
 	sr.mu.Lock()
-	sr.r.record(-v, now)
-	sr.b.take(res.Limit, -v, now)
-	sr.mu.Unlock()
+	defer sr.mu.Unlock()
+	return sr.b.take(res.Limit, 0, now).Round(time.Millisecond)
 }
 
 // MaxInWindow is what Kafka caps a consumer's fetch size with: its quota

@@ -122,3 +122,22 @@ func TestRequestPercentageThrottleCapped(t *testing.T) {
 		t.Fatalf("request_percentage throttle = %v (%v), want capped at one window", u.Throttle, ok)
 	}
 }
+
+// TestOwed: a client in debt owes the time until its bucket is back at zero,
+// and asking records nothing.
+func TestOwed(t *testing.T) {
+	m := NewManager(Window{}, func() Set { return Set{{ClientID: Named("c")}: {ConsumerByteRate: 1000}} })
+	t0 := time.Unix(0, 0)
+	if d := m.Owed(ConsumerByteRate, "u", "c", t0); d != 0 {
+		t.Fatalf("a new client owes %v", d)
+	}
+	m.Record(ConsumerByteRate, "u", "c", 13000, t0) // 2000 over the 11000 burst
+	for i := 0; i < 3; i++ {
+		if d := m.Owed(ConsumerByteRate, "u", "c", t0.Add(500*time.Millisecond)); d != 1500*time.Millisecond {
+			t.Fatalf("owed %v half a second later, want 1.5s", d)
+		}
+	}
+	if d := m.Owed(ConsumerByteRate, "u", "other", t0); d != 0 {
+		t.Fatalf("a client without a quota owes %v", d)
+	}
+}
