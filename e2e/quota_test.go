@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,6 +172,23 @@ func TestProducerQuota(t *testing.T) {
 	}
 	if besideRate < 0.8*baseline {
 		t.Errorf("the producer without a quota reached %.0f B/s beside the throttled one, %.0f B/s alone", besideRate, baseline)
+	}
+	// The node's metrics name the throttled entity, and only it.
+	code, body, err := n.AdminGet("/metrics")
+	if err != nil || code != 200 {
+		t.Fatalf("GET /metrics: %d %v", code, err)
+	}
+	metrics := string(body)
+	for _, want := range []string{
+		`skiff_quota_throttle_seconds_total{client_id="throttled-producer",quota="producer_byte_rate",user=""}`,
+		`skiff_quota_rate{client_id="throttled-producer",quota="producer_byte_rate",user=""}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	if strings.Contains(metrics, `client_id="free-producer"`) {
+		t.Error("/metrics has quota series of the producer without a quota")
 	}
 }
 

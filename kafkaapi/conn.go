@@ -57,8 +57,9 @@ type conn struct {
 	closeAfterResponse bool
 
 	// The quota accounting of the request in hand (throttle.go): the time its
-	// handler waited on others, and the throttle of its byte quota.
-	waited, throttle time.Duration
+	// handler waited on others, the throttle of its byte quota, and how long
+	// the connection is muted once it is answered and its frame released.
+	waited, throttle, muted time.Duration
 
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
@@ -130,6 +131,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.releaseFrame()
+		c.mute() // after the frame went back: a muted client holds no request memory
 	}
 }
 
@@ -279,7 +281,7 @@ func (c *conn) handle(frame []byte) error {
 		if err := a.write(c.srv, c, &hdr, d.req); err != nil {
 			return err
 		}
-		c.mute(c.requestThrottle(&hdr, time.Since(start)))
+		c.muted = c.requestThrottle(&hdr, time.Since(start))
 		return nil
 	}
 	resp := a.handle(c.srv, c, &hdr, d.req)
@@ -293,7 +295,7 @@ func (c *conn) handle(frame []byte) error {
 	if c.closeAfterResponse {
 		return errRefused // the handler has logged why
 	}
-	c.mute(th)
+	c.muted = th
 	return nil
 }
 

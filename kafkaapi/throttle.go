@@ -44,9 +44,11 @@ func setThrottle(resp kmsg.Response, th time.Duration) {
 	}
 }
 
-// mute holds the connection for th before its next request is read; a
-// shutdown ends it early.
-func (c *conn) mute(th time.Duration) {
+// mute holds the connection for the throttle of the request just answered
+// before its next request is read; a shutdown ends it early.
+func (c *conn) mute() {
+	th := c.muted
+	c.muted = 0
 	if th <= 0 {
 		return
 	}
