@@ -86,6 +86,25 @@ func setClientQuota(t *testing.T, addr, clientID, key string, value float64) {
 	}
 }
 
+// checkQuotaHeld checks that the throttled client (producer or consumer) got
+// within 10% of the quota from 12 s to 30 s of the run and throttle times,
+// and that the free one got none, and logs its accuracy (target/achieved).
+func checkQuotaHeld(t *testing.T, who string, got *perSecond, thr, free *throttles) {
+	t.Helper()
+	rate := got.rate(quotaSteadyAt, quotaRun)
+	t.Logf("throttled %s: %.0f B/s from 12 s to 30 s, quota %d (target/achieved %.3f); first second %d B; %d throttle times, %v in all",
+		who, rate, quotaRate, quotaRate/rate, got.secs[0], thr.n.Load(), time.Duration(thr.total.Load()))
+	if math.Abs(rate-quotaRate)/quotaRate > 0.10 {
+		t.Errorf("throttled %s got %.0f B/s from 12 s to 30 s, want within 10%% of %d", who, rate, quotaRate)
+	}
+	if thr.n.Load() == 0 {
+		t.Errorf("the throttled %s received no throttle time", who)
+	}
+	if free.n.Load() != 0 {
+		t.Errorf("the %s without a quota received %d throttle times", who, free.n.Load())
+	}
+}
+
 // pacedProduce produces quotaValueSize records to topic at up to target
 // bytes/s until ctx ends, counting acknowledged value bytes in acked.
 func pacedProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, target float64, acked *perSecond, failed *atomic.Int64) {
@@ -156,20 +175,9 @@ func TestProducerQuota(t *testing.T) {
 	if failed.Load() > 0 {
 		t.Fatalf("%d records failed", failed.Load())
 	}
-	got := acked.rate(quotaSteadyAt, quotaRun)
+	checkQuotaHeld(t, "producer", acked, &thr, &freeThrottles)
 	besideRate := beside.rate(quotaSteadyAt, quotaRun)
-	t.Logf("throttled producer: %.0f B/s from 12 s to 30 s, quota %d (target/achieved %.3f); first second %d B; %d throttle times, %v in all",
-		got, quotaRate, quotaRate/got, acked.secs[0], thr.n.Load(), time.Duration(thr.total.Load()))
 	t.Logf("free producer: %.0f B/s beside it, %.0f B/s alone (ratio %.3f)", besideRate, baseline, besideRate/baseline)
-	if math.Abs(got-quotaRate)/quotaRate > 0.10 {
-		t.Errorf("throttled producer acknowledged %.0f B/s from 12 s to 30 s, want within 10%% of %d", got, quotaRate)
-	}
-	if thr.n.Load() == 0 {
-		t.Error("the throttled producer received no throttle time")
-	}
-	if freeThrottles.n.Load() != 0 {
-		t.Errorf("the producer without a quota received %d throttle times", freeThrottles.n.Load())
-	}
 	if besideRate < 0.8*baseline {
 		t.Errorf("the producer without a quota reached %.0f B/s beside the throttled one, %.0f B/s alone", besideRate, baseline)
 	}
@@ -256,19 +264,8 @@ func TestConsumerQuota(t *testing.T) {
 		beside = append(beside, readAll(fmt.Sprintf("beside at %v", at)))
 	}
 	<-done
-	got := received.rate(quotaSteadyAt, quotaRun)
-	t.Logf("throttled consumer: %.0f B/s from 12 s to 30 s, quota %d (target/achieved %.3f); first second %d B; %d throttle times, %v in all",
-		got, quotaRate, quotaRate/got, received.secs[0], thr.n.Load(), time.Duration(thr.total.Load()))
+	checkQuotaHeld(t, "consumer", received, &thr, &freeThrottles)
 	t.Logf("free consumer: read %d MiB in %v alone, %v beside it", total>>20, alone, beside)
-	if math.Abs(got-quotaRate)/quotaRate > 0.10 {
-		t.Errorf("throttled consumer received %.0f B/s from 12 s to 30 s, want within 10%% of %d", got, quotaRate)
-	}
-	if thr.n.Load() == 0 {
-		t.Error("the throttled consumer received no throttle time")
-	}
-	if freeThrottles.n.Load() != 0 {
-		t.Errorf("the consumer without a quota received %d throttle times", freeThrottles.n.Load())
-	}
 	for _, d := range beside {
 		if d > 3*alone+2*time.Second {
 			t.Errorf("the consumer without a quota read the topic in %v beside the throttled one, %v alone", d, alone)
