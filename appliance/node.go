@@ -68,6 +68,7 @@ import (
 	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
+	"skiff/quota"
 	"skiff/replication"
 	"skiff/txn"
 )
@@ -312,6 +313,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
+		QuotaWindow:              quota.Window{Samples: cfg.QuotaWindowNum, Size: time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second},
 	})), n.store, n.cache, n.parts)
 	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {

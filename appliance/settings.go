@@ -24,6 +24,7 @@ import (
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
+	"skiff/quota"
 	"skiff/replication"
 	"skiff/txn"
 )
@@ -244,6 +245,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "queued-max-request-bytes", Kafka: "queued.max.request.bytes", KafkaType: cluster.ConfigTypeLong,
 			Doc: "memory all Kafka requests being read and handled may take together; readers wait for it; at least socket-request-max-bytes",
 			v:   integer(&c.QueuedMaxRequestBytes, kafkaapi.DefaultQueuedMaxRequestBytes)},
+		{Name: "quota-window-num", Kafka: "quota.window.num", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how many samples client rates are measured over against their quotas (docs/quotas.md)",
+			v:   integer(&c.QuotaWindowNum, quota.DefaultSamples)},
+		{Name: "quota-window-size-seconds", Kafka: "quota.window.size.seconds", KafkaType: cluster.ConfigTypeInt,
+			Doc: "the length of each sample of client rates, in seconds (docs/quotas.md)",
+			v:   integer(&c.QuotaWindowSizeSeconds, int(quota.DefaultSize/time.Second))},
 		{Name: "max-partitions-per-request", Doc: "most partitions (or topics, groups) one Kafka request may name; a request naming more closes its connection",
 			v: integer(&c.MaxPartitionsPerRequest, kafkaapi.DefaultMaxPartitionsPerRequest)},
 		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,

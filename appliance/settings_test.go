@@ -191,7 +191,7 @@ var describedConfigs = []string{
 	"log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.retention.check.interval.ms",
 	"max.connections", "max.connections.per.ip", "num.partitions", "offsets.retention.check.interval.ms",
 	"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-	"producer.id.expiration.ms", "queued.max.request.bytes", "sasl.enabled.mechanisms", "socket.request.max.bytes",
+	"producer.id.expiration.ms", "queued.max.request.bytes", "quota.window.num", "quota.window.size.seconds", "sasl.enabled.mechanisms", "socket.request.max.bytes",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transaction.max.timeout.ms",
 	"transaction.state.log.num.partitions", "transaction.state.log.replication.factor", "transactional.id.expiration.ms",
 }
