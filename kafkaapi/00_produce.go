@@ -66,7 +66,7 @@ func init() {
 	})
 }
 
-func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
+func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	s.waitUnfenced(c)
 	type pending struct {
@@ -100,7 +100,7 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 			case !authorized:
 				pr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
-			case cluster.IsInternalTopic(t.Topic):
+			case cluster.IsInternalTopic(t.Topic) && !s.writesShareState(c, hdr, t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code
 				continue
 			case req.TransactionID == nil && batch.IsTransactional(rp.Records):

@@ -27,6 +27,7 @@ import (
 	"skiff/cluster"
 	"skiff/groups"
 	"skiff/replication"
+	"skiff/sharegroup"
 	"skiff/txn"
 )
 
@@ -99,6 +100,13 @@ type Config struct {
 	// Groups is the group coordinator serving the group APIs (keys 8..16, 42, 47);
 	// required.
 	Groups *groups.Coordinator
+	// ShareGroups is the membership side of share groups (keys 76, 77) and Shares
+	// the share-partitions led here (keys 78, 79); nil: share groups are not
+	// served (those keys answer COORDINATOR_NOT_AVAILABLE).
+	ShareGroups *sharegroup.Coordinator
+	Shares      *sharegroup.Manager
+	// ShareConfigs keeps the share groups' configs (the GROUP config resource).
+	ShareConfigs *sharegroup.TopicStore
 	// MoreGroups are the other coordinators whose groups ListGroups lists (each
 	// reports its own group type, "share" for share groups); optional.
 	MoreGroups []GroupLister
