@@ -108,10 +108,8 @@ func (s *TopicStore) SetGroupConfigs(ctx context.Context, group string, c map[st
 	if err != nil {
 		return err
 	}
-	key := encodeConfigKey(group)
-	h := fnv32(key)
-	p := int32(h % uint32(n))
-	res := s.cl.ProduceSync(ctx, kgoRecord(key, encodeConfigs(c), p))
+	p := configPartition(group, n)
+	res := s.cl.ProduceSync(ctx, kgoRecord(encodeConfigKey(group), encodeConfigs(c), p))
 	if err := res.FirstErr(); err != nil {
 		return err
 	}
@@ -124,7 +122,15 @@ func (s *TopicStore) LoadGroupConfigs(ctx context.Context) error {
 	if err := s.start(ctx); err != nil {
 		return err
 	}
-	ends, err := s.endOffsets(ctx)
+	n, err := s.partitions(ctx)
+	if err != nil {
+		return err
+	}
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	ends, err := s.endOffsets(ctx, parts...)
 	if err != nil {
 		return err
 	}

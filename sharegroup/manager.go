@@ -77,12 +77,14 @@ func (m *Manager) now() time.Time { return m.cfg.Clock() }
 func (m *Manager) groupSettings(group string) Settings { return m.cfg.settings(group) }
 
 // partition returns the share-partition of key on log, loading it when it is new
-// here or its leadership changed.
+// here, its leadership changed, or its last load failed (the store was not
+// reachable yet, as right after a failover: a failed load must not stop the
+// share-partition for good).
 func (m *Manager) partition(key Key, topic string, log Log) *sharePartition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := m.mu.parts[key]
-	if sp != nil && sp.log == log && sp.epoch == log.LeaderEpoch() {
+	if sp != nil && sp.log == log && sp.epoch == log.LeaderEpoch() && !sp.loadFailed() {
 		return sp
 	}
 	if sp != nil {

@@ -95,6 +95,16 @@ func (sp *sharePartition) load() {
 	sp.saveSoon()
 }
 
+// loadFailed reports whether loading ended with an error.
+func (sp *sharePartition) loadFailed() bool {
+	select {
+	case <-sp.loaded:
+		return sp.loadErr != nil
+	default:
+		return false
+	}
+}
+
 // waitLoaded waits for loading, and returns the error code to answer while it is
 // not done or failed.
 func (sp *sharePartition) waitLoaded(ctx context.Context) int16 {

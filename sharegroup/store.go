@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 )
 
@@ -177,6 +179,11 @@ func (s *TopicStore) tail() {
 // partitionOf places a key in one of n partitions.
 func partitionOf(k Key, n int32) int32 { return int32(fnv32(encodeKey(k)) % uint32(n)) }
 
+// configPartition places a group's configs in one of n partitions.
+func configPartition(group string, n int32) int32 {
+	return int32(fnv32(encodeConfigKey(group)) % uint32(n))
+}
+
 func fnv32(b []byte) uint32 {
 	h := fnv.New32a()
 	h.Write(b)
@@ -187,24 +194,54 @@ func kgoRecord(key, value []byte, p int32) *kgo.Record {
 	return &kgo.Record{Topic: StateTopic, Partition: p, Key: key, Value: value}
 }
 
-// endOffsets returns the end offset of every partition of the state topic.
-func (s *TopicStore) endOffsets(ctx context.Context) (map[int32]int64, error) {
-	ends, err := kadm.NewClient(s.cl).ListEndOffsets(ctx, StateTopic)
-	if err != nil {
-		return nil, err
+// endOffsets returns the end offsets of partitions parts of the state topic. It
+// asks again after a failed request, and for the partitions whose answer is a
+// retriable error, such as a leader that has just moved, or OFFSET_NOT_AVAILABLE from a new leader whose high watermark
+// may still lag what the previous leader committed (the last writes it
+// acknowledged), until ctx ends.
+func (s *TopicStore) endOffsets(ctx context.Context, parts ...int32) (map[int32]int64, error) {
+	out := make(map[int32]int64, len(parts))
+	for {
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = StateTopic
+		for _, p := range parts {
+			if _, ok := out[p]; !ok {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp = p, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, s.cl)
+		if err == nil {
+			for _, t := range resp.Topics {
+				for _, rp := range t.Partitions {
+					switch perr := kerr.ErrorForCode(rp.ErrorCode); {
+					case t.Topic != StateTopic:
+					case perr == nil:
+						out[rp.Partition] = rp.Offset
+					case !kerr.IsRetriable(perr):
+						return nil, fmt.Errorf("end offset of %s-%d: %w", StateTopic, rp.Partition, perr)
+					default:
+						err = perr
+					}
+				}
+			}
+			if len(out) == len(parts) {
+				return out, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("end offsets of %s: %w (last: %v)", StateTopic, ctx.Err(), err)
+		case <-time.After(endOffsetRetry):
+		}
 	}
-	if err := ends.Error(); err != nil {
-		return nil, err
-	}
-	out := make(map[int32]int64, len(ends[StateTopic]))
-	for p, o := range ends[StateTopic] {
-		out[p] = o.Offset
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s has no partitions yet", StateTopic)
-	}
-	return out, nil
 }
+
+// endOffsetRetry is the pause before asking a state partition's end again.
+const endOffsetRetry = 50 * time.Millisecond
 
 // waitConsumed waits until the tail has read partition p up to end.
 func (s *TopicStore) waitConsumed(ctx context.Context, p int32, end int64) error {
@@ -224,18 +261,25 @@ func (s *TopicStore) waitConsumed(ctx context.Context, p int32, end int64) error
 }
 
 // Load returns the newest state of key, once the tail has read the key's
-// partition up to its end as of now.
+// partition, and the partition of its group's configs (share.auto.offset.reset
+// decides where a share-partition without state starts), up to their ends as of
+// now.
 func (s *TopicStore) Load(ctx context.Context, key Key) (State, bool, error) {
 	if err := s.start(ctx); err != nil {
 		return State{}, false, err
 	}
-	ends, err := s.endOffsets(ctx)
+	n, err := s.partitions(ctx)
 	if err != nil {
 		return State{}, false, err
 	}
-	p := partitionOf(key, int32(len(ends)))
-	if err := s.waitConsumed(ctx, p, ends[p]); err != nil {
+	ends, err := s.endOffsets(ctx, partitionOf(key, n), configPartition(key.Group, n))
+	if err != nil {
 		return State{}, false, err
+	}
+	for p, end := range ends {
+		if err := s.waitConsumed(ctx, p, end); err != nil {
+			return State{}, false, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
