@@ -205,8 +205,9 @@ func setShareGroupConfig(t testing.TB, cl *kgo.Client, group, name, value string
 }
 
 // TestShareGroupKilledConsumerRedelivered: a member SIGKILLed while holding
-// acquired records; after the lock duration another member gets them, delivered
-// for the second time, and every record is accepted once.
+// acquired records; another member gets them (released when the killed member's
+// connection closes, at the latest when their locks end), delivered for the
+// second time, and every record is accepted once.
 func TestShareGroupKilledConsumerRedelivered(t *testing.T) {
 	n := testnode.Start(t, "--group-share-record-lock-duration", "3s")
 	const topic, group, records = "share-killed", "share-killed-group", 50

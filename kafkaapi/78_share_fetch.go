@@ -4,7 +4,8 @@ package kafkaapi
 //
 // Behaviour (package sharegroup): in a share session per member and broker (epoch
 // 0 opens, each answered request moves it by one, -1 closes and releases what the
-// member holds), acknowledgements are applied and made durable first
+// member holds; so does the close of the connection of its last request, as in
+// Kafka), acknowledgements are applied and made durable first
 // (acknowledge_error_code per partition), then records are acquired from every
 // partition of the session: released and expired ones first, then whole new
 // batches below the high watermark, at most max_records (whole batches may exceed
@@ -49,5 +50,6 @@ func (s *Server) handleShareFetch(c *conn, _ *RequestHeader, req *kmsg.ShareFetc
 		return resp
 	}
 	s.waitUnfenced(c)
-	return s.cfg.Shares.ShareFetch(c.ctx, req, s.shareResolver(c))
+	c.shared = true
+	return s.cfg.Shares.ShareFetch(c.ctx, c.shareID, req, s.shareResolver(c))
 }

@@ -37,5 +37,6 @@ func (s *Server) handleShareAcknowledge(c *conn, _ *RequestHeader, req *kmsg.Sha
 		return resp
 	}
 	s.waitUnfenced(c)
-	return s.cfg.Shares.ShareAcknowledge(c.ctx, req, s.shareResolver(c))
+	c.shared = true
+	return s.cfg.Shares.ShareAcknowledge(c.ctx, c.shareID, req, s.shareResolver(c))
 }

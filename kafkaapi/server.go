@@ -220,6 +220,7 @@ type Server struct {
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
 	dyn      atomic.Pointer[Dynamic]
+	connIDs  atomic.Uint64 // numbers the connections, for share sessions
 	sasl     *auth.SASLServer
 	delays   *auth.FailureDelays // of failed authentications, per client address
 

@@ -49,7 +49,13 @@ type session struct {
 	epoch int32
 	parts map[tidp]struct{}
 	busy  bool // a request of the session is being served
+	// conn is the client connection of its last request: when it closes, the
+	// session ends and what its member holds is released (ConnClosed), as in Kafka.
+	conn ConnID
 }
+
+// ConnID identifies one client connection of this node.
+type ConnID uint64
 
 // Manager holds the share-partitions led here and the share sessions.
 type Manager struct {
@@ -107,7 +113,7 @@ func (m *Manager) lookup(key Key) *sharePartition {
 // beginSession checks a request's session epoch and returns the session to serve
 // it with, or a top-level error code. Epoch 0 opens a new session (replacing one
 // the member had), -1 closes it after this request, others must be the next one.
-func (m *Manager) beginSession(group, member string, epoch int32, opening bool) (*session, int16) {
+func (m *Manager) beginSession(conn ConnID, group, member string, epoch int32, opening bool) (*session, int16) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := sessionKey{group, member}
@@ -127,7 +133,7 @@ func (m *Manager) beginSession(group, member string, epoch int32, opening bool) 
 	case epoch != s.epoch:
 		return nil, kerr.InvalidShareSessionEpoch.Code
 	}
-	s.busy = true
+	s.busy, s.conn = true, conn
 	return s, 0
 }
 
@@ -148,15 +154,49 @@ func (m *Manager) endSession(group, member string, s *session, epoch int32, reso
 	if m.mu.sessions[k] == s {
 		delete(m.mu.sessions, k)
 	}
+	sps := m.sessionPartitionsLocked(group, s)
+	m.mu.Unlock()
+	for _, sp := range sps {
+		sp.releaseMember(member)
+	}
+}
+
+// sessionPartitionsLocked returns the share-partitions here of a session's
+// partitions. The caller holds m.mu.
+func (m *Manager) sessionPartitionsLocked(group string, s *session) []*sharePartition {
 	var sps []*sharePartition
 	for tp := range s.parts {
 		if sp := m.mu.parts[Key{group, tp.id, tp.p}]; sp != nil {
 			sps = append(sps, sp)
 		}
 	}
+	return sps
+}
+
+// ConnClosed ends the share sessions whose last request came on conn, which
+// closed, and releases the records their members hold here (Kafka's share
+// session cache does so on a disconnection): another member gets them at once
+// rather than after the acquisition lock. A session being served (its member
+// moved to another connection) is left alone.
+func (m *Manager) ConnClosed(conn ConnID) {
+	type release struct {
+		member string
+		sps    []*sharePartition
+	}
+	var rs []release
+	m.mu.Lock()
+	for k, s := range m.mu.sessions {
+		if s.conn != conn || s.busy {
+			continue
+		}
+		delete(m.mu.sessions, k)
+		rs = append(rs, release{k.member, m.sessionPartitionsLocked(k.group, s)})
+	}
 	m.mu.Unlock()
-	for _, sp := range sps {
-		sp.releaseMember(member)
+	for _, r := range rs {
+		for _, sp := range r.sps {
+			sp.releaseMember(r.member)
+		}
 	}
 }
 
@@ -198,7 +238,8 @@ type fetchBudget struct {
 
 // ShareFetch serves a ShareFetch request whose group and topics the front end
 // authorized (a partition it refuses is resolved with its code).
-func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest, resolve Resolver) *kmsg.ShareFetchResponse {
+// conn is the connection the request came on.
+func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFetchRequest, resolve Resolver) *kmsg.ShareFetchResponse {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(m.groupSettings(deref(req.GroupID)).RecordLockDuration / time.Millisecond)
 	group, member := deref(req.GroupID), deref(req.MemberID)
@@ -210,7 +251,7 @@ func (m *Manager) ShareFetch(ctx context.Context, req *kmsg.ShareFetchRequest, r
 		resp.ErrorCode = kerr.InvalidRequest.Code // a closing request only acknowledges
 		return resp
 	}
-	s, code := m.beginSession(group, member, req.ShareSessionEpoch, true)
+	s, code := m.beginSession(conn, group, member, req.ShareSessionEpoch, true)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
@@ -405,7 +446,8 @@ func (m *Manager) waitAny(ctx context.Context, sps []*sharePartition, wake []<-c
 
 // ShareAcknowledge serves a ShareAcknowledge request whose group and topics the
 // front end authorized.
-func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowledgeRequest, resolve Resolver) *kmsg.ShareAcknowledgeResponse {
+// conn is the connection the request came on.
+func (m *Manager) ShareAcknowledge(ctx context.Context, conn ConnID, req *kmsg.ShareAcknowledgeRequest, resolve Resolver) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	resp.AcquisitionLockTimeoutMillis = int32(m.groupSettings(group).RecordLockDuration / time.Millisecond)
@@ -413,7 +455,7 @@ func (m *Manager) ShareAcknowledge(ctx context.Context, req *kmsg.ShareAcknowled
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	s, code := m.beginSession(group, member, req.ShareSessionEpoch, false)
+	s, code := m.beginSession(conn, group, member, req.ShareSessionEpoch, false)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
