@@ -24,6 +24,7 @@ func (emptyLog) HighWatermark() int64                            { return 0 }
 func (emptyLog) AbortedTxns(_, _ int64) []replication.AbortedTxn { return nil }
 func (emptyLog) LogStartOffset() int64                           { return 0 }
 func (emptyLog) LeaderEpoch() int32                              { return 1 }
+func (emptyLog) IsLeader() bool                                  { return true }
 func (emptyLog) AddWaiter(chan<- struct{})                       {}
 func (emptyLog) RemoveWaiter(chan<- struct{})                    {}
 
@@ -90,5 +91,8 @@ func TestFailedLoadRetried(t *testing.T) {
 	}
 	if m.partition(key, "t", emptyLog{}) != again {
 		t.Fatal("a loaded share-partition was replaced")
+	}
+	if st := m.Stats(); len(st) != 1 || st[0].Start != 7 || st[0].End != 7 || st[0].InFlight != 0 || st[0].Acquired != 0 {
+		t.Fatalf("stats %+v, want one share-partition with SPSO = SPEO = 7", st)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -527,4 +528,55 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// PartitionStats is one share-partition led here, as the console shows it.
+type PartitionStats struct {
+	Group     string
+	Topic     string
+	Partition int32
+	// Start and End are the SPSO and SPEO.
+	Start, End int64
+	// InFlight counts the records between them not done yet (available again or
+	// acquired); Acquired those a member holds now.
+	InFlight, Acquired int
+}
+
+// Stats describes the loaded share-partitions this node still leads, by group,
+// topic and partition.
+func (m *Manager) Stats() []PartitionStats {
+	m.mu.Lock()
+	sps := make([]*sharePartition, 0, len(m.mu.parts))
+	for _, sp := range m.mu.parts {
+		sps = append(sps, sp)
+	}
+	m.mu.Unlock()
+	out := make([]PartitionStats, 0, len(sps))
+	for _, sp := range sps {
+		if !sp.isLoaded() {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.mu.dead || sp.mu.w == nil || !sp.log.IsLeader() || sp.log.LeaderEpoch() != sp.epoch {
+			sp.mu.Unlock()
+			continue
+		}
+		w := sp.mu.w
+		_, acquired, acked, archived := w.counts()
+		st := PartitionStats{Group: sp.key.Group, Topic: sp.topic, Partition: sp.key.Partition, Start: w.start, End: w.end,
+			InFlight: int(w.end-w.start) - acked - archived, Acquired: acquired}
+		sp.mu.Unlock()
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
 }

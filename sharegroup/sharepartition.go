@@ -27,6 +27,7 @@ type Log interface {
 	AbortedTxns(from, to int64) []replication.AbortedTxn
 	LogStartOffset() int64
 	LeaderEpoch() int32
+	IsLeader() bool
 	AddWaiter(ch chan<- struct{})
 	RemoveWaiter(ch chan<- struct{})
 }
@@ -93,6 +94,16 @@ func (sp *sharePartition) load() {
 	sp.mu.version++
 	sp.mu.Unlock()
 	sp.saveSoon()
+}
+
+// isLoaded reports whether loading ended well.
+func (sp *sharePartition) isLoaded() bool {
+	select {
+	case <-sp.loaded:
+		return sp.loadErr == nil
+	default:
+		return false
+	}
 }
 
 // loadFailed reports whether loading ended with an error.
