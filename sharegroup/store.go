@@ -196,16 +196,20 @@ func kgoRecord(key, value []byte, p int32) *kgo.Record {
 
 // endOffsets returns the end offsets of partitions parts of the state topic. It
 // asks again after a failed request, and for the partitions whose answer is a
-// retriable error, such as a leader that has just moved, or OFFSET_NOT_AVAILABLE from a new leader whose high watermark
-// may still lag what the previous leader committed (the last writes it
-// acknowledged), until ctx ends.
+// retriable error, such as a leader that has just moved, or OFFSET_NOT_AVAILABLE
+// from a new leader whose high watermark may still lag what the previous leader
+// committed (the last writes it acknowledged), until ctx ends.
 func (s *TopicStore) endOffsets(ctx context.Context, parts ...int32) (map[int32]int64, error) {
-	out := make(map[int32]int64, len(parts))
+	want := make(map[int32]bool, len(parts))
+	for _, p := range parts {
+		want[p] = true
+	}
+	out := make(map[int32]int64, len(want))
 	for {
 		req := kmsg.NewPtrListOffsetsRequest()
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = StateTopic
-		for _, p := range parts {
+		for p := range want {
 			if _, ok := out[p]; !ok {
 				rp := kmsg.NewListOffsetsRequestTopicPartition()
 				rp.Partition, rp.Timestamp = p, -1
@@ -218,7 +222,7 @@ func (s *TopicStore) endOffsets(ctx context.Context, parts ...int32) (map[int32]
 			for _, t := range resp.Topics {
 				for _, rp := range t.Partitions {
 					switch perr := kerr.ErrorForCode(rp.ErrorCode); {
-					case t.Topic != StateTopic:
+					case t.Topic != StateTopic || !want[rp.Partition]:
 					case perr == nil:
 						out[rp.Partition] = rp.Offset
 					case !kerr.IsRetriable(perr):
@@ -228,7 +232,7 @@ func (s *TopicStore) endOffsets(ctx context.Context, parts ...int32) (map[int32]
 					}
 				}
 			}
-			if len(out) == len(parts) {
+			if len(out) == len(want) {
 				return out, nil
 			}
 		}
