@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/replication"
 )
@@ -168,6 +171,11 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: followers behind this long leave the
 	// ISR.
 	ReplicaLagMax time.Duration
+	// ReplicaFetchMinBytes and ReplicaFetchWaitMax are replica.fetch.min.bytes and
+	// replica.fetch.wait.max.ms: how long a follower's fetch waits at the leader
+	// for how many bytes.
+	ReplicaFetchMinBytes int32
+	ReplicaFetchWaitMax  time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
 	// lease.
 	SessionTimeout time.Duration
@@ -285,6 +293,9 @@ func (c Config) Validate() error {
 		if a != "uniform" && a != "range" {
 			errs = append(errs, fmt.Errorf("group-consumer-assignors %q: the assignors are uniform and range", a))
 		}
+	}
+	if p := strings.ToLower(c.Groups.ConsumerMigrationPolicy); p != "" && !slices.Contains(groups.MigrationPolicies, p) {
+		errs = append(errs, fmt.Errorf("group-consumer-migration-policy %q: one of %s", p, strings.Join(groups.MigrationPolicies, ", ")))
 	}
 	if c.DefaultPartitions < 0 {
 		errs = append(errs, fmt.Errorf("num-partitions %d: must be at least 1", c.DefaultPartitions))

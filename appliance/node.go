@@ -230,6 +230,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASL:                   followerSASL,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
+		ReplicaFetchMinBytes:   cfg.ReplicaFetchMinBytes,
+		ReplicaFetchWaitMax:    cfg.ReplicaFetchWaitMax,
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
