@@ -26,6 +26,7 @@ import (
 	"skiff/kafkaapi"
 	"skiff/quota"
 	"skiff/replication"
+	"skiff/sharegroup"
 	"skiff/txn"
 )
 
@@ -306,6 +307,15 @@ func (c *Config) Settings() []Setting {
 		{Name: "offsets-retention-check-interval", Kafka: "offsets.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
 			Doc: "how often expired committed offsets are deleted",
 			v:   duration(&g.OffsetsRetentionCheckInterval, groups.DefaultRetentionCheckInterval)},
+		{Name: "group-share-record-lock-duration", Kafka: "group.share.record.lock.duration.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how long a share group member holds a record it acquired before the record is available again (a group's share.record.lock.duration.ms overrides it)",
+			v:   duration(&g.ShareRecordLockDuration, sharegroup.DefaultRecordLockDuration)},
+		{Name: "group-share-delivery-count-limit", Kafka: "group.share.delivery.count.limit", KafkaType: cluster.ConfigTypeInt,
+			Doc: "deliveries of a share group record before it is archived (a group's share.delivery.count.limit overrides it)",
+			v:   integer(&g.ShareDeliveryCountLimit, sharegroup.DefaultDeliveryCountLimit)},
+		{Name: "group-share-partition-max-record-locks", Kafka: "group.share.partition.max.record.locks", KafkaType: cluster.ConfigTypeInt,
+			Doc: "most in-flight records of one share-partition; more are acquired once the start offset moves",
+			v:   integer(&g.ShareMaxRecordLocks, sharegroup.DefaultMaxRecordLocks)},
 		{Name: "offsets-topic-num-partitions", Kafka: "offsets.topic.num.partitions", KafkaType: cluster.ConfigTypeInt,
 			Doc: "partitions of the internal topic __consumer_offsets, fixed when it is created",
 			v:   integer(&g.OffsetsTopicPartitions, kafkaapi.DefaultOffsetsTopicPartitions)},

@@ -107,7 +107,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			case !authorized:
 				pr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
-			case cluster.IsInternalTopic(t.Topic):
+			case cluster.IsInternalTopic(t.Topic) && !s.writesShareState(c, hdr, t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code
 				continue
 			case req.TransactionID == nil && batch.IsTransactional(rp.Records):

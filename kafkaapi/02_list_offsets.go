@@ -3,7 +3,9 @@ package kafkaapi
 // ListOffsets, key 2, versions 0..5.
 //
 // Behaviour: timestamp -1 is the high watermark (the last stable offset under
-// read_committed, which is the same while there are no transactions), -2 the log
+// read_committed, which is the same while there are no transactions), or
+// OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not reached the
+// start of its epoch yet (it may lag what the previous leader committed), -2 the log
 // start offset, any other timestamp the base offset of the first batch whose max
 // timestamp is at or after it (offset -1 and timestamp -1 when there is none, or when
 // that batch is at or above the high watermark, or under read_committed the last
@@ -66,6 +68,12 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 			pr.LeaderEpoch = p.LeaderEpoch()
 			switch rp.Timestamp {
 			case -1:
+				if !p.HighWatermarkKnown() {
+					// A new leader that does not know yet what its predecessor
+					// committed: an older end would be wrong.
+					pr.ErrorCode, pr.LeaderEpoch = kerr.OffsetNotAvailable.Code, -1
+					continue
+				}
 				pr.Offset = p.HighWatermark()
 				if req.IsolationLevel == 1 {
 					pr.Offset = p.LastStableOffset()

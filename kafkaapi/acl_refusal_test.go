@@ -372,7 +372,7 @@ func topLevel[R kmsg.Response](code func(R) int16) func(kmsg.Response) []int16 {
 
 func refusals() []refusal {
 	topicRead := []string{"ALLOW READ TOPIC LITERAL TOPIC_NAME"}
-	return []refusal{
+	return append([]refusal{
 		{name: "Produce needs WRITE on the topic", want: kerr.TopicAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				return produceRequest(7, -1, r.topic, 0, makeBatch(noProducer, "mallory"))
@@ -671,7 +671,7 @@ func refusals() []refusal {
 				}
 			},
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
-	}
+	}, shareRefusals()...)
 }
 
 // consumerJoinReq is a KIP-848 join of the case's group, subscribed to its topic.

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/auth"
+	"skiff/sharegroup"
 )
 
 // errRefused: the connection is closed for a refusal that has been logged already.
@@ -52,6 +53,11 @@ type conn struct {
 	fw *FrameWriter // Fetch responses
 
 	sasl saslState // SASL listeners: the client's authentication
+	// shareID names the connection to share sessions; shared is set once a share
+	// request came on it (its close then ends their sessions). Only the
+	// connection's loop uses them.
+	shareID sharegroup.ConnID
+	shared  bool
 	// closeAfterResponse: the handler's answer is the last; the connection is
 	// closed once it is written (a failed or refused authentication).
 	closeAfterResponse bool
@@ -74,6 +80,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 		addr:     addrOf(nc.RemoteAddr()),
 		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 		ctx:      s.ctx,
+		shareID:  sharegroup.ConnID(s.connIDs.Add(1)),
 		// Anonymous until a client certificate or SASL says otherwise.
 		principal: auth.Anonymous,
 	}
@@ -108,6 +115,11 @@ func (c *conn) armRead(d time.Duration) bool {
 
 func (c *conn) serve() {
 	defer func() { c.netConn().Close() }()
+	defer func() {
+		if c.shared {
+			c.srv.cfg.Shares.ConnClosed(c.shareID)
+		}
+	}()
 	defer c.releaseFrame()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()

@@ -28,6 +28,7 @@ import (
 	"skiff/groups"
 	"skiff/quota"
 	"skiff/replication"
+	"skiff/sharegroup"
 	"skiff/txn"
 )
 
@@ -100,6 +101,13 @@ type Config struct {
 	// Groups is the group coordinator serving the group APIs (keys 8..16, 42, 47);
 	// required.
 	Groups *groups.Coordinator
+	// ShareGroups is the membership side of share groups (keys 76, 77) and Shares
+	// the share-partitions led here (keys 78, 79); nil: share groups are not
+	// served (those keys answer COORDINATOR_NOT_AVAILABLE).
+	ShareGroups *sharegroup.Coordinator
+	Shares      *sharegroup.Manager
+	// ShareConfigs keeps the share groups' configs (the GROUP config resource).
+	ShareConfigs *sharegroup.TopicStore
 	// MoreGroups are the other coordinators whose groups ListGroups lists (each
 	// reports its own group type, "share" for share groups); optional.
 	MoreGroups []GroupLister
@@ -217,6 +225,7 @@ type Server struct {
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
 	dyn      atomic.Pointer[Dynamic]
+	connIDs  atomic.Uint64 // numbers the connections, for share sessions
 	sasl     *auth.SASLServer
 	delays   *auth.FailureDelays // of failed authentications, per client address
 	quotas   *quota.Manager      // client quotas enforced on this node (throttle.go)
