@@ -193,12 +193,11 @@ func (p *Partition) updateFollower(id int32, fetchOffset, logStart, leo int64) e
 // current one: followers behind for longer than lagMax leave; followers that have
 // every record up to the high watermark, and up to the start of this leader's epoch,
 // join. It returns the partition epoch the change applies to.
-func (p *Partition) isrChange(lagMax time.Duration) (isr []int32, partitionEpoch int32, ok bool) {
-	if !p.IsLeader() {
+func (p *Partition) isrChange(now time.Time, lagMax time.Duration) (isr []int32, partitionEpoch int32, ok bool) {
+	if !p.IsLeader() || p.alone() {
 		return nil, 0, false
 	}
 	_, epochStart := p.epochStart()
-	now := time.Now()
 	hw := p.hw.Load()
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
@@ -228,6 +227,15 @@ func (p *Partition) isrChange(lagMax time.Duration) (isr []int32, partitionEpoch
 	}
 	p.st.isrChanging = true
 	return next, p.st.partitionEpoch, true
+}
+
+// alone reports whether this replica is the partition's only one and its whole
+// ISR: nothing can join or leave, so the ISR loop, which visits every partition
+// several times a second, skips it without taking appendMu.
+func (p *Partition) alone() bool {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	return len(p.st.replicas) == 1 && p.st.replicas[0] == p.self && len(p.st.isr) == 1 && p.st.isr[0] == p.self
 }
 
 // isrChanged records the outcome of writing an ISR change: on success the new ISR

@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -326,14 +328,16 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			delete(m.mu.offline, tp) // the topic is gone (or another one has its name)
 		}
 	}
-	for tp, t := range want {
-		if _, ok := m.mu.parts[tp]; ok {
-			continue
+	var open []topicPartition
+	for tp := range want {
+		_, served := m.mu.parts[tp]
+		_, offline := m.mu.offline[tp]
+		if !served && !offline {
+			open = append(open, tp)
 		}
-		if _, ok := m.mu.offline[tp]; ok {
-			continue
-		}
-		p, err := m.openLocked(tp, t)
+	}
+	for _, o := range m.openAll(open, want) {
+		tp, t, p, err := o.tp, want[o.tp], o.p, o.err
 		if err != nil {
 			m.mu.offline[tp] = offlinePartition{topicID: t.ID, err: err}
 			m.logger.Error("partition offline: its log cannot be opened, so it is not served (fix the data directory and restart the node)",
@@ -386,8 +390,48 @@ func (m *Manager) WaitApplied(ctx context.Context, rev int64) error {
 
 const metadataFile = "partition.metadata"
 
+// openers bounds how many partitions Apply opens (and Close closes) at once. Opening a log is
+// mostly waiting for the disk (a directory fsync, reads of the unsynced tail), so
+// a node that starts with thousands of partitions opens them side by side: the
+// file system commits concurrent fsyncs together.
+const openers = 32
+
+// opened is the outcome of opening one partition.
+type opened struct {
+	tp  topicPartition
+	p   *Partition
+	err error
+}
+
+// openAll opens the partitions tps of want, up to openers at once, and returns
+// the outcomes in the order of tps. m.mu is held.
+func (m *Manager) openAll(tps []topicPartition, want map[topicPartition]TopicSpec) []opened {
+	out := make([]opened, len(tps))
+	inParallel(len(tps), func(i int) {
+		p, err := m.openLocked(tps[i], want[tps[i]])
+		out[i] = opened{tp: tps[i], p: p, err: err}
+	})
+	return out
+}
+
+// inParallel calls f(0) ... f(n-1), up to openers at once, and returns when all
+// have returned.
+func inParallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(openers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // openLocked opens a partition folder, first deleting one left by an older topic of
-// the same name (its partition.metadata names another topic id).
+// the same name (its partition.metadata names another topic id). m.mu is held; it
+// changes no state of m, so that openAll may run several at once.
 func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error) {
 	fs := m.cfg.FS
 	key := PartitionKey(tp.topic, tp.id)
@@ -525,11 +569,13 @@ func (m *Manager) Close() error {
 		delete(m.fetchers, id)
 	}
 	m.fetchMu.Unlock()
-	var errs []error
-	for tp, p := range parts {
-		if err := p.close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", PartitionKey(tp.topic, tp.id), err))
+	// Closing syncs each log: side by side, as openAll opens them.
+	tps := slices.Collect(maps.Keys(parts))
+	errs := make([]error, len(tps))
+	inParallel(len(tps), func(i int) {
+		if err := parts[tps[i]].close(); err != nil {
+			errs[i] = fmt.Errorf("close %s: %w", PartitionKey(tps[i].topic, tps[i].id), err)
 		}
-	}
+	})
 	return errors.Join(errs...)
 }

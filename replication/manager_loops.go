@@ -51,8 +51,9 @@ func (m *Manager) isrLoop() {
 			return
 		case <-t.C:
 		}
+		now := time.Now()
 		for _, p := range m.Partitions() {
-			isr, epoch, ok := p.isrChange(m.cfg.ReplicaLagMax)
+			isr, epoch, ok := p.isrChange(now, m.cfg.ReplicaLagMax)
 			if !ok {
 				continue
 			}
@@ -80,6 +81,7 @@ func (m *Manager) isrLoop() {
 				m.metrics.isrExpands.Add(1)
 			}
 			p.isrChanged(isr, next, true)
+			now = time.Now() // the write took a while
 		}
 	}
 }

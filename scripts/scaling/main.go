@@ -1,0 +1,78 @@
+// Command scaling measures one node's cost curve as its partition count grows
+// (docs/scaling.md): for each count it starts `skiff serve` on a fresh data
+// directory, creates topics of up to 100 partitions, and measures idle RSS, idle
+// CPU, open files, produce throughput spread over every partition, the SIGTERM
+// stop time, and the time to /readyz after a clean restart and after SIGKILL. It
+// prints one JSON line per round, then writes a Markdown table (medians over the
+// rounds) and an SVG chart.
+//
+//	go run ./scripts/scaling -skiff ./skiff -partitions 100,1000,5000,10000 -rounds 3 -out docs/scaling
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	var (
+		bin     = flag.String("skiff", "./skiff", "the skiff binary to measure")
+		counts  = flag.String("partitions", "100,1000,5000,10000", "partition counts, comma-separated")
+		rounds  = flag.Int("rounds", 3, "rounds per partition count")
+		work    = flag.String("dir", os.TempDir(), "where the data directories go (each is deleted after its round)")
+		out     = flag.String("out", "", "write OUT.md (table) and OUT.svg (chart); empty: print the table only")
+		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
+		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
+	)
+	flag.Parse()
+	ns, err := parseCounts(*counts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var all []result
+	for _, n := range ns {
+		for r := 1; r <= *rounds; r++ {
+			res, err := measure(context.Background(), config{bin: *bin, dir: *work, partitions: n, idle: *idle, produce: *produce})
+			if err != nil {
+				log.Fatalf("%d partitions, round %d: %v", n, r, err)
+			}
+			res.Round = r
+			line, _ := json.Marshal(res)
+			fmt.Println(string(line))
+			all = append(all, res)
+		}
+	}
+	rows := medians(all)
+	table := markdownTable(rows)
+	fmt.Print(table)
+	if *out == "" {
+		return
+	}
+	if err := os.WriteFile(*out+".md", []byte(table), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out+".svg", []byte(chart(rows)), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("wrote", *out+".md", "and", filepath.Base(*out)+".svg")
+}
+
+func parseCounts(s string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad partition count %q", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
