@@ -40,14 +40,21 @@ func main() {
 	var all []result
 	for _, n := range ns {
 		for r := 1; r <= *rounds; r++ {
-			res, err := measure(context.Background(), config{bin: *bin, dir: *work, partitions: n, idle: *idle, produce: *produce})
+			dir, err := os.MkdirTemp(*work, "skiff-scaling-")
 			if err != nil {
-				log.Fatalf("%d partitions, round %d: %v", n, r, err)
+				log.Fatal(err)
+			}
+			res, err := measure(context.Background(), config{bin: *bin, work: dir, partitions: n, idle: *idle, produce: *produce})
+			if err != nil {
+				log.Fatalf("%d partitions, round %d: %v (data and log kept in %s)", n, r, err, dir)
 			}
 			res.Round = r
 			line, _ := json.Marshal(res)
 			fmt.Println(string(line))
 			all = append(all, res)
+			if err := os.RemoveAll(dir); err != nil {
+				log.Fatal(err)
+			}
 		}
 	}
 	rows := medians(all)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -13,7 +12,7 @@ import (
 )
 
 type config struct {
-	bin, dir      string
+	bin, work     string // work: a fresh folder for the data directory and the log
 	partitions    int
 	idle, produce time.Duration
 }
@@ -37,12 +36,7 @@ const partitionsPerTopic = 100
 
 func measure(ctx context.Context, cfg config) (res result, err error) {
 	res.Partitions = cfg.partitions
-	work, err := os.MkdirTemp(cfg.dir, "skiff-scaling-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(work)
-	n, err := newNode(cfg.bin, work+"/data")
+	n, err := newNode(cfg.bin, cfg.work+"/data")
 	if err != nil {
 		return res, err
 	}

@@ -53,7 +53,7 @@ func (n *node) start(ctx context.Context) (time.Duration, error) {
 	}
 	defer logf.Close()
 	n.cmd = exec.Command(n.bin, "serve", "--data-dir", n.data, "--listen", n.kafka, "--http", n.http,
-		"--etcd-client", n.etcdClient, "--etcd-peer", n.etcdPeer, "--log-format", "json")
+		"--etcd-client", n.etcdClient, "--etcd-peer", n.etcdPeer, "--log-format", "json", "--pprof")
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	began := time.Now()
 	if err := n.cmd.Start(); err != nil {
