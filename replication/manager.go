@@ -307,13 +307,11 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			state[topicPartition{t.Name, ps.ID}] = ps
 		}
 	}
+	var kept []*Partition
 	for tp, p := range m.mu.parts {
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
-			if p.SetConfig(t.Config) {
-				m.cleaner.Wake()
-			}
-			m.follow(p, p.applyState(state[tp]))
+			kept = append(kept, p)
 			continue
 		}
 		delete(m.mu.parts, tp)
@@ -336,6 +334,10 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			open = append(open, tp)
 		}
 	}
+	if m.applyAll(kept, want, state, true) {
+		m.cleaner.Wake()
+	}
+	var added []*Partition
 	for _, o := range m.openAll(open, want) {
 		tp, t, p, err := o.tp, want[o.tp], o.p, o.err
 		if err != nil {
@@ -347,8 +349,9 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		p.fenced.Store(m.fenced.Load())
 		p.sessionValid, p.selfEpoch = m.cfg.SessionValid, m.cfg.SelfEpoch
 		m.mu.parts[tp] = p
-		m.follow(p, p.applyState(state[tp]))
+		added = append(added, p)
 	}
+	m.applyAll(added, want, state, false)
 	if err := m.removeStrayLocked(want); err != nil {
 		errs = append(errs, err)
 	}
@@ -412,6 +415,27 @@ func (m *Manager) openAll(tps []topicPartition, want map[topicPartition]TopicSpe
 		out[i] = opened{tp: tps[i], p: p, err: err}
 	})
 	return out
+}
+
+// applyAll applies the metadata to the served partitions parts (their configs
+// too with configs) side by side, as openAll opens them: becoming leader saves
+// the leader-epoch checkpoint (two fsyncs), and a restart makes every partition
+// lead in a new epoch. The fetchers then follow the leaders, one at a time. It
+// reports whether a config change wants the log cleaner. m.mu is held.
+func (m *Manager) applyAll(parts []*Partition, want map[topicPartition]TopicSpec, state map[topicPartition]PartitionSpec, configs bool) (wake bool) {
+	leaders := make([]int32, len(parts))
+	wakes := make([]bool, len(parts))
+	inParallel(len(parts), func(i int) {
+		tp := topicPartition{parts[i].Topic, parts[i].ID}
+		if configs {
+			wakes[i] = parts[i].SetConfig(want[tp].Config)
+		}
+		leaders[i] = parts[i].applyState(state[tp])
+	})
+	for i, p := range parts {
+		m.follow(p, leaders[i])
+	}
+	return slices.Contains(wakes, true)
 }
 
 // inParallel calls f(0) ... f(n-1), up to openers at once, and returns when all
