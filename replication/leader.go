@@ -194,7 +194,7 @@ func (p *Partition) updateFollower(id int32, fetchOffset, logStart, leo int64) e
 // every record up to the high watermark, and up to the start of this leader's epoch,
 // join. It returns the partition epoch the change applies to.
 func (p *Partition) isrChange(now time.Time, lagMax time.Duration) (isr []int32, partitionEpoch int32, ok bool) {
-	if !p.IsLeader() || p.alone() {
+	if p.alone() || !p.IsLeader() { // alone first: IsLeader reads the clock
 		return nil, 0, false
 	}
 	_, epochStart := p.epochStart()

@@ -3,10 +3,10 @@
 // directory, creates topics of up to 100 partitions, and measures idle RSS, idle
 // CPU, open files, produce throughput spread over every partition, the SIGTERM
 // stop time, and the time to /readyz after a clean restart and after SIGKILL. It
-// prints one JSON line per round, then writes a Markdown table (medians over the
-// rounds) and an SVG chart.
+// prints one JSON line per round, then a Markdown table (medians over the
+// rounds), and writes the table and an SVG chart where asked.
 //
-//	go run ./scripts/scaling -skiff ./skiff -partitions 100,1000,5000,10000 -rounds 3 -out docs/scaling
+//	go run ./scripts/scaling -skiff ./skiff -partitions 100,1000,5000,10000 -rounds 3 -svg docs/scaling.svg
 package main
 
 import (
@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +27,8 @@ func main() {
 		counts  = flag.String("partitions", "100,1000,5000,10000", "partition counts, comma-separated")
 		rounds  = flag.Int("rounds", 3, "rounds per partition count")
 		work    = flag.String("dir", os.TempDir(), "where the data directories go (each is deleted after its round)")
-		out     = flag.String("out", "", "write OUT.md (table) and OUT.svg (chart); empty: print the table only")
+		svg     = flag.String("svg", "", "also write the chart to `FILE` (SVG)")
+		table   = flag.String("table", "", "also write the table to `FILE` (Markdown)")
 		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
 	)
@@ -58,18 +58,16 @@ func main() {
 		}
 	}
 	rows := medians(all)
-	table := markdownTable(rows)
-	fmt.Print(table)
-	if *out == "" {
-		return
+	md := markdownTable(rows)
+	fmt.Print(md)
+	for _, f := range []struct{ path, text string }{{*table, md}, {*svg, chart(rows)}} {
+		if f.path == "" {
+			continue
+		}
+		if err := os.WriteFile(f.path, []byte(f.text), 0o644); err != nil {
+			log.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(*out+".md", []byte(table), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	if err := os.WriteFile(*out+".svg", []byte(chart(rows)), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("wrote", *out+".md", "and", filepath.Base(*out)+".svg")
 }
 
 func parseCounts(s string) ([]int, error) {
