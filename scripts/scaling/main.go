@@ -31,11 +31,28 @@ func main() {
 		table   = flag.String("table", "", "also write the table to `FILE` (Markdown)")
 		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
+		conns   = flag.Int("connections", 0, "instead of partition counts: hold `N` idle client connections to a node without topics")
 	)
 	flag.Parse()
 	ns, err := parseCounts(*counts)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *conns > 0 {
+		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		res, err := measureConnections(context.Background(), config{bin: *bin, work: dir, idle: *idle}, *conns)
+		if err != nil {
+			log.Fatalf("%d connections: %v (data and log kept in %s)", *conns, err, dir)
+		}
+		line, _ := json.Marshal(res)
+		fmt.Println(string(line))
+		if err := os.RemoveAll(dir); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	var all []result
 	for _, n := range ns {
