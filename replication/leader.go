@@ -194,7 +194,7 @@ func (p *Partition) updateFollower(id int32, fetchOffset, logStart, leo int64) e
 // every record up to the high watermark, and up to the start of this leader's epoch,
 // join. It returns the partition epoch the change applies to.
 func (p *Partition) isrChange(now time.Time, lagMax time.Duration) (isr []int32, partitionEpoch int32, ok bool) {
-	if p.alone() || !p.IsLeader() { // alone first: IsLeader reads the clock
+	if !p.IsLeader() {
 		return nil, 0, false
 	}
 	_, epochStart := p.epochStart()
@@ -227,15 +227,6 @@ func (p *Partition) isrChange(now time.Time, lagMax time.Duration) (isr []int32,
 	}
 	p.st.isrChanging = true
 	return next, p.st.partitionEpoch, true
-}
-
-// alone reports whether this replica is the partition's only one and its whole
-// ISR: nothing can join or leave, so the ISR loop, which visits every partition
-// several times a second, skips it without taking appendMu.
-func (p *Partition) alone() bool {
-	p.stateMu.Lock()
-	defer p.stateMu.Unlock()
-	return len(p.st.replicas) == 1 && p.st.replicas[0] == p.self && len(p.st.isr) == 1 && p.st.isr[0] == p.self
 }
 
 // isrChanged records the outcome of writing an ISR change: on success the new ISR

@@ -141,12 +141,15 @@ type Manager struct {
 
 	mu struct {
 		sync.RWMutex
-		parts   map[topicPartition]*Partition
-		offline map[topicPartition]offlinePartition // replicas whose log cannot be opened
-		topics  map[string][16]byte
-		applied int64
-		changed chan struct{} // closed and replaced when applied moves
-		closed  bool
+		parts map[topicPartition]*Partition
+		// replicated: the partitions with other replicas than this one, the only
+		// ones whose ISR can change (the ISR loop visits them several times a second).
+		replicated []*Partition
+		offline    map[topicPartition]offlinePartition // replicas whose log cannot be opened
+		topics     map[string][16]byte
+		applied    int64
+		changed    chan struct{} // closed and replaced when applied moves
+		closed     bool
 	}
 	fenced  atomic.Bool // no partition leads while set (the broker has no session)
 	metrics Metrics
@@ -288,6 +291,13 @@ func (m *Manager) Partitions() []*Partition {
 	return out
 }
 
+// replicatedPartitions returns the served partitions that have other replicas.
+func (m *Manager) replicatedPartitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.mu.replicated)
+}
+
 // Apply makes the local replicas match topics, the whole set of topics at metadata
 // revision rev: it opens missing partitions, updates configs, and deletes the data of
 // partitions whose topic is gone or was recreated with another id. Folders that
@@ -352,6 +362,12 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		added = append(added, p)
 	}
 	m.applyAll(added, want, state, false)
+	m.mu.replicated = m.mu.replicated[:0]
+	for tp, p := range m.mu.parts {
+		if len(state[tp].Replicas) > 1 {
+			m.mu.replicated = append(m.mu.replicated, p)
+		}
+	}
 	if err := m.removeStrayLocked(want); err != nil {
 		errs = append(errs, err)
 	}
@@ -582,7 +598,7 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	m.cancel()
 	parts := m.mu.parts
-	m.mu.parts = nil
+	m.mu.parts, m.mu.replicated = nil, nil
 	m.mu.Unlock()
 	m.wg.Wait()
 	m.cleaner.Close() // before the logs close: its rewrites in progress are dropped

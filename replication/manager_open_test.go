@@ -53,6 +53,18 @@ func TestApplyManyPartitions(t *testing.T) {
 	if n := len(m.Partitions()); n != topics*each {
 		t.Fatalf("after reopening: %d partitions served, want %d", n, topics*each)
 	}
+	if n := len(m.replicatedPartitions()); n != 0 {
+		t.Errorf("%d partitions with other replicas, want none", n)
+	}
+	// Partitions with other replicas are the ones the ISR loop visits.
+	two := specs(1)
+	two[0].Partitions[3].Replicas = []int32{0, 1}
+	if err := m.Apply(3, two); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.replicatedPartitions(); len(r) != 1 || r[0] != m.Partition(two[0].Name, 3) {
+		t.Errorf("partitions with other replicas: %v, want %s-3", r, two[0].Name)
+	}
 	for _, p := range m.Partitions() {
 		key := PartitionKey(p.Topic, p.ID)
 		if !p.IsLeader() || p.LeaderEpoch() != 1 || p.LogEndOffset() != want[key] {
