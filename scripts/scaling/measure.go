@@ -88,6 +88,7 @@ func createTopics(ctx context.Context, addr string, count int, res *result) (map
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32((2 * time.Minute).Milliseconds())) // ten topics of 100 on a slow node
 	topics := map[string]int32{}
 	for i := 0; count > 0; i++ {
 		p := int32(min(count, partitionsPerTopic))
