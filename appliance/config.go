@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/replication"
 )
@@ -158,6 +161,11 @@ type Config struct {
 	QueuedMaxRequestBytes int64
 	// MaxPartitionsPerRequest bounds the partitions one Kafka request may name.
 	MaxPartitionsPerRequest int
+	// QuotaWindowNum and QuotaWindowSizeSeconds are quota.window.num and
+	// quota.window.size.seconds: client rates are measured over that many
+	// samples of that many seconds (docs/quotas.md).
+	QuotaWindowNum         int
+	QuotaWindowSizeSeconds int
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// DisableAutoLeaderRebalance turns auto.leader.rebalance.enable off (by default
@@ -168,6 +176,11 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: followers behind this long leave the
 	// ISR.
 	ReplicaLagMax time.Duration
+	// ReplicaFetchMinBytes and ReplicaFetchWaitMax are replica.fetch.min.bytes and
+	// replica.fetch.wait.max.ms: how long a follower's fetch waits at the leader
+	// for how many bytes.
+	ReplicaFetchMinBytes int32
+	ReplicaFetchWaitMax  time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
 	// lease.
 	SessionTimeout time.Duration
@@ -286,6 +299,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("group-consumer-assignors %q: the assignors are uniform and range", a))
 		}
 	}
+	if p := strings.ToLower(c.Groups.ConsumerMigrationPolicy); p != "" && !slices.Contains(groups.MigrationPolicies, p) {
+		errs = append(errs, fmt.Errorf("group-consumer-migration-policy %q: one of %s", p, strings.Join(groups.MigrationPolicies, ", ")))
+	}
 	if c.DefaultPartitions < 0 {
 		errs = append(errs, fmt.Errorf("num-partitions %d: must be at least 1", c.DefaultPartitions))
 	}
@@ -300,6 +316,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnectionsPerIP < 0 {
 		errs = append(errs, fmt.Errorf("max-connections-per-ip %d: must be positive, or 0 for no limit", c.MaxConnectionsPerIP))
+	}
+	if c.QuotaWindowNum < 0 {
+		errs = append(errs, fmt.Errorf("quota-window-num %d: must be at least 1", c.QuotaWindowNum))
+	}
+	if c.QuotaWindowSizeSeconds < 0 {
+		errs = append(errs, fmt.Errorf("quota-window-size-seconds %d: must be at least 1", c.QuotaWindowSizeSeconds))
 	}
 	if c.MaxPartitionsPerRequest < 0 {
 		errs = append(errs, fmt.Errorf("max-partitions-per-request %d: must be positive", c.MaxPartitionsPerRequest))

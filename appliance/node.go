@@ -68,6 +68,7 @@ import (
 	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
+	"skiff/quota"
 	"skiff/replication"
 	"skiff/txn"
 )
@@ -223,6 +224,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASL:                   followerSASL,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
+		ReplicaFetchMinBytes:   cfg.ReplicaFetchMinBytes,
+		ReplicaFetchWaitMax:    cfg.ReplicaFetchWaitMax,
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
@@ -310,6 +313,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
+		QuotaWindow:              quota.Window{Samples: cfg.QuotaWindowNum, Size: time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second},
 	})), n.store, n.cache, n.parts)
 	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {

@@ -24,6 +24,7 @@ import (
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
+	"skiff/quota"
 	"skiff/replication"
 	"skiff/txn"
 )
@@ -218,6 +219,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "replica-lag-time-max", Kafka: "replica.lag.time.max.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
 			Doc: "a follower that has not caught up with its leader for this long leaves the ISR",
 			v:   duration(&c.ReplicaLagMax, replication.DefaultReplicaLagMax)},
+		{Name: "replica-fetch-min-bytes", Kafka: "replica.fetch.min.bytes", KafkaType: cluster.ConfigTypeInt, Unlisted: true,
+			Doc: "a follower's fetch waits at the leader until this many bytes are there (or replica-fetch-wait-max): more batches small produce requests into fewer fetches",
+			v:   integer(&c.ReplicaFetchMinBytes, replication.DefaultReplicaFetchMinBytes)},
+		{Name: "replica-fetch-wait-max", Kafka: "replica.fetch.wait.max.ms", KafkaType: cluster.ConfigTypeInt, Unlisted: true,
+			Doc: "the longest a follower's fetch waits at the leader for replica-fetch-min-bytes; with acks=all, up to this much is added to a produce's latency",
+			v:   duration(&c.ReplicaFetchWaitMax, replication.DefaultReplicaFetchWaitMax)},
 		{Name: "session-timeout", Kafka: "broker.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,
 			Doc: "broker session lease TTL: a broker silent this long is gone for the cluster",
 			v:   duration(&c.SessionTimeout, 6*time.Second)},
@@ -238,6 +245,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "queued-max-request-bytes", Kafka: "queued.max.request.bytes", KafkaType: cluster.ConfigTypeLong,
 			Doc: "memory all Kafka requests being read and handled may take together; readers wait for it; at least socket-request-max-bytes",
 			v:   integer(&c.QueuedMaxRequestBytes, kafkaapi.DefaultQueuedMaxRequestBytes)},
+		{Name: "quota-window-num", Kafka: "quota.window.num", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how many samples client rates are measured over against their quotas (docs/quotas.md)",
+			v:   integer(&c.QuotaWindowNum, quota.DefaultSamples)},
+		{Name: "quota-window-size-seconds", Kafka: "quota.window.size.seconds", KafkaType: cluster.ConfigTypeInt,
+			Doc: "the length of each sample of client rates, in seconds (docs/quotas.md)",
+			v:   integer(&c.QuotaWindowSizeSeconds, int(quota.DefaultSize/time.Second))},
 		{Name: "max-partitions-per-request", Doc: "most partitions (or topics, groups) one Kafka request may name; a request naming more closes its connection",
 			v: integer(&c.MaxPartitionsPerRequest, kafkaapi.DefaultMaxPartitionsPerRequest)},
 		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
@@ -284,6 +297,9 @@ func (c *Config) Settings() []Setting {
 		{Name: "group-consumer-assignors", Kafka: "group.consumer.assignors", KafkaType: cluster.ConfigTypeList,
 			Doc: "server-side assignors of KIP-848 consumer groups (uniform, range), the first the default",
 			v:   list(&g.ConsumerAssignors, groups.DefaultConsumerAssignors...)},
+		{Name: "group-consumer-migration-policy", Kafka: "group.consumer.migration.policy", KafkaType: cluster.ConfigTypeString,
+			Doc: "whether classic groups with members turn into KIP-848 consumer groups and back: bidirectional, upgrade, downgrade or disabled",
+			v:   text(&g.ConsumerMigrationPolicy, groups.DefaultConsumerMigrationPolicy)},
 		{Name: "offsets-retention", Kafka: "offsets.retention.minutes", KafkaType: cluster.ConfigTypeInt, Dynamic: true,
 			Doc: "delete a consumer group's committed offsets once the group has been empty this long",
 			v:   duration(&g.OffsetsRetention, groups.DefaultOffsetsRetention)},

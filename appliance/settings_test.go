@@ -185,13 +185,13 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 // describedConfigs are the broker configs DescribeConfigs lists, sorted.
 var describedConfigs = []string{
 	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
-	"default.replication.factor", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms",
+	"default.replication.factor", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms", "group.consumer.migration.policy",
 	"group.consumer.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
 	"group.max.size", "group.min.session.timeout.ms", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
 	"log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.retention.check.interval.ms",
 	"max.connections", "max.connections.per.ip", "num.partitions", "offsets.retention.check.interval.ms",
 	"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-	"producer.id.expiration.ms", "queued.max.request.bytes", "sasl.enabled.mechanisms", "socket.request.max.bytes",
+	"producer.id.expiration.ms", "queued.max.request.bytes", "quota.window.num", "quota.window.size.seconds", "sasl.enabled.mechanisms", "socket.request.max.bytes",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transaction.max.timeout.ms",
 	"transaction.state.log.num.partitions", "transaction.state.log.replication.factor", "transactional.id.expiration.ms",
 }
@@ -337,5 +337,17 @@ func TestSettingsKafkaForm(t *testing.T) {
 	var d Config
 	if err := byName(&d, "offsets-retention").SetKafka("90"); err != nil || d.Groups.OffsetsRetention != 90*time.Minute {
 		t.Errorf("offsets.retention.minutes 90: %v, %v", d.Groups.OffsetsRetention, err)
+	}
+}
+
+// group.consumer.migration.policy takes Kafka's four values, in any case.
+func TestMigrationPolicyValidate(t *testing.T) {
+	for policy, ok := range map[string]bool{"": true, "bidirectional": true, "UPGRADE": true, "Downgrade": true, "disabled": true, "both": false} {
+		var c Config
+		c.Groups.ConsumerMigrationPolicy = policy
+		err := c.Validate()
+		if bad := err != nil && strings.Contains(err.Error(), "group-consumer-migration-policy"); bad == ok {
+			t.Errorf("policy %q: %v", policy, err)
+		}
 	}
 }

@@ -5,7 +5,9 @@ package kafkaapi
 // Behaviour: timestamp -1 is the high watermark (the last stable offset under
 // read_committed, which is the same while there are no transactions), -2 the log
 // start offset, any other timestamp the base offset of the first batch whose max
-// timestamp is at or after it (offset -1 and timestamp -1 when there is none). v0 answers
+// timestamp is at or after it (offset -1 and timestamp -1 when there is none, or when
+// that batch is at or above the high watermark, or under read_committed the last
+// stable offset, as in Kafka). v0 answers
 // with old_style_offsets holding that one offset. current_leader_epoch (v4+) is checked
 // as in Fetch. The leader epoch returned (v4+) is the current leader epoch.
 //
@@ -80,7 +82,9 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 					pr.ErrorCode = errorCode(err)
 					continue
 				}
-				if ok {
+				// Kafka answers only offsets a consumer of that isolation
+				// may read: below the last stable offset at read_committed.
+				if ok && (req.IsolationLevel != 1 || off < p.LastStableOffset()) {
 					pr.Offset, pr.Timestamp = off, ts
 				}
 			}

@@ -56,6 +56,11 @@ type conn struct {
 	// closed once it is written (a failed or refused authentication).
 	closeAfterResponse bool
 
+	// The quota accounting of the request in hand (throttle.go): the time its
+	// handler waited on others, the throttle of its byte quota, and how long
+	// the connection is muted once it is answered and its frame released.
+	waited, throttle, muted time.Duration
+
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
 }
@@ -126,6 +131,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.releaseFrame()
+		c.mute() // after the frame went back: a muted client holds no request memory
 	}
 }
 
@@ -270,19 +276,26 @@ func (c *conn) handle(frame []byte) error {
 	}
 	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
 	c.api = a.name
-	if a.write != nil { // the key writes its own answer (Fetch: zero copy)
-		return a.write(c.srv, c, &hdr, d.req)
-	}
-	resp := a.handle(c.srv, c, &hdr, d.req)
-	if resp == nil { // acks=0 produce: no answer at all
+	start := time.Now()
+	if a.write != nil { // the key writes its own answer (Fetch: zero copy) and its throttle
+		if err := a.write(c.srv, c, &hdr, d.req); err != nil {
+			return err
+		}
+		c.muted = c.requestThrottle(&hdr, time.Since(start))
 		return nil
 	}
-	if err := c.writeResponse(&hdr, resp); err != nil {
-		return err
+	resp := a.handle(c.srv, c, &hdr, d.req)
+	th := c.requestThrottle(&hdr, time.Since(start))
+	if resp != nil { // nil: acks=0 produce, no answer at all
+		setThrottle(resp, th)
+		if err := c.writeResponse(&hdr, resp); err != nil {
+			return err
+		}
 	}
 	if c.closeAfterResponse {
 		return errRefused // the handler has logged why
 	}
+	c.muted = th
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"skiff/auth"
 	"skiff/cluster"
 	"skiff/groups"
+	"skiff/quota"
 	"skiff/replication"
 	"skiff/txn"
 )
@@ -149,6 +150,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, counts requests and fetched bytes.
 	Metrics *Metrics
+	// QuotaWindow is how client rates are measured against their quotas
+	// (quota.window.num, quota.window.size.seconds); zero fields: Kafka's
+	// defaults, 11 samples of 1 s.
+	QuotaWindow quota.Window
 }
 
 func (c *Config) setDefaults() {
@@ -214,6 +219,7 @@ type Server struct {
 	dyn      atomic.Pointer[Dynamic]
 	sasl     *auth.SASLServer
 	delays   *auth.FailureDelays // of failed authentications, per client address
+	quotas   *quota.Manager      // client quotas enforced on this node (throttle.go)
 
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
@@ -245,6 +251,7 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	s.refusals = newRefusalLog(cfg.Logger)
 	s.sasl = auth.NewSASLServer(meta.ScramCredential)
 	s.delays = auth.NewFailureDelays(cfg.AuthFailureDelay)
+	s.quotas = quota.NewManager(cfg.QuotaWindow, func() quota.Set { return cache.Snapshot().Quotas() })
 	return s
 }
 
