@@ -192,16 +192,23 @@ func (c *Controller) term(ctx context.Context, fence clientv3.Cmp) {
 // apply writes the leadership changes planned from planned (snap with the brokers
 // still in their departure grace) and the reassignment steps planned from snap.
 func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalance bool, fence clientv3.Cmp) error {
-	var rev int64
-	for _, ch := range planLeaders(planned, rebalance) {
-		next, r, err := c.store.AlterPartition(ctx, ch.topic, ch.partition, ch.expected, ch.next, fence)
+	plan := planLeaders(planned, rebalance)
+	changes := make([]PartitionChange, len(plan))
+	for i, ch := range plan {
+		changes[i] = PartitionChange{Topic: ch.topic, Partition: ch.partition, Expected: ch.expected, Next: ch.next}
+	}
+	outcomes, rev, err := c.store.AlterPartitions(ctx, changes, fence)
+	if err != nil {
+		return err
+	}
+	for i, ch := range plan {
+		next, err := outcomes[i].State, outcomes[i].Err
 		switch {
 		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
 			continue // the state moved on; the next snapshot decides again
 		case err != nil:
 			return err
 		}
-		rev = max(rev, r)
 		c.cfg.Logger.Info("partition leadership changed", "topic", ch.topic, "partition", ch.partition,
 			"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR,
 			"isr_broker_epochs", next.ISREpochs, "reason", ch.reason, "brokers", brokerEpochs(snap),
