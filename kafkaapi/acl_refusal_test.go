@@ -62,7 +62,7 @@ func TestACLRefusals(t *testing.T) {
 	startACLNode(t)
 	mallory := aclUserClient(t, aclMallory)
 	cased := map[int16]bool{}
-	for _, c := range slices.Concat(refusals(), configRefusals(), txnRefusals()) {
+	for _, c := range slices.Concat(refusals(), configRefusals(), txnRefusals(), adminRefusals()) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRefusalRun(t)
 			cased[c.req(r).Key()] = true

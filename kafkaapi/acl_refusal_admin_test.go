@@ -1,0 +1,28 @@
+package kafkaapi_test
+
+// The refusal cases of the admin keys of issue 19 (TestACLRefusals).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func adminRefusals() []refusal {
+	return []refusal{
+		// DescribeCluster refuses nothing: without DESCRIBE on the cluster it
+		// reports no authorized operations, which the case reads as a refusal.
+		{name: "DescribeCluster's authorized operations need DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(*refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeClusterRequest()
+				req.IncludeClusterAuthorizedOperations = true
+				return req
+			},
+			codes: topLevel(func(r *kmsg.DescribeClusterResponse) int16 {
+				if r.ErrorCode == 0 && r.ClusterAuthorizedOperations == 0 {
+					return kerr.ClusterAuthorizationFailed.Code
+				}
+				return r.ErrorCode
+			}),
+			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
+	}
+}
