@@ -24,5 +24,20 @@ func adminRefusals() []refusal {
 				return r.ErrorCode
 			}),
 			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
+		{name: "DescribeLogDirs needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeLogDirsRequest()
+				rt := kmsg.NewDescribeLogDirsRequestTopic()
+				rt.Topic, rt.Partitions = r.topic, []int32{0}
+				req.Topics = append(req.Topics, rt)
+				return req
+			},
+			codes: topLevel(func(r *kmsg.DescribeLogDirsResponse) int16 {
+				if r.ErrorCode == 0 && (len(r.Dirs) != 1 || len(r.Dirs[0].Topics) != 1) {
+					return -1 // allowed, but the partition is not described
+				}
+				return r.ErrorCode
+			}),
+			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 	}
 }

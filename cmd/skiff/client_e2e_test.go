@@ -87,6 +87,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestClientE2E(t *testing.T) {
 	b := e2eBrokers(t)
 	t.Run("topic", func(t *testing.T) { testTopicCommands(t, b) })
+	t.Run("topic-sizes", func(t *testing.T) { testTopicSizes(t, b) })
 	t.Run("produce-consume-file", func(t *testing.T) { testProduceConsumeFile(t, b) })
 	t.Run("produce-consume-stdin-keys", func(t *testing.T) { testProduceConsumeKeys(t, b) })
 	t.Run("consume-json", func(t *testing.T) { testConsumeJSON(t, b) })
@@ -136,6 +137,38 @@ func testTopicCommands(t *testing.T, b string) {
 	mustContain(t, "second delete", skiffErr(t, nil, "topic", "delete", topic, "-b", b), "does not exist")
 	skiffOK(t, nil, "topic", "delete", topic, "--if-exists", "-b", b)
 	mustContain(t, "describe of deleted topic", skiffErr(t, nil, "topic", "describe", topic, "-b", b), "does not exist")
+}
+
+// testTopicSizes: describe --sizes prints a row per replica with the size its
+// node reports (DescribeLogDirs, asked here through kadm), and records make it
+// grow.
+func testTopicSizes(t *testing.T, b string) {
+	topic := uniqueTopic("topic-sizes")
+	skiffOK(t, nil, "topic", "create", topic, "-p", "2", "-b", b)
+	skiffOK(t, []byte(strings.Repeat("some record\n", 500)), "produce", "-t", topic, "-b", b)
+	desc := skiffOK(t, nil, "topic", "describe", topic, "--sizes", "-b", b)
+	mustContain(t, "describe --sizes", desc, "PARTITION  NODE  SIZE", "OFFSET LAG  DIRECTORY")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dirs, err := newTestAdmin(t, b).DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	rows := 0
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			rows++
+			total += p.Size
+			row := fmt.Sprintf(`(?m)^%d +%d +%d +%d +%s$`, p.Partition, d.Broker, p.Size, p.OffsetLag, regexp.QuoteMeta(d.Dir))
+			if !regexp.MustCompile(row).MatchString(desc) {
+				t.Errorf("describe --sizes lacks the row of partition %d on node %d (%d bytes):\n%s", p.Partition, d.Broker, p.Size, desc)
+			}
+		})
+	})
+	if rows != 2 || total < 500*int64(len("some record")) {
+		t.Errorf("%d replicas holding %d bytes, want 2 holding the 500 records", rows, total)
+	}
 }
 
 // testInput returns n lines of varied content, each ending in '\n': empty
