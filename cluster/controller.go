@@ -219,6 +219,20 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 		c.cfg.Logger.Info("partition reassignment", "topic", st.topic, "partition", st.partition,
 			"replicas", st.replicas, "reason", st.reason)
 	}
+	if len(snap.elections) > 0 {
+		if rev > 0 {
+			// The marks go once the changes they asked for are in the cache, so a
+			// broker waiting for the outcome sees the change before the mark leaves.
+			if err := c.cache.WaitRevision(ctx, rev); err != nil {
+				return err
+			}
+		}
+		r, err := c.clearElections(ctx, snap, fence)
+		if err != nil {
+			return err
+		}
+		rev = max(rev, r)
+	}
 	if rev > 0 {
 		// Do not plan again from a snapshot that misses our own writes.
 		return c.cache.WaitRevision(ctx, rev)

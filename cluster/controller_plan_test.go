@@ -32,6 +32,7 @@ func TestPlanLeaders(t *testing.T) {
 		live      []int32
 		unclean   bool
 		rebalance bool
+		asked     []ElectionType // an election asked for the partition (ElectLeaders)
 		replicas  []int32
 		state     PartitionState
 		want      *PartitionState // nil: no change
@@ -80,9 +81,21 @@ func TestPlanLeaders(t *testing.T) {
 			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{1}}},
 		{name: "no rebalance to an out-of-sync preferred replica", live: []int32{1, 2, 3}, rebalance: true, replicas: []int32{1, 2, 3},
 			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{name: "an asked preferred election moves the leader", live: []int32{1, 2, 3}, asked: []ElectionType{ElectPreferred}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3, 1}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{2, 3, 1}}},
+		{name: "an asked preferred election waits for an in-sync preferred replica", live: []int32{1, 2, 3}, asked: []ElectionType{ElectPreferred}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{name: "an asked unclean election elects an out-of-sync replica", live: []int32{2, 3}, asked: []ElectionType{ElectUnclean}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}},
+			want:  &PartitionState{Leader: 2, LeaderEpoch: 6, ISR: []int32{2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := planLeaders(snapOf(tc.live, tc.unclean, [][]int32{tc.replicas}, []PartitionState{tc.state}), tc.rebalance)
+			snap := snapOf(tc.live, tc.unclean, [][]int32{tc.replicas}, []PartitionState{tc.state})
+			for _, typ := range tc.asked {
+				snap.elections = map[TopicPartition]election{{"t", 0}: {typ: typ}}
+			}
+			plan := planLeaders(snap, tc.rebalance)
 			if tc.want == nil {
 				if len(plan) != 0 {
 					t.Fatalf("planned %+v, want nothing", plan[0].next)

@@ -267,6 +267,7 @@ const (
 	keyIsDraining      // a broker being drained (its id in part)
 	keyIsBrokerConfigs // dynamic configs of a broker (its id in part; ClusterDefault for all)
 	keyIsACL           // an ACL binding
+	keyIsElection      // an election asked for (ElectLeaders)
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -278,6 +279,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 	case strings.HasPrefix(key, prefixACLs):
 		if parseACLKey(key) {
 			return keyIsACL, "", 0
+		}
+		return keyOther, "", 0
+	case strings.HasPrefix(key, prefixElections):
+		if topic, p, ok := parseElectionKey(key); ok {
+			return keyIsElection, topic, p
 		}
 		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixDraining):

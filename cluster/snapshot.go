@@ -25,6 +25,8 @@ type Snapshot struct {
 	candidates map[string]candidate
 	// draining holds the brokers whose replicas are being moved away.
 	draining map[int32]bool
+	// elections are the elections asked for and not yet planned (elections.go).
+	elections map[TopicPartition]election
 	// brokerConfigs holds the dynamic broker configs by broker id (ClusterDefault
 	// for every broker).
 	brokerConfigs map[int32]map[string]string
@@ -250,6 +252,9 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 		} else {
 			b.next.draining[p] = true
 		}
+
+	case keyIsElection:
+		b.applyElection(key, kv.Value, kv.ModRevision, del)
 
 	case keyIsBrokerConfigs:
 		b.next.brokerConfigs = maps.Clone(b.next.brokerConfigs)

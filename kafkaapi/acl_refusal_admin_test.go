@@ -39,5 +39,23 @@ func adminRefusals() []refusal {
 				return r.ErrorCode
 			}),
 			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
+		{name: "ElectLeaders needs ALTER on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrElectLeadersRequest()
+				rt := kmsg.NewElectLeadersRequestTopic()
+				rt.Topic, rt.Partitions = r.topic, []int32{0}
+				req.Topics = append(req.Topics, rt)
+				return req
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				r := resp.(*kmsg.ElectLeadersResponse)
+				codes := []int16{r.Topics[0].Partitions[0].ErrorCode}
+				if r.ErrorCode != 0 {
+					codes = append(codes, r.ErrorCode)
+				}
+				return codes
+			},
+			// The node's one replica leads already.
+			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, aliceWant: kerr.ElectionNotNeeded.Code},
 	}
 }

@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Elections on demand (Kafka's ElectLeaders): a broker asked for one writes a
+// mark per partition under /skiff/elections/; the controller, at its next plan,
+// runs the preferred-leader rebalance (preferred) or lets an out-of-sync replica
+// lead (unclean) for the marked partitions only, as it would for all of them
+// every RebalanceInterval or under unclean.leader.election.enable, and then
+// deletes the marks it planned from. The broker waits for the outcome in its
+// metadata cache.
+
+const prefixElections = Prefix + "elections/"
+
+// ElectionType is the kind of election asked for, as Kafka numbers it.
+type ElectionType int8
+
+const (
+	ElectPreferred ElectionType = 0
+	ElectUnclean   ElectionType = 1
+)
+
+func electionKey(topic string, p int32) string {
+	return prefixElections + topic + "/" + formatBrokerID(p)
+}
+
+// electionValue is /skiff/elections/<topic>/<p>.
+type electionValue struct {
+	Version   int       `json:"version"`
+	Type      string    `json:"type"` // "preferred" or "unclean"
+	Requested time.Time `json:"requested"`
+}
+
+func (e ElectionType) String() string {
+	if e == ElectUnclean {
+		return "unclean"
+	}
+	return "preferred"
+}
+
+// election is a pending mark as the cache saw it.
+type election struct {
+	typ    ElectionType
+	modRev int64
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// RequestElections marks parts for an election of type typ and returns the
+// revision of the write, which the caller's cache must reach before it reads the
+// outcome.
+func (s *Store) RequestElections(ctx context.Context, typ ElectionType, parts []TopicPartition) (int64, error) {
+	v := encode(electionValue{Version: valueVersion, Type: typ.String(), Requested: time.Now().UTC()})
+	var rev int64
+	for chunk := range slices.Chunk(parts, electionsPerTxn) {
+		ops := make([]clientv3.Op, 0, len(chunk))
+		for _, tp := range chunk {
+			ops = append(ops, clientv3.OpPut(electionKey(tp.Topic, tp.Partition), v))
+		}
+		resp, err := s.client.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("cluster: request %s elections: %w", typ, err)
+		}
+		rev = resp.Header.Revision
+	}
+	return rev, nil
+}
+
+// electionsPerTxn keeps a request for many partitions within etcd's limit of
+// operations per transaction (embedetcd.DefaultMaxTxnOps).
+const electionsPerTxn = 128
+
+// PendingElection reports whether an election of topic/p is asked for and not
+// yet planned by the controller.
+func (s *Snapshot) PendingElection(topic string, p int32) bool {
+	_, ok := s.elections[TopicPartition{topic, p}]
+	return ok
+}
+
+// electionAsked returns the election asked for topic/p, if any.
+func (s *Snapshot) electionAsked(topic string, p int32) (ElectionType, bool) {
+	e, ok := s.elections[TopicPartition{topic, p}]
+	return e.typ, ok
+}
+
+func parseElectionKey(key string) (string, int32, bool) {
+	rest := strings.TrimPrefix(key, prefixElections)
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		return "", 0, false
+	}
+	p, ok := parseKeyNumber(rest[i+1:])
+	return rest[:i], p, ok && p >= 0
+}
+
+func decodeElection(key string, data []byte) (ElectionType, error) {
+	var v electionValue
+	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
+		return 0, err
+	}
+	switch v.Type {
+	case "preferred":
+		return ElectPreferred, nil
+	case "unclean":
+		return ElectUnclean, nil
+	}
+	return 0, fmt.Errorf("%w: %s: election type %q", ErrCorrupt, key, v.Type)
+}
+
+// applyElection records a put or delete of an election mark in the next snapshot.
+func (b *builder) applyElection(key string, value []byte, modRev int64, del bool) {
+	topic, p, _ := parseElectionKey(key)
+	b.next.elections = maps.Clone(b.next.elections)
+	if b.next.elections == nil {
+		b.next.elections = map[TopicPartition]election{}
+	}
+	if del {
+		delete(b.next.elections, TopicPartition{topic, p})
+		return
+	}
+	typ, err := decodeElection(key, value)
+	if err != nil {
+		b.logger.Error("ignoring metadata key", "key", key, "err", err)
+		return
+	}
+	b.next.elections[TopicPartition{topic, p}] = election{typ: typ, modRev: modRev}
+}
+
+// clearElections deletes the marks of snap, each only if it was not asked for
+// again since (its mod revision), fenced like every controller write.
+func (c *Controller) clearElections(ctx context.Context, snap *Snapshot, fence clientv3.Cmp) (int64, error) {
+	var rev int64
+	for tp, e := range snap.elections {
+		key := electionKey(tp.Topic, tp.Partition)
+		resp, err := c.store.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", e.modRev), fence).
+			Then(clientv3.OpDelete(key)).Commit()
+		if err != nil {
+			return rev, fmt.Errorf("cluster: clear election of %s/%d: %w", tp.Topic, tp.Partition, err)
+		}
+		if resp.Succeeded {
+			rev = max(rev, resp.Header.Revision)
+		}
+	}
+	return rev, nil
+}
+
+// ElectionNeeded reports whether an election of typ for topic/p is needed and
+// can be held now: nil, or ErrUnknownPartition, ErrElectionNotNeeded (preferred:
+// the preferred replica leads; unclean: some replica leads) or
+// ErrNoEligibleLeader (preferred: the preferred replica is not live and in sync;
+// unclean: no replica is live).
+func (s *Snapshot) ElectionNeeded(topic string, p int32, typ ElectionType) error {
+	st, replicas, ok := s.partitionWithReplicas(topic, p)
+	if !ok {
+		return fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, p)
+	}
+	if s.ElectionDone(topic, p, typ) {
+		return ErrElectionNotNeeded
+	}
+	if typ == ElectPreferred {
+		if len(replicas) == 0 || !s.inSync(st, replicas[0]) {
+			return ErrNoEligibleLeader
+		}
+		return nil
+	}
+	for _, r := range replicas {
+		if _, live := s.brokers[r]; live {
+			return nil
+		}
+	}
+	return ErrNoEligibleLeader
+}
+
+// ElectionDone reports whether topic/p has the leader an election of typ
+// wants: its preferred replica, or (unclean) any leader.
+func (s *Snapshot) ElectionDone(topic string, p int32, typ ElectionType) bool {
+	st, replicas, ok := s.partitionWithReplicas(topic, p)
+	if !ok || st.Leader == NoLeader {
+		return false
+	}
+	return typ == ElectUnclean || len(replicas) > 0 && st.Leader == replicas[0]
+}
+
+func (s *Snapshot) partitionWithReplicas(topic string, p int32) (PartitionState, []int32, bool) {
+	t, ok := s.Topic(topic)
+	if !ok || p < 0 || int(p) >= len(t.Assignment) {
+		return PartitionState{}, nil, false
+	}
+	st, ok := s.Partition(topic, p)
+	return st, t.Assignment[p], ok
+}
