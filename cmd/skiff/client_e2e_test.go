@@ -88,6 +88,7 @@ func TestClientE2E(t *testing.T) {
 	b := e2eBrokers(t)
 	t.Run("topic", func(t *testing.T) { testTopicCommands(t, b) })
 	t.Run("topic-sizes", func(t *testing.T) { testTopicSizes(t, b) })
+	t.Run("topic-elect-leaders", func(t *testing.T) { testTopicElectLeaders(t, b) })
 	t.Run("produce-consume-file", func(t *testing.T) { testProduceConsumeFile(t, b) })
 	t.Run("produce-consume-stdin-keys", func(t *testing.T) { testProduceConsumeKeys(t, b) })
 	t.Run("consume-json", func(t *testing.T) { testConsumeJSON(t, b) })
@@ -169,6 +170,24 @@ func testTopicSizes(t *testing.T, b string) {
 	if rows != 2 || total < 500*int64(len("some record")) {
 		t.Errorf("%d replicas holding %d bytes, want 2 holding the 500 records", rows, total)
 	}
+}
+
+// testTopicElectLeaders: on one node every partition is led by its one
+// replica, so elections are not needed, and the command says so per partition.
+func testTopicElectLeaders(t *testing.T, b string) {
+	topic := uniqueTopic("elect")
+	skiffOK(t, nil, "topic", "create", topic, "-p", "2", "-b", b)
+	if out := skiffOK(t, nil, "topic", "elect-leaders", topic, "-b", b); out != topic+"/0: not needed (its preferred replica leads)\n"+topic+"/1: not needed (its preferred replica leads)\n" {
+		t.Errorf("elect-leaders printed %q", out)
+	}
+	if out := skiffOK(t, nil, "topic", "elect-leaders", topic, "--unclean", "-b", b); !strings.HasPrefix(out, topic+"/0: not needed (it has a leader)\n") {
+		t.Errorf("elect-leaders --unclean printed %q", out)
+	}
+	if os.Getenv("SKIFF_TEST_BROKERS") == "" {
+		// Every partition of a fresh node is led by its preferred replica.
+		mustContain(t, "elect-leaders of every partition", skiffOK(t, nil, "topic", "elect-leaders", "-b", b), "no partition needed a preferred election")
+	}
+	mustContain(t, "elect-leaders of a missing topic", skiffErr(t, nil, "topic", "elect-leaders", topic+"-none", "-b", b), "does not exist")
 }
 
 // testInput returns n lines of varied content, each ending in '\n': empty

@@ -24,6 +24,7 @@ func topicCommand() *cli.Command {
 			topicDeleteCommand(),
 			topicAlterConfigCommand(),
 			topicDeleteRecordsCommand(),
+			topicElectLeadersCommand(),
 		},
 	}
 }
