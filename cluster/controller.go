@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -207,7 +208,8 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 			"isr_broker_epochs", next.ISREpochs, "reason", ch.reason, "brokers", brokerEpochs(snap),
 			"was_isr", ch.prev.ISR, "was_isr_broker_epochs", ch.prev.ISREpochs)
 	}
-	for _, st := range planReassign(snap) {
+	steps, finished := planReassign(snap)
+	for _, st := range steps {
 		r, err := c.store.SetReplicas(ctx, st.topic, st.partition, st.replicas, st.next, fence)
 		switch {
 		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownPartition), errors.Is(err, ErrInvalidPartitionState):
@@ -219,7 +221,9 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 		c.cfg.Logger.Info("partition reassignment", "topic", st.topic, "partition", st.partition,
 			"replicas", st.replicas, "reason", st.reason)
 	}
-	if len(snap.elections) > 0 {
+	marks := electionMarks(snap)
+	maps.Copy(marks, finished)
+	if len(marks) > 0 {
 		if rev > 0 {
 			// The marks go once the changes they asked for are in the cache, so a
 			// broker waiting for the outcome sees the change before the mark leaves.
@@ -227,7 +231,7 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 				return err
 			}
 		}
-		r, err := c.clearElections(ctx, snap, fence)
+		r, err := c.clearMarks(ctx, marks, fence)
 		if err != nil {
 			return err
 		}

@@ -138,6 +138,8 @@ func TestPlanReassign(t *testing.T) {
 		replicas  []int32
 		state     PartitionState
 		draining  []int32
+		target    []int32         // a reassignment in progress to these replicas
+		wantDone  bool            // the reassignment is done: its mark goes
 		wantReps  []int32         // nil: no step
 		wantState *PartitionState // nil: state kept
 	}{
@@ -159,11 +161,30 @@ func TestPlanReassign(t *testing.T) {
 			wantReps: []int32{1, 2}},
 		{name: "nowhere to go", live: []int32{1, 2}, rf: 2, replicas: []int32{1, 2}, draining: []int32{2},
 			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+		{name: "a reassignment adds the target replicas first", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2}, target: []int32{2, 3},
+			state:    PartitionState{Leader: 1, ISR: []int32{1, 2}},
+			wantReps: []int32{1, 2, 3}},
+		{name: "a reassignment waits for the new replicas in the ISR", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, target: []int32{2, 3},
+			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+		{name: "a reassignment moves leadership onto the target", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, target: []int32{2, 3},
+			state:    PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2, 3}},
+			wantReps: []int32{1, 2, 3}, wantState: &PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2, 3}}},
+		{name: "a reassignment drops the other replicas, in the target's order", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, target: []int32{3, 2},
+			state:    PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
+			wantReps: []int32{3, 2}, wantState: &PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{2, 3}}},
+		{name: "a reassignment is done, and the partition is not drained meanwhile", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{2, 3}, target: []int32{2, 3},
+			draining: []int32{3}, state: PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{2, 3}}, wantDone: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := drain(snapOf(tc.live, false, [][]int32{tc.replicas}, []PartitionState{tc.state}), tc.draining...)
 			snap.topics["t"].topic.ReplicationFactor = tc.rf
-			plan := planReassign(snap)
+			if tc.target != nil {
+				snap.reassignments = map[TopicPartition]Reassignment{{"t", 0}: {Target: tc.target, Original: tc.replicas, modRev: 7}}
+			}
+			plan, done := planReassign(snap)
+			if _, ok := done[reassignmentKey("t", 0)]; ok != tc.wantDone {
+				t.Fatalf("done %v, want %v", done, tc.wantDone)
+			}
 			if tc.wantReps == nil {
 				if len(plan) != 0 {
 					t.Fatalf("planned %+v, want nothing", plan[0])

@@ -97,7 +97,11 @@ func (s *Snapshot) electionAsked(topic string, p int32) (ElectionType, bool) {
 }
 
 func parseElectionKey(key string) (string, int32, bool) {
-	rest := strings.TrimPrefix(key, prefixElections)
+	return parseTopicPartitionKey(strings.TrimPrefix(key, prefixElections))
+}
+
+// parseTopicPartitionKey parses "<topic>/<p>", the end of a key per partition.
+func parseTopicPartitionKey(rest string) (string, int32, bool) {
 	i := strings.LastIndexByte(rest, '/')
 	if i <= 0 {
 		return "", 0, false
@@ -139,23 +143,32 @@ func (b *builder) applyElection(key string, value []byte, modRev int64, del bool
 	b.next.elections[TopicPartition{topic, p}] = election{typ: typ, modRev: modRev}
 }
 
-// clearElections deletes the marks of snap, each only if it was not asked for
-// again since (its mod revision), fenced like every controller write.
-func (c *Controller) clearElections(ctx context.Context, snap *Snapshot, fence clientv3.Cmp) (int64, error) {
+// clearMarks deletes the marks (elections, finished reassignments) keyed with
+// the mod revision the controller planned from, each only if it was not written
+// again since, fenced like every controller write.
+func (c *Controller) clearMarks(ctx context.Context, marks map[string]int64, fence clientv3.Cmp) (int64, error) {
 	var rev int64
-	for tp, e := range snap.elections {
-		key := electionKey(tp.Topic, tp.Partition)
+	for key, modRev := range marks {
 		resp, err := c.store.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", e.modRev), fence).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev), fence).
 			Then(clientv3.OpDelete(key)).Commit()
 		if err != nil {
-			return rev, fmt.Errorf("cluster: clear election of %s/%d: %w", tp.Topic, tp.Partition, err)
+			return rev, fmt.Errorf("cluster: clear %s: %w", key, err)
 		}
 		if resp.Succeeded {
 			rev = max(rev, resp.Header.Revision)
 		}
 	}
 	return rev, nil
+}
+
+// electionMarks are the keys of snap's election marks.
+func electionMarks(snap *Snapshot) map[string]int64 {
+	marks := make(map[string]int64, len(snap.elections))
+	for tp, e := range snap.elections {
+		marks[electionKey(tp.Topic, tp.Partition)] = e.modRev
+	}
+	return marks
 }
 
 // ElectionNeeded reports whether an election of typ for topic/p is needed and

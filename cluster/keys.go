@@ -268,6 +268,7 @@ const (
 	keyIsBrokerConfigs // dynamic configs of a broker (its id in part; ClusterDefault for all)
 	keyIsACL           // an ACL binding
 	keyIsElection      // an election asked for (ElectLeaders)
+	keyIsReassignment  // a reassignment in progress
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -284,6 +285,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 	case strings.HasPrefix(key, prefixElections):
 		if topic, p, ok := parseElectionKey(key); ok {
 			return keyIsElection, topic, p
+		}
+		return keyOther, "", 0
+	case strings.HasPrefix(key, prefixReassignments):
+		if topic, p, ok := parseReassignmentKey(key); ok {
+			return keyIsReassignment, topic, p
 		}
 		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixDraining):

@@ -27,6 +27,8 @@ type Snapshot struct {
 	draining map[int32]bool
 	// elections are the elections asked for and not yet planned (elections.go).
 	elections map[TopicPartition]election
+	// reassignments are the reassignments in progress (reassignments.go).
+	reassignments map[TopicPartition]Reassignment
 	// brokerConfigs holds the dynamic broker configs by broker id (ClusterDefault
 	// for every broker).
 	brokerConfigs map[int32]map[string]string
@@ -255,6 +257,8 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 
 	case keyIsElection:
 		b.applyElection(key, kv.Value, kv.ModRevision, del)
+	case keyIsReassignment:
+		b.applyReassignment(key, kv.Value, kv.ModRevision, del)
 
 	case keyIsBrokerConfigs:
 		b.next.brokerConfigs = maps.Clone(b.next.brokerConfigs)

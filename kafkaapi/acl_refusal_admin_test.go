@@ -57,5 +57,27 @@ func adminRefusals() []refusal {
 			},
 			// The node's one replica leads already.
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, aliceWant: kerr.ElectionNotNeeded.Code},
+		{name: "AlterPartitionReassignments needs ALTER on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+				rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+				rt.Topic = r.topic
+				rt.Partitions = []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0, Replicas: []int32{aclNode.node.ID()}}}
+				req.Topics = append(req.Topics, rt)
+				return req
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+				codes := []int16{r.Topics[0].Partitions[0].ErrorCode}
+				if r.ErrorCode != 0 {
+					codes = append(codes, r.ErrorCode)
+				}
+				return codes
+			},
+			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
+		{name: "ListPartitionReassignments needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
+			codes:  topLevel(func(r *kmsg.ListPartitionReassignmentsResponse) int16 { return r.ErrorCode }),
+			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 	}
 }
