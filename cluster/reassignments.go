@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -49,6 +50,18 @@ var ErrNoReassignment = fmt.Errorf("cluster: no reassignment in progress")
 // none). The target must list distinct registered brokers (snap's); a target
 // equal to the replicas with no reassignment in progress changes nothing.
 func (s *Store) Reassign(ctx context.Context, snap *Snapshot, topic string, p int32, target []int32) error {
+	// The controller rewrites the topic's value at each step of another
+	// partition's move: try again on such a conflict.
+	for range 10 {
+		err := s.reassignOnce(ctx, snap, topic, p, target)
+		if !errors.Is(err, ErrStalePartitionEpoch) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %s/%d keeps changing", ErrStalePartitionEpoch, topic, p)
+}
+
+func (s *Store) reassignOnce(ctx context.Context, snap *Snapshot, topic string, p int32, target []int32) error {
 	tkey, rkey := topicKey(topic), reassignmentKey(topic, p)
 	resp, err := s.client.Txn(ctx).Then(clientv3.OpGet(tkey), clientv3.OpGet(rkey)).Commit()
 	if err != nil {
@@ -99,7 +112,7 @@ func (s *Store) Reassign(ctx context.Context, snap *Snapshot, topic string, p in
 		rmod = rkvs[0].ModRevision
 	}
 	tr, err := s.client.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(tkey), "=", tkvs[0].ModRevision),
+		clientv3.Compare(clientv3.CreateRevision(tkey), "=", tkvs[0].CreateRevision), // not recreated
 		clientv3.Compare(clientv3.ModRevision(rkey), "=", rmod),
 	).Then(ops...).Commit()
 	if err != nil {
