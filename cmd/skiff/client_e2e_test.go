@@ -89,6 +89,7 @@ func TestClientE2E(t *testing.T) {
 	t.Run("topic", func(t *testing.T) { testTopicCommands(t, b) })
 	t.Run("topic-sizes", func(t *testing.T) { testTopicSizes(t, b) })
 	t.Run("topic-elect-leaders", func(t *testing.T) { testTopicElectLeaders(t, b) })
+	t.Run("topic-reassign", func(t *testing.T) { testTopicReassign(t, b) })
 	t.Run("produce-consume-file", func(t *testing.T) { testProduceConsumeFile(t, b) })
 	t.Run("produce-consume-stdin-keys", func(t *testing.T) { testProduceConsumeKeys(t, b) })
 	t.Run("consume-json", func(t *testing.T) { testConsumeJSON(t, b) })
@@ -188,6 +189,41 @@ func testTopicElectLeaders(t *testing.T, b string) {
 		mustContain(t, "elect-leaders of every partition", skiffOK(t, nil, "topic", "elect-leaders", "-b", b), "no partition needed a preferred election")
 	}
 	mustContain(t, "elect-leaders of a missing topic", skiffErr(t, nil, "topic", "elect-leaders", topic+"-none", "-b", b), "does not exist")
+}
+
+// testTopicReassign: --generate proposes a plan in kafka-reassign-partitions.sh's
+// format, which the command then carries out (on one node: nothing moves); a
+// plan naming a node that is not live is refused per partition; --list shows
+// nothing in progress.
+func testTopicReassign(t *testing.T, b string) {
+	topic := uniqueTopic("reassign")
+	skiffOK(t, nil, "topic", "create", topic, "-p", "2", "-b", b)
+	plan := skiffOK(t, nil, "topic", "reassign", "--generate", topic, "-b", b)
+	var parsed struct {
+		Version    int `json:"version"`
+		Partitions []struct {
+			Topic     string  `json:"topic"`
+			Partition int32   `json:"partition"`
+			Replicas  []int32 `json:"replicas"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(plan), &parsed); err != nil || parsed.Version != 1 || len(parsed.Partitions) != 2 {
+		t.Fatalf("generated plan %q: %v", plan, err)
+	}
+	for i, p := range parsed.Partitions {
+		if p.Topic != topic || p.Partition != int32(i) || len(p.Replicas) != 1 {
+			t.Errorf("generated partition %+v", p)
+		}
+	}
+	out := skiffOK(t, []byte(plan), "topic", "reassign", "-", "-b", b)
+	mustContain(t, "reassign", out, topic+"/0: moving to ", topic+"/1: moving to ")
+	if os.Getenv("SKIFF_TEST_BROKERS") == "" {
+		mustContain(t, "reassign --list", skiffOK(t, nil, "topic", "reassign", "--list", "-b", b), "no reassignment in progress")
+	}
+	bad := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[999]}]}`, topic)
+	mustContain(t, "reassign to a missing node", skiffErr(t, []byte(bad), "topic", "reassign", "-", "-b", b), "1 of 1 reassignments refused")
+	mustContain(t, "reassign a bad plan", skiffErr(t, []byte(`{"version":1,"partitions":[]}`), "topic", "reassign", "-", "-b", b), "no partitions")
+	mustContain(t, "generate onto a missing node", skiffErr(t, nil, "topic", "reassign", "--generate", topic, "--to", "999", "-b", b), "broker 999 is not live")
 }
 
 // testInput returns n lines of varied content, each ending in '\n': empty

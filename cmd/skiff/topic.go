@@ -25,6 +25,7 @@ func topicCommand() *cli.Command {
 			topicAlterConfigCommand(),
 			topicDeleteRecordsCommand(),
 			topicElectLeadersCommand(),
+			topicReassignCommand(),
 		},
 	}
 }
