@@ -185,9 +185,9 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 // describedConfigs are the broker configs DescribeConfigs lists, sorted.
 var describedConfigs = []string{
 	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
-	"default.replication.factor", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms",
+	"default.replication.factor", "follower.replication.throttled.rate", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms",
 	"group.consumer.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
-	"group.max.size", "group.min.session.timeout.ms", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+	"group.max.size", "group.min.session.timeout.ms", "leader.replication.throttled.rate", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
 	"log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.retention.check.interval.ms",
 	"max.connections", "max.connections.per.ip", "num.partitions", "offsets.retention.check.interval.ms",
 	"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",

@@ -209,14 +209,23 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 	req.SessionID, req.SessionEpoch = 0, -1
 	byKey := make(map[topicPartition]*Partition, len(parts))
 	topics := make(map[string]int)
+	throttled := make(map[*Partition]bool)
+	throttleWait := f.m.throttle.wait(time.Now())
 	for _, p := range parts {
 		if !p.syncedForFetch() {
 			continue // it cannot report its log end as on disk; it falls out of the ISR
 		}
+		maxBytes := int32(fetchPartMaxBytes)
+		if p.followerThrottled(f.m.cfg.BrokerID) {
+			if throttleWait > 0 {
+				continue // over the throttle: it fetches once the budget allows
+			}
+			throttled[p], maxBytes = true, f.m.throttle.partMaxBytes()
+		}
 		byKey[topicPartition{p.Topic, p.ID}] = p
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.ID, p.LeaderEpoch()
-		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), fetchPartMaxBytes
+		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), maxBytes
 		i, ok := topics[p.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -224,6 +233,14 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: p.Topic})
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(req.Topics) == 0 && throttleWait > 0 {
+		// Every replica is held back by the throttle: wait for the budget.
+		select {
+		case <-time.After(throttleWait):
+		case <-f.stop:
+		}
+		return nil
 	}
 	if len(req.Topics) == 0 {
 		return errNothingToFetch
@@ -242,6 +259,9 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 			if isRefusal(rp.ErrorCode) {
 				refused = true
 				continue
+			}
+			if throttled[p] {
+				f.m.throttle.charge(time.Now(), len(rp.RecordBatches))
 			}
 			if err := f.handle(p, &rp); err != nil {
 				p.logger.Warn("replica fetch", "leader", f.leader, "err", err)

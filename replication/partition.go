@@ -45,6 +45,9 @@ type PartitionConfig struct {
 	// Compaction is the log cleaner's settings (cleanup.policy=compact and the
 	// compaction configs). A compacted topic refuses records without a key.
 	Compaction compaction.Config
+	// FollowerThrottledReplicas is follower.replication.throttled.replicas: the
+	// replicas whose fetches are throttled while out of sync (throttle.go).
+	FollowerThrottledReplicas string
 }
 
 // TimestampBounds are message.timestamp.before.max.ms and
