@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/cluster"
 )
@@ -90,17 +92,24 @@ func (k *Client) Reassign(ctx context.Context, w io.Writer, plan ReassignmentPla
 	return nil
 }
 
-// ListReassignments prints the reassignments in progress, one line per partition.
+// ListReassignments prints the reassignments in progress, one line per
+// partition. kadm asks only for partitions named, so the request for all of
+// them (topics null) is sent as it is.
 func (k *Client) ListReassignments(ctx context.Context, w io.Writer) error {
-	rs, err := k.admin.ListPartitionReassignments(ctx, nil)
+	resp, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, k.kafka)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
 	if err != nil {
 		return fmt.Errorf("list reassignments: %w", k.Explain(err))
 	}
-	for _, r := range rs.Sorted() {
-		fmt.Fprintf(w, "%s/%d: replicas %s, adding %s, removing %s\n", r.Topic, r.Partition,
-			joinIDs(r.Replicas), joinIDs(r.AddingReplicas), joinIDs(r.RemovingReplicas))
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			fmt.Fprintf(w, "%s/%d: replicas %s, adding %s, removing %s\n", t.Topic, p.Partition,
+				joinIDs(p.Replicas), joinIDs(p.AddingReplicas), joinIDs(p.RemovingReplicas))
+		}
 	}
-	if len(rs) == 0 {
+	if len(resp.Topics) == 0 {
 		fmt.Fprintln(w, "no reassignment in progress")
 	}
 	return nil
