@@ -24,6 +24,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/recordfmt"
 	"skiff/internal/testnode"
@@ -220,10 +221,52 @@ func testTopicReassign(t *testing.T, b string) {
 	if os.Getenv("SKIFF_TEST_BROKERS") == "" {
 		mustContain(t, "reassign --list", skiffOK(t, nil, "topic", "reassign", "--list", "-b", b), "no reassignment in progress")
 	}
+	if os.Getenv("SKIFF_TEST_BROKERS") == "" { // the throttle rates are set for every broker
+		testReassignThrottle(t, b, topic, plan)
+	}
 	bad := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[999]}]}`, topic)
 	mustContain(t, "reassign to a missing node", skiffErr(t, []byte(bad), "topic", "reassign", "-", "-b", b), "1 of 1 reassignments refused")
 	mustContain(t, "reassign a bad plan", skiffErr(t, []byte(`{"version":1,"partitions":[]}`), "topic", "reassign", "-", "-b", b), "no partitions")
 	mustContain(t, "generate onto a missing node", skiffErr(t, nil, "topic", "reassign", "--generate", topic, "--to", "999", "-b", b), "broker 999 is not live")
+}
+
+// testReassignThrottle: --throttle sets the rates on every broker and the
+// topic's throttled replicas (the current ones on the leader side); --verify
+// finds the moves done and clears all of it.
+func testReassignThrottle(t *testing.T, b, topic, plan string) {
+	mustContain(t, "reassign --throttle", skiffOK(t, []byte(plan), "topic", "reassign", "-", "--throttle", "1000000", "-b", b), "throttled to 1000000 bytes/s")
+	adm := newTestAdmin(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	configs := func() map[string]string {
+		got := map[string]string{}
+		rcs, err := adm.DescribeBrokerConfigs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range append(rcs, tcs...) {
+			for _, c := range rc.Configs {
+				if strings.Contains(c.Key, "replication.throttled") && c.Value != nil && c.Source != kmsg.ConfigSourceDefaultConfig {
+					got[c.Key] = *c.Value
+				}
+			}
+		}
+		return got
+	}
+	got := configs()
+	if got["follower.replication.throttled.rate"] != "1000000" || got["leader.replication.throttled.rate"] != "1000000" ||
+		!strings.HasPrefix(got["leader.replication.throttled.replicas"], "0:") {
+		t.Errorf("throttle configs after --throttle: %v", got)
+	}
+	out := skiffOK(t, []byte(plan), "topic", "reassign", "-", "--verify", "-b", b)
+	mustContain(t, "reassign --verify", out, topic+"/0: done", topic+"/1: done", "throttle cleared")
+	if got := configs(); len(got) != 0 {
+		t.Errorf("throttle configs after --verify: %v, want none", got)
+	}
 }
 
 // testInput returns n lines of varied content, each ending in '\n': empty

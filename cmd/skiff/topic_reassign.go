@@ -29,12 +29,19 @@ func topicReassignCommand() *cli.Command {
 			"needed, then removes the old ones; producers and consumers keep running.\n" +
 			"--generate TOPIC... prints a plan that spreads those topics' replicas and leaders\n" +
 			"evenly over the nodes of --to (default: every live node). --list prints the\n" +
-			"reassignments in progress.",
+			"reassignments in progress.\n" +
+			"--throttle BYTES/S limits the copying to that rate per node: it sets\n" +
+			"leader/follower.replication.throttled.rate on every node and the moved topics'\n" +
+			"leader/follower.replication.throttled.replicas, as kafka-reassign-partitions.sh\n" +
+			"does. --verify PLAN.json says which moves are done and, once all are, clears the\n" +
+			"throttle (run it until it does: a throttle left in place slows later moves).",
 		HideHelpCommand: true,
 		Flags: append(clientFlags(),
 			&cli.BoolFlag{Name: "generate", Usage: "print a balanced plan for the topics named instead of moving anything"},
 			&cli.StringFlag{Name: "to", Usage: "with --generate, the node `IDS` to place replicas on (comma-separated)"},
 			&cli.BoolFlag{Name: "list", Usage: "print the reassignments in progress"},
+			&cli.Int64Flag{Name: "throttle", Usage: "copy at most `BYTES` per second per node while moving"},
+			&cli.BoolFlag{Name: "verify", Usage: "say which moves of the plan are done; clear the throttle when all are"},
 		),
 		Action: runTopicReassign,
 	})
@@ -63,6 +70,10 @@ func runTopicReassign(c *cli.Context) error {
 		return errors.New("give the plan: skiff topic reassign PLAN.json (or - for stdin)")
 	case !generate && len(to) > 0:
 		return errors.New("--to goes with --generate")
+	case c.IsSet("throttle") && (c.Int64("throttle") < 1 || generate || list || c.Bool("verify")):
+		return errors.New("--throttle takes a rate of 1 or more bytes per second, with a plan to carry out")
+	case c.Bool("verify") && (generate || list):
+		return errors.New("--verify goes with a plan")
 	}
 	var plan client.ReassignmentPlan
 	if !generate && !list {
@@ -94,6 +105,18 @@ func runTopicReassign(c *cli.Context) error {
 			return err
 		}
 		return client.WritePlan(c.App.Writer, plan)
+	}
+	if c.Bool("verify") {
+		if _, err := k.VerifyReassignment(ctx, c.App.Writer, plan); err != nil {
+			return err
+		}
+		return nil
+	}
+	if rate := c.Int64("throttle"); rate > 0 {
+		if err := k.ThrottleReassignment(ctx, plan, rate); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "throttled to %d bytes/s; run skiff topic reassign --verify with the plan to clear it once done\n", rate)
 	}
 	return k.Reassign(ctx, c.App.Writer, plan)
 }
