@@ -435,6 +435,7 @@ func refusals() []refusal {
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteTopicsRequest()
 				req.TopicNames, req.TimeoutMillis = []string{r.topic}, 10000
+				req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: &r.topic}} // v6+, which franz-go sends
 				return req
 			},
 			codes:     topLevel(func(r *kmsg.DeleteTopicsResponse) int16 { return r.Topics[0].ErrorCode }),
