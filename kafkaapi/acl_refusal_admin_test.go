@@ -75,6 +75,14 @@ func adminRefusals() []refusal {
 				return codes
 			},
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
+		{name: "DescribeTopicPartitions needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+				req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: r.topic}}
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.DescribeTopicPartitionsResponse) int16 { return r.Topics[0].ErrorCode }),
+			grants: []string{"ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ListPartitionReassignments needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
 			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
 			codes:  topLevel(func(r *kmsg.ListPartitionReassignmentsResponse) int16 { return r.ErrorCode }),

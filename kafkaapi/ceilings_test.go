@@ -79,3 +79,28 @@ func TestCreatePartitionsV3(t *testing.T) {
 		t.Fatalf("after adding two: %+v %v", md.Topics[topic], err)
 	}
 }
+
+// TestDescribeTopicPartitionsClient: franz-go's request for every topic
+// (DescribeTopicPartitions v0, which kadm does not send yet) lists a new topic
+// with its id and partitions.
+func TestDescribeTopicPartitionsClient(t *testing.T) {
+	topic := topicName(t, "")
+	cl, adm, ctx := sharedAdmin(t)
+	created, err := adm.CreateTopic(ctx, 2, 1, nil, topic)
+	if err != nil || created.Err != nil {
+		t.Fatal(err, created.Err)
+	}
+	resp, err := kmsg.NewPtrDescribeTopicPartitionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic != nil && *rt.Topic == topic {
+			if rt.ErrorCode != 0 || rt.TopicID != created.ID || len(rt.Partitions) != 2 {
+				t.Fatalf("%s: %+v, want id %x and 2 partitions", topic, rt, created.ID)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s is not among %d topics", topic, len(resp.Topics))
+}
