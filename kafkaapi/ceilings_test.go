@@ -86,18 +86,22 @@ func TestCreatePartitionsV3(t *testing.T) {
 func TestDescribeTopicPartitionsClient(t *testing.T) {
 	topic := topicName(t, "")
 	cl, adm, ctx := sharedAdmin(t)
-	created, err := adm.CreateTopic(ctx, 2, 1, nil, topic)
-	if err != nil || created.Err != nil {
-		t.Fatal(err, created.Err)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
 	}
+	md, err := adm.Metadata(ctx, topic) // v12: the topic's id
+	if err != nil || md.Topics[topic].ID == (kadm.TopicID{}) {
+		t.Fatalf("metadata of %s: %+v %v", topic, md.Topics[topic], err)
+	}
+	id := [16]byte(md.Topics[topic].ID)
 	resp, err := kmsg.NewPtrDescribeTopicPartitionsRequest().RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, rt := range resp.Topics {
 		if rt.Topic != nil && *rt.Topic == topic {
-			if rt.ErrorCode != 0 || rt.TopicID != created.ID || len(rt.Partitions) != 2 {
-				t.Fatalf("%s: %+v, want id %x and 2 partitions", topic, rt, created.ID)
+			if rt.ErrorCode != 0 || rt.TopicID != id || len(rt.Partitions) != 2 {
+				t.Fatalf("%s: %+v, want id %x and 2 partitions", topic, rt, id)
 			}
 			return
 		}
