@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/replication"
 )
@@ -296,6 +299,9 @@ func (c Config) Validate() error {
 		if a != "uniform" && a != "range" {
 			errs = append(errs, fmt.Errorf("group-consumer-assignors %q: the assignors are uniform and range", a))
 		}
+	}
+	if p := strings.ToLower(c.Groups.ConsumerMigrationPolicy); p != "" && !slices.Contains(groups.MigrationPolicies, p) {
+		errs = append(errs, fmt.Errorf("group-consumer-migration-policy %q: one of %s", p, strings.Join(groups.MigrationPolicies, ", ")))
 	}
 	if c.DefaultPartitions < 0 {
 		errs = append(errs, fmt.Errorf("num-partitions %d: must be at least 1", c.DefaultPartitions))

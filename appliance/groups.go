@@ -5,6 +5,7 @@ package appliance
 // metadata snapshot applied.
 
 import (
+	"strings"
 	"time"
 
 	"skiff/cluster"
@@ -28,6 +29,8 @@ type GroupConfig struct {
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 	// ConsumerAssignors is group.consumer.assignors.
 	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy.
+	ConsumerMigrationPolicy string
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
 	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
@@ -64,6 +67,7 @@ func (n *Node) startGroups() {
 		ConsumerSessionTimeout:    c.ConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: c.ConsumerHeartbeatInterval,
 		ConsumerAssignors:         c.ConsumerAssignors,
+		ConsumerMigrationPolicy:   strings.ToLower(c.ConsumerMigrationPolicy), // Kafka's names, any case
 		OffsetsRetention:          c.OffsetsRetention,
 		RetentionCheckInterval:    c.OffsetsRetentionCheckInterval,
 		Logger:                    n.logger,

@@ -185,7 +185,7 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 // describedConfigs are the broker configs DescribeConfigs lists, sorted.
 var describedConfigs = []string{
 	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
-	"default.replication.factor", "follower.replication.throttled.rate", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms",
+	"default.replication.factor", "follower.replication.throttled.rate", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms", "group.consumer.migration.policy",
 	"group.consumer.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
 	"group.max.size", "group.min.session.timeout.ms", "leader.replication.throttled.rate", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
 	"log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.retention.check.interval.ms",
@@ -337,5 +337,17 @@ func TestSettingsKafkaForm(t *testing.T) {
 	var d Config
 	if err := byName(&d, "offsets-retention").SetKafka("90"); err != nil || d.Groups.OffsetsRetention != 90*time.Minute {
 		t.Errorf("offsets.retention.minutes 90: %v, %v", d.Groups.OffsetsRetention, err)
+	}
+}
+
+// group.consumer.migration.policy takes Kafka's four values, in any case.
+func TestMigrationPolicyValidate(t *testing.T) {
+	for policy, ok := range map[string]bool{"": true, "bidirectional": true, "UPGRADE": true, "Downgrade": true, "disabled": true, "both": false} {
+		var c Config
+		c.Groups.ConsumerMigrationPolicy = policy
+		err := c.Validate()
+		if bad := err != nil && strings.Contains(err.Error(), "group-consumer-migration-policy"); bad == ok {
+			t.Errorf("policy %q: %v", policy, err)
+		}
 	}
 }

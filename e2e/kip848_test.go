@@ -66,11 +66,47 @@ func (o *owners) released(member string, ps map[string][]int32) {
 	}
 }
 
+// keepProducing produces batches of n records (values prefix, batch number, "-",
+// index) to topic until stop, which returns how many were produced.
+func keepProducing(addr, topic, prefix string, n int) (stop func() (int64, error)) {
+	var produced atomic.Int64
+	stopping := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; err == nil; i++ {
+			select {
+			case <-stopping:
+				done <- nil
+				return
+			default:
+			}
+			err = produceValuesErr(addr, topic, fmt.Sprintf("%s%04d-", prefix, i), n)
+			if err == nil {
+				produced.Add(int64(n))
+			}
+		}
+		done <- err
+	}()
+	return func() (int64, error) {
+		close(stopping)
+		err := <-done
+		return produced.Load(), err
+	}
+}
+
 // start848Member runs an in-process KIP-848 member; stop closes it (it leaves the
 // group after committing what it polled).
 func start848Member(t *testing.T, addr, topic, group, name string, l *ledger, o *owners) (stop func()) {
 	t.Helper()
-	opts := append(memberOpts(addr, topic, group, name), kip848Opts...)
+	return startTrackedMember(t, addr, topic, group, name, l, o, kip848Opts...)
+}
+
+// startTrackedMember runs an in-process member with the options extra (its
+// protocol and balancers), whose partitions o tracks; stop closes it.
+func startTrackedMember(t *testing.T, addr, topic, group, name string, l *ledger, o *owners, extra ...kgo.Opt) (stop func()) {
+	t.Helper()
+	opts := append(memberOpts(addr, topic, group, name), extra...)
 	opts = append(opts,
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { o.assigned(name, ps) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
@@ -162,25 +198,7 @@ func TestKIP848Convergence(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, n.Addr))
 	l, o := newLedger(), &owners{owner: map[int32]string{}}
 
-	var produced atomic.Int64
-	stopProducing := make(chan struct{})
-	producerDone := make(chan error, 1)
-	go func() {
-		var err error
-		for i := 0; err == nil; i++ {
-			select {
-			case <-stopProducing:
-				producerDone <- nil
-				return
-			default:
-			}
-			err = produceValuesErr(n.Addr, topic, fmt.Sprintf("p%04d-", i), 500)
-			if err == nil {
-				produced.Add(500)
-			}
-		}
-		producerDone <- err
-	}()
+	stopProducing := keepProducing(n.Addr, topic, "p", 500)
 
 	stopAlpha := start848Member(t, n.Addr, topic, group, "alpha", l, o)
 	defer stopAlpha()
@@ -235,11 +253,11 @@ func TestKIP848Convergence(t *testing.T) {
 	final := waitConverged(t, adm, group, partitions, "alpha", "gamma", "delta")
 	t.Logf("converged: %v", final)
 
-	close(stopProducing)
-	if err := <-producerDone; err != nil {
+	produced, err := stopProducing()
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitCount(t, l, "p", int(produced.Load()))
+	waitCount(t, l, "p", int(produced))
 
 	o.mu.Lock()
 	if len(o.violations) > 0 {
@@ -262,7 +280,7 @@ func TestKIP848Convergence(t *testing.T) {
 		}
 		twice++
 	}
-	t.Logf("%d records received by 5 members; %d received again after the victim's crash", produced.Load(), twice)
+	t.Logf("%d records received by 5 members; %d received again after the victim's crash", produced, twice)
 }
 
 // TestKIP848CoordinatorFailover: in a three-node cluster (__consumer_offsets RF 3)

@@ -124,6 +124,10 @@ type cmember struct {
 	topics           []string // subscribed names, sorted
 	regex            *string  // subscribed regular expression (RE2/J full match)
 	re               *regexp.Regexp
+	mayDescribe      func(topic string) bool // of its last heartbeat's principal; nil: every topic
+	regexHash        uint64                  // of the topics its regex matched last; 0: not known
+	rightsUnknown    bool                    // loaded from the log, mayDescribe not known until it heartbeats
+	classic          *classicMeta            // a member using the classic protocol; nil: the consumer protocol
 	serverAssignor   *string
 	rebalanceTimeout time.Duration
 	hasMetadata      bool // loaded: its member metadata record was found
@@ -177,18 +181,26 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	case g == nil:
 		return fail(kerr.UnknownMemberID.Code, "the group has no member "+req.MemberID)
 	}
+	var recs []batch.Record
 	if g.cg == nil {
 		if len(g.members) > 0 || g.state != stateEmpty {
-			g.mu.Unlock()
-			return fail(kerr.GroupIDNotFound.Code, "group "+req.Group+" is a classic group with members; cannot use the consumer protocol")
-		}
-		if req.MemberEpoch != epochJoin {
+			var up bool
+			if req.MemberEpoch == epochJoin {
+				up, recs = g.upgradeLocked()
+			}
+			if !up {
+				g.mu.Unlock()
+				return fail(kerr.GroupIDNotFound.Code, "group "+req.Group+" is not a consumer group")
+			}
+		} else if req.MemberEpoch != epochJoin {
 			g.mu.Unlock()
 			return fail(kerr.UnknownMemberID.Code, "")
+		} else {
+			g.becomeConsumerLocked()
 		}
-		g.becomeConsumerLocked()
 	}
-	recs, code, msg := g.consumerHeartbeatLocked(cl, req, resp)
+	more, code, msg := g.consumerHeartbeatLocked(cl, req, resp)
+	recs = append(recs, more...)
 	var last int64
 	var err error
 	if len(recs) > 0 {
@@ -293,7 +305,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 			m.epoch, m.prevEpoch = epochStaticLeft, m.epoch
 			recs = append(recs, consumerCurrentRecord(g.name, m))
 		} else {
-			recs = append(recs, g.removeConsumerMemberLocked(m)...)
+			recs = append(recs, g.fenceConsumerMemberLocked(m)...)
 		}
 		resp.MemberEpoch = req.MemberEpoch
 		return recs, 0, ""
@@ -359,7 +371,9 @@ func (g *group) joinConsumerLocked(cl Client, req *kmsg.ConsumerGroupHeartbeatRe
 	if req.InstanceID != nil {
 		if oldID, ok := cg.static[*req.InstanceID]; ok && oldID != req.MemberID {
 			old := cg.members[oldID]
-			if old != nil && old.epoch != epochStaticLeft {
+			if old != nil && old.epoch != epochStaticLeft && old.classic == nil {
+				// Two consumer-protocol members: the old one must have left first.
+				// A classic one is replaced as it is (Kafka's rule).
 				return nil, nil, kerr.UnreleasedInstanceID.Code, "static member " + *req.InstanceID + " is still in use by another member"
 			}
 			if old != nil && m == nil {
@@ -368,8 +382,15 @@ func (g *group) joinConsumerLocked(cl Client, req *kmsg.ConsumerGroupHeartbeatRe
 				delete(cg.members, old.id)
 				stopTimer(old.session)
 				old.sessionSeq++
-				m = &cmember{id: req.MemberID, instanceID: old.instanceID, epoch: old.prevEpoch, prevEpoch: old.prevEpoch,
-					state: old.state, assigned: old.assigned, revoking: old.revoking}
+				epoch := old.epoch
+				if epoch == epochStaticLeft {
+					epoch = old.prevEpoch
+				}
+				// Its subscription too: the same one moves nothing (Kafka copies the member).
+				m = &cmember{id: req.MemberID, instanceID: old.instanceID, epoch: epoch, prevEpoch: epoch,
+					state: old.state, assigned: old.assigned, revoking: old.revoking,
+					rackID: old.rackID, topics: old.topics, regex: old.regex, re: old.re, serverAssignor: old.serverAssignor,
+					rebalanceTimeout: old.rebalanceTimeout, hasMetadata: old.hasMetadata}
 				if t, ok := cg.target[old.id]; ok {
 					cg.target[m.id] = t
 					delete(cg.target, old.id)
@@ -402,6 +423,7 @@ func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, cl Client) (me
 	if !m.hasMetadata {
 		meta, sub, m.hasMetadata = true, true, true
 	}
+	m.mayDescribe, m.rightsUnknown = cl.MayDescribe, false
 	if m.clientID != cl.ID || m.clientHost != cl.Host {
 		m.clientID, m.clientHost, meta = cl.ID, cl.Host, true
 	}
@@ -461,6 +483,9 @@ func (g *group) touchConsumerLocked(m *cmember) {
 	m.sessionSeq++
 	seq := m.sessionSeq
 	d := g.c.cfg.ConsumerSessionTimeout
+	if m.classic != nil {
+		d = m.classic.session
+	}
 	m.session = g.c.clock.AfterFunc(d, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -468,7 +493,7 @@ func (g *group) touchConsumerLocked(m *cmember) {
 			return
 		}
 		g.c.logger.Info("group coordinator: consumer group member session timed out", "group", g.name, "member_id", m.id, "session_timeout", d)
-		g.storeConsumerAsyncLocked(g.removeConsumerMemberLocked(m))
+		g.storeConsumerAsyncLocked(g.fenceConsumerMemberLocked(m))
 	})
 }
 
@@ -488,7 +513,7 @@ func (g *group) armRevocationLocked(m *cmember) {
 			return
 		}
 		g.c.logger.Info("group coordinator: consumer group member did not revoke within its rebalance timeout", "group", g.name, "member_id", m.id)
-		g.storeConsumerAsyncLocked(g.removeConsumerMemberLocked(m))
+		g.storeConsumerAsyncLocked(g.fenceConsumerMemberLocked(m))
 	})
 }
 
@@ -577,6 +602,7 @@ func (g *group) restoreConsumer(cg *consumerGroup) {
 		}
 		if m.regex != nil {
 			m.re, _ = compileFullMatch(*m.regex)
+			m.rightsUnknown = true
 		}
 	}
 	g.state = stateEmpty
@@ -593,40 +619,63 @@ func (g *group) becomeClassicLocked() {
 	g.protocolType = ""
 }
 
-// consumerCommitCodeLocked checks an OffsetCommit to a consumer group, whose
-// generation field carries the member epoch: a client outside the group (epoch
-// -1, no member id) commits only while the group is empty; a member commits with
-// its current epoch, or with an older one for partitions it still owns (they
-// cannot have moved meanwhile; Kafka 4.3's KIP-1251 relaxes the check the same
-// way). A newer epoch than the member's is STALE_MEMBER_EPOCH.
-func (g *group) consumerCommitCodeLocked(req *kmsg.OffsetCommitRequest) int16 {
+// consumerCommitCodeLocked checks a commit of parts to a consumer group, whose
+// generation field carries the member epoch (Kafka's ConsumerGroup
+// validateOffsetCommit): a client outside the group (epoch -1) commits only while
+// the group is empty; a member commits with OffsetCommit v9+ (UNSUPPORTED_VERSION
+// before; a transactional commit at any version) and its current epoch, or an older
+// one for partitions it still owns (they cannot have moved meanwhile; Kafka 4.3's
+// KIP-1251 relaxes the check the same way). Another epoch is STALE_MEMBER_EPOCH,
+// ILLEGAL_GENERATION for a transactional commit.
+func (g *group) consumerCommitCodeLocked(memberID string, epoch int32, parts []commitPartition, version int16, txn bool) int16 {
 	cg := g.cg
-	if req.Generation < 0 && req.MemberID == "" {
-		if len(cg.members) > 0 {
-			return kerr.UnknownMemberID.Code
-		}
+	if epoch < 0 && len(cg.members) == 0 {
 		return 0
 	}
-	m := cg.members[req.MemberID]
+	m := cg.members[memberID]
+	stale := kerr.StaleMemberEpoch.Code
+	if txn || (m != nil && m.classic != nil) {
+		stale = kerr.IllegalGeneration.Code // a classic member's generation, as Kafka answers it
+	}
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case req.Generation == m.epoch:
+	case !txn && version < 9 && m.classic == nil:
+		return kerr.UnsupportedVersion.Code
+	case epoch == m.epoch:
 		return 0
-	case req.Generation > m.epoch:
-		return kerr.StaleMemberEpoch.Code
+	case epoch > m.epoch || epoch < 0:
+		return stale
 	}
 	topics := g.c.topicIndex()
-	for _, t := range req.Topics {
-		meta, ok := topics[t.Topic]
-		for _, p := range t.Partitions {
-			tp := topicPart{meta.ID, p.Partition}
-			_, assigned := m.assigned[tp]
-			_, revoking := m.revoking[tp]
-			if !ok || !(assigned || revoking) {
-				return kerr.StaleMemberEpoch.Code
-			}
+	for _, p := range parts {
+		meta, ok := topics[p.topic]
+		tp := topicPart{meta.ID, p.partition}
+		_, assigned := m.assigned[tp]
+		_, revoking := m.revoking[tp]
+		if !ok || !(assigned || revoking) {
+			return stale
 		}
+	}
+	return 0
+}
+
+// consumerFetchCodeLocked checks the member of an OffsetFetch v9+ to a consumer
+// group (Kafka's validateOffsetFetch): none (null member id, epoch -1), or a
+// member at its current epoch.
+func (g *group) consumerFetchCodeLocked(memberID *string, epoch int32) int16 {
+	if memberID == nil && epoch < 0 {
+		return 0
+	}
+	var m *cmember
+	if memberID != nil {
+		m = g.cg.members[*memberID]
+	}
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
 	}
 	return 0
 }

@@ -2,7 +2,9 @@ package groups
 
 // Target assignments of consumer groups: which partitions each member should own,
 // computed by a server-side assignor whenever the group epoch moves ahead of the
-// target's, and the reconciliation of one member towards its target.
+// target's, and the reconciliation of one member towards its target. Neither
+// assignor reads members' racks: Kafka's server-side assignors are not rack-aware
+// either (rack awareness was removed in 3.8, KAFKA-16694).
 
 import (
 	"hash/fnv"
@@ -24,8 +26,12 @@ func (c *Coordinator) topicIndex() map[string]TopicMeta {
 	return out
 }
 
-// subscribedIDs resolves m's subscription (names and regex) against topics.
-func (m *cmember) subscribedIDs(topics map[string]TopicMeta) map[[16]byte]bool {
+// subscribedIDs resolves m's subscription (names and regex) against topics. The
+// regex matches only topics m's principal may DESCRIBE (as Kafka filters them,
+// KAFKA-18813); named topics were checked when subscribed. Until a member loaded
+// from the log heartbeats (its rights are not known yet), its regex keeps the
+// topics of its target, target.
+func (m *cmember) subscribedIDs(topics map[string]TopicMeta, target partSet) map[[16]byte]bool {
 	out := make(map[[16]byte]bool)
 	for _, n := range m.topics {
 		if t, ok := topics[n]; ok {
@@ -33,8 +39,18 @@ func (m *cmember) subscribedIDs(topics map[string]TopicMeta) map[[16]byte]bool {
 		}
 	}
 	if m.re != nil {
+		var had map[[16]byte][]int32
+		if m.rightsUnknown {
+			had = target.byTopic()
+		}
 		for n, t := range topics {
-			if m.re.MatchString(n) {
+			if !m.re.MatchString(n) {
+				continue
+			}
+			if _, ok := had[t.ID]; m.rightsUnknown && !ok {
+				continue
+			}
+			if m.mayDescribe == nil || m.mayDescribe(n) {
 				out[t.ID] = true
 			}
 		}
@@ -50,11 +66,20 @@ func (g *group) maybeNewTargetLocked(startEpoch int32) []batch.Record {
 	topics := g.c.topicIndex()
 	subs := make(map[string]map[[16]byte]bool, len(cg.members))
 	used := make(map[[16]byte]bool)
+	regexMoved := false
 	for id, m := range cg.members {
-		s := m.subscribedIDs(topics)
+		s := m.subscribedIDs(topics, cg.target[id])
 		subs[id] = s
 		for t := range s {
 			used[t] = true
+		}
+		if m.re != nil {
+			// What a regex matches changes with topics and with the member's
+			// rights: either is a change of its subscription. Not known after a
+			// load: taken as it is.
+			sum := idsHash(s)
+			regexMoved = regexMoved || (m.regexHash != 0 && m.regexHash != sum)
+			m.regexHash = sum
 		}
 	}
 	h := fnv.New64a()
@@ -73,13 +98,14 @@ func (g *group) maybeNewTargetLocked(startEpoch int32) []batch.Record {
 		h.Write(t.ID[:])
 		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions)})
 	}
-	hashChanged := false
+	hashChanged, bump := false, regexMoved
 	if sum := h.Sum64() | 1; sum != cg.metaHash {
 		// 0: not known (a group stored without it); the target stands until a change.
-		if cg.metaHash != 0 && cg.epoch == startEpoch {
-			cg.epoch++
-		}
+		bump = bump || cg.metaHash != 0
 		cg.metaHash, hashChanged = sum, true
+	}
+	if bump && cg.epoch == startEpoch {
+		cg.epoch++
 	}
 	var recs []batch.Record
 	if cg.epoch != startEpoch || hashChanged {
@@ -109,6 +135,15 @@ func (g *group) maybeNewTargetLocked(startEpoch int32) []batch.Record {
 	cg.target = target
 	cg.targetEpoch = cg.epoch
 	return append(recs, consumerTargetMetaRecord(g.name, cg.targetEpoch))
+}
+
+// idsHash is a hash of a set of topic ids, never 0.
+func idsHash(ids map[[16]byte]bool) uint64 {
+	h := fnv.New64a()
+	for _, id := range sortedIDs(ids) {
+		h.Write(id[:])
+	}
+	return h.Sum64() | 1
 }
 
 // chooseAssignorLocked is the assignor most members ask for, ties going to the

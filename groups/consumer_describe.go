@@ -11,8 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Member types of ConsumerGroupDescribe v1.
-const memberTypeConsumer = 1
+// Member types of ConsumerGroupDescribe v1 (KIP-1099).
+const (
+	memberTypeClassic  = 0
+	memberTypeConsumer = 1
+)
 
 // ConsumerGroupDescribe handles a ConsumerGroupDescribe request. An unknown group,
 // or a classic one, gets GROUP_ID_NOT_FOUND, as in Kafka.
@@ -67,6 +70,9 @@ func (c *Coordinator) describeConsumerLocked(g *group, rg *kmsg.ConsumerGroupDes
 		rm.Assignment = describeAssignment(m.assigned, names)
 		rm.TargetAssignment = describeAssignment(cg.target[m.id], names)
 		rm.MemberType = memberTypeConsumer
+		if m.classic != nil {
+			rm.MemberType = memberTypeClassic
+		}
 		rg.Members = append(rg.Members, rm)
 	}
 }

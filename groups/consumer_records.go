@@ -15,6 +15,7 @@ package groups
 // Record types and layouts are Kafka's and must not change.
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -127,8 +128,49 @@ func consumerMemberRecord(group string, m *cmember) batch.Record {
 	v = kbin.AppendCompactNullableString(v, m.regex)
 	v = kbin.AppendInt32(v, int32(m.rebalanceTimeout/time.Millisecond))
 	v = kbin.AppendCompactNullableString(v, m.serverAssignor)
-	v = kbin.AppendUvarint(v, 0)
+	if m.classic == nil {
+		v = kbin.AppendUvarint(v, 0)
+	} else {
+		// Tagged field 0, ClassicMemberMetadata: a member using the classic protocol.
+		c := kbin.AppendInt32(nil, int32(m.classic.session/time.Millisecond))
+		c = kbin.AppendCompactArrayLen(c, len(m.classic.protocols))
+		for _, p := range m.classic.protocols {
+			c = kbin.AppendCompactString(c, p.name)
+			c = kbin.AppendCompactBytes(c, p.metadata)
+			c = kbin.AppendUvarint(c, 0)
+		}
+		c = kbin.AppendUvarint(c, 0)
+		v = kbin.AppendUvarint(v, 1)
+		v = kbin.AppendUvarint(v, 0)
+		v = kbin.AppendUvarint(v, uint32(len(c)))
+		v = append(v, c...)
+	}
 	return batch.Record{Key: consumerKey(recConsumerMember, group, &m.id), Value: v}
+}
+
+// readClassicMeta reads the tagged fields of a member record: 0 is its classic
+// protocol metadata.
+func readClassicMeta(r *kbin.Reader) *classicMeta {
+	var out *classicMeta
+	for range r.Uvarint() {
+		tag, size := r.Uvarint(), r.Uvarint()
+		if tag != 0 {
+			r.Span(int(size))
+			continue
+		}
+		c := kbin.Reader{Src: r.Span(int(size))}
+		out = &classicMeta{session: time.Duration(c.Int32()) * time.Millisecond}
+		for range max(c.CompactArrayLen(), 0) {
+			p := protocol{name: c.CompactString(), metadata: bytes.Clone(c.CompactBytes())}
+			skipTags(&c)
+			out.protocols = append(out.protocols, p)
+		}
+		skipTags(&c)
+		if c.Complete() != nil || len(out.protocols) == 0 {
+			out = nil
+		}
+	}
+	return out
 }
 
 func consumerTargetRecord(group, member string, parts partSet) batch.Record {
@@ -217,6 +259,8 @@ func (l *consumerLoader) add(key, value []byte) error {
 		m.rebalanceTimeout = time.Duration(r.Int32()) * time.Millisecond
 		m.serverAssignor = r.CompactNullableString()
 		m.hasMetadata = true
+		m.classic = readClassicMeta(&r)
+		return r.Complete()
 	case recConsumerTarget:
 		cg.target[member] = readTopicParts(&r)
 	case recConsumerCurrent:

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -347,21 +349,90 @@ func TestConsumerRegex(t *testing.T) {
 	wantCode(t, "bad regex", e.c.ConsumerGroupHeartbeat(context.Background(), Client{}, req).ErrorCode, kerr.InvalidRegularExpression)
 }
 
-// A group is classic or consumer: members of the other protocol are refused while
-// it has members; an empty group changes kind.
-func TestConsumerClassicRefusal(t *testing.T) {
+// A regex matches only the topics the member's principal may DESCRIBE, as the
+// rights are at each heartbeat: a right granted or taken moves the group epoch.
+func TestConsumerRegexDescribeRights(t *testing.T) {
 	e := newConsumerEnv(t)
-	_, ch := e.newMember("classic", "range")
-	recv(t, "classic join", ch)
-	r := e.cgHeartbeat("classic", &cgm{id: "x"}, 0, []string{"t"}, nil)
-	wantCode(t, "consumer member in a classic group", r.ErrorCode, kerr.GroupIDNotFound)
+	e.setTopic("ra", 2)
+	e.setTopic("rb", 3)
+	var mu sync.Mutex
+	allowed := map[string]bool{"ra": true}
+	cl := Client{ID: "x", MayDescribe: func(topic string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return allowed[topic]
+	}}
+	m := &cgm{id: "m", owned: partSet{}}
+	beat := func(what string) {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = "g", m.id, m.epoch
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for id, ps := range m.owned.byTopic() {
+			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id, Partitions: ps})
+		}
+		if m.epoch == 0 {
+			req.RebalanceTimeoutMillis = 30000
+			req.SubscribedTopicRegex = kmsg.StringPtr("r.")
+		}
+		r := e.c.ConsumerGroupHeartbeat(context.Background(), cl, req)
+		wantCode(t, what, r.ErrorCode, nil)
+		m.epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			m.owned = partSet{}
+			for _, tp := range r.Assignment.Topics {
+				for _, p := range tp.Partitions {
+					m.owned[topicPart{tp.TopicID, p}] = struct{}{}
+				}
+			}
+		}
+	}
+	count := func() map[string]int {
+		out := map[string]int{}
+		for tp := range m.owned {
+			for _, n := range []string{"ra", "rb"} {
+				if tp.topic == topicID(n) {
+					out[n]++
+				}
+			}
+		}
+		return out
+	}
+	beat("join")
+	if got := count(); got["ra"] != 2 || got["rb"] != 0 {
+		t.Fatalf("with DESCRIBE on ra only: %v", got)
+	}
+	joined := m.epoch
+	mu.Lock()
+	allowed["rb"] = true
+	mu.Unlock()
+	beat("heartbeat after DESCRIBE on rb is granted")
+	if got := count(); got["ra"] != 2 || got["rb"] != 3 || m.epoch <= joined {
+		t.Fatalf("after granting rb: %v at epoch %d (joined at %d)", got, m.epoch, joined)
+	}
+	mu.Lock()
+	delete(allowed, "ra")
+	mu.Unlock()
+	beat("heartbeat after DESCRIBE on ra is taken")
+	beat("heartbeat after revoking ra")
+	if got := count(); got["ra"] != 0 || got["rb"] != 3 {
+		t.Fatalf("after taking ra: %v", got)
+	}
 
-	m := e.cgJoin("cg", "m", "t")
-	jr := e.c.JoinGroup(context.Background(), Client{}, joinReq(5, "cg", "", "range"))
-	wantCode(t, "classic member in a consumer group", jr.ErrorCode, kerr.InconsistentGroupProtocol)
-	wantCode(t, "leave", e.cgHeartbeat("cg", m, -1, nil, nil).ErrorCode, nil)
-	jr = e.c.JoinGroup(context.Background(), Client{}, joinReq(5, "cg", "", "range"))
-	wantCode(t, "classic member in an empty consumer group", jr.ErrorCode, kerr.MemberIDRequired)
+	// Reloaded, the member's rights are not known until it heartbeats: another
+	// member's heartbeat meanwhile leaves its regex's topics as they were.
+	e.stop()
+	e.start()
+	other := e.cgJoin("g", "other", "rb")
+	e.cgBeat("g", other)
+	d := e.describeConsumer("g")
+	if strings.Contains(d, "ra:") {
+		t.Fatalf("a topic the member may not describe is assigned after a reload:\n%s", d)
+	}
+	beat("heartbeat after the reload")
+	if got := count(); got["ra"] != 0 {
+		t.Fatalf("after the reload: %v", got)
+	}
 }
 
 // Offset commits to a consumer group carry the member epoch: the current one, or
@@ -384,14 +455,38 @@ func TestConsumerOffsetCommit(t *testing.T) {
 		theirs = tp.partition
 	}
 	code := func(member string, epoch, p int32) int16 {
-		return e.commit(7, "g", member, epoch, "t", map[int32]int64{p: 5})[p]
+		return e.commit(9, "g", member, epoch, "t", map[int32]int64{p: 5})[p]
 	}
+	wantCode(t, "member of the consumer protocol before v9", e.commit(8, "g", "m1", 2, "t", map[int32]int64{mine: 5})[mine], kerr.UnsupportedVersion)
 	wantCode(t, "current epoch", code("m1", 2, mine), nil)
 	wantCode(t, "newer epoch", code("m1", 3, mine), kerr.StaleMemberEpoch)
 	wantCode(t, "older epoch, owned partition", code("m1", 1, mine), nil)
 	wantCode(t, "older epoch, another member's partition", code("m1", 1, theirs), kerr.StaleMemberEpoch)
 	wantCode(t, "unknown member", code("nobody", 2, mine), kerr.UnknownMemberID)
 	wantCode(t, "outside the group while it has members", code("", -1, mine), kerr.UnknownMemberID)
+
+	txn := func(version int16, member string, epoch, p int32) int16 {
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.SetVersion(version)
+		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = "tx", "g", 7, 0
+		r.MemberID, r.Generation = member, epoch
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, 6
+		r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
+		return e.c.TxnOffsetCommit(context.Background(), r).Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "transactional, newer epoch", txn(3, "m1", 3, mine), kerr.IllegalGeneration)
+	wantCode(t, "transactional, older epoch, another member's partition", txn(3, "m1", 1, theirs), kerr.IllegalGeneration)
+	wantCode(t, "transactional, unknown member", txn(3, "nobody", 2, mine), kerr.UnknownMemberID)
+	wantCode(t, "transactional v2 (no member) while the group has members", txn(2, "", -1, mine), kerr.UnknownMemberID)
+	wantCode(t, "transactional, current epoch", txn(3, "m1", 2, mine), nil)
+
+	fetchCode := func(member *string, epoch int32) int16 { return e.c.OffsetFetchMemberCode("g", member, epoch) }
+	wantCode(t, "fetch without a member", fetchCode(nil, -1), nil)
+	wantCode(t, "fetch at the current epoch", fetchCode(&m1.id, 2), nil)
+	wantCode(t, "fetch at an older epoch", fetchCode(&m1.id, 1), kerr.StaleMemberEpoch)
+	wantCode(t, "fetch by an unknown member", fetchCode(kmsg.StringPtr("nobody"), 2), kerr.UnknownMemberID)
+	wantCode(t, "fetch of a group not held", e.c.OffsetFetchMemberCode("no-such-group", &m1.id, 2), nil)
 	for _, m := range []*cgm{m1, m2} {
 		wantCode(t, "leave", e.cgHeartbeat("g", m, -1, nil, nil).ErrorCode, nil)
 	}

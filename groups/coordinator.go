@@ -104,6 +104,11 @@ type Config struct {
 	// DefaultConsumerAssignors; names other than "uniform" and "range" are refused by
 	// the settings).
 	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: whether classic
+	// groups turn into consumer groups (upgrade) and back (downgrade) while they
+	// have members; one of MigrationPolicies (default
+	// DefaultConsumerMigrationPolicy).
+	ConsumerMigrationPolicy string
 	// Clock is the time source (default: the system clock).
 	Clock Clock
 	// Logger receives the coordinator's log lines (default: discard).
@@ -143,6 +148,9 @@ func (c *Config) setDefaults() {
 	if c.ConsumerHeartbeatInterval <= 0 {
 		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
 	}
+	if c.ConsumerMigrationPolicy == "" {
+		c.ConsumerMigrationPolicy = DefaultConsumerMigrationPolicy
+	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = DefaultConsumerAssignors
 	}
@@ -174,6 +182,11 @@ var _ Log = (*replication.Partition)(nil)
 type Client struct {
 	ID   string // the request header's client id
 	Host string // the client's address, "/" + IP as Kafka reports it
+
+	// MayDescribe reports whether the client's principal may DESCRIBE a topic,
+	// as the ACLs are when it is called; nil without an authorizer. A KIP-848
+	// member's regex matches only such topics (Kafka's KAFKA-18813).
+	MayDescribe func(topic string) bool
 }
 
 // errNotCoordinator: the shard was resigned while a request waited on it.

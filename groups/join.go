@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batch"
 )
 
 // JoinGroup handles a JoinGroup request; it blocks until the rebalance it joins
@@ -45,10 +47,25 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 	}
 	if g.cg != nil {
 		if len(g.cg.members) > 0 {
-			// A consumer group with members: Kafka refuses classic members unless
-			// group.consumer.migration.policy lets them in (not implemented).
+			// A consumer group with members serves a classic member itself
+			// (consumer_classic.go), answering once its records are applied.
+			r, recs := g.classicJoinLocked(cl, req, session, rebalance)
+			var last int64
+			var err error
+			if len(recs) > 0 {
+				last, err = g.appendLocked(recs)
+			}
+			sh := g.sh
 			g.mu.Unlock()
-			return fail(kerr.InconsistentGroupProtocol.Code)
+			if r.ErrorCode == 0 && len(recs) > 0 {
+				if err == nil {
+					err = sh.waitApplied(ctx, last)
+				}
+				if code := waitCode(ctx, err); code != 0 {
+					return fail(code)
+				}
+			}
+			return r
 		}
 		g.becomeClassicLocked()
 	}
@@ -261,6 +278,10 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	case g == nil:
 		return fail(kerr.UnknownMemberID.Code)
 	}
+	if g.cg != nil {
+		defer g.mu.Unlock()
+		return g.classicSyncLocked(req)
+	}
 	if g.fencedLocked(req.InstanceID, req.MemberID) {
 		g.mu.Unlock()
 		return fail(kerr.FencedInstanceID.Code)
@@ -375,6 +396,10 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 		return resp
 	}
 	defer g.mu.Unlock()
+	if g.cg != nil {
+		resp.ErrorCode = g.classicHeartbeatLocked(req)
+		return resp
+	}
 	m := g.members[req.MemberID]
 	switch {
 	case g.fencedLocked(req.InstanceID, req.MemberID):
@@ -421,7 +446,13 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	}
 	for _, lm := range leaving {
 		rm := kmsg.LeaveGroupResponseMember{MemberID: lm.MemberID, InstanceID: lm.InstanceID}
-		rm.ErrorCode = g.leaveLocked(lm)
+		if g != nil && g.cg != nil {
+			var recs []batch.Record
+			rm.ErrorCode, recs = g.classicLeaveLocked(lm)
+			g.storeConsumerAsyncLocked(recs)
+		} else {
+			rm.ErrorCode = g.leaveLocked(lm)
+		}
 		resp.Members = append(resp.Members, rm)
 	}
 	if g != nil {

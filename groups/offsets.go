@@ -56,15 +56,20 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return resp
 	case g == nil:
 		// A group this coordinator does not know, with a generation: a member of a
-		// generation that is gone (the group expired or was deleted).
-		fillCodes(codes, kerr.IllegalGeneration.Code)
+		// generation that is gone (the group expired or was deleted). v9+ says so
+		// (both protocols understand it), older versions keep ILLEGAL_GENERATION.
+		code = kerr.IllegalGeneration.Code
+		if req.Version >= 9 {
+			code = kerr.GroupIDNotFound.Code
+		}
+		fillCodes(codes, code)
 		return resp
 	}
 	code = 0
 	var m *member
 	switch {
 	case g.cg != nil:
-		code = g.consumerCommitCodeLocked(req)
+		code = g.consumerCommitCodeLocked(req.MemberID, req.Generation, parts, req.Version, false)
 	case g.fencedLocked(req.InstanceID, req.MemberID):
 		code = kerr.FencedInstanceID.Code
 	case req.Generation < 0 && g.state == stateEmpty:
@@ -166,6 +171,22 @@ func settleCodes(codes []int16, code int16) {
 			codes[i] = code
 		}
 	}
+}
+
+// OffsetFetchMemberCode checks the member id and epoch of a group in an
+// OffsetFetch v9+ (Kafka's validateOffsetFetch): a consumer group's member must be
+// at its current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); classic groups and
+// groups this coordinator does not hold in memory are not checked.
+func (c *Coordinator) OffsetFetchMemberCode(group string, memberID *string, epoch int32) int16 {
+	g, code := c.lockGroup(group, false)
+	if code != 0 || g == nil {
+		return code
+	}
+	defer g.mu.Unlock()
+	if g.cg == nil {
+		return 0
+	}
+	return g.consumerFetchCodeLocked(memberID, epoch)
 }
 
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {

@@ -20,7 +20,8 @@ import (
 // TxnOffsetCommit handles a TxnOffsetCommit request. A member of the group (v3+:
 // member id and generation given) is checked as OffsetCommit checks it, so that a
 // zombie of a previous generation cannot commit (KIP-447); a producer outside group
-// management commits with generation -1.
+// management commits with generation -1. A consumer group's member commits with its
+// member epoch (consumerCommitCodeLocked).
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	var parts []commitPartition
@@ -53,7 +54,13 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		fillCodes(codes, code)
 		return resp
 	}
-	if req.Version >= 3 && req.Generation >= 0 {
+	if g.cg != nil {
+		member, epoch := "", int32(-1) // v0..v2 name no member
+		if req.Version >= 3 {
+			member, epoch = req.MemberID, req.Generation
+		}
+		code = g.consumerCommitCodeLocked(member, epoch, parts, req.Version, true)
+	} else if req.Version >= 3 && req.Generation >= 0 {
 		switch {
 		case g.fencedLocked(req.InstanceID, req.MemberID):
 			code = kerr.FencedInstanceID.Code

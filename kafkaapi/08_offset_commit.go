@@ -1,6 +1,6 @@
 package kafkaapi
 
-// OffsetCommit, key 8, versions 0..7.
+// OffsetCommit, key 8, versions 0..9.
 //
 // Behaviour (package groups): a member commits with its group's generation and member
 // id (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS while the group
@@ -11,7 +11,15 @@ package kafkaapi
 // to Pebble (REQUEST_TIMED_OUT after offsets.commit.timeout.ms). Partitions of
 // unknown topics get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
 // OFFSET_METADATA_TOO_LARGE. The commit timestamp of v1 is kept. A group this node
-// does not coordinate gets NOT_COORDINATOR.
+// does not coordinate gets NOT_COORDINATOR. A generation for a group that does not
+// exist is ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9.
+//
+// KIP-848 consumer groups (v9 is the first version for them; v8 is v7 made
+// flexible): the generation is the member epoch. A member of the consumer
+// protocol commits with v9+ (UNSUPPORTED_VERSION before, as Kafka answers), at its
+// current epoch, or at an older one for partitions it still owns (KIP-1251);
+// another epoch is STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, and a
+// client outside the group (epoch -1) commits only while the group is empty.
 //
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED for every
 // partition, nothing committed), then READ on each topic (TOPIC_AUTHORIZATION_FAILED
@@ -29,7 +37,7 @@ import (
 
 func init() {
 	register(api[*kmsg.OffsetCommitRequest]{
-		min: 0, max: 7,
+		min: 0, max: 9,
 		handle: (*Server).handleOffsetCommit,
 		entries: func(r *kmsg.OffsetCommitRequest) (n int) {
 			for _, t := range r.Topics {

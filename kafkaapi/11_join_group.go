@@ -13,7 +13,10 @@ package kafkaapi
 // a rebalance. Errors: INVALID_GROUP_ID (empty group id), INVALID_SESSION_TIMEOUT
 // (outside group.min/max.session.timeout.ms), UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
 // GROUP_MAX_SIZE_REACHED (group.max.size), NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS.
+// COORDINATOR_LOAD_IN_PROGRESS. A KIP-848 consumer group with members serves a
+// classic member itself (JoinGroup answered at once, SyncGroup with the server
+// assignor's partitions, Heartbeat telling it when to join again; KIP-848's online
+// migration, groups/consumer_classic.go).
 //
 // Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED, nobody joins), as in
 // Kafka.

@@ -13,14 +13,19 @@ package kafkaapi
 // INVALID_REQUEST (missing fields), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION,
 // UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
 // GROUP_MAX_SIZE_REACHED (group.max.size), GROUP_ID_NOT_FOUND (a classic group with
-// members), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+// members that group.consumer.migration.policy does not let upgrade, or whose
+// embedded protocol is not "consumer"), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+// Classic members in the same group: groups/consumer_classic.go.
 //
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED), and
-// DESCRIBE on every subscribed topic name (TOPIC_AUTHORIZATION_FAILED).
-//
-// Not implemented: classic members in a consumer group (the online upgrade of
-// group.consumer.migration.policy); regex matches are not filtered by the member's
-// DESCRIBE rights.
+// DESCRIBE on every subscribed topic name (TOPIC_AUTHORIZATION_FAILED). A regex
+// matches only topics the member's principal may DESCRIBE (Kafka's KAFKA-18813),
+// under the ACLs current at each heartbeat: a granted or removed right changes the
+// member's subscription at its next heartbeat. (Kafka resolves a regex once per
+// group, with the rights of the member whose heartbeat refreshed it; Skiff matches
+// each member's regex with its own principal's rights.) After a coordinator
+// failover a member's regex keeps the topics of its target assignment until its
+// first heartbeat to the new coordinator tells its rights.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,5 +66,7 @@ func (s *Server) handleConsumerGroupHeartbeat(c *conn, hdr *RequestHeader, req *
 			return refuse(kerr.TopicAuthorizationFailed.Code)
 		}
 	}
-	return s.cfg.Groups.ConsumerGroupHeartbeat(c.ctx, groupClient(c, hdr), req)
+	cl := groupClient(c, hdr)
+	cl.MayDescribe = c.topicDescribeFilter()
+	return s.cfg.Groups.ConsumerGroupHeartbeat(c.ctx, cl, req)
 }

@@ -103,3 +103,18 @@ func (c *conn) allowedTopics(op acl.Operation) func(topic string) bool {
 		return ok
 	}
 }
+
+// topicDescribeFilter reports whether the client's principal may DESCRIBE a topic
+// under the ACLs current at each call (a KIP-848 member's regex is matched with it
+// long after this request); nil without an authorizer. It holds the principal,
+// not the connection.
+func (c *conn) topicDescribeFilter() func(topic string) bool {
+	a := c.srv.authorizer()
+	if a == nil {
+		return nil
+	}
+	cache, cl := c.srv.cache, c.aclClient()
+	return func(topic string) bool {
+		return a.Authorize(cache.Snapshot().ACLs(), cl, acl.OpDescribe, acl.ResourceTopic, topic).Allowed
+	}
+}

@@ -104,8 +104,12 @@ func conformConsumerGroupHeartbeat(t *testing.T, c *kconn, versions []int16) {
 			bad.ServerAssignor = kmsg.StringPtr("sticky")
 			wantCode(t, "unknown assignor", c.do(bad).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, kerr.UnsupportedAssignor.Code)
 
-			// Classic members are refused while the group has members.
-			wantCode(t, "classic join", c.do(groupJoinRequest(5, group, "")).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol.Code)
+			// A classic member of the embedded consumer protocol is served by the
+			// group (KIP-848's online migration); another protocol type is refused.
+			wantCode(t, "classic join", c.do(groupJoinRequest(5, group, "")).(*kmsg.JoinGroupResponse).ErrorCode, kerr.MemberIDRequired.Code)
+			connect := groupJoinRequest(5, group, "")
+			connect.ProtocolType = "connect"
+			wantCode(t, "join of another protocol type", c.do(connect).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol.Code)
 
 			leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 			leave.SetVersion(v)

@@ -173,9 +173,35 @@ func conformOffsetCommit(t *testing.T, c *kconn, versions []int16) {
 			}
 			wantCode(t, "unknown generation", commitCode(t, c, commitRequest(v, group, member, gen+5, topic, 8)), kerr.IllegalGeneration.Code)
 			wantCode(t, "unknown member", commitCode(t, c, commitRequest(v, group, "nobody", gen, topic, 8)), kerr.UnknownMemberID.Code)
-			wantCode(t, "generation of a group that does not exist", commitCode(t, c, commitRequest(v, simple+"-gone", "m", 4, topic, 8)), kerr.IllegalGeneration.Code)
+			gone := kerr.IllegalGeneration.Code
+			if v >= 9 {
+				gone = kerr.GroupIDNotFound.Code
+			}
+			wantCode(t, "generation of a group that does not exist", commitCode(t, c, commitRequest(v, simple+"-gone", "m", 4, topic, 8)), gone)
+			conformConsumerMemberCommit(t, c, v, topic)
 		})
 	}
+}
+
+// conformConsumerMemberCommit commits as a member of a KIP-848 consumer group:
+// its member epoch is the generation, from v9 only.
+func conformConsumerMemberCommit(t *testing.T, c *kconn, v int16, topic string) {
+	group := topicName(t, "cg")
+	coordinatorFor(t, c, group)
+	hb := cgJoin(c, 1, group, "m-"+group, topic)
+	wantCode(t, "consumer group join", hb.ErrorCode, 0)
+	member, epoch := "m-"+group, hb.MemberEpoch
+	defer func() { wantCode(t, "leave", cgBeat(c, 1, group, member, -1, nil).ErrorCode, 0) }()
+	if v < 9 {
+		wantCode(t, "consumer member commit before v9", commitCode(t, c, commitRequest(v, group, member, epoch, topic, 9)), kerr.UnsupportedVersion.Code)
+		return
+	}
+	wantCode(t, "consumer member commit", commitCode(t, c, commitRequest(v, group, member, epoch, topic, 9)), 0)
+	if got := fetchOffset(t, c, group, topic); got.Offset != 9 {
+		t.Fatalf("consumer member commit: fetched %d", got.Offset)
+	}
+	wantCode(t, "newer member epoch", commitCode(t, c, commitRequest(v, group, member, epoch+1, topic, 10)), kerr.StaleMemberEpoch.Code)
+	wantCode(t, "unknown consumer member", commitCode(t, c, commitRequest(v, group, "nobody", epoch, topic, 10)), kerr.UnknownMemberID.Code)
 }
 
 func conformOffsetFetch(t *testing.T, c *kconn, versions []int16) {
@@ -186,6 +212,10 @@ func conformOffsetFetch(t *testing.T, c *kconn, versions []int16) {
 	wantCode(t, "commit", commitCode(t, c, commitRequest(7, group, "", -1, topic, 42)), 0)
 	for _, v := range versions {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			if v >= 8 {
+				conformOffsetFetchGroups(t, c, v, group, topic)
+				return
+			}
 			req := kmsg.NewPtrOffsetFetchRequest()
 			req.SetVersion(v)
 			req.Group = group
@@ -208,6 +238,67 @@ func conformOffsetFetch(t *testing.T, c *kconn, versions []int16) {
 			}
 		})
 	}
+}
+
+// conformOffsetFetchGroups fetches several groups in one request (v8+): group
+// (offset 42 committed on partition 0 of topic), every offset of group, and a
+// group without commits; at v9 also a KIP-848 member's fetch, checked against its
+// member epoch.
+func conformOffsetFetchGroups(t *testing.T, c *kconn, v int16, group, topic string) {
+	empty := topicName(t, "empty")
+	coordinatorFor(t, c, empty)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(v)
+	named := kmsg.NewOffsetFetchRequestGroup()
+	named.Group = group
+	named.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1}}}
+	all := kmsg.NewOffsetFetchRequestGroup()
+	all.Group = group // Topics nil: every committed offset
+	none := kmsg.NewOffsetFetchRequestGroup()
+	none.Group = empty
+	none.Topics = named.Topics
+	req.Groups = []kmsg.OffsetFetchRequestGroup{named, all, none}
+	resp := c.do(req).(*kmsg.OffsetFetchResponse)
+	if len(resp.Groups) != 3 {
+		t.Fatalf("%d groups answered, want 3", len(resp.Groups))
+	}
+	for i, g := range resp.Groups {
+		wantCode(t, "group "+g.Group, g.ErrorCode, 0)
+		if g.Group != req.Groups[i].Group {
+			t.Fatalf("group %d answered as %s, want %s", i, g.Group, req.Groups[i].Group)
+		}
+	}
+	if ps := resp.Groups[0].Topics[0].Partitions; len(ps) != 2 || ps[0].Offset != 42 || ps[0].LeaderEpoch != 3 || ps[1].Offset != -1 {
+		t.Fatalf("named partitions: %+v", ps)
+	}
+	if ts := resp.Groups[1].Topics; len(ts) != 1 || len(ts[0].Partitions) != 1 || ts[0].Partitions[0].Offset != 42 {
+		t.Fatalf("every offset: %+v", ts)
+	}
+	if ps := resp.Groups[2].Topics[0].Partitions; len(ps) != 2 || ps[0].Offset != -1 || ps[1].Offset != -1 {
+		t.Fatalf("group without commits: %+v", ps)
+	}
+	if v < 9 {
+		return
+	}
+	cg := topicName(t, "cg")
+	coordinatorFor(t, c, cg)
+	member := "m-" + cg
+	hb := cgJoin(c, 1, cg, member, topic)
+	wantCode(t, "consumer group join", hb.ErrorCode, 0)
+	defer func() { wantCode(t, "leave", cgBeat(c, 1, cg, member, -1, nil).ErrorCode, 0) }()
+	fetch := func(member *string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(v)
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.MemberID, g.MemberEpoch = cg, member, epoch
+		g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}
+		req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+		return c.do(req).(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode
+	}
+	wantCode(t, "member at its epoch", fetch(&member, hb.MemberEpoch), 0)
+	wantCode(t, "member at another epoch", fetch(&member, hb.MemberEpoch+1), kerr.StaleMemberEpoch.Code)
+	wantCode(t, "unknown member", fetch(kmsg.StringPtr("nobody"), hb.MemberEpoch), kerr.UnknownMemberID.Code)
+	wantCode(t, "no member", fetch(nil, -1), 0)
 }
 
 func conformFindCoordinator(t *testing.T, c *kconn, versions []int16) {
