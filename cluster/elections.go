@@ -124,23 +124,24 @@ func decodeElection(key string, data []byte) (ElectionType, error) {
 	return 0, fmt.Errorf("%w: %s: election type %q", ErrCorrupt, key, v.Type)
 }
 
-// applyElection records a put or delete of an election mark in the next snapshot.
-func (b *builder) applyElection(key string, value []byte, modRev int64, del bool) {
-	topic, p, _ := parseElectionKey(key)
-	b.next.elections = maps.Clone(b.next.elections)
-	if b.next.elections == nil {
-		b.next.elections = map[TopicPartition]election{}
+// applyPartitionMark records a put (the value decode returns) or a delete of a
+// mark per partition (an election, a reassignment) in *marks, a copy of the
+// previous snapshot's map. A value that does not decode leaves the mark as it was.
+func applyPartitionMark[V any](b *builder, marks *map[TopicPartition]V, tp TopicPartition, key string, del bool, decode func() (V, error)) {
+	*marks = maps.Clone(*marks)
+	if *marks == nil {
+		*marks = map[TopicPartition]V{}
 	}
 	if del {
-		delete(b.next.elections, TopicPartition{topic, p})
+		delete(*marks, tp)
 		return
 	}
-	typ, err := decodeElection(key, value)
+	v, err := decode()
 	if err != nil {
 		b.logger.Error("ignoring metadata key", "key", key, "err", err)
 		return
 	}
-	b.next.elections[TopicPartition{topic, p}] = election{typ: typ, modRev: modRev}
+	(*marks)[tp] = v
 }
 
 // clearMarks deletes the marks (elections, finished reassignments) keyed with

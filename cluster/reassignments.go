@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -147,23 +146,13 @@ func parseReassignmentKey(key string) (string, int32, bool) {
 	return parseTopicPartitionKey(strings.TrimPrefix(key, prefixReassignments))
 }
 
-// applyReassignment records a put or delete of a reassignment in the next snapshot.
-func (b *builder) applyReassignment(key string, value []byte, modRev int64, del bool) {
-	topic, p, _ := parseReassignmentKey(key)
-	b.next.reassignments = maps.Clone(b.next.reassignments)
-	if b.next.reassignments == nil {
-		b.next.reassignments = map[TopicPartition]Reassignment{}
-	}
-	if del {
-		delete(b.next.reassignments, TopicPartition{topic, p})
-		return
-	}
+// decodeReassignment reads a reassignment mark written at modRev.
+func decodeReassignment(key string, value []byte, modRev int64) (Reassignment, error) {
 	var v reassignmentValue
 	if err := decode(key, value, &v, func() int { return v.Version }); err != nil {
-		b.logger.Error("ignoring metadata key", "key", key, "err", err)
-		return
+		return Reassignment{}, err
 	}
-	b.next.reassignments[TopicPartition{topic, p}] = Reassignment{Target: v.Target, Original: v.Original, modRev: modRev}
+	return Reassignment{Target: v.Target, Original: v.Original, modRev: modRev}, nil
 }
 
 // planReassignment decides the next step of moving a partition with replicas and

@@ -256,9 +256,14 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 		}
 
 	case keyIsElection:
-		b.applyElection(key, kv.Value, kv.ModRevision, del)
+		applyPartitionMark(b, &b.next.elections, TopicPartition{topic, p}, key, del, func() (election, error) {
+			typ, err := decodeElection(key, kv.Value)
+			return election{typ: typ, modRev: kv.ModRevision}, err
+		})
 	case keyIsReassignment:
-		b.applyReassignment(key, kv.Value, kv.ModRevision, del)
+		applyPartitionMark(b, &b.next.reassignments, TopicPartition{topic, p}, key, del, func() (Reassignment, error) {
+			return decodeReassignment(key, kv.Value, kv.ModRevision)
+		})
 
 	case keyIsBrokerConfigs:
 		b.next.brokerConfigs = maps.Clone(b.next.brokerConfigs)
