@@ -49,11 +49,7 @@ func adminRefusals() []refusal {
 			},
 			codes: func(resp kmsg.Response) []int16 {
 				r := resp.(*kmsg.ElectLeadersResponse)
-				codes := []int16{r.Topics[0].Partitions[0].ErrorCode}
-				if r.ErrorCode != 0 {
-					codes = append(codes, r.ErrorCode)
-				}
-				return codes
+				return partitionThenTop(r.Topics[0].Partitions[0].ErrorCode, r.ErrorCode)
 			},
 			// The node's one replica leads already.
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, aliceWant: kerr.ElectionNotNeeded.Code},
@@ -68,11 +64,7 @@ func adminRefusals() []refusal {
 			},
 			codes: func(resp kmsg.Response) []int16 {
 				r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
-				codes := []int16{r.Topics[0].Partitions[0].ErrorCode}
-				if r.ErrorCode != 0 {
-					codes = append(codes, r.ErrorCode)
-				}
-				return codes
+				return partitionThenTop(r.Topics[0].Partitions[0].ErrorCode, r.ErrorCode)
 			},
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
 		{name: "DescribeTopicPartitions needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
@@ -88,4 +80,13 @@ func adminRefusals() []refusal {
 			codes:  topLevel(func(r *kmsg.ListPartitionReassignmentsResponse) int16 { return r.ErrorCode }),
 			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 	}
+}
+
+// partitionThenTop are the codes of an answer with a partition's code and a
+// top-level one that is set only when the whole request is refused.
+func partitionThenTop(partition, top int16) []int16 {
+	if top != 0 {
+		return []int16{partition, top}
+	}
+	return []int16{partition}
 }
