@@ -14,6 +14,7 @@ import (
 
 	"skiff/cluster"
 	"skiff/internal/batch"
+	"skiff/replication"
 )
 
 // TestStableGroupOutlivesRetention: __consumer_offsets is compacted, so a
@@ -102,18 +103,8 @@ func TestStableGroupOutlivesRetention(t *testing.T) {
 	if p.LogStartOffset() != 0 {
 		t.Fatalf("retention cut the compacted log at %d", p.LogStartOffset())
 	}
-	s, err := p.Read(0, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	_, err = s.WriteTo(&buf)
-	s.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
 	stable, busyRecords := 0, 0
-	if err := batch.Split(buf.Bytes(), func(_ batch.Header, raw []byte) error {
+	if err := batch.Split(readLog(t, p), func(_ batch.Header, raw []byte) error {
 		return batch.Records(raw, func(r batch.Record) error {
 			var k kmsg.OffsetCommitKey
 			if k.ReadFrom(r.Key) != nil || k.Version > 1 {
@@ -143,4 +134,20 @@ func shortCtx(parent context.Context) context.Context {
 	ctx, cancel := context.WithTimeout(parent, 20*time.Millisecond)
 	context.AfterFunc(ctx, cancel)
 	return ctx
+}
+
+// readLog returns the committed batches of p from its log start.
+func readLog(t *testing.T, p *replication.Partition) []byte {
+	t.Helper()
+	s, err := p.Read(p.LogStartOffset(), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_, err = s.WriteTo(&buf)
+	s.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -161,6 +161,11 @@ type Config struct {
 	QueuedMaxRequestBytes int64
 	// MaxPartitionsPerRequest bounds the partitions one Kafka request may name.
 	MaxPartitionsPerRequest int
+	// QuotaWindowNum and QuotaWindowSizeSeconds are quota.window.num and
+	// quota.window.size.seconds: client rates are measured over that many
+	// samples of that many seconds (docs/quotas.md).
+	QuotaWindowNum         int
+	QuotaWindowSizeSeconds int
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// DisableAutoLeaderRebalance turns auto.leader.rebalance.enable off (by default
@@ -171,6 +176,11 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: followers behind this long leave the
 	// ISR.
 	ReplicaLagMax time.Duration
+	// ReplicaFetchMinBytes and ReplicaFetchWaitMax are replica.fetch.min.bytes and
+	// replica.fetch.wait.max.ms: how long a follower's fetch waits at the leader
+	// for how many bytes.
+	ReplicaFetchMinBytes int32
+	ReplicaFetchWaitMax  time.Duration
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's etcd
 	// lease.
 	SessionTimeout time.Duration
@@ -317,6 +327,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnectionsPerIP < 0 {
 		errs = append(errs, fmt.Errorf("max-connections-per-ip %d: must be positive, or 0 for no limit", c.MaxConnectionsPerIP))
+	}
+	if c.QuotaWindowNum < 0 {
+		errs = append(errs, fmt.Errorf("quota-window-num %d: must be at least 1", c.QuotaWindowNum))
+	}
+	if c.QuotaWindowSizeSeconds < 0 {
+		errs = append(errs, fmt.Errorf("quota-window-size-seconds %d: must be at least 1", c.QuotaWindowSizeSeconds))
 	}
 	if c.MaxPartitionsPerRequest < 0 {
 		errs = append(errs, fmt.Errorf("max-partitions-per-request %d: must be positive", c.MaxPartitionsPerRequest))

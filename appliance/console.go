@@ -84,6 +84,12 @@ func (s consoleSource) Local(ctx context.Context) console.Local {
 		l.BytesIn, l.BytesOut = n.kafkaMetrics.Bytes()
 	}
 	l.ISRShrinks, l.ISRExpands = n.parts.ISRChanges()
+	if n.shares != nil {
+		for _, st := range n.shares.Stats() {
+			l.Shares = append(l.Shares, console.SharePartition{Group: st.Group, Topic: st.Topic, Partition: st.Partition,
+				Start: st.Start, End: st.End, InFlight: st.InFlight, Acquired: st.Acquired})
+		}
+	}
 	if total, usable, ok := n.parts.DiskSpace(); ok {
 		l.DiskFree, l.DiskTotal = usable, total
 	}
@@ -137,6 +143,12 @@ func (s consoleSource) Groups() []console.Group {
 		})
 		out = append(out, g)
 	}
+	if s.n.shareGroups != nil { // their offsets (start offsets) are at the partitions' leaders
+		for _, lg := range s.n.shareGroups.ListGroups(kmsg.NewPtrListGroupsRequest()).Groups {
+			out = append(out, console.Group{Name: lg.Group, State: lg.GroupState, Type: lg.GroupType,
+				ProtocolType: lg.ProtocolType, Members: s.n.shareGroups.Members(lg.Group)})
+		}
+	}
 	return out
 }
 
@@ -150,6 +162,25 @@ func (s consoleSource) Group(name string) (console.GroupMembers, bool) {
 		return gm, false
 	}
 	gm.Group = groups[i]
+	if gm.Type == "share" { // KIP-932: ShareGroupDescribe
+		names := make(map[[16]byte]string)
+		for _, t := range s.n.cache.Topics() {
+			names[t.ID] = t.Name
+		}
+		d, ok := s.n.shareGroups.Describe(name, func(id [16]byte) string { return names[id] })
+		if !ok {
+			return gm, false
+		}
+		gm.Protocol = d.Assignor
+		for _, m := range d.Members {
+			member := console.GroupMember{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+			for _, tp := range m.Assignment.TopicPartitions {
+				member.Assigned = append(member.Assigned, console.Assignment{Topic: tp.Topic, Partitions: tp.Partitions})
+			}
+			gm.List = append(gm.List, member)
+		}
+		return gm, true
+	}
 	if gm.Type == "consumer" { // KIP-848: ConsumerGroupDescribe
 		d := s.consumerGroup(name)
 		if d == nil {

@@ -41,6 +41,12 @@ type GroupConfig struct {
 	// brokers).
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// ShareRecordLockDuration, ShareDeliveryCountLimit and ShareMaxRecordLocks are
+	// group.share.record.lock.duration.ms, group.share.delivery.count.limit and
+	// group.share.partition.max.record.locks.
+	ShareRecordLockDuration time.Duration
+	ShareDeliveryCountLimit int16
+	ShareMaxRecordLocks     int
 }
 
 // startGroups creates the group coordinator; it leads nothing until applyGroups.

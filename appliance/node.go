@@ -26,6 +26,8 @@
 //  0. stop the console's sampler (its pages answer 503 from now on);
 //  1. stop accepting Kafka connections, let in-flight requests answer (parked fetches
 //     answer at once), close connections (bounded by ShutdownTimeout);
+//     Then close the share-group state store (its franz-go clients: the tail of
+//     __share_group_state and the writes of share-partitions and dead letters);
 //  2. stop campaigning for controller (resigning if elected), stop the session and
 //     clock loops, then end the broker session (marked leaving, the lease is revoked:
 //     the cluster sees the broker go and moves its partitions at once; without etcd
@@ -68,7 +70,9 @@ import (
 	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
 	"skiff/offsets"
+	"skiff/quota"
 	"skiff/replication"
+	"skiff/sharegroup"
 	"skiff/txn"
 )
 
@@ -98,6 +102,10 @@ type Node struct {
 	txn       *txn.Coordinator
 	kafka     *kafkaapi.Server
 	dyn       dynamicState // the dynamic broker configs applied (dynamic.go)
+
+	shareGroups *sharegroup.Coordinator
+	shares      *sharegroup.Manager
+	shareStore  *sharegroup.TopicStore
 
 	listeners   []listenerSpec  // the Kafka listeners, in the order of the settings
 	kafkaLns    []net.Listener  // bound, one per listener
@@ -223,6 +231,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASL:                   followerSASL,
 		AlterISR:               n.alterISR,
 		ReplicaLagMax:          cfg.ReplicaLagMax,
+		ReplicaFetchMinBytes:   cfg.ReplicaFetchMinBytes,
+		ReplicaFetchWaitMax:    cfg.ReplicaFetchWaitMax,
 		Registerer:             reg,
 		Logger:                 n.logger,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
@@ -235,6 +245,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.startGroups()
+	n.startShareGroups()
 	n.startTxn()
 
 	if n.cache, err = cluster.StartCache(ctx, n.member.Client(), n.logger); err != nil {
@@ -288,7 +299,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.kafkaMetrics = kafkaapi.NewMetrics(reg)
 	sslPrincipal, _ := auth.ParseSSLPrincipalMappingRules(cfg.TLSPrincipalMappingRules) // validated
 	n.acl = n.authorizer(sslPrincipal)
-	n.kafka = kafkaapi.New(n.txnKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
+	n.kafka = kafkaapi.New(n.shareKafkaConfig(n.txnKafkaConfig(n.groupKafkaConfig(kafkaapi.Config{
 		NodeID:                   n.id,
 		MaxRequestBytes:          cfg.MaxRequestBytes,
 		IdleTimeout:              cfg.IdleTimeout,
@@ -310,7 +321,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		SASLMechanisms:           cfg.SASLMechanisms,
 		ReauthMax:                max(cfg.ReauthMax, 0),
 		AuthFailureDelay:         cfg.AuthFailureDelay,
-	})), n.store, n.cache, n.parts)
+		QuotaWindow:              quota.Window{Samples: cfg.QuotaWindowNum, Size: time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second},
+	}))), n.store, n.cache, n.parts)
 	n.serveDynamic(n.kafka)
 	for i, l := range n.listeners {
 		kl := n.kafkaListener(l)
@@ -469,6 +481,9 @@ func (n *Node) Close() error {
 			for _, ln := range n.kafkaLns {
 				ln.Close()
 			}
+		}
+		if n.shareStore != nil {
+			add("close share state store", n.shareStore.Close())
 		}
 		if n.controller != nil {
 			add("stop controller", n.controller.Close())

@@ -24,7 +24,9 @@ import (
 	"skiff/embedetcd"
 	"skiff/groups"
 	"skiff/kafkaapi"
+	"skiff/quota"
 	"skiff/replication"
+	"skiff/sharegroup"
 	"skiff/txn"
 )
 
@@ -218,6 +220,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "replica-lag-time-max", Kafka: "replica.lag.time.max.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true,
 			Doc: "a follower that has not caught up with its leader for this long leaves the ISR",
 			v:   duration(&c.ReplicaLagMax, replication.DefaultReplicaLagMax)},
+		{Name: "replica-fetch-min-bytes", Kafka: "replica.fetch.min.bytes", KafkaType: cluster.ConfigTypeInt, Unlisted: true,
+			Doc: "a follower's fetch waits at the leader until this many bytes are there (or replica-fetch-wait-max): more batches small produce requests into fewer fetches",
+			v:   integer(&c.ReplicaFetchMinBytes, replication.DefaultReplicaFetchMinBytes)},
+		{Name: "replica-fetch-wait-max", Kafka: "replica.fetch.wait.max.ms", KafkaType: cluster.ConfigTypeInt, Unlisted: true,
+			Doc: "the longest a follower's fetch waits at the leader for replica-fetch-min-bytes; with acks=all, up to this much is added to a produce's latency",
+			v:   duration(&c.ReplicaFetchWaitMax, replication.DefaultReplicaFetchWaitMax)},
 		{Name: "session-timeout", Kafka: "broker.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,
 			Doc: "broker session lease TTL: a broker silent this long is gone for the cluster",
 			v:   duration(&c.SessionTimeout, 6*time.Second)},
@@ -238,6 +246,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "queued-max-request-bytes", Kafka: "queued.max.request.bytes", KafkaType: cluster.ConfigTypeLong,
 			Doc: "memory all Kafka requests being read and handled may take together; readers wait for it; at least socket-request-max-bytes",
 			v:   integer(&c.QueuedMaxRequestBytes, kafkaapi.DefaultQueuedMaxRequestBytes)},
+		{Name: "quota-window-num", Kafka: "quota.window.num", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how many samples client rates are measured over against their quotas (docs/quotas.md)",
+			v:   integer(&c.QuotaWindowNum, quota.DefaultSamples)},
+		{Name: "quota-window-size-seconds", Kafka: "quota.window.size.seconds", KafkaType: cluster.ConfigTypeInt,
+			Doc: "the length of each sample of client rates, in seconds (docs/quotas.md)",
+			v:   integer(&c.QuotaWindowSizeSeconds, int(quota.DefaultSize/time.Second))},
 		{Name: "max-partitions-per-request", Doc: "most partitions (or topics, groups) one Kafka request may name; a request naming more closes its connection",
 			v: integer(&c.MaxPartitionsPerRequest, kafkaapi.DefaultMaxPartitionsPerRequest)},
 		{Name: "log-retention-check-interval", Kafka: "log.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
@@ -299,6 +313,15 @@ func (c *Config) Settings() []Setting {
 		{Name: "offsets-retention-check-interval", Kafka: "offsets.retention.check.interval.ms", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
 			Doc: "how often expired committed offsets are deleted",
 			v:   duration(&g.OffsetsRetentionCheckInterval, groups.DefaultRetentionCheckInterval)},
+		{Name: "group-share-record-lock-duration", Kafka: "group.share.record.lock.duration.ms", KafkaType: cluster.ConfigTypeInt,
+			Doc: "how long a share group member holds a record it acquired before the record is available again (a group's share.record.lock.duration.ms overrides it)",
+			v:   duration(&g.ShareRecordLockDuration, sharegroup.DefaultRecordLockDuration)},
+		{Name: "group-share-delivery-count-limit", Kafka: "group.share.delivery.count.limit", KafkaType: cluster.ConfigTypeInt,
+			Doc: "deliveries of a share group record before it is archived (a group's share.delivery.count.limit overrides it)",
+			v:   integer(&g.ShareDeliveryCountLimit, sharegroup.DefaultDeliveryCountLimit)},
+		{Name: "group-share-partition-max-record-locks", Kafka: "group.share.partition.max.record.locks", KafkaType: cluster.ConfigTypeInt,
+			Doc: "most in-flight records of one share-partition; more are acquired once the start offset moves",
+			v:   integer(&g.ShareMaxRecordLocks, sharegroup.DefaultMaxRecordLocks)},
 		{Name: "offsets-topic-num-partitions", Kafka: "offsets.topic.num.partitions", KafkaType: cluster.ConfigTypeInt,
 			Doc: "partitions of the internal topic __consumer_offsets, fixed when it is created",
 			v:   integer(&g.OffsetsTopicPartitions, kafkaapi.DefaultOffsetsTopicPartitions)},

@@ -60,12 +60,14 @@ func (n *Node) startTxn() {
 		MaxTimeout:         c.MaxTimeout,
 		AbortCheckInterval: c.AbortCheckInterval,
 		IDExpiration:       c.IDExpiration,
+		DB:                 n.db,
 		Logger:             n.logger,
 	})
 }
 
 // applyTxn makes the coordinator lead exactly the partitions of
-// __transaction_state whose leader is this node and whose replica is open here.
+// __transaction_state whose leader is this node and whose replica is open here,
+// and keeps the state of every replica here materialized (txn.Coordinator.Follow).
 func (n *Node) applyTxn(snap *cluster.Snapshot) {
 	if n.txn == nil {
 		return
@@ -75,6 +77,9 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 		for _, p := range n.txn.Led() {
 			n.txn.Resign(p)
 		}
+		for p := range n.txn.Followed() {
+			n.txn.Unfollow(p)
+		}
 		return
 	}
 	n.txn.SetPartitions(t.Partitions)
@@ -83,7 +88,7 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 			n.txn.Resign(p)
 		}
 	}
-	for p := int32(0); p < t.Partitions; p++ {
+	for p := range max(t.Partitions, n.txn.Followed()) {
 		part := n.parts.Partition(cluster.TransactionTopic, p)
 		st, ok := snap.Partition(cluster.TransactionTopic, p)
 		if part != nil && ok && st.Leader == n.id {
@@ -91,13 +96,19 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 		} else {
 			n.txn.Resign(p)
 		}
+		if part != nil && p < t.Partitions {
+			n.txn.Follow(p, part)
+		} else {
+			n.txn.Unfollow(p)
+		}
 	}
 }
 
 // writeMarkers writes markers to their partitions' leaders, in parallel per
 // leader: directly to partitions led here, with WriteTxnMarkers to other brokers.
 // A partition that refuses a marker as stale (INVALID_PRODUCER_EPOCH: the producer
-// moved on, so the transaction is over there) or whose topic is gone counts as
+// moved on, so the transaction is over there; TRANSACTION_COORDINATOR_FENCED: a
+// newer coordinator of the producer wrote there) or whose topic is gone counts as
 // done.
 func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) error {
 	snap := n.cache.Snapshot()
@@ -140,7 +151,8 @@ func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) error {
 }
 
 func markerDone(err error) bool {
-	return err == nil || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.UnknownTopicOrPartition)
+	return err == nil || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionCoordinatorFenced) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
 // writeLocalMarkers writes markers to partitions led here, all at once.

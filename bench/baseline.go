@@ -10,12 +10,15 @@ package bench
 //     syncs before acknowledging, with group commit of about that size);
 //   - loopback TCP: one stream of 1 MiB writes from a goroutine to another over
 //     127.0.0.1 (what a producer can push into a socket here);
+//   - bare receivers: that stream received into a file with read+write, and with
+//     splice (Linux): the floor of a broker's produce path (receiver.go);
 //   - sendfile: the page-cache file sent whole over loopback with sendfile(2)
 //     (the zero-copy Fetch path);
 //   - copy: the same file with pread and write through a 1 MiB buffer (the Fetch
 //     path without sendfile; on loopback it is often the faster one).
 //
-// Every step moves the same number of bytes.
+// Every step moves the same number of bytes, and says what the thread doing its
+// work (the writer, the receiver, the sender) cost in CPU per GB.
 
 import (
 	"context"
@@ -74,6 +77,10 @@ type BaselineRow struct {
 	Desc     string  `json:"description"`
 	MBPerSec float64 `json:"mb_per_sec"`
 	Seconds  float64 `json:"seconds"`
+	// CPUSecondsPerGB is the CPU time of the thread that did the measured side's
+	// work (the writer, the sender, the receiver) per 10^9 bytes moved; 0: not
+	// measured.
+	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
 }
 
 func (b *BaselineResult) writeJSON(w io.Writer) error {
@@ -85,15 +92,28 @@ func (b *BaselineResult) writeJSON(w io.Writer) error {
 	return err
 }
 
-func (b *BaselineResult) add(name, desc string, d time.Duration, out io.Writer) {
+// add records a row that moved b.Bytes in d, with cpu of its measured thread
+// (0: not measured).
+func (b *BaselineResult) add(name, desc string, d, cpu time.Duration, out io.Writer) {
 	row := BaselineRow{Name: name, Desc: desc, Seconds: d.Seconds()}
 	if d > 0 {
 		row.MBPerSec = float64(b.Bytes) / mb / d.Seconds()
 	}
+	if b.Bytes > 0 {
+		row.CPUSecondsPerGB = cpu.Seconds() / (float64(b.Bytes) / gb)
+	}
 	b.Rows = append(b.Rows, row)
 	if out != nil {
-		fmt.Fprintf(out, "  %-44s %8.1f MB/s  (%.2f s)\n", desc, row.MBPerSec, row.Seconds)
+		fmt.Fprintf(out, "  %-50s %8.1f MB/s  (%.2f s)%s\n", desc, row.MBPerSec, row.Seconds, row.cpuText())
 	}
+}
+
+// cpuText is the row's CPU per GB for the text output ("" when not measured).
+func (row BaselineRow) cpuText() string {
+	if row.CPUSecondsPerGB <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("  %.2f s CPU per GB", row.CPUSecondsPerGB)
 }
 
 // MeasureBaseline runs every measurement with n bytes, writing its files in dir.
@@ -111,11 +131,15 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	d, _, err := writeFile(f, buf, n, false)
+	var d time.Duration
+	cpu, err := onThread(func() (err error) {
+		d, _, err = writeFile(f, buf, n, false)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	res.add("page_cache_write", "page-cache write (1 MiB writes, no sync)", d, out)
+	res.add("page_cache_write", "page-cache write (1 MiB writes, no sync)", d, cpu, out)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -123,17 +147,31 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 	if d, err = loopback(func(c net.Conn) error { return writeStream(c, buf, n) }); err != nil {
 		return nil, fmt.Errorf("loopback TCP: %w", err)
 	}
-	res.add("loopback_tcp", "loopback TCP stream (1 MiB writes)", d, out)
+	res.add("loopback_tcp", "loopback TCP stream (1 MiB writes)", d, 0, out)
 
-	if d, err = loopback(func(c net.Conn) error { return sendFileTo(c, f, n) }); err != nil {
+	// The bare receivers: what a broker's produce path cannot go below.
+	for _, r := range bareReceivers() {
+		run, err := bareReceive(dir, buf, n, r.recv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.desc, err)
+		}
+		res.add(r.name, r.desc, run.d, run.cpu, out)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+
+	// The sending thread's CPU of the two ways to serve a cached file: what a
+	// broker's consume path cannot go below.
+	if d, cpu, err = sendOnThread(func(c net.Conn) error { return sendFileTo(c, f, n) }); err != nil {
 		return nil, fmt.Errorf("sendfile over loopback: %w", err)
 	}
-	res.add("sendfile_loopback", "sendfile of the cached file over loopback", d, out)
+	res.add("sendfile_loopback", "sendfile of the cached file over loopback", d, cpu, out)
 
-	if d, err = loopback(func(c net.Conn) error { return copyFileTo(c, f, n, buf) }); err != nil {
+	if d, cpu, err = sendOnThread(func(c net.Conn) error { return copyFileTo(c, f, n, buf) }); err != nil {
 		return nil, fmt.Errorf("copy over loopback: %w", err)
 	}
-	res.add("copy_loopback", "read+write copy of it over loopback", d, out)
+	res.add("copy_loopback", "read+write copy of it over loopback", d, cpu, out)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -150,14 +188,18 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 	}
 	defer os.Remove(g.Name())
 	defer g.Close()
-	d, syncs, err := writeFile(g, buf, n, true)
+	var syncs *histogram
+	cpu, err = onThread(func() (err error) {
+		d, syncs, err = writeFile(g, buf, n, true)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	res.add("fdatasync_write", "write + fdatasync every 1 MiB", d, out)
+	res.add("fdatasync_write", "write + fdatasync every 1 MiB", d, cpu, out)
 	res.FdatasyncP50Ms = ms(syncs.quantile(0.5))
 	if out != nil {
-		fmt.Fprintf(out, "  %-44s %8.2f ms\n", "1 MiB write + fdatasync, median", res.FdatasyncP50Ms)
+		fmt.Fprintf(out, "  %-50s %8.2f ms\n", "1 MiB write + fdatasync, median", res.FdatasyncP50Ms)
 	}
 	return res, nil
 }
@@ -188,6 +230,24 @@ func writeFile(f *os.File, buf []byte, n int64, sync bool) (time.Duration, *hist
 // end, and returns the time until the other end has read everything send wrote
 // and seen the end of the stream.
 func loopback(send func(net.Conn) error) (time.Duration, error) {
+	return loopbackTo(send, func(c net.Conn) (int64, error) {
+		return io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, BaselineChunk))
+	})
+}
+
+// sendOnThread is loopback with send locked to its thread, and that thread's CPU.
+func sendOnThread(send func(net.Conn) error) (d, cpu time.Duration, err error) {
+	d, err = loopback(func(c net.Conn) error {
+		var serr error
+		cpu, serr = onThread(func() error { return send(c) })
+		return serr
+	})
+	return d, cpu, err
+}
+
+// loopbackTo is loopback with recv reading the accepted end until the end of the
+// stream.
+func loopbackTo(send func(net.Conn) error, recv func(net.Conn) (int64, error)) (time.Duration, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -206,7 +266,7 @@ func loopback(send func(net.Conn) error) (time.Duration, error) {
 		}
 		defer c.Close()
 		c.SetReadDeadline(time.Now().Add(baselineTimeout))
-		n, err := io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, BaselineChunk))
+		n, err := recv(c)
 		got <- result{n, err}
 	}()
 	c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)

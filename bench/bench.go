@@ -5,7 +5,8 @@
 // command's flags into a Config and calls Run, RunBaseline or ServeNull.
 //
 // Files: bench.go (the run, topic set-up), load.go (producers and the consumer),
-// report.go (summary, JSON, progress line), baseline.go (the machine's limits),
+// report.go (summary, JSON, progress line), brokercpu.go (the nodes' CPU over a
+// run), baseline.go and receiver.go (the machine's limits, the bare receivers),
 // hist.go (latency histogram), nullserver.go and nullserver_fetch.go (a Kafka
 // server that does no broker work), nullbaseline.go (the load against it, in a
 // process of its own).
@@ -83,6 +84,15 @@ type Config struct {
 	// the null server's files in Dir, and reports ratios.
 	Baseline bool
 	Dir      string
+
+	// Metrics are the /metrics addresses (HOST:PORT) of the nodes whose CPU the
+	// run reports; when empty, each broker of the cluster's metadata at its host
+	// and MetricsPort.
+	Metrics     []string
+	MetricsPort string
+	// serverPID, when set, is a process on this machine whose CPU the run
+	// reports as the brokers' (the null server's).
+	serverPID int
 
 	// Client is how the run's Kafka clients reach the cluster; its Timeout also
 	// bounds each round of requests and each wait for progress.

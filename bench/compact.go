@@ -25,13 +25,11 @@ package bench
 // cleaning (the report says by how much).
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -282,40 +280,26 @@ type cleanerMetrics struct {
 // scrapeCleaner reads the cleaner's series from a broker's /metrics.
 func scrapeCleaner(ctx context.Context, addr string) (cleanerMetrics, error) {
 	var m cleanerMetrics
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return m, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return m, fmt.Errorf("broker metrics (--http): %w", err)
-	}
-	defer resp.Body.Close()
 	want := map[string]*float64{
 		"skiff_log_cleaner_passes_total": &m.passes, "skiff_log_cleaner_seconds_total": &m.seconds,
 		"skiff_log_cleaner_read_bytes_total": &m.read, "skiff_log_cleaner_written_bytes_total": &m.written,
 		"skiff_log_cleaner_uncleaned_bytes": &m.uncleaned,
 	}
-	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if name == "process_cpu_seconds_total" {
-			m.cpu, _ = strconv.ParseFloat(v, 64) // not on every platform
-			continue
-		}
-		if p := want[name]; ok && p != nil {
-			if *p, err = strconv.ParseFloat(v, 64); err != nil {
-				return m, fmt.Errorf("broker metrics: %s %q", name, v)
-			}
-			found++
-		}
+	names := []string{"process_cpu_seconds_total"} // not on every platform
+	for name := range want {
+		names = append(names, name)
 	}
-	if err := sc.Err(); err != nil {
+	series, err := scrapeMetrics(ctx, addr, names...)
+	if err != nil {
 		return m, err
 	}
-	if found < len(want) {
-		return m, fmt.Errorf("broker metrics at %s have no log cleaner series: is it a Skiff broker's --http address?", addr)
+	m.cpu = series["process_cpu_seconds_total"]
+	for name, p := range want {
+		v, ok := series[name]
+		if !ok {
+			return m, fmt.Errorf("broker metrics at %s have no log cleaner series: is it a Skiff broker's --http address?", addr)
+		}
+		*p = v
 	}
 	return m, nil
 }

@@ -547,6 +547,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		case <-finished:
 		}
 	}()
+	brokers := startBrokerWindow(ctx, admin, cfg)
 	start, cpuStart := clock.now(), cpuTime()
 	until := int64(-1)
 	if cfg.Duration > 0 {
@@ -595,6 +596,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	res.setElapsed(prodEnd - start)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
+	brokers.end(context.WithoutCancel(ctx), res) // an interrupted run still reports its brokers' CPU
 	var lat histogram
 	var maxLag int64
 	var gaps ackGaps
@@ -680,6 +682,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		defer cancel()
 	}
 	sampler := startSampler(progress, clock, &cons.read, nil, cons)
+	brokers := startBrokerWindow(ctx, admin, cfg)
 	cpuStart := cpuTime()
 	err = cons.run(runCtx, cfg.Records, ends)
 	end, cpuEnd := clock.now(), cpuTime()
@@ -694,6 +697,7 @@ func runConsume(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	res.setElapsed(end)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
+	brokers.end(context.WithoutCancel(ctx), res)
 	return res, nil
 }
 

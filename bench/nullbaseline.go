@@ -24,12 +24,13 @@ import (
 
 // nullProduceBaseline is the produce load against a null server.
 func nullProduceBaseline(ctx context.Context, cfg Config) (BaselineRow, error) {
-	addr, stop, err := spawnNullServer(cfg)
+	addr, pid, stop, err := spawnNullServer(cfg)
 	if err != nil {
 		return BaselineRow{}, err
 	}
 	defer stop()
 	cfg.Client.Brokers = []string{addr}
+	cfg.serverPID = pid // its CPU stands for the brokers'
 	cfg.ReplicationFactor, cfg.Configs = 1, nil
 	res, err := produceAllAcked(ctx, cfg)
 	if err != nil {
@@ -45,12 +46,13 @@ func nullConsumeBaseline(ctx context.Context, cfg Config, run *Result) (Baseline
 	if run.Records == 0 {
 		return BaselineRow{}, errors.New("null Kafka server: the run read no records")
 	}
-	addr, stop, err := spawnNullServer(cfg)
+	addr, pid, stop, err := spawnNullServer(cfg)
 	if err != nil {
 		return BaselineRow{}, err
 	}
 	defer stop()
 	cfg.Client.Brokers = []string{addr}
+	cfg.serverPID = pid // its CPU stands for the brokers'
 	fill := cfg
 	fill.Mode, fill.Records, fill.Duration = Produce, run.Records, 0
 	fill.RecordSize, fill.Partitions = max(int(run.Bytes/run.Records), MinRecordSize), max(run.Partitions, 1)
@@ -80,29 +82,30 @@ func produceAllAcked(ctx context.Context, cfg Config) (*Result, error) {
 
 // nullServerRow is a null server's result as a baseline row.
 func nullServerRow(desc string, res *Result) BaselineRow {
-	return BaselineRow{Name: "null_kafka_server", Desc: desc, MBPerSec: res.MBPerSec, Seconds: res.Seconds}
+	return BaselineRow{Name: "null_kafka_server", Desc: desc, MBPerSec: res.MBPerSec, Seconds: res.Seconds,
+		CPUSecondsPerGB: res.BrokerCPUSecondsPerGB}
 }
 
 // spawnNullServer starts cfg.NullServer with its files in cfg.Dir and returns its
-// address and a function that stops it.
-func spawnNullServer(cfg Config) (addr string, stop func(), err error) {
+// address, its process id and a function that stops it.
+func spawnNullServer(cfg Config) (addr string, pid int, stop func(), err error) {
 	// Not stopped by ctx with a kill: it removes its files when its standard
 	// input closes, which stop does when the load has stopped.
 	cmd, err := cfg.NullServer(cfg.Dir)
 	if err != nil {
-		return "", nil, fmt.Errorf("null Kafka server: %w", err)
+		return "", 0, nil, fmt.Errorf("null Kafka server: %w", err)
 	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("null Kafka server: %w", err)
+		return "", 0, nil, fmt.Errorf("null Kafka server: %w", err)
 	}
 	stop = func() {
 		stdin.Close() // it stops when its standard input closes
@@ -111,9 +114,9 @@ func spawnNullServer(cfg Config) (addr string, stop func(), err error) {
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("null Kafka server did not start: %w", err)
+		return "", 0, nil, fmt.Errorf("null Kafka server did not start: %w", err)
 	}
-	return strings.TrimSpace(line), stop, nil
+	return strings.TrimSpace(line), cmd.Process.Pid, stop, nil
 }
 
 // ServeNull is the null server's process (skiff bench null-server): it starts a

@@ -40,6 +40,16 @@ type Result struct {
 	// ClientCPUSeconds is the CPU time this process (producers and consumer)
 	// used during the run: on a small machine it is taken from the brokers.
 	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
+	// ClientCPUSecondsPerGB is ClientCPUSeconds per 10^9 bytes of Bytes.
+	ClientCPUSecondsPerGB float64 `json:"client_cpu_seconds_per_gb,omitempty"`
+	// BrokerCPUSeconds is the CPU time the nodes (BrokerCPU, each read from its
+	// process_cpu_seconds_total before and after the run) used in all during the
+	// run, and BrokerCPUSecondsPerGB that per 10^9 bytes of Bytes. BrokerCPUError
+	// says why they are missing when the nodes' metrics could not be read.
+	BrokerCPUSeconds      float64   `json:"broker_cpu_seconds,omitempty"`
+	BrokerCPUSecondsPerGB float64   `json:"broker_cpu_seconds_per_gb,omitempty"`
+	BrokerCPU             []NodeCPU `json:"broker_cpu,omitempty"`
+	BrokerCPUError        string    `json:"broker_cpu_error,omitempty"`
 
 	ProduceLatency *LatencySummary `json:"produce_latency,omitempty"` // send (or due time) to ack
 	MaxSendLagMs   *float64        `json:"max_send_lag_ms,omitempty"` // --rate: furthest behind schedule
@@ -68,7 +78,10 @@ type TxnComparison struct {
 	Ratio                   float64 `json:"ratio"` // transactional / idempotent records/s
 }
 
-const mb = 1e6
+const (
+	mb = 1e6
+	gb = 1e9
+)
 
 func (r *Result) setElapsed(ns int64) {
 	r.Seconds = float64(ns) / float64(time.Second)
@@ -76,6 +89,15 @@ func (r *Result) setElapsed(ns int64) {
 		r.RecordsPerSec = float64(r.Records) / r.Seconds
 		r.MBPerSec = float64(r.Bytes) / mb / r.Seconds
 	}
+}
+
+// setCPUPerGB divides the client's and the brokers' CPU by the GB moved.
+func (r *Result) setCPUPerGB() {
+	if r.Bytes <= 0 {
+		return
+	}
+	r.ClientCPUSecondsPerGB = r.ClientCPUSeconds / (float64(r.Bytes) / gb)
+	r.BrokerCPUSecondsPerGB = r.BrokerCPUSeconds / (float64(r.Bytes) / gb)
 }
 
 func (r *Result) setBaseline(b *BaselineResult) {
@@ -131,7 +153,15 @@ func (r *Result) writeText(w io.Writer) error {
 			t.Transactions, t.TxnRecords, t.IdempotentRecordsPerSec, t.Ratio)
 	}
 	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {
-		fmt.Fprintf(&b, "client CPU   %.2f s (%.2f cores) in this process\n", r.ClientCPUSeconds, r.ClientCPUSeconds/r.Seconds)
+		fmt.Fprintf(&b, "client CPU   %.2f s (%.2f cores) in this process, %.2f s per GB\n",
+			r.ClientCPUSeconds, r.ClientCPUSeconds/r.Seconds, r.ClientCPUSecondsPerGB)
+	}
+	switch {
+	case r.BrokerCPUError != "":
+		fmt.Fprintf(&b, "broker CPU   not measured: %s\n", r.BrokerCPUError)
+	case len(r.BrokerCPU) > 0 && r.Seconds > 0:
+		fmt.Fprintf(&b, "broker CPU   %.2f s (%.2f cores) on %d node%s, %.2f s per GB\n", r.BrokerCPUSeconds,
+			r.BrokerCPUSeconds/r.Seconds, len(r.BrokerCPU), plural(len(r.BrokerCPU)), r.BrokerCPUSecondsPerGB)
 	}
 	if r.ProduceLatency != nil {
 		from := "send"
@@ -156,7 +186,11 @@ func (r *Result) writeText(w io.Writer) error {
 			float64(r.Baseline.Bytes)/mb, r.Baseline.Dir, r.MBPerSec)
 		tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
 		for _, row := range r.Baseline.Rows {
-			fmt.Fprintf(tw, "  %s\t%.1f MB/s\tratio %.3f\n", row.Desc, row.MBPerSec, r.Ratios[row.Name])
+			line := fmt.Sprintf("  %s\t%.1f MB/s\tratio %.3f", row.Desc, row.MBPerSec, r.Ratios[row.Name])
+			if cpu := row.cpuText(); cpu != "" {
+				line += "\t" + cpu
+			}
+			fmt.Fprintln(tw, line)
 		}
 		tw.Flush()
 	}

@@ -84,6 +84,41 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// threadCPU is the CPU time (user and system) the calling thread has used so
+// far: meaningful only while the goroutine is locked to it (onThread).
+func threadCPU() time.Duration {
+	var ts unix.Timespec // the scheduler's own count, finer than getrusage's ticks
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// processCPU is the CPU time (user and system) process pid has used so far,
+// from /proc/PID/stat (in clock ticks of 10 ms).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	const hz = 100 // USER_HZ
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15 of the whole line
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / hz, nil
+}
+
 // syncFilesystems writes back every dirty page of the machine (sync(2)), so that a
 // measurement does not pay for the writeback of the one before it.
 func syncFilesystems() { unix.Sync() }

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -23,6 +24,14 @@ func fdatasync(f *os.File) error { return f.Sync() }
 
 // cpuTime is not measured here: 0.
 func cpuTime() time.Duration { return 0 }
+
+// threadCPU is not measured here: 0.
+func threadCPU() time.Duration { return 0 }
+
+// processCPU is not measured here.
+func processCPU(pid int) (time.Duration, error) {
+	return 0, errors.New("the CPU time of another process is read on Linux only")
+}
 
 // syncFilesystems is Linux's sync(2) there; elsewhere nothing.
 func syncFilesystems() {}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -52,10 +53,16 @@ type ConsumeOptions struct {
 	// read_committed, as librdkafka's: committed records only, up to the last
 	// stable offset.
 	ReadUncommitted bool
-	Format          recordfmt.Format
-	KeySep          []byte    // nil: print no key
-	Out             io.Writer // records, buffered and flushed after every batch
-	Warn            io.Writer // warnings that do not stop consuming
+	// Share, when set, consumes as member of that share group (KIP-932),
+	// accepting each record once printed; RejectIf rejects the records whose
+	// value matches instead of printing them. Share excludes Start, Offset,
+	// Partition, ExitAtEnd and Group.
+	Share    string
+	RejectIf *regexp.Regexp
+	Format   recordfmt.Format
+	KeySep   []byte    // nil: print no key
+	Out      io.Writer // records, buffered and flushed after every batch
+	Warn     io.Writer // warnings that do not stop consuming
 }
 
 // GroupProtocol is Kafka's group.protocol: how a consumer takes part in its group.
@@ -98,6 +105,11 @@ func (k *Client) Consume(ctx context.Context, o ConsumeOptions) (ConsumeStats, e
 		partitions = []int32{o.Partition}
 	}
 
+	if o.Share != "" {
+		start := time.Now()
+		n, err := k.shareConsume(ctx, o)
+		return ConsumeStats{Records: n, Elapsed: time.Since(start)}, err
+	}
 	// Where each partition starts and, for ExitAtEnd, where it ends. A group
 	// without ExitAtEnd leaves both to the group and the client.
 	var starts, ends map[int32]int64

@@ -93,15 +93,24 @@ func memberPartitions(m kadm.DescribedGroupMember) string {
 	if !ok || len(a.Topics) == 0 {
 		return "-"
 	}
-	var parts []string
+	byTopic := make(map[string][]int32, len(a.Topics))
 	for _, t := range a.Topics {
-		ps := append([]int32(nil), t.Partitions...)
+		byTopic[t.Topic] = t.Partitions
+	}
+	return partitionList(byTopic)
+}
+
+// partitionList writes partitions by topic as "t:0,1 u:3", sorted.
+func partitionList(byTopic map[string][]int32) string {
+	var parts []string
+	for topic, ps := range byTopic {
+		ps = append([]int32(nil), ps...)
 		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 		ids := make([]string, len(ps))
 		for i, p := range ps {
 			ids[i] = strconv.Itoa(int(p))
 		}
-		parts = append(parts, t.Topic+":"+strings.Join(ids, ","))
+		parts = append(parts, topic+":"+strings.Join(ids, ","))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")

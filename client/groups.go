@@ -28,6 +28,9 @@ func (k *Client) ListGroups(ctx context.Context, w io.Writer, withStates bool) e
 		// for KIP-848 groups, which ConsumerGroupDescribe describes.
 		var classic, kip848 []string
 		for _, g := range groups.Sorted() {
+			if g.GroupType == "share" {
+				continue // ListGroups v5 has its state; shareMembers counts its members
+			}
 			if g.GroupType == "consumer" {
 				kip848 = append(kip848, g.Group)
 			} else {
@@ -59,6 +62,9 @@ func (k *Client) ListGroups(ctx context.Context, w io.Writer, withStates bool) e
 		state, pt, members := d.State, d.ProtocolType, len(d.Members)
 		if d.Err != nil {
 			state = "error: " + d.Err.Error()
+		}
+		if g.GroupType == "share" {
+			state, pt, members = g.State, "share", k.shareMembers(ctx, g.Group)
 		}
 		if cd, ok := consumers[g.Group]; ok {
 			state, pt, members = cd.State, "consumer", len(cd.Members)

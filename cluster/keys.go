@@ -269,6 +269,7 @@ const (
 	keyIsACL           // an ACL binding
 	keyIsElection      // an election asked for (ElectLeaders)
 	keyIsReassignment  // a reassignment in progress
+	keyIsQuota         // the client quotas of one entity
 )
 
 func parseKey(key string) (kind keyKind, topic string, part int32) {
@@ -290,6 +291,11 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 	case strings.HasPrefix(key, prefixReassignments):
 		if topic, p, ok := parseReassignmentKey(key); ok {
 			return keyIsReassignment, topic, p
+		}
+		return keyOther, "", 0
+	case strings.HasPrefix(key, prefixQuotas):
+		if _, ok := parseQuotaKey(key); ok {
+			return keyIsQuota, "", 0
 		}
 		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixDraining):

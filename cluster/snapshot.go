@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"skiff/acl"
+	"skiff/quota"
 )
 
 // Snapshot is an immutable view of the metadata at one etcd revision. All
@@ -35,6 +36,8 @@ type Snapshot struct {
 	// aclByKey are the ACLs by key; acls indexes them for the authorizer.
 	aclByKey map[string]acl.Binding
 	acls     *acl.Set
+	// quotas are the client quotas by entity.
+	quotas quota.Set
 	// departed holds the brokers whose registration this cache saw end, and when,
 	// until they register again (for ControllerConfig.DepartGrace).
 	departed map[int32]departure
@@ -158,6 +161,9 @@ func (s *Snapshot) ACLs() *acl.Set {
 }
 
 var emptyACLs = acl.NewSet(nil)
+
+// Quotas returns the client quotas by entity; do not modify them.
+func (s *Snapshot) Quotas() quota.Set { return s.quotas }
 
 // Brokers returns the live brokers, sorted by id.
 func (s *Snapshot) Brokers() []Broker {
@@ -299,6 +305,24 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 			return
 		}
 		b.next.aclByKey[key] = ab
+
+	case keyIsQuota:
+		e, _ := parseQuotaKey(key)
+		b.next.quotas = maps.Clone(b.next.quotas)
+		if b.next.quotas == nil {
+			b.next.quotas = quota.Set{}
+		}
+		if del {
+			delete(b.next.quotas, e)
+			return
+		}
+		v, err := decodeQuotas(key, kv.Value)
+		if err != nil {
+			delete(b.next.quotas, e)
+			b.logger.Error("ignoring metadata key", "key", key, "err", err)
+			return
+		}
+		b.next.quotas[e] = v
 
 	case keyIsCandidate:
 		b.next.candidates = maps.Clone(b.next.candidates)

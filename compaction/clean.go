@@ -24,6 +24,12 @@ type worker struct {
 	// aborted holds the aborted transactions of the log being compacted, by
 	// producer id (TxnTarget).
 	aborted map[int64][]AbortedTxn
+	// txnBatches holds the producers of which the pass read a transactional
+	// data batch since their last marker (markers.go).
+	txnBatches map[int64]bool
+	// forget holds the aborted transactions of the group being rewritten whose
+	// records are all gone: the target forgets them once the group is in place.
+	forget []AbortedTxn
 
 	ioPending int // bytes read or written not yet given to the throttle
 }
@@ -73,6 +79,10 @@ func (w *worker) clean(ctx context.Context, t Target, sp span, now time.Time) (p
 	cfg := t.CompactionConfig()
 	st := passStats{horizon: -1}
 	w.loadAborted(t, l.LogStartOffset(), t.HighWatermark())
+	if w.txnBatches == nil {
+		w.txnBatches = make(map[int64]bool)
+	}
+	clear(w.txnBatches)
 	if err := w.buildMap(ctx, l, sp, &st); err != nil {
 		return st, err
 	}
@@ -91,9 +101,14 @@ func (w *worker) clean(ctx context.Context, t Target, sp span, now time.Time) (p
 	if segBytes <= 0 {
 		segBytes = logstore.DefaultSegmentBytes
 	}
+	tt, _ := t.(TxnTarget)
 	for _, g := range groups(todo, segBytes) {
+		w.forget = w.forget[:0]
 		if err := w.rewrite(ctx, l, g, cfg, producers, now, &st); err != nil {
 			return st, err
+		}
+		if tt != nil && len(w.forget) > 0 {
+			tt.ForgetAbortedTxns(w.forget)
 		}
 		st.segments += len(g)
 		st.files++
@@ -217,13 +232,14 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 // A batch left without records is kept, empty, when it holds the last sequence
 // of a producer active in the last ProducerIDExpiration, or when it ends the
 // segment (so that segment files still tile the offsets); else it goes. Batches
-// whose records do not parse stay whole.
+// whose records do not parse stay whole. Transaction markers: markers.go.
 func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, producers map[int64]int64,
 	now time.Time, st *passStats) ([]byte, error) {
-	if h.Control() {
-		return b, nil // markers stay: readers need them to end each transaction
-	}
 	nowMs := now.UnixMilli()
+	if h.Control() {
+		return w.filterMarker(h, b, end, cfg, producers, nowMs, st)
+	}
+	w.noteTxnBatch(h)
 	if w.isAborted(h) {
 		// An aborted transaction's records go; the batch may stay, empty.
 		st.recordsIn += int64(h.RecordCount)
@@ -276,8 +292,8 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	case tombstones:
 		newHorizon = nowMs + cfg.DeleteRetention.Milliseconds()
 	}
-	if tombstones && (st.horizon < 0 || newHorizon < st.horizon) {
-		st.horizon = newHorizon
+	if tombstones {
+		st.noteHorizon(newHorizon)
 	}
 	if len(w.recs) == total && hasHorizon == tombstones {
 		return b, nil // unchanged

@@ -81,6 +81,12 @@ type TxnTarget interface {
 	Target
 	// AbortedTxns returns the aborted transactions with records in [from, to).
 	AbortedTxns(from, to int64) []AbortedTxn
+	// ForgetAbortedTxns is told of aborted transactions whose records the
+	// cleaner removed, and whose markers it will remove after
+	// delete.retention.ms: read_committed readers must no longer be told of
+	// them (a reader told of one whose marker is gone would skip its
+	// producer's later records).
+	ForgetAbortedTxns(txns []AbortedTxn)
 }
 
 // CleanerConfig configures a Cleaner.

@@ -14,7 +14,9 @@
 //     consecutive segments up to segment.bytes, each into one segment
 //     (logstore.Rewrite), keeping a record if it is past the map or the latest
 //     of its key and not a tombstone past its delete horizon, decompressing and
-//     recompressing batches with their own codec;
+//     recompressing batches with their own codec, and a transaction marker
+//     until nothing of its transaction is left and its delete horizon passed
+//     (markers.go);
 //  3. move the cleaner point to the end of the map.
 //
 // Offsets never change: batches keep their base offset, last offset delta,

@@ -194,6 +194,35 @@ func (v *view) lag(g Group) (rows []lagRow, total int64) {
 	return rows, total
 }
 
+// shares returns the share-partitions of share group name that the nodes lead,
+// each with the lag of its start offset (SPSO) behind its leader's high
+// watermark, and the start offsets as the group's offsets (its lag).
+func (v *view) shares(name string) (rows []shareRow, offsets []Committed) {
+	for id, a := range v.nodes {
+		for _, sp := range a.local.Shares {
+			if sp.Group != name {
+				continue
+			}
+			r := shareRow{SharePartition: sp, Leader: id, LogEnd: -1, Lag: -1}
+			if rep, ok := v.leaders[tpKey{sp.Topic, sp.Partition}]; ok {
+				r.LogEnd, r.Lag = rep.HWM, max(rep.HWM-sp.Start, 0)
+			}
+			rows = append(rows, r)
+			offsets = append(offsets, Committed{Topic: sp.Topic, Partition: sp.Partition, Offset: sp.Start})
+		}
+	}
+	sortBy(rows, func(r shareRow) string { return fmt.Sprintf("%s\x00%010d", r.Topic, r.Partition) })
+	sortBy(offsets, func(o Committed) string { return fmt.Sprintf("%s\x00%010d", o.Topic, o.Partition) })
+	return rows, offsets
+}
+
+// shareRow is one share-partition of a group's page.
+type shareRow struct {
+	SharePartition
+	Leader      int32
+	LogEnd, Lag int64 // the leader's high watermark and LogEnd-SPSO; -1 unknown
+}
+
 type lagRow struct {
 	Committed
 	End, Lag int64

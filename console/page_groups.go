@@ -33,6 +33,9 @@ func (c *Console) groupList(r *http.Request) (rendered, error) {
 			if query != "" && !strings.Contains(g.Name, query) || !c.may(r, acl.OpDescribe, acl.ResourceGroup, g.Name) {
 				continue
 			}
+			if g.Type == "share" {
+				_, g.Offsets = v.shares(g.Name)
+			}
 			g.Offsets = c.describable(r, g.Offsets)
 			_, lag := v.lag(g)
 			d.Rows = append(d.Rows, groupRow{Group: g, Lag: lag, Coordinator: id})
@@ -51,11 +54,13 @@ type groupData struct {
 	Lag         int64
 	Members     []GroupMember
 	Rows        []lagRow
+	Shares      []shareRow // of a share group
 	Chart       template.HTML
 	Errs        []string
 }
 
-// group is GET /groups/{group}: members from its coordinator, offsets and lag.
+// group is GET /groups/{group}: members from its coordinator, offsets and lag;
+// for a share group its share-partitions from their leaders instead of offsets.
 func (c *Console) group(r *http.Request) (rendered, error) {
 	name := r.PathValue("group")
 	if !c.may(r, acl.OpDescribe, acl.ResourceGroup, name) {
@@ -70,8 +75,13 @@ func (c *Console) group(r *http.Request) (rendered, error) {
 		}
 		return rendered{}, notFound("No group %q.", name)
 	}
+	var shares []shareRow
+	if g.Type == "share" {
+		shares, g.Offsets = v.shares(name)
+		shares = slices.DeleteFunc(shares, func(s shareRow) bool { return !c.may(r, acl.OpDescribe, acl.ResourceTopic, s.Topic) })
+	}
 	g.Offsets = c.describable(r, g.Offsets)
-	d := groupData{Group: g, Coordinator: id, Errs: v.errors(), Auth: c.authView(r)}
+	d := groupData{Group: g, Coordinator: id, Errs: v.errors(), Auth: c.authView(r), Shares: shares}
 	for _, o := range g.Offsets {
 		if !slices.Contains(d.Topics, o.Topic) {
 			d.Topics = append(d.Topics, o.Topic)

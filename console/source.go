@@ -69,6 +69,21 @@ type Local struct {
 	History *HistoryReport `json:"history,omitempty"`
 	// Groups are the groups the node coordinates.
 	Groups []Group `json:"groups,omitempty"`
+	// Shares are the share-partitions of share groups the node leads.
+	Shares []SharePartition `json:"shares,omitempty"`
+}
+
+// SharePartition is a share group's view of one partition, at the partition's
+// leader: its start and end offsets (SPSO, SPEO), the records between them not
+// done yet, and those a member holds now.
+type SharePartition struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
+	InFlight  int    `json:"in_flight"`
+	Acquired  int    `json:"acquired"`
 }
 
 // Replica is one partition replica on a node.
@@ -88,7 +103,7 @@ type Group struct {
 	Name string `json:"name"`
 	// State is Kafka's: Empty, Stable, PreparingRebalance, CompletingRebalance, Dead.
 	State string `json:"state"`
-	// Type is classic or consumer (KIP-848's protocol).
+	// Type is classic, consumer (KIP-848's protocol) or share (KIP-932).
 	Type string `json:"type"`
 	// ProtocolType is "consumer" for consumers, "" for groups with offsets only.
 	ProtocolType string      `json:"protocol_type"`

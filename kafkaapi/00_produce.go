@@ -42,10 +42,15 @@ package kafkaapi
 // Idempotent batches need nothing more: their producer id comes from
 // InitProducerId, which checks IDEMPOTENT_WRITE.
 //
+// Quotas (docs/quotas.md): the record bytes appended count against the
+// client's producer_byte_rate; over it, the answer carries throttle_time_ms and
+// the connection is muted for that long (throttle.go).
+//
 // Not implemented: per-record errors (v8+).
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,6 +58,7 @@ import (
 	"skiff/acl"
 	"skiff/cluster"
 	"skiff/internal/batch"
+	"skiff/quota"
 	"skiff/replication"
 )
 
@@ -66,7 +72,7 @@ func init() {
 	})
 }
 
-func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
+func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	s.waitUnfenced(c)
 	type pending struct {
@@ -75,6 +81,7 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 		last int64
 	}
 	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
+	var appended int    // record bytes appended, counted against producer_byte_rate
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	mayWrite := c.allowedTopics(acl.OpWrite)
 	// A transactional producer needs WRITE on its transactional id too.
@@ -100,7 +107,7 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 			case !authorized:
 				pr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
-			case cluster.IsInternalTopic(t.Topic):
+			case cluster.IsInternalTopic(t.Topic) && !s.writesShareState(c, hdr, t.Topic):
 				pr.ErrorCode = kerr.InvalidTopicException.Code
 				continue
 			case req.TransactionID == nil && batch.IsTransactional(rp.Records):
@@ -126,6 +133,7 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 			}
 			if !res.Duplicate {
 				s.metrics.produceBytes.Add(float64(len(rp.Records)))
+				appended += len(rp.Records)
 			}
 			pr.BaseOffset = res.BaseOffset
 			pr.LogAppendTime = res.LogAppendTime
@@ -139,10 +147,14 @@ func (s *Server) handleProduce(c *conn, _ *RequestHeader, req *kmsg.ProduceReque
 	// so its frame and memory go back before the wait for replicas (which needs the
 	// followers' fetches to be read, and so budget to be free).
 	c.releaseFrame()
+	if appended > 0 {
+		c.throttle = c.recordQuota(hdr, quota.ProducerByteRate, float64(appended))
+	}
 	if req.Acks == 0 {
 		return nil
 	}
 	if len(waits) > 0 {
+		defer c.waitedSince(time.Now())
 		ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 		defer cancel()
 		for _, w := range waits {

@@ -22,6 +22,16 @@ package kafkaapi
 // consumer's READ on each topic; a refused partition answers TOPIC_AUTHORIZATION_FAILED
 // at once, and nothing of it is read (nor does a follower's fetch move the ISR).
 //
+// Quotas (docs/quotas.md): a consumer's max_bytes is capped at what its
+// consumer_byte_rate allows in a quota window, and the record bytes answered
+// count against it. A fetch that takes the consumer over its quota is
+// answered with its data, throttle_time_ms and the connection muted for that
+// long (the fetch size cap bounds the debt); one that finds the consumer
+// still throttled (from another connection) gets no data and the time left.
+// Kafka instead drops the data of the fetch that goes over: with the token
+// bucket that wastes a round trip per fetch (docs/quotas.md). Followers are
+// not measured.
+//
 // Not implemented: fetch sessions (KIP-227: session_id is always 0, so every fetch is
 // a full fetch and forgotten_topics is ignored), follower fetching from the closest
 // replica (preferred_read_replica is always -1).
@@ -40,6 +50,7 @@ import (
 
 	"skiff/acl"
 	"skiff/logstore"
+	"skiff/quota"
 	"skiff/replication"
 )
 
@@ -93,6 +104,14 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 			denied[t.Topic] = true
 		}
 	}
+	consumer := req.ReplicaID < 0
+	if most, ok := s.quotas.MaxInWindow(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID); ok && consumer {
+		// As Kafka: a fetch takes at most what the quota allows in a window,
+		// so that one response cannot throttle its consumer for long.
+		if req.MaxBytes <= 0 || float64(req.MaxBytes) > most {
+			req.MaxBytes = int32(min(max(most, 1), 1<<31-1))
+		}
+	}
 	var wake chan struct{}
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
@@ -118,7 +137,19 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	for {
 		topics, total, anyErr := s.readFetch(req, denied)
 		if anyErr || total >= int64(req.MinBytes) || wake == nil || c.ctx.Err() != nil || !time.Now().Before(deadline) {
-			err := s.writeFetch(c, hdr, req, topics)
+			var th time.Duration
+			if consumer && total > 0 {
+				if th = s.quotas.Owed(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, time.Now()); th > 0 {
+					// Still throttled (it fetched on another connection): no
+					// data, as Kafka answers a throttled fetch.
+					releaseFetch(topics)
+					topics = nil
+				} else {
+					th = c.recordQuota(hdr, quota.ConsumerByteRate, float64(total))
+				}
+				c.throttle = th
+			}
+			err := s.writeFetch(c, hdr, req, topics, th)
 			releaseFetch(topics)
 			return err
 		}
@@ -127,11 +158,13 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 			timer = time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
 		}
+		waitStart := time.Now()
 		select {
 		case <-wake:
 		case <-timer.C:
 		case <-c.ctx.Done():
 		}
+		c.waitedSince(waitStart)
 	}
 }
 
@@ -206,12 +239,12 @@ func releaseFetch(topics []fetchTopic) {
 	}
 }
 
-func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest, topics []fetchTopic) error {
+func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest, topics []fetchTopic, throttle time.Duration) error {
 	v := req.Version
 	w := c.fetchWriter()
 	w.Reset()
 	w.Int32(hdr.CorrelationID)
-	w.Int32(0) // throttle_time_ms
+	w.Int32(int32(min(throttle.Milliseconds(), 1<<31-1))) // throttle_time_ms
 	if v >= 7 {
 		w.Int16(0) // error_code
 		w.Int32(0) // session_id: no fetch sessions

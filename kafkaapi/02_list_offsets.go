@@ -3,12 +3,16 @@ package kafkaapi
 // ListOffsets, key 2, versions 0..7 (6+ flexible; 7 adds -3, KIP-734).
 //
 // Behaviour: timestamp -1 is the high watermark (the last stable offset under
-// read_committed, which is the same while there are no transactions), -2 the log
+// read_committed, which is the same while there are no transactions), or
+// OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not reached the
+// start of its epoch yet (it may lag what the previous leader committed), -2 the log
 // start offset, any other timestamp the base offset of the first batch whose max
-// timestamp is at or after it (offset -1 and timestamp -1 when there is none), and
-// -3 (v7+, MAX_TIMESTAMP) the largest timestamp below the high watermark with the
-// base offset of the first batch holding it (Kafka answers the record's own offset,
-// which differs for a batch of several records). v0 answers
+// timestamp is at or after it (offset -1 and timestamp -1 when there is none, or when
+// that batch is at or above the high watermark, or under read_committed the last
+// stable offset, as in Kafka), and -3 (v7+, MAX_TIMESTAMP) the largest timestamp
+// below the high watermark with the base offset of the first batch holding it
+// (Kafka answers the record's own offset, which differs for a batch of several
+// records). v0 answers
 // with old_style_offsets holding that one offset. current_leader_epoch (v4+) is checked
 // as in Fetch. The leader epoch returned (v4+) is the current leader epoch.
 //
@@ -67,6 +71,12 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 			pr.LeaderEpoch = p.LeaderEpoch()
 			switch rp.Timestamp {
 			case -1:
+				if !p.HighWatermarkKnown() {
+					// A new leader that does not know yet what its predecessor
+					// committed: an older end would be wrong.
+					pr.ErrorCode, pr.LeaderEpoch = kerr.OffsetNotAvailable.Code, -1
+					continue
+				}
 				pr.Offset = p.HighWatermark()
 				if req.IsolationLevel == 1 {
 					pr.Offset = p.LastStableOffset()
@@ -96,7 +106,9 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 					pr.ErrorCode = errorCode(err)
 					continue
 				}
-				if ok {
+				// Kafka answers only offsets a consumer of that isolation
+				// may read: below the last stable offset at read_committed.
+				if ok && (req.IsolationLevel != 1 || off < p.LastStableOffset()) {
 					pr.Offset, pr.Timestamp = off, ts
 				}
 			}

@@ -35,6 +35,7 @@ import (
 	"skiff/acl"
 	"skiff/cluster"
 	"skiff/groups"
+	"skiff/sharegroup"
 )
 
 // offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes default.
@@ -149,4 +150,19 @@ func (s *Server) createInternalTopic(ctx context.Context, name string, partition
 		return t, errors.New("not in the metadata cache yet")
 	}
 	return got, nil
+}
+
+// shareStateTopicPartitions is share.coordinator.state.topic.num.partitions,
+// Kafka's default.
+const shareStateTopicPartitions = 50
+
+// EnsureShareStateTopic creates the share groups' state topic (package sharegroup)
+// unless it exists, compacted, with the replication factor of __consumer_offsets.
+func (s *Server) EnsureShareStateTopic(ctx context.Context) error {
+	if _, ok := s.cache.Topic(sharegroup.StateTopic); ok {
+		return nil
+	}
+	_, err := s.createInternalTopic(ctx, sharegroup.StateTopic, shareStateTopicPartitions,
+		s.cfg.OffsetsTopicReplicationFactor, internalTopicConfigs(sharegroup.StateTopic))
+	return err
 }

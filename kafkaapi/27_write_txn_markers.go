@@ -8,7 +8,9 @@ package kafkaapi
 // here, and answered once it is committed there (and, on __consumer_offsets, once
 // the group coordinator has applied it, so the offsets it commits are visible).
 // A marker of an epoch older than the producer's on the partition gets
-// INVALID_PRODUCER_EPOCH; partitions not led here NOT_LEADER_OR_FOLLOWER.
+// INVALID_PRODUCER_EPOCH, one of a coordinator epoch older than that of the
+// producer's latest marker there TRANSACTION_COORDINATOR_FENCED (as in Kafka);
+// partitions not led here NOT_LEADER_OR_FOLLOWER.
 //
 // Authorization, as in Kafka: CLUSTER_ACTION on the cluster (brokers have it;
 // CLUSTER_AUTHORIZATION_FAILED for every partition).

@@ -13,8 +13,15 @@ package kafkaapi
 // are returned when asked for: every value that applies, the one in effect first;
 // types (v3) always; documentation (v3) when asked for.
 //
-// Authorization, as in Kafka: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
-// or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource.
+// A group resource (type 32) lists the share group configs (share.auto.offset.reset,
+// share.record.lock.duration.ms, share.delivery.count.limit and KIP-1191's
+// errors.deadletterqueue.topic.name): the group's override (DYNAMIC_GROUP_CONFIG),
+// else the broker's default (DEFAULT_CONFIG), as this node has read them from
+// __share_group_state (share_configs.go).
+//
+// Authorization, as in Kafka: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+// on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED) or on the group
+// (GROUP_AUTHORIZATION_FAILED), per resource.
 //
 // Not implemented: broker logger resources (type 8) and resources of other brokers
 // (INVALID_REQUEST).
@@ -83,9 +90,11 @@ func (s *Server) handleDescribeConfigs(c *conn, _ *RequestHeader, req *kmsg.Desc
 				break
 			}
 			entries = s.brokerEntries()
+		case kmsg.ConfigResourceTypeGroupConfig:
+			s.describeGroupConfigs(c, &rr, want)
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "only topic and broker resources can be described"
+			msg := "only topic, broker and group resources can be described"
 			rr.ErrorMessage = &msg
 		}
 		for _, e := range entries {
@@ -127,6 +136,10 @@ func (c *conn) configsRefused(op acl.Operation, t kmsg.ConfigResourceType, name 
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
 		if !c.allowedCluster(op) {
 			return kerr.ClusterAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !c.allowed(op, acl.ResourceGroup, name) {
+			return kerr.GroupAuthorizationFailed
 		}
 	}
 	return nil

@@ -7,6 +7,10 @@ package kafkaapi
 // members gets NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, one this node
 // does not coordinate NOT_COORDINATOR.
 //
+// A share group (package sharegroup) is deleted the same way: NON_EMPTY_GROUP
+// while it has members, else its share-partition states are deleted
+// (kafkaapi/share.go; those led by other nodes are not yet).
+//
 // Authorization: DELETE on each group (GROUP_AUTHORIZATION_FAILED for it, not
 // deleted), as in Kafka.
 
@@ -30,13 +34,19 @@ func (s *Server) handleDeleteGroups(c *conn, _ *RequestHeader, req *kmsg.DeleteG
 	part.Groups = nil
 	var refused []kmsg.DeleteGroupsResponseGroup
 	for _, g := range req.Groups {
-		if c.allowed(acl.OpDelete, acl.ResourceGroup, g) {
-			part.Groups = append(part.Groups, g)
+		if !c.allowed(acl.OpDelete, acl.ResourceGroup, g) {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			refused = append(refused, rg)
 			continue
 		}
-		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
-		refused = append(refused, rg)
+		if code, ok := s.deleteShareGroup(c, g); ok {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, code
+			refused = append(refused, rg)
+			continue
+		}
+		part.Groups = append(part.Groups, g)
 	}
 	resp := s.cfg.Groups.DeleteGroups(c.ctx, &part)
 	resp.Groups = append(resp.Groups, refused...)

@@ -24,6 +24,12 @@ package kafkaapi
 // or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), per resource,
 // before anything else is checked.
 //
+// A group resource (type 32) changes a share group's configs (SET and DELETE of
+// share.auto.offset.reset, share.record.lock.duration.ms, share.delivery.count.limit
+// and KIP-1191's errors.deadletterqueue.topic.name), checked together and written to
+// __share_group_state, or not at all (share_configs.go); ALTER_CONFIGS on the group
+// is needed (GROUP_AUTHORIZATION_FAILED).
+//
 // Not implemented: broker logger resources (INVALID_REQUEST).
 
 import (
@@ -56,6 +62,14 @@ func (s *Server) handleIncrementalAlterConfigs(c *conn, _ *RequestHeader, req *k
 	for _, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		if r.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			var msg string
+			if rr.ErrorCode, msg = s.alterGroupConfigs(c, &r, req.ValidateOnly); msg != "" {
+				rr.ErrorMessage = &msg
+			}
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		changes, err := incrementalChanges(r.Configs)
 		rr.ErrorCode, rr.ErrorMessage = s.alterOne(ctx, c, r.ResourceType, r.ResourceName, req.ValidateOnly,
 			count[resourceKey(r.ResourceType, r.ResourceName)] > 1, err,

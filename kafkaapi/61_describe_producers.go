@@ -3,14 +3,15 @@ package kafkaapi
 // DescribeProducers, key 61, version 0 (KIP-664).
 //
 // Behaviour: for each partition led here, the producers with state on it: producer
-// id and epoch, last sequence, and the first offset of its open transaction (-1:
-// none), which finds hanging transactions (`skiff txn abort` then ends one).
-// Partitions not led here get NOT_LEADER_OR_FOLLOWER, unknown ones
+// id and epoch, last sequence, the coordinator epoch of its latest marker (-1:
+// none), and the first offset of its open transaction (-1: none), which finds
+// hanging transactions (`skiff txn abort` then ends one, with that coordinator
+// epoch). Partitions not led here get NOT_LEADER_OR_FOLLOWER, unknown ones
 // UNKNOWN_TOPIC_OR_PARTITION.
 //
 // Authorization, as in Kafka: READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 //
-// Not implemented: last_timestamp and coordinator_epoch are always -1.
+// Not implemented: last_timestamp is always -1.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,7 +54,7 @@ func (s *Server) handleDescribeProducers(c *conn, _ *RequestHeader, req *kmsg.De
 				for _, pi := range p.Producers() {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = pi.ProducerID, int32(pi.Epoch), pi.LastSequence
-					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, pi.TxnStartOffset
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = pi.CoordinatorEpoch, pi.TxnStartOffset
 					rp.ActiveProducers = append(rp.ActiveProducers, ap)
 				}
 			}

@@ -356,13 +356,23 @@ func findCoordinatorReq(keyType int8) func(r *refusalRun) kmsg.Request {
 	}
 }
 
+// quotaAbsent checks that the case's user (named after its topic) has no quota.
+func quotaAbsent(t *testing.T, r *refusalRun) {
+	t.Helper()
+	got, err := r.adm.DescribeClientQuotas(refusalCtx(t), false, []kadm.DescribeClientQuotaComponent{
+		{Type: "user", MatchName: &r.topic, MatchType: kmsg.QuotasMatchTypeExact}})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("quotas of %s: %v %v, want none", r.topic, got, err)
+	}
+}
+
 func topLevel[R kmsg.Response](code func(R) int16) func(kmsg.Response) []int16 {
 	return func(resp kmsg.Response) []int16 { return []int16{code(resp.(R))} }
 }
 
 func refusals() []refusal {
 	topicRead := []string{"ALLOW READ TOPIC LITERAL TOPIC_NAME"}
-	return []refusal{
+	return append([]refusal{
 		{name: "Produce needs WRITE on the topic", want: kerr.TopicAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				return produceRequest(7, -1, r.topic, 0, makeBatch(noProducer, "mallory"))
@@ -599,6 +609,25 @@ func refusals() []refusal {
 			codes:     topLevel(func(r *kmsg.AlterUserSCRAMCredentialsResponse) int16 { return r.Results[0].ErrorCode }),
 			unchanged: userAbsent,
 			grants:    []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
+		{name: "DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
+			codes:  topLevel(func(r *kmsg.DescribeClientQuotasResponse) int16 { return r.ErrorCode }),
+			grants: []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}},
+		{name: "AlterClientQuotas needs ALTER_CONFIGS on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrAlterClientQuotasRequest()
+				e := kmsg.NewAlterClientQuotasRequestEntry()
+				ee := kmsg.NewAlterClientQuotasRequestEntryEntity()
+				ee.Type, ee.Name = "user", &r.topic
+				op := kmsg.NewAlterClientQuotasRequestEntryOp()
+				op.Key, op.Value = "producer_byte_rate", 1<<30
+				e.Entity, e.Ops = append(e.Entity, ee), append(e.Ops, op)
+				req.Entries = append(req.Entries, e)
+				return req
+			},
+			codes:     topLevel(func(r *kmsg.AlterClientQuotasResponse) int16 { return r.Entries[0].ErrorCode }),
+			unchanged: quotaAbsent,
+			grants:    []string{"ALLOW ALTER_CONFIGS CLUSTER LITERAL kafka-cluster"}},
 		{name: "DescribeAcls needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(*refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeACLsRequest()
@@ -643,7 +672,7 @@ func refusals() []refusal {
 				}
 			},
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
-	}
+	}, shareRefusals()...)
 }
 
 // consumerJoinReq is a KIP-848 join of the case's group, subscribed to its topic.

@@ -4,10 +4,11 @@ package kafkaapi_test
 
 import (
 	"context"
+	"slices"
+	"testing"
 	"time"
 
-	"testing"
-
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -133,5 +134,51 @@ func txnRefusals() []refusal {
 				return []int16{resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode}
 			},
 			grants: []string{"ALLOW DESCRIBE TRANSACTIONAL_ID LITERAL GROUP_NAME"}},
+	}
+}
+
+// TestListTransactionsACL: kadm's ListTransactions as a user lists only the
+// transactional ids the user may DESCRIBE, as in Kafka; the super user lists
+// them all.
+func TestListTransactionsACL(t *testing.T) {
+	startACLNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen, hidden := topicName(t, "seen"), topicName(t, "hidden")
+	for _, id := range []string{seen, hidden} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(aclNode.addrs["PLAINTEXT"]), kgo.TransactionalID(id), kgo.RetryTimeout(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = cl.ProducerID(ctx)
+		cl.Close()
+		if err != nil {
+			t.Fatalf("init transactional id %s: %v", id, err)
+		}
+	}
+	grant(t, aclAlice, "ALLOW DESCRIBE TRANSACTIONAL_ID LITERAL "+seen)
+	list := func(cl *kgo.Client) []string {
+		t.Helper()
+		ls, err := kadm.NewClient(cl).ListTransactions(ctx, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, id := range ls.TransactionalIDs() {
+			if id == seen || id == hidden {
+				out = append(out, id)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := list(aclAdminClient(t)), []string{hidden, seen}; !slices.Equal(got, want) {
+		t.Fatalf("the super user lists %v, want %v", got, want)
+	}
+	if got := list(aclUserClient(t, aclAlice)); !slices.Equal(got, []string{seen}) {
+		t.Fatalf("alice lists %v, want only %s", got, seen)
+	}
+	if got := list(aclUserClient(t, aclMallory)); len(got) != 0 {
+		t.Fatalf("mallory lists %v, want none", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/auth"
+	"skiff/sharegroup"
 )
 
 // errRefused: the connection is closed for a refusal that has been logged already.
@@ -52,9 +53,19 @@ type conn struct {
 	fw *FrameWriter // Fetch responses
 
 	sasl saslState // SASL listeners: the client's authentication
+	// shareID names the connection to share sessions; shared is set once a share
+	// request came on it (its close then ends their sessions). Only the
+	// connection's loop uses them.
+	shareID sharegroup.ConnID
+	shared  bool
 	// closeAfterResponse: the handler's answer is the last; the connection is
 	// closed once it is written (a failed or refused authentication).
 	closeAfterResponse bool
+
+	// The quota accounting of the request in hand (throttle.go): the time its
+	// handler waited on others, the throttle of its byte quota, and how long
+	// the connection is muted once it is answered and its frame released.
+	waited, throttle, muted time.Duration
 
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
@@ -69,6 +80,7 @@ func newConn(s *Server, nc net.Conn, l *Listener) *conn {
 		addr:     addrOf(nc.RemoteAddr()),
 		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 		ctx:      s.ctx,
+		shareID:  sharegroup.ConnID(s.connIDs.Add(1)),
 		// Anonymous until a client certificate or SASL says otherwise.
 		principal: auth.Anonymous,
 	}
@@ -103,6 +115,11 @@ func (c *conn) armRead(d time.Duration) bool {
 
 func (c *conn) serve() {
 	defer func() { c.netConn().Close() }()
+	defer func() {
+		if c.shared {
+			c.srv.cfg.Shares.ConnClosed(c.shareID)
+		}
+	}()
 	defer c.releaseFrame()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()
@@ -126,6 +143,7 @@ func (c *conn) serve() {
 			return
 		}
 		c.releaseFrame()
+		c.mute() // after the frame went back: a muted client holds no request memory
 	}
 }
 
@@ -270,19 +288,26 @@ func (c *conn) handle(frame []byte) error {
 	}
 	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
 	c.api = a.name
-	if a.write != nil { // the key writes its own answer (Fetch: zero copy)
-		return a.write(c.srv, c, &hdr, d.req)
-	}
-	resp := a.handle(c.srv, c, &hdr, d.req)
-	if resp == nil { // acks=0 produce: no answer at all
+	start := time.Now()
+	if a.write != nil { // the key writes its own answer (Fetch: zero copy) and its throttle
+		if err := a.write(c.srv, c, &hdr, d.req); err != nil {
+			return err
+		}
+		c.muted = c.requestThrottle(&hdr, time.Since(start))
 		return nil
 	}
-	if err := c.writeResponse(&hdr, resp); err != nil {
-		return err
+	resp := a.handle(c.srv, c, &hdr, d.req)
+	th := c.requestThrottle(&hdr, time.Since(start))
+	if resp != nil { // nil: acks=0 produce, no answer at all
+		setThrottle(resp, th)
+		if err := c.writeResponse(&hdr, resp); err != nil {
+			return err
+		}
 	}
 	if c.closeAfterResponse {
 		return errRefused // the handler has logged why
 	}
+	c.muted = th
 	return nil
 }
 

@@ -3,6 +3,8 @@ package kafkaapi
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"skiff/quota"
 )
 
 // Metrics are the server's Prometheus series.
@@ -27,6 +29,11 @@ type Metrics struct {
 	// authorizationFailures counts refusals by the authorizer, by API, resource
 	// type and operation.
 	authorizationFailures *prometheus.CounterVec
+	// quotaThrottle and quotaRate are per quota entity (the user and client id
+	// a rate counts, empty for a part it does not distinguish) and quota key:
+	// the throttle time given, and the last measured rate.
+	quotaThrottle *prometheus.CounterVec
+	quotaRate     *prometheus.GaugeVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not registered).
@@ -62,9 +69,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		authorizationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_authorization_failures_total", Help: "Operations the authorizer refused a Kafka client (each answered with an AUTHORIZATION_FAILED error), by API, resource type and operation.",
 		}, []string{"api", "resource_type", "operation"}),
+		quotaThrottle: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skiff_quota_throttle_seconds_total", Help: "Throttle time given to clients over a quota, by quota (producer_byte_rate, consumer_byte_rate, request_percentage) and the user and client id the quota's rate counts.",
+		}, []string{"quota", "user", "client_id"}),
+		quotaRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "skiff_quota_rate", Help: "Last measured rate of clients with a quota (bytes/s, or percent of one thread for request_percentage), by quota and the user and client id the rate counts.",
+		}, []string{"quota", "user", "client_id"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.produceBytes, m.authentications, m.authorizationFailures)
+		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.produceBytes, m.authentications, m.authorizationFailures,
+			m.quotaThrottle, m.quotaRate)
 	}
 	return m
 }
@@ -81,4 +95,12 @@ func counterValue(c prometheus.Counter) int64 {
 		return 0
 	}
 	return int64(d.Counter.GetValue())
+}
+
+// quotaRecorded updates the series of the quota entity a rate was measured for.
+func (m *Metrics) quotaRecorded(key string, u quota.Usage) {
+	m.quotaRate.WithLabelValues(key, u.Tags.User, u.Tags.ClientID).Set(u.Rate)
+	if u.Throttle > 0 {
+		m.quotaThrottle.WithLabelValues(key, u.Tags.User, u.Tags.ClientID).Add(u.Throttle.Seconds())
+	}
 }

@@ -26,7 +26,9 @@ import (
 	"skiff/auth"
 	"skiff/cluster"
 	"skiff/groups"
+	"skiff/quota"
 	"skiff/replication"
+	"skiff/sharegroup"
 	"skiff/txn"
 )
 
@@ -99,6 +101,13 @@ type Config struct {
 	// Groups is the group coordinator serving the group APIs (keys 8..16, 42, 47);
 	// required.
 	Groups *groups.Coordinator
+	// ShareGroups is the membership side of share groups (keys 76, 77) and Shares
+	// the share-partitions led here (keys 78, 79); nil: share groups are not
+	// served (those keys answer COORDINATOR_NOT_AVAILABLE).
+	ShareGroups *sharegroup.Coordinator
+	Shares      *sharegroup.Manager
+	// ShareConfigs keeps the share groups' configs (the GROUP config resource).
+	ShareConfigs *sharegroup.TopicStore
 	// MoreGroups are the other coordinators whose groups ListGroups lists (each
 	// reports its own group type, "share" for share groups); optional.
 	MoreGroups []GroupLister
@@ -149,6 +158,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, counts requests and fetched bytes.
 	Metrics *Metrics
+	// QuotaWindow is how client rates are measured against their quotas
+	// (quota.window.num, quota.window.size.seconds); zero fields: Kafka's
+	// defaults, 11 samples of 1 s.
+	QuotaWindow quota.Window
 }
 
 func (c *Config) setDefaults() {
@@ -212,8 +225,10 @@ type Server struct {
 	budget   *budget     // QueuedMaxRequestBytes
 	refusals *refusalLog // refusals logged once per client address and reason
 	dyn      atomic.Pointer[Dynamic]
+	connIDs  atomic.Uint64 // numbers the connections, for share sessions
 	sasl     *auth.SASLServer
 	delays   *auth.FailureDelays // of failed authentications, per client address
+	quotas   *quota.Manager      // client quotas enforced on this node (throttle.go)
 
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
@@ -245,6 +260,7 @@ func New(cfg Config, meta *cluster.Store, cache *cluster.Cache, parts *replicati
 	s.refusals = newRefusalLog(cfg.Logger)
 	s.sasl = auth.NewSASLServer(meta.ScramCredential)
 	s.delays = auth.NewFailureDelays(cfg.AuthFailureDelay)
+	s.quotas = quota.NewManager(cfg.QuotaWindow, func() quota.Set { return cache.Snapshot().Quotas() })
 	return s
 }
 

@@ -185,3 +185,65 @@ func TestTransactionTimeout(t *testing.T) {
 		t.Fatalf("read_committed read %q, want only the record after the aborted transaction", got)
 	}
 }
+
+// TestListOffsetsByTimestampStable: ListOffsets by timestamp answers a record of
+// an open transaction at read_uncommitted, and nothing (offset -1) at
+// read_committed until the transaction commits, as Kafka caps the lookup at the
+// last stable offset.
+func TestListOffsetsByTimestampStable(t *testing.T) {
+	n := sharedNode(t)
+	addr := n.KafkaAddr()
+	topic := topicName(t, "")
+	createTopic(t, dial(t, addr), topic, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := txnProducer(t, addr, topic+"-p", topic)
+	if err := produceTxn(ctx, p, true, "before"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Hour) // later than "before"
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	open := &kgo.Record{Value: []byte("open"), Timestamp: at}
+	if err := p.ProduceSync(ctx, open).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(isolation int8) int64 {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(5)
+		req.IsolationLevel = isolation
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = at.UnixMilli()
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(pr.ErrorCode); err != nil {
+			t.Fatal(err)
+		}
+		return pr.Offset
+	}
+	if got := lookup(0); got != open.Offset {
+		t.Fatalf("read_uncommitted lookup: %d, want the open record's offset %d", got, open.Offset)
+	}
+	if got := lookup(1); got != -1 {
+		t.Fatalf("read_committed lookup: %d, want -1 while the transaction is open", got)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator writes the marker after EndTxn answers.
+	for got := lookup(1); got != open.Offset; got = lookup(1) {
+		if got != -1 || ctx.Err() != nil {
+			t.Fatalf("read_committed lookup after the commit: %d, want %d", got, open.Offset)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+}

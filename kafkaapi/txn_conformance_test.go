@@ -212,7 +212,8 @@ func listOffset(t *testing.T, c *kconn, topic string, isolation int8) int64 {
 }
 
 // conformWriteTxnMarkers writes an abort marker for a producer's open transaction
-// as a coordinator would: read_committed Fetch then lists it as aborted.
+// as a coordinator would: read_committed Fetch then lists it as aborted; a marker
+// of an older producer epoch or coordinator epoch is refused.
 func conformWriteTxnMarkers(t *testing.T, c *kconn, versions []int16) {
 	for _, v := range versions {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
@@ -223,11 +224,12 @@ func conformWriteTxnMarkers(t *testing.T, c *kconn, versions []int16) {
 			wantCode(t, "produce to a partition not added", c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, kerr.InvalidTxnState.Code)
 			wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
 			f.produce(t, c, 0, "doomed")
+			coordinatorEpoch := int32(1)
 			marker := func(epoch int16, topic string) int16 {
 				req := kmsg.NewPtrWriteTxnMarkersRequest()
 				req.SetVersion(v)
 				m := kmsg.NewWriteTxnMarkersRequestMarker()
-				m.ProducerID, m.ProducerEpoch, m.Committed = f.pid, epoch, false
+				m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = f.pid, epoch, false, coordinatorEpoch
 				m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{0}}}
 				req.Markers = append(req.Markers, m)
 				resp := c.do(req).(*kmsg.WriteTxnMarkersResponse)
@@ -238,6 +240,9 @@ func conformWriteTxnMarkers(t *testing.T, c *kconn, versions []int16) {
 			}
 			wantCode(t, "abort marker", marker(f.epoch+1, f.topic), 0)
 			wantCode(t, "stale marker", marker(f.epoch, f.topic), kerr.InvalidProducerEpoch.Code)
+			coordinatorEpoch = 0
+			wantCode(t, "marker of an older coordinator", marker(f.epoch+1, f.topic), kerr.TransactionCoordinatorFenced.Code)
+			coordinatorEpoch = 1
 			wantCode(t, "unknown topic", marker(f.epoch+1, "no-such-topic"), kerr.UnknownTopicOrPartition.Code)
 
 			fr := kmsg.NewPtrFetchRequest()

@@ -130,20 +130,9 @@ func decodeGroupOffset(k, v []byte) (GroupOffset, error) {
 // has been applied, 0 if none.
 func (s *GroupShard) Applied() (int64, error) {
 	var out int64
-	err := s.db.with(func(db *pebble.DB) error {
-		v, closer, err := db.Get(s.prefix(tagGroupApplied))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer closer.Close()
-		if len(v) != 8 {
-			return fmt.Errorf("offsets: bad applied offset %x", v)
-		}
-		out = i64(v)
-		return nil
+	err := s.db.with(func(db *pebble.DB) (err error) {
+		out, err = getI64(db, s.prefix(tagGroupApplied), "applied offset")
+		return err
 	})
 	return out, err
 }
@@ -313,19 +302,7 @@ func (b *GroupBatch) Commit(applied int64) error {
 // record's key and value as in the log (the slices are only valid during the call),
 // in key order, so a group's records are together.
 func (s *GroupShard) GroupRecords(fn func(key, value []byte) error) error {
-	lo := s.prefix(tagGroupRecords)
-	return s.db.with(func(db *pebble.DB) error {
-		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-		if err != nil {
-			return err
-		}
-		for valid := it.First(); valid; valid = it.Next() {
-			if err := fn(it.Key()[len(lo):], it.Value()); err != nil {
-				return errors.Join(err, it.Close())
-			}
-		}
-		return errors.Join(it.Error(), it.Close())
-	})
+	return s.db.scanPrefix(s.prefix(tagGroupRecords), fn)
 }
 
 // SetGroupRecord stores a KIP-848 group record under its log key; a nil value

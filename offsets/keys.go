@@ -3,7 +3,10 @@ package offsets
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Keyspace tags: the first byte of every key. Values are part of the on-disk
@@ -18,6 +21,7 @@ const (
 	tagGroupApplied = 0x06 // how far each __consumer_offsets partition is applied
 	tagGroupRecords = 0x07 // KIP-848 consumer group records, per __consumer_offsets partition
 	tagGroupPending = 0x08 // offsets of open transactions, per __consumer_offsets partition
+	tagTxnState     = 0x09 // transaction coordinator state, per __transaction_state partition
 )
 
 // Sub-keyspaces of a partition's log index (the byte after the partition key).
@@ -80,3 +84,37 @@ func key(prefix []byte, parts ...uint64) []byte {
 }
 
 func i64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
+
+// getI64 reads the int64 value of key; 0 when there is none. what names the
+// value in errors.
+func getI64(db *pebble.DB, key []byte, what string) (int64, error) {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("offsets: bad %s %x", what, v)
+	}
+	return i64(v), nil
+}
+
+// scanPrefix calls fn with every key under prefix lo (without lo) and its value,
+// in key order; the slices are valid during the call only.
+func (d *DB) scanPrefix(lo []byte, fn func(key, value []byte) error) error {
+	return d.with(func(db *pebble.DB) error {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+		if err != nil {
+			return err
+		}
+		for valid := it.First(); valid; valid = it.Next() {
+			if err := fn(it.Key()[len(lo):], it.Value()); err != nil {
+				return errors.Join(err, it.Close())
+			}
+		}
+		return errors.Join(it.Error(), it.Close())
+	})
+}

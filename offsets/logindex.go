@@ -251,20 +251,9 @@ func (x *LogIndex) TruncateEntries(segBase, offset int64) error {
 
 func (x *LogIndex) getState(field byte) (int64, error) {
 	var out int64
-	err := x.with(func(db *pebble.DB) error {
-		v, closer, err := db.Get(x.stateKey(field))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer closer.Close()
-		if len(v) != 8 {
-			return fmt.Errorf("offsets: bad state value %x", v)
-		}
-		out = i64(v)
-		return nil
+	err := x.with(func(db *pebble.DB) (err error) {
+		out, err = getI64(db, x.stateKey(field), "state value")
+		return err
 	})
 	return out, err
 }

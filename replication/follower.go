@@ -15,12 +15,11 @@ import (
 	"skiff/internal/batch"
 )
 
-// Follower fetch settings.
+// Follower fetch settings (the wait and the least bytes are Config's).
 const (
-	fetchMaxWait      = 500 * time.Millisecond
 	fetchMaxBytes     = 16 << 20
 	fetchPartMaxBytes = 4 << 20
-	fetchTimeout      = fetchMaxWait + 10*time.Second
+	fetchTimeoutExtra = 10 * time.Second // beyond the fetch's wait
 )
 
 // errRefused: the leader's authorizer refused this broker's fetch; the fetcher
@@ -202,38 +201,8 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 	if len(truncating) > 0 {
 		return f.truncate(conn, truncating)
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(11)
-	req.ReplicaID = f.m.cfg.BrokerID
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(fetchMaxWait/time.Millisecond), 1, fetchMaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1
-	byKey := make(map[topicPartition]*Partition, len(parts))
-	topics := make(map[string]int)
-	throttled := make(map[*Partition]bool)
 	throttleWait := f.m.throttle.wait(time.Now())
-	for _, p := range parts {
-		if !p.syncedForFetch() {
-			continue // it cannot report its log end as on disk; it falls out of the ISR
-		}
-		maxBytes := int32(fetchPartMaxBytes)
-		if p.followerThrottled(f.m.cfg.BrokerID) {
-			if throttleWait > 0 {
-				continue // over the throttle: it fetches once the budget allows
-			}
-			throttled[p], maxBytes = true, f.m.throttle.partMaxBytes()
-		}
-		byKey[topicPartition{p.Topic, p.ID}] = p
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch = p.ID, p.LeaderEpoch()
-		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), maxBytes
-		i, ok := topics[p.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[p.Topic] = i
-			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: p.Topic})
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-	}
+	req, byKey, throttled := f.fetchRequest(parts, throttleWait)
 	if len(req.Topics) == 0 && throttleWait > 0 {
 		// Every replica is held back by the throttle: wait for the budget.
 		select {
@@ -245,7 +214,7 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 	if len(req.Topics) == 0 {
 		return errNothingToFetch
 	}
-	resp, err := conn.request(req, fetchTimeout)
+	resp, err := conn.request(req, f.m.cfg.ReplicaFetchWaitMax+fetchTimeoutExtra)
 	if err != nil {
 		return err
 	}
@@ -272,6 +241,47 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 		return errRefused
 	}
 	return nil
+}
+
+// fetchRequest is one Fetch for every partition in parts that can report its log
+// end, waiting at the leader for replica.fetch.min.bytes or
+// replica.fetch.wait.max.ms; byKey finds each partition of the response.
+// Throttled replicas (throttle.go) are left out while throttleWait is not 0, and
+// fetch at most a tenth of a second of the rate; throttled lists those asked.
+func (f *fetcher) fetchRequest(parts []*Partition, throttleWait time.Duration) (req *kmsg.FetchRequest, byKey map[topicPartition]*Partition, throttled map[*Partition]bool) {
+	req = kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID = f.m.cfg.BrokerID
+	req.MaxWaitMillis = int32(max(f.m.cfg.ReplicaFetchWaitMax/time.Millisecond, 1))
+	req.MinBytes, req.MaxBytes = f.m.cfg.ReplicaFetchMinBytes, fetchMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	byKey = make(map[topicPartition]*Partition, len(parts))
+	throttled = make(map[*Partition]bool)
+	topics := make(map[string]int)
+	for _, p := range parts {
+		if !p.syncedForFetch() {
+			continue // it cannot report its log end as on disk; it falls out of the ISR
+		}
+		maxBytes := int32(fetchPartMaxBytes)
+		if p.followerThrottled(f.m.cfg.BrokerID) {
+			if throttleWait > 0 {
+				continue // over the throttle: it fetches once the budget allows
+			}
+			throttled[p], maxBytes = true, f.m.throttle.partMaxBytes()
+		}
+		byKey[topicPartition{p.Topic, p.ID}] = p
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch = p.ID, p.LeaderEpoch()
+		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), maxBytes
+		i, ok := topics[p.Topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[p.Topic] = i
+			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: p.Topic})
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	return req, byKey, throttled
 }
 
 // isRefusal reports whether a partition's error code is an authorization refusal.

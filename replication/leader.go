@@ -78,6 +78,7 @@ func (p *Partition) becomeLeader(s PartitionSpec) {
 	if err := p.epochs.assign(s.LeaderEpoch, p.log.LogEndOffset()); err != nil {
 		p.logger.Error("recording the leader epoch", "leader_epoch", s.LeaderEpoch, "err", err)
 	}
+	p.leaderStart.Store(p.log.LogEndOffset())
 	p.appendMu.Unlock()
 	now := time.Now()
 	p.stateMu.Lock()

@@ -75,6 +75,14 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower that has not caught up for
 	// this long leaves the ISR (default DefaultReplicaLagMax).
 	ReplicaLagMax time.Duration
+	// ReplicaFetchMinBytes and ReplicaFetchWaitMax are replica.fetch.min.bytes
+	// and replica.fetch.wait.max.ms: a follower's fetch waits at the leader until
+	// that many bytes are there or that time has passed (defaults
+	// DefaultReplicaFetchMinBytes, DefaultReplicaFetchWaitMax). A larger minimum
+	// batches small produce requests into fewer fetches, at the cost of up to the
+	// wait on acks=all latency.
+	ReplicaFetchMinBytes int32
+	ReplicaFetchWaitMax  time.Duration
 	// Registerer, when set, receives the replication metrics (metrics.go).
 	Registerer prometheus.Registerer
 	// Logger receives the manager's log lines.
@@ -209,9 +217,11 @@ func (m *Manager) WaitUnfenced(ctx context.Context) bool {
 
 // Defaults of Config, shared with the broker's settings table (appliance).
 const (
-	DefaultReplicaLagMax          = 30 * time.Second // replica.lag.time.max.ms
-	DefaultRetentionCheckInterval = 5 * time.Minute  // log.retention.check.interval.ms
-	DefaultProducerIDExpiration   = 24 * time.Hour   // producer.id.expiration.ms
+	DefaultReplicaLagMax          = 30 * time.Second       // replica.lag.time.max.ms
+	DefaultReplicaFetchMinBytes   = 1                      // replica.fetch.min.bytes
+	DefaultReplicaFetchWaitMax    = 500 * time.Millisecond // replica.fetch.wait.max.ms
+	DefaultRetentionCheckInterval = 5 * time.Minute        // log.retention.check.interval.ms
+	DefaultProducerIDExpiration   = 24 * time.Hour         // producer.id.expiration.ms
 )
 
 // NewManager creates the topics folder and starts the retention loop.
@@ -230,6 +240,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.ReplicaLagMax <= 0 {
 		cfg.ReplicaLagMax = DefaultReplicaLagMax
+	}
+	if cfg.ReplicaFetchMinBytes <= 0 {
+		cfg.ReplicaFetchMinBytes = DefaultReplicaFetchMinBytes
+	}
+	if cfg.ReplicaFetchWaitMax <= 0 {
+		cfg.ReplicaFetchWaitMax = DefaultReplicaFetchWaitMax
 	}
 	if cfg.BrokerAddr == nil {
 		cfg.BrokerAddr = func(int32) (string, bool) { return "", false }

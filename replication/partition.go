@@ -158,7 +158,10 @@ type Partition struct {
 	// under (0: unknown): leading needs it to be this broker's current one.
 	leaderBrokerEpoch atomic.Int64
 	hw                atomic.Int64
-	savedHW           int64 // last checkpointed high watermark; owned by the checkpoint loop
+	// leaderStart is the log end offset when this replica last became leader: its
+	// high watermark is known once it reaches it (HighWatermarkKnown).
+	leaderStart atomic.Int64
+	savedHW     int64 // last checkpointed high watermark; owned by the checkpoint loop
 
 	appendMu      sync.Mutex
 	producers     producerStates // guarded by appendMu
@@ -304,6 +307,13 @@ func (p *Partition) IsLeader() bool {
 
 // HighWatermark is the offset below which records are committed and visible to consumers.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// HighWatermarkKnown reports whether a leader's high watermark has reached the
+// start of its leader epoch. A new leader's high watermark lags what its
+// predecessor committed until its followers' fetches tell it their log ends:
+// until then the end of the committed log is not known here, and ListOffsets
+// answers OFFSET_NOT_AVAILABLE for it, as Kafka does.
+func (p *Partition) HighWatermarkKnown() bool { return p.hw.Load() >= p.leaderStart.Load() }
 
 // LogStartOffset is the first offset still in the log.
 func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }

@@ -382,3 +382,42 @@ func TestCompactedTopicNeedsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHighWatermarkKnown: a leader whose high watermark is below the log end it
+// started its epoch at does not know what its predecessor committed, until a
+// follower's fetch moves the high watermark there.
+func TestHighWatermarkKnown(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	s := spec("t", 1, 1)
+	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	if !p.HighWatermarkKnown() {
+		t.Fatal("an empty log's leader: high watermark unknown")
+	}
+	for _, v := range []string{"a", "b"} {
+		if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, v), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A new epoch of the same leader starts at log end 2 with the high watermark
+	// still 0: follower 1 never fetched.
+	s.Partitions[0].LeaderEpoch = 1
+	if err := m.Apply(2, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	if p.HighWatermark() != 0 || p.HighWatermarkKnown() {
+		t.Fatalf("new epoch at log end 2: high watermark %d, known %v; want 0, false", p.HighWatermark(), p.HighWatermarkKnown())
+	}
+	sl, err := p.ReadReplica(1, 1, 2, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Release()
+	if p.HighWatermark() != 2 || !p.HighWatermarkKnown() {
+		t.Fatalf("follower at 2: high watermark %d, known %v; want 2, true", p.HighWatermark(), p.HighWatermarkKnown())
+	}
+}

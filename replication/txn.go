@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -50,10 +51,14 @@ type txnIndex struct {
 	// markers counts the markers of each producer: a verification of a producer's
 	// transaction holds while no marker came (AppendVerified).
 	markers map[int64]uint64
+	// coordinatorEpochs holds the coordinator epoch of each producer's latest
+	// marker: a marker of an older coordinator is refused (WriteMarker).
+	coordinatorEpochs map[int64]int32
 }
 
 func newTxnIndex() *txnIndex {
-	return &txnIndex{open: make(map[int64]OpenTxn), firstUnstable: math.MaxInt64, markers: make(map[int64]uint64)}
+	return &txnIndex{open: make(map[int64]OpenTxn), firstUnstable: math.MaxInt64, markers: make(map[int64]uint64),
+		coordinatorEpochs: make(map[int64]int32)}
 }
 
 // observe notes one batch appended to (or read back from) the log. raw returns the
@@ -65,6 +70,11 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !h.Control() {
+		if h.RecordCount == 0 {
+			// Left empty by the log cleaner, which compacts only decided
+			// transactions: it may have removed the marker (compaction/markers.go).
+			return nil
+		}
 		if _, ok := x.open[h.ProducerID]; !ok {
 			x.open[h.ProducerID] = OpenTxn{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, FirstOffset: h.BaseOffset, Started: now}
 			x.firstUnstable = min(x.firstUnstable, h.BaseOffset)
@@ -72,13 +82,19 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 		return nil
 	}
 	x.markers[h.ProducerID]++
+	if h.RecordCount == 0 {
+		return nil // a marker the cleaner removed, its header left (compaction/markers.go)
+	}
 	b, err := raw()
 	if err != nil {
 		return err
 	}
-	typ, err := batch.ControlType(b)
+	typ, coordinatorEpoch, err := batch.ParseControl(b)
 	if err != nil {
 		return fmt.Errorf("control batch at %d: %w", h.BaseOffset, err)
+	}
+	if coordinatorEpoch >= 0 {
+		x.coordinatorEpochs[h.ProducerID] = coordinatorEpoch
 	}
 	t, ok := x.open[h.ProducerID]
 	if !ok {
@@ -121,6 +137,7 @@ func (x *txnIndex) reset() {
 	defer x.mu.Unlock()
 	x.open, x.aborted, x.firstUnstable = make(map[int64]OpenTxn), nil, math.MaxInt64
 	clear(x.markers)
+	clear(x.coordinatorEpochs)
 }
 
 // abortedIn returns the aborted transactions whose records may be in [from, to):
@@ -144,6 +161,13 @@ func (x *txnIndex) forgetBefore(offset int64) {
 	defer x.mu.Unlock()
 	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].LastOffset >= offset })
 	x.aborted = append(x.aborted[:0:0], x.aborted[i:]...)
+}
+
+// forget drops the aborted transactions txns.
+func (x *txnIndex) forget(txns []AbortedTxn) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.aborted = slices.DeleteFunc(x.aborted, func(a AbortedTxn) bool { return slices.Contains(txns, a) })
 }
 
 // LastStableOffset is the offset below which every transaction is decided and
@@ -190,7 +214,9 @@ func (p *Partition) ReadStable(offset, maxBytes int64) (*logstore.Slice, error) 
 // transaction at epoch, as its coordinator asks (WriteTxnMarkers), and returns its
 // offset; the caller waits for it to be committed. A marker of an epoch older than
 // the producer's here is refused with INVALID_PRODUCER_EPOCH (a late marker of a
-// fenced coordinator or producer).
+// fenced producer), and one of a coordinator epoch older than that of the
+// producer's latest marker here with TRANSACTION_COORDINATOR_FENCED (a late marker
+// of a coordinator that lost its partition of __transaction_state), as in Kafka.
 func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
 	b := batch.BuildControl(time.Now().UnixMilli(), pid, epoch, commit, coordinatorEpoch)
 	h, err := batch.ParseHeader(b)
@@ -206,11 +232,24 @@ func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinator
 		p.appendMu.Unlock()
 		return 0, fmt.Errorf("marker of producer %d epoch %d, which is at %d: %w", pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
 	}
+	if ce, ok := p.coordinatorEpoch(pid); ok && coordinatorEpoch < ce {
+		p.appendMu.Unlock()
+		return 0, fmt.Errorf("marker of producer %d from coordinator epoch %d, after one from %d: %w", pid, coordinatorEpoch, ce, kerr.TransactionCoordinatorFenced)
+	}
 	res, err := p.appendLocked(b, &h)
 	if err != nil {
 		return 0, err
 	}
 	return res.BaseOffset, nil
+}
+
+// coordinatorEpoch returns the coordinator epoch of producer pid's latest marker
+// here, ok false when none is known.
+func (p *Partition) coordinatorEpoch(pid int64) (epoch int32, ok bool) {
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	epoch, ok = p.txns.coordinatorEpochs[pid]
+	return epoch, ok
 }
 
 // readBatch returns the whole batch of the log that h heads.
@@ -282,6 +321,9 @@ type ProducerInfo struct {
 	LastSequence int32 // -1: none
 	// TxnStartOffset is the first offset of its open transaction, -1: none.
 	TxnStartOffset int64
+	// CoordinatorEpoch is the coordinator epoch of its latest marker here, -1:
+	// none.
+	CoordinatorEpoch int32
 }
 
 // Producers returns the producers with state on this partition, by id.
@@ -289,12 +331,15 @@ func (p *Partition) Producers() []ProducerInfo {
 	p.appendMu.Lock()
 	out := make([]ProducerInfo, 0, len(p.producers.m))
 	for id, e := range p.producers.m {
-		out = append(out, ProducerInfo{ProducerID: id, Epoch: e.epoch, LastSequence: e.lastSeq(), TxnStartOffset: -1})
+		out = append(out, ProducerInfo{ProducerID: id, Epoch: e.epoch, LastSequence: e.lastSeq(), TxnStartOffset: -1, CoordinatorEpoch: -1})
 	}
 	p.txns.mu.Lock()
 	for i := range out {
 		if t, ok := p.txns.open[out[i].ProducerID]; ok {
 			out[i].TxnStartOffset = t.FirstOffset
+		}
+		if ce, ok := p.txns.coordinatorEpochs[out[i].ProducerID]; ok {
+			out[i].CoordinatorEpoch = ce
 		}
 	}
 	p.txns.mu.Unlock()
@@ -325,5 +370,10 @@ type stableTarget struct{ *Partition }
 // HighWatermark is the last stable offset: an open transaction's records and
 // everything after them stay as they are until it ends.
 func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
+
+// ForgetAbortedTxns drops aborted transactions whose records the cleaner
+// removed: their markers go after delete.retention.ms, and a read_committed
+// reader told of one without its marker would skip its producer's later records.
+func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) { t.txns.forget(txns) }
 
 var _ compaction.TxnTarget = stableTarget{}

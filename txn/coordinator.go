@@ -12,9 +12,11 @@
 //
 // Storage: every change of a transaction's state is appended to its partition as a
 // record in Kafka's format (TransactionLogKey/Value, docs/format/transactions.md)
-// and takes effect once committed (on every in-sync replica). The log is the truth:
-// on Elect a shard reads its partition from the start and keeps the last record of
-// each transactional id; transactions found prepared are completed again (markers
+// and takes effect once committed (on every in-sync replica). The log is the truth,
+// materialized in a store (store.go: Pebble, tag 0x09) by every local replica as
+// records are committed (follow.go): on Elect a shard applies what the store lacks
+// of the log and loads the last record of each transactional id from it;
+// transactions found prepared are completed again (markers
 // are idempotent: a partition ignores a marker for a transaction not open there).
 //
 // Each transaction has at most one change in flight (txnMeta.pending): requests that
@@ -35,6 +37,7 @@ import (
 
 	"skiff/groups"
 	"skiff/logstore"
+	"skiff/offsets"
 	"skiff/replication"
 )
 
@@ -88,6 +91,10 @@ type Config struct {
 	// CommitTimeout bounds the wait for a state record to be committed, and how
 	// long EndTxn waits for the markers before answering (default 10 s).
 	CommitTimeout time.Duration
+	// DB holds the materialized state of __transaction_state (offsets.TxnShard);
+	// nil: it is kept in memory, and a coordinator's first election applies its
+	// partition's whole log.
+	DB *offsets.DB
 	// Logger receives the coordinator's log lines (default: discard).
 	Logger *slog.Logger
 }
@@ -117,7 +124,7 @@ type Log interface {
 	HighWatermark() int64
 	LogStartOffset() int64
 	LogEndOffset() int64
-	Read(offset, maxBytes int64) (*logstore.Slice, error)
+	ReadCommitted(offset, maxBytes int64) (*logstore.Slice, error)
 	WaitHighWatermark(ctx context.Context, offset int64) error
 	AddWaiter(ch chan<- struct{})
 	RemoveWaiter(ch chan<- struct{})
@@ -136,8 +143,10 @@ type Coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		shards map[int32]*shard
-		closed bool
+		shards    map[int32]*shard
+		stores    map[int32]*partitionStore
+		followers map[int32]*follower
+		closed    bool
 	}
 }
 
@@ -146,6 +155,8 @@ func New(cfg Config) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, logger: cfg.Logger}
 	c.mu.shards = make(map[int32]*shard)
+	c.mu.stores = make(map[int32]*partitionStore)
+	c.mu.followers = make(map[int32]*follower)
 	return c
 }
 
@@ -221,6 +232,9 @@ func (c *Coordinator) Close() error {
 	c.mu.Unlock()
 	for _, id := range ids {
 		c.Resign(id)
+	}
+	for id := range c.Followed() {
+		c.Unfollow(id)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ package txn
 // appending records that take effect once committed.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -101,8 +100,9 @@ func (sh *shard) run() {
 	}
 }
 
-// load reads the whole log, once everything in it at election is committed, and
-// keeps the last state of each transactional id.
+// load brings the partition's store up to the log end at election, once
+// everything in it is committed (the store applies only what it has not yet),
+// and takes the last state of each transactional id from it.
 func (sh *shard) load() error {
 	target := sh.log.LogEndOffset()
 	wait, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
@@ -112,51 +112,26 @@ func (sh *shard) load() error {
 			return err
 		}
 	}
+	applied, err := sh.c.apply(sh.id, sh.log, target)
+	if err != nil {
+		return err
+	}
+	if applied < target {
+		return fmt.Errorf("__transaction_state-%d applied up to %d of %d", sh.id, applied, target)
+	}
+	store, _ := sh.c.storeFor(sh.id)
 	txns := make(map[string]*txnMeta)
-	from := sh.log.LogStartOffset()
-	for from < target {
-		s, err := sh.log.Read(from, readChunk)
-		if err != nil {
-			return fmt.Errorf("read __transaction_state-%d at %d: %w", sh.id, from, err)
+	err = store.States(func(key, value []byte) error {
+		id, m, err := parseRecord(batch.Record{Key: key, Value: value})
+		if err != nil || m == nil {
+			sh.c.logger.Warn("transaction coordinator: skipping a stored state it cannot read", "partition", sh.id, "transactional_id", id, "err", err)
+			return nil
 		}
-		var buf bytes.Buffer
-		_, err = s.WriteTo(&buf)
-		s.Release()
-		if err != nil {
-			return fmt.Errorf("read __transaction_state-%d at %d: %w", sh.id, from, err)
-		}
-		if buf.Len() == 0 {
-			break
-		}
-		next := from
-		err = batch.Split(buf.Bytes(), func(h batch.Header, raw []byte) error {
-			if h.NextOffset() <= next {
-				return nil
-			}
-			next = h.NextOffset()
-			if h.Control() {
-				return nil
-			}
-			return batch.Records(raw, func(r batch.Record) error {
-				id, m, err := parseRecord(r)
-				switch {
-				case err != nil:
-					sh.c.logger.Warn("transaction coordinator: skipping a record it cannot read", "partition", sh.id, "offset", r.Offset, "err", err)
-				case m == nil:
-					delete(txns, id)
-				default:
-					txns[id] = m
-				}
-				return nil
-			})
-		})
-		if err != nil {
-			return fmt.Errorf("__transaction_state-%d at %d: %w", sh.id, from, err)
-		}
-		if next == from {
-			break
-		}
-		from = next
+		txns[id] = m
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("__transaction_state-%d: %w", sh.id, err)
 	}
 	sh.mu.Lock()
 	sh.txns = txns

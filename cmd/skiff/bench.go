@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"skiff/appliance"
 	"skiff/bench"
 )
 
@@ -37,7 +38,9 @@ sendfile). With --baseline, produce, consume and e2e measure the baseline in
 the same run and print their result beside it as ratios (produce and consume
 also against a Kafka server that only appends and sends back, with the same
 client and settings): on a shared machine the ratio is the figure to compare,
-not the absolute.
+not the absolute. produce, consume and e2e also print the CPU the client and
+the brokers (each node's process_cpu_seconds_total, read from its /metrics
+before and after: --http) used, per GB of record values.
 docs/performance.md has the targets and how to reproduce them.`,
 		Subcommands: []*cli.Command{
 			benchLoadCommand(bench.Produce),
@@ -59,6 +62,7 @@ func benchLoadCommand(mode bench.Mode) *cli.Command {
 		&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
 		&cli.BoolFlag{Name: "baseline", Usage: "also measure this machine's limits (skiff bench baseline) and print ratios"},
 		&cli.StringFlag{Name: "dir", Value: ".", Usage: "with --baseline: write the disk baseline into `DIR` (put it on the brokers' data filesystem)"},
+		&cli.StringSliceFlag{Name: "http", Usage: "`HOST:PORT` of a node's /metrics, whose CPU the run reports (repeat for each node; default: each broker's host, port " + appliance.DefaultHTTPPort + ")"},
 	)
 	var usage, desc string
 	switch mode {
@@ -132,6 +136,9 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 		Baseline: c.Bool("baseline"),
 		Dir:      c.String("dir"),
 		Linger:   -1,
+
+		Metrics:     c.StringSlice("http"),
+		MetricsPort: appliance.DefaultHTTPPort,
 	}
 	if cfg.Topic == "" {
 		return cfg, errors.New("missing --topic (-t): name the topic to benchmark")
@@ -255,13 +262,16 @@ var skiffExecutable = os.Executable
 func benchBaselineCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "baseline",
-		Usage:     "measure this machine's disk write, loopback TCP and sendfile throughput",
+		Usage:     "measure this machine's disk write, loopback TCP, bare receiver and sendfile throughput and CPU per GB",
 		ArgsUsage: " ",
 		Description: `Moves --bytes through each of: sequential 1 MiB writes into a new file in --dir
 (page cache, no sync); the same with fdatasync after every 1 MiB; a loopback TCP
-stream between two goroutines; that file sent over loopback with sendfile; and
-the same file copied over loopback through a 1 MiB buffer. Put --dir on the
-filesystem of the brokers' data directory. The file is removed afterwards.`,
+stream between two goroutines; that stream received into a file in --dir with
+read+write through a 1 MiB buffer, and with splice (Linux), the bare receivers;
+the first file sent over loopback with sendfile; and the same file copied over
+loopback through a 1 MiB buffer. Rows print the CPU time of the thread doing the
+measured side's work (writer, receiver, sender) per GB (10^9 bytes). Put --dir on
+the filesystem of the brokers' data directory. The files are removed afterwards.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: ".", Usage: "write the disk baseline into `DIR`"},
 			&cli.Int64Flag{Name: "bytes", Value: defaultBaseBytes, Usage: "move `N` bytes in each measurement"},

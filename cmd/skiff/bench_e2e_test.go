@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestBenchE2E(t *testing.T) {
 	if r.Records != 1001 || r.Producers != 2 || r.Acks != "1" || r.Compression != "lz4" || r.LingerMs == nil || *r.LingerMs != 0 {
 		t.Fatalf("produce -k 2: %+v", r)
 	}
-	if r.Baseline == nil || len(r.Baseline.Rows) != 6 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
+	if r.Baseline == nil || len(r.Baseline.Rows) != 8 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
 		r.Ratios["null_kafka_server"] <= 0 {
 		t.Fatalf("baseline: %+v ratios %v", r.Baseline, r.Ratios)
 	}
@@ -98,7 +99,7 @@ func TestBenchE2E(t *testing.T) {
 
 	// consume --baseline reads as many records from a null Kafka server.
 	c = benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--baseline", "--dir", dir)
-	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 6 || c.Ratios["null_kafka_server"] <= 0 {
+	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 8 || c.Ratios["null_kafka_server"] <= 0 {
 		t.Fatalf("consume --baseline: %d records, baseline %+v ratios %v", c.Records, c.Baseline, c.Ratios)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
@@ -110,6 +111,42 @@ func TestBenchE2E(t *testing.T) {
 	skiffOK(t, nil, "topic", "create", empty, "-b", b)
 	mustContain(t, "empty", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", empty), "is empty", "skiff bench produce")
 	mustContain(t, "missing", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", uniqueTopic("nope")), "does not exist")
+}
+
+// TestBenchBrokerCPU: produce and consume report the node's CPU over the run,
+// read from its /metrics (--http), and per GB beside the client's; a node whose
+// metrics cannot be read leaves the figures out with the reason, and the run
+// still succeeds.
+func TestBenchBrokerCPU(t *testing.T) {
+	n := testnode.Start(t)
+	topic := uniqueTopic("bench-cpu")
+	p := benchJSON(t, "bench", "produce", "-b", n.Addr, "-t", topic, "--records", "50000", "--partitions", "2", "--http", n.HTTPAddr)
+	c := benchJSON(t, "bench", "consume", "-b", n.Addr, "-t", topic, "--http", n.HTTPAddr)
+	for _, r := range []bench.Result{p, c} {
+		if r.BrokerCPUError != "" || len(r.BrokerCPU) != 1 || r.BrokerCPU[0].HTTP != n.HTTPAddr || r.BrokerCPUSeconds <= 0 ||
+			r.BrokerCPU[0].CPUSeconds != r.BrokerCPUSeconds || r.BrokerCPUSecondsPerGB <= 0 || r.ClientCPUSecondsPerGB <= 0 {
+			t.Fatalf("%s: broker CPU %+v %v s (%v s per GB, error %q), client %v s per GB", r.Mode, r.BrokerCPU,
+				r.BrokerCPUSeconds, r.BrokerCPUSecondsPerGB, r.BrokerCPUError, r.ClientCPUSecondsPerGB)
+		}
+		perGB := r.BrokerCPUSeconds / (float64(r.Bytes) / 1e9)
+		if d := r.BrokerCPUSecondsPerGB - perGB; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: %v s per GB, want %v", r.Mode, r.BrokerCPUSecondsPerGB, perGB)
+		}
+	}
+	out := skiffOK(t, nil, "bench", "produce", "-b", n.Addr, "-t", topic, "--records", "100", "--http", n.HTTPAddr)
+	mustContain(t, "text", out, "broker CPU", "on 1 node", "s per GB")
+
+	// A closed port: no figures, the reason, and the load's result all the same.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	r := benchJSON(t, "bench", "produce", "-b", n.Addr, "-t", topic, "--records", "100", "--http", closed)
+	if r.Records != 100 || r.BrokerCPUError == "" || r.BrokerCPU != nil || r.BrokerCPUSecondsPerGB != 0 {
+		t.Errorf("unreadable metrics: %+v", r)
+	}
 }
 
 // TestNullServerProcess: skiff bench null-server ignores SIGINT (a terminal's ^C

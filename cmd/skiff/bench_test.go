@@ -76,13 +76,18 @@ func TestBaselineSmall(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	want := []string{"page_cache_write", "loopback_tcp", "sendfile_loopback", "copy_loopback", "fdatasync_write"}
+	want := []string{"page_cache_write", "loopback_tcp", "bare_receiver_read_write", "bare_receiver_splice",
+		"sendfile_loopback", "copy_loopback", "fdatasync_write"}
 	if res.Bytes != 4<<20 || len(res.Rows) != len(want) || res.FdatasyncP50Ms <= 0 {
 		t.Fatalf("baseline %+v", res)
 	}
 	for i, row := range res.Rows {
 		if row.Name != want[i] || row.MBPerSec <= 0 || row.Seconds <= 0 {
 			t.Errorf("row %d: %+v, want %s with a rate", i, row, want[i])
+		}
+		// Every row but the plain stream says what its working thread cost.
+		if measured := row.Name != "loopback_tcp"; measured != (row.CPUSecondsPerGB > 0) {
+			t.Errorf("row %s: %v s CPU per GB", row.Name, row.CPUSecondsPerGB)
 		}
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
@@ -93,7 +98,8 @@ func TestBaselineSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"page-cache write", "loopback TCP", "sendfile", "copy", "fdatasync", "MB/s"} {
+	for _, w := range []string{"page-cache write", "loopback TCP", "bare receiver", "splice", "sendfile", "copy", "fdatasync", "MB/s",
+		"s CPU per GB"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text output lacks %q:\n%s", w, text)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -58,6 +59,16 @@ KIP-848's protocol (Kafka's group.protocol=consumer): the broker assigns the
 partitions and moves them between members without stopping the others; it fails
 if the cluster does not offer it.
 
+With --share G the records are consumed as member of share group G (KIP-932):
+members share every partition, each record is acquired by one member, printed,
+then acknowledged (ACCEPT); a record not acknowledged within the group's lock
+duration (a member that died) goes to another member. --reject-if REGEX rejects
+the records whose value matches REGEX instead of printing them (they go to the
+group's dead-letter topic when errors.deadletterqueue.topic.name is set). Where
+a new share group starts is the group config share.auto.offset.reset (latest by
+default). --group, --from-beginning, --offset, --partition and --exit-at-end do
+not apply.
+
 Output is buffered and flushed after every batch received from the broker. The
 topic must exist: consume never creates it. A summary line goes to stderr with
 --verbose, or when stderr is a terminal.`,
@@ -71,6 +82,8 @@ topic must exist: consume never creates it. A summary line goes to stderr with
 			&cli.StringFlag{Name: "format", Aliases: []string{"F"}, Value: "value", Usage: "output `FORMAT`: value or json"},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "consume as member of consumer `GROUP`, committing offsets"},
 			&cli.StringFlag{Name: "group-protocol", Value: "classic", Usage: "with --group: the group's `PROTOCOL`, classic or consumer (KIP-848: the broker assigns partitions)"},
+			&cli.StringFlag{Name: "share", Usage: "consume as member of share `GROUP`, acknowledging each printed record"},
+			&cli.StringFlag{Name: "reject-if", Usage: "with --share: reject records whose value matches `REGEX` instead of printing them"},
 			&cli.StringFlag{Name: "key-separator", Aliases: []string{"K"}, Usage: "--format value: print the key, `SEP`, then the value"},
 			&cli.StringFlag{Name: "isolation", Value: "read_committed", Usage: "`LEVEL`: read_committed or read_uncommitted (records of open and aborted transactions too)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a summary line to stderr"},
@@ -145,7 +158,35 @@ func consumeOptsFrom(c *cli.Context) (client.ConsumeOptions, error) {
 			return o, errors.New("--partition cannot be used with --group: the group assigns partitions to its members")
 		}
 	}
-	return o, nil
+	return o, shareOptsFrom(c, &o)
+}
+
+// shareOptsFrom reads --share and --reject-if.
+func shareOptsFrom(c *cli.Context, o *client.ConsumeOptions) error {
+	if !c.IsSet("share") {
+		if c.IsSet("reject-if") {
+			return errors.New("--reject-if needs --share: only a share group member acknowledges records")
+		}
+		return nil
+	}
+	o.Share = c.String("share")
+	for _, f := range []string{"group", "from-beginning", "offset", "partition", "exit-at-end"} {
+		if c.IsSet(f) {
+			return fmt.Errorf("--%s cannot be used with --share: the share group decides what each member gets "+
+				"(set the group config share.auto.offset.reset to earliest to start at the oldest record)", f)
+		}
+	}
+	if o.Share == "" {
+		return errors.New("--share must not be empty")
+	}
+	if c.IsSet("reject-if") {
+		re, err := regexp.Compile(c.String("reject-if"))
+		if err != nil {
+			return fmt.Errorf("invalid --reject-if: %w", err)
+		}
+		o.RejectIf = re
+	}
+	return nil
 }
 
 // parseFormat reads --format.

@@ -49,7 +49,10 @@ func groupDescribeCommand() *cli.Command {
 			"(client id, host, assigned partitions), and a table of partitions with the\n" +
 			"committed offset, the log end offset, the lag and the member consuming it.\n" +
 			"A KIP-848 consumer group also shows its group and assignment epochs, its\n" +
-			"assignor, and each member's epoch, assigned and target partitions.",
+			"assignor, and each member's epoch, assigned and target partitions.\n" +
+			"A share group (KIP-932) shows its state, epoch, members with their assigned\n" +
+			"partitions (shared by every member), and each share-partition's start\n" +
+			"offset (SPSO: every record below it is done) and lag.",
 		HideHelpCommand: true,
 		Flags:           clientFlags(),
 		Action:          runGroupDescribe,
@@ -130,6 +133,11 @@ func runGroupDescribe(c *cli.Context) error {
 		return err
 	}
 	defer done()
+	if d, ok, err := k.DescribeShareGroup(ctx, group); err != nil {
+		return err
+	} else if ok {
+		return client.WriteShareGroupDescription(c.App.Writer, d)
+	}
 	l, err := k.DescribeGroup(ctx, group)
 	if errors.Is(err, client.ErrConsumerGroup) {
 		d, err := k.DescribeConsumerGroup(ctx, group)

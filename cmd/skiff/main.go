@@ -50,6 +50,7 @@ func newApp() *cli.App {
 			txnCommand(),
 			offsetsCommand(),
 			userCommand(),
+			quotaCommand(),
 			aclCommand(),
 			clusterCommand(),
 			benchCommand(),

@@ -52,18 +52,29 @@ var ErrControl = errors.New("batch: malformed control record")
 // ControlType returns the type of the marker in control batch b (whole, as read
 // from a log): ControlAbort or ControlCommit, or another type Kafka may define.
 func ControlType(b []byte) (int16, error) {
-	typ := int16(-1)
-	err := Records(b, func(r Record) error {
+	typ, _, err := ParseControl(b)
+	return typ, err
+}
+
+// ParseControl returns the type of the marker in control batch b (whole, as read
+// from a log) and, for a commit or abort marker, the epoch of the coordinator
+// that wrote it (-1 for other types, or a value too short to hold it).
+func ParseControl(b []byte) (typ int16, coordinatorEpoch int32, err error) {
+	typ, coordinatorEpoch = -1, -1
+	err = Records(b, func(r Record) error {
 		if len(r.Key) < 4 {
 			return ErrControl
 		}
 		typ = int16(binary.BigEndian.Uint16(r.Key[2:]))
+		if (typ == ControlAbort || typ == ControlCommit) && len(r.Value) >= 6 {
+			coordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
+		}
 		return nil
 	})
 	if err == nil && typ < 0 {
 		err = ErrControl
 	}
-	return typ, err
+	return typ, coordinatorEpoch, err
 }
 
 // IsTransactional reports whether b starts with a batch header whose transactional

@@ -142,6 +142,10 @@ func (p *Pipeline) waitDone(ctx context.Context) error {
 		}
 		done, left := true, int64(0)
 		ends.Each(func(e kadm.ListedOffset) {
+			if e.Err != nil { // e.g. OFFSET_NOT_AVAILABLE from a new leader: its end is not known yet
+				done = false
+				return
+			}
 			c, ok := committed.Lookup(e.Topic, e.Partition)
 			if !ok || c.At < e.Offset {
 				done = false

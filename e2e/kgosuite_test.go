@@ -1,9 +1,11 @@
 package e2e
 
-// franz-go's own KIP-848 tests (Test848*, the "848" subtests of TestGroupSimple
-// and TestGroupETL) against a real `skiff serve` process, from franz-go's source
-// in the module cache: the tests turn KIP-848 on themselves when ApiVersions
-// offers ConsumerGroupHeartbeat v1, so a skip would mean Skiff did not offer it.
+// franz-go's own tests against a real `skiff serve` process, from franz-go's
+// source in the module cache: its KIP-848 tests (Test848*, the "848" subtests of
+// TestGroupSimple and TestGroupETL) and its share group tests (TestShareGroup*).
+// The tests turn these features on themselves from ApiVersions (ConsumerGroupHeartbeat
+// v1; ShareFetch and ShareAcknowledge v2), so a skip would mean Skiff did not offer
+// them.
 
 import (
 	"bytes"
@@ -30,10 +32,25 @@ var kgoWant848 = []string{
 }
 
 func TestKgoSuite848(t *testing.T) {
+	n := testnode.Start(t, "--group-consumer-heartbeat-interval", "1s")
+	runKgoSuite(t, n.Addr, kgoRun848, kgoWant848)
+}
+
+// kgoWantShare are franz-go's share group tests; each calls adm() before it
+// looks at allowShare.
+var kgoWantShare = []string{"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin"}
+
+func TestKgoSuiteShare(t *testing.T) {
+	n := testnode.Start(t)
+	runKgoSuite(t, n.Addr, `^TestShareGroup.*$`, kgoWantShare)
+}
+
+// runKgoSuite runs franz-go's kgo tests matching run against the node at addr;
+// every test of want must pass, and none may skip.
+func runKgoSuite(t *testing.T, addr, run string, want []string) {
 	if testing.Short() {
 		t.Skip("compiles and runs franz-go's tests (about two minutes)")
 	}
-	n := testnode.Start(t, "--group-consumer-heartbeat-interval", "1s")
 	src := goOutput(t, "", "list", "-m", "-f", "{{.Dir}}", "github.com/twmb/franz-go")
 	dir := filepath.Join(t.TempDir(), "franz-go")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
@@ -47,9 +64,9 @@ func TestKgoSuite848(t *testing.T) {
 		}
 		return nil
 	})
-	cmd := exec.Command("go", "test", "-count=1", "-timeout", "10m", "-v", "-run", kgoRun848, "./pkg/kgo")
+	cmd := exec.Command("go", "test", "-count=1", "-timeout", "10m", "-v", "-run", run, "./pkg/kgo")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "KGO_SEEDS="+n.Addr, "KGO_TEST_RF=1",
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "KGO_SEEDS="+addr, "KGO_TEST_RF=1",
 		"KGO_TEST_RECORDS=50000", "KGO_LOG_LEVEL=none", "GOFLAGS=-mod=mod")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -57,7 +74,7 @@ func TestKgoSuite848(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test ./pkg/kgo: %v\n%s", err, tail(out, 200))
 	}
-	for _, name := range kgoWant848 {
+	for _, name := range want {
 		if !regexp.MustCompile(`(?m)^\s*--- PASS: ` + regexp.QuoteMeta(name) + ` `).Match(out) {
 			t.Errorf("%s did not pass:\n%s", name, tail(out, 200))
 		}

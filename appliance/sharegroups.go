@@ -1,0 +1,55 @@
+package appliance
+
+// The share groups' part of the node (package sharegroup): the membership
+// coordinator, the share-partitions led here, and their store in the internal
+// topic __share_group_state, written through the inter-broker listener.
+
+import (
+	"context"
+
+	"skiff/kafkaapi"
+	"skiff/sharegroup"
+)
+
+// startShareGroups creates the share-group coordinator, the share-partition
+// manager and its store; the store connects on first use.
+func (n *Node) startShareGroups() {
+	c := n.cfg.Groups
+	sasl, _ := n.followerSASL() // checked when replication started
+	n.shareStore = sharegroup.NewTopicStore(sharegroup.TopicStoreConfig{
+		Seeds: func() []string {
+			var out []string
+			for _, b := range n.cache.Brokers() {
+				if addr, ok := n.brokerAddr(b.ID); ok {
+					out = append(out, addr)
+				}
+			}
+			return out
+		},
+		TLS:    n.followerTLS(),
+		SASL:   sasl,
+		Ensure: func(ctx context.Context) error { return n.kafka.EnsureShareStateTopic(ctx) },
+		Logger: n.logger,
+	})
+	cfg := sharegroup.Config{
+		Store:              n.shareStore,
+		RecordLockDuration: c.ShareRecordLockDuration,
+		DeliveryCountLimit: c.ShareDeliveryCountLimit,
+		MaxRecordLocks:     c.ShareMaxRecordLocks,
+		GroupConfigs:       n.shareStore.GroupConfigs,
+		DeadLetter:         n.shareStore.DeadLetter,
+		Logger:             n.logger,
+	}
+	n.shares = sharegroup.NewManager(cfg)
+	n.shareGroups = sharegroup.NewCoordinator(cfg, func(name string) (sharegroup.TopicInfo, bool) {
+		t, ok := n.cache.Topic(name)
+		return sharegroup.TopicInfo{ID: t.ID, Partitions: t.Partitions}, ok
+	}, n.shares.ReleaseMember)
+}
+
+// shareKafkaConfig adds the share groups to the Kafka server's configuration.
+func (n *Node) shareKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
+	k.ShareGroups, k.Shares, k.ShareConfigs = n.shareGroups, n.shares, n.shareStore
+	k.MoreGroups = append(k.MoreGroups, n.shareGroups)
+	return k
+}

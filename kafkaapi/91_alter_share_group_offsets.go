@@ -1,0 +1,86 @@
+package kafkaapi
+
+// AlterShareGroupOffsets, key 91, version 0.
+//
+// Behaviour: for a group this node coordinates and that has no members (else
+// NON_EMPTY_GROUP), each named share-partition's start offset (SPSO) becomes the
+// given offset with nothing in flight, durably, as if every record below it were
+// done; an offset outside [log start, high watermark] is OFFSET_OUT_OF_RANGE.
+//
+// Authorization, as in Kafka: ALTER on the group (GROUP_AUTHORIZATION_FAILED), READ
+// on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+//
+// Not implemented: a partition led by another node than the group's coordinator
+// answers NOT_LEADER_OR_FOLLOWER (the share-partition lives at the partition's
+// leader, and there is no broker-to-broker request for it yet).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+	"skiff/sharegroup"
+)
+
+func init() {
+	register(api[*kmsg.AlterShareGroupOffsetsRequest]{
+		min: 0, max: 0,
+		handle: (*Server).handleAlterShareGroupOffsets,
+		entries: func(r *kmsg.AlterShareGroupOffsetsRequest) (n int) {
+			for _, t := range r.Topics {
+				n += topicEntries(len(t.Partitions))
+			}
+			return n
+		},
+	})
+}
+
+func (s *Server) handleAlterShareGroupOffsets(c *conn, _ *RequestHeader, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if code := s.shareOffsetsAdmin(c, req.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	s.cfg.ShareGroups.Ensure(req.GroupID)
+	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
+	defer cancel()
+	for _, t := range req.Topics {
+		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		info, _ := s.cache.Topic(t.Topic)
+		rt.TopicID = info.ID
+		allowed := c.allowed(acl.OpRead, acl.ResourceTopic, t.Topic)
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			lp, code := s.localPartition(t.Topic, p.Partition)
+			switch {
+			case !allowed:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case code != 0:
+				rp.ErrorCode = code
+			default:
+				rp.ErrorCode = s.cfg.Shares.ResetStart(ctx, sharegroup.Key{Group: req.GroupID, TopicID: info.ID, Partition: p.Partition}, t.Topic, lp, p.StartOffset)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// shareOffsetsAdmin checks that the client may ALTER group, that this node
+// coordinates it and that it has no members: 0, or the code to answer.
+func (s *Server) shareOffsetsAdmin(c *conn, group string) int16 {
+	switch {
+	case !c.allowed(acl.OpAlter, acl.ResourceGroup, group):
+		return kerr.GroupAuthorizationFailed.Code
+	case s.coordinatesGroup(group) != 0:
+		return s.coordinatesGroup(group)
+	case s.cfg.ShareGroups.Members(group) > 0:
+		return kerr.NonEmptyGroup.Code
+	}
+	return 0
+}

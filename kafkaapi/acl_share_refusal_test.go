@@ -1,0 +1,169 @@
+package kafkaapi_test
+
+// The refusal cases of the share-group keys (76..79), as Kafka's KafkaApis checks
+// them.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func refusalCtxBackground() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 20*time.Second)
+}
+
+// runTopicID is the id of the run's topic.
+func runTopicID(r *refusalRun) [16]byte {
+	ctx, cancel := refusalCtxBackground()
+	defer cancel()
+	td, err := r.adm.ListTopics(ctx, r.topic)
+	if err != nil {
+		return [16]byte{}
+	}
+	return td[r.topic].ID
+}
+
+func shareHeartbeatReq(r *refusalRun) kmsg.Request {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = r.group, "refusal-member", []string{r.topic}
+	return req
+}
+
+func shareFetchReq(r *refusalRun) kmsg.Request {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = kmsg.StringPtr(r.group), kmsg.StringPtr("refusal-member")
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = runTopicID(r)
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// shareFetchPartitionCode is the code of the request's partition, 0 when the
+// answer has no entry for it (nothing to deliver yet).
+func shareFetchPartitionCode(resp kmsg.Response) []int16 {
+	r := resp.(*kmsg.ShareFetchResponse)
+	if r.ErrorCode != 0 {
+		return []int16{r.ErrorCode}
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			return []int16{p.ErrorCode}
+		}
+	}
+	return []int16{0}
+}
+
+// extraShareRefusals are more cases, added by init functions.
+var extraShareRefusals []refusal
+
+func shareRefusals() []refusal {
+	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
+	return append(extraShareRefusals, []refusal{
+		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req:    shareHeartbeatReq,
+			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+		{name: "ShareGroupHeartbeat needs DESCRIBE on its topics", want: kerr.TopicAuthorizationFailed.Code,
+			req:    shareHeartbeatReq,
+			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			given:  []string{groupRead},
+			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+		{name: "ShareGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrShareGroupDescribeRequest()
+				req.GroupIDs = []string{r.group}
+				return req
+			},
+			codes: topLevel(func(r *kmsg.ShareGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode }),
+			// Allowed: the run's group is a classic one, no share group.
+			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		{name: "ShareFetch needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req:    shareFetchReq,
+			codes:  topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
+			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+		{name: "ShareFetch needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			req:    shareFetchReq,
+			codes:  shareFetchPartitionCode,
+			given:  []string{groupRead},
+			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+		{name: "ShareAcknowledge needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrShareAcknowledgeRequest()
+				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("refusal-member"), 1
+				return req
+			},
+			codes: topLevel(func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode }),
+			// Allowed, it has no share session here.
+			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
+	}...)
+}
+
+func init() { extraShareRefusals = append(extraShareRefusals, groupConfigRefusals()...) }
+
+// groupConfigRefusals: the GROUP config resource needs DESCRIBE_CONFIGS and
+// ALTER_CONFIGS on the group.
+func groupConfigRefusals() []refusal {
+	return []refusal{
+		{name: "DescribeConfigs of a group needs DESCRIBE_CONFIGS on it", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeConfigsRequest()
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, r.group
+				req.Resources = append(req.Resources, res)
+				return req
+			},
+			codes:  topLevelResources,
+			grants: []string{"ALLOW DESCRIBE_CONFIGS GROUP LITERAL GROUP_NAME"}},
+		{name: "IncrementalAlterConfigs of a group needs ALTER_CONFIGS on it", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+				res := kmsg.NewIncrementalAlterConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, r.group
+				res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
+				req.Resources = append(req.Resources, res)
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode }),
+			grants: []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
+	}
+}
+
+func init() { extraShareRefusals = append(extraShareRefusals, shareOffsetsRefusals()...) }
+
+// shareOffsetsRefusals: keys 90..92 need DESCRIBE, ALTER and DELETE on the group.
+func shareOffsetsRefusals() []refusal {
+	return []refusal{
+		{name: "DescribeShareGroupOffsets needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: r.group}}
+				return req
+			},
+			codes: topLevel(func(r *kmsg.DescribeShareGroupOffsetsResponse) int16 { return r.Groups[0].ErrorCode }),
+			// Allowed: the run's group is a classic one.
+			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		{name: "AlterShareGroupOffsets needs ALTER on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				req.GroupID = r.group
+				req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: r.topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			grants: []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+		{name: "DeleteShareGroupOffsets needs DELETE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				req.GroupID, req.Topics = r.group, []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
+				return req
+			},
+			codes:  topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+	}
+}

@@ -1,0 +1,96 @@
+package kafkaapi
+
+// The GROUP config resource (type 32) of DescribeConfigs and
+// IncrementalAlterConfigs: a share group's configs, kept by package sharegroup in
+// __share_group_state, where every node reads them.
+
+import (
+	"context"
+	"maps"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/acl"
+)
+
+// describeGroupConfigs fills rr with a group's configs.
+func (s *Server) describeGroupConfigs(c *conn, rr *kmsg.DescribeConfigsResponseResource, want func(string) bool) {
+	if s.cfg.Shares == nil || s.cfg.ShareConfigs == nil {
+		rr.ErrorCode = kerr.InvalidRequest.Code
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
+	defer cancel()
+	if err := s.cfg.ShareConfigs.LoadGroupConfigs(ctx); err != nil {
+		rr.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		msg := err.Error()
+		rr.ErrorMessage = &msg
+		return
+	}
+	for _, e := range s.cfg.Shares.DescribeGroupConfigs(rr.ResourceName) {
+		if !want(e.Name) {
+			continue
+		}
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		v := e.Value
+		rc.Name, rc.Value, rc.IsDefault = e.Name, &v, e.IsDefault
+		rc.Source = kmsg.ConfigSourceGroupConfig
+		if e.IsDefault {
+			rc.Source = kmsg.ConfigSourceDefaultConfig
+		}
+		rc.ConfigType = kmsg.ConfigTypeString
+		if e.Int {
+			rc.ConfigType = kmsg.ConfigTypeInt
+		}
+		rr.Configs = append(rr.Configs, rc)
+	}
+}
+
+// alterGroupConfigs applies IncrementalAlterConfigs changes (SET 0, DELETE 1) to
+// a group's configs: checked as a whole, then written, or not at all.
+func (s *Server) alterGroupConfigs(c *conn, r *kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, string) {
+	if !c.allowed(acl.OpAlterConfigs, acl.ResourceGroup, r.ResourceName) {
+		return kerr.GroupAuthorizationFailed.Code, ""
+	}
+	if s.cfg.Shares == nil || s.cfg.ShareConfigs == nil {
+		return kerr.InvalidRequest.Code, "share groups are not served"
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
+	defer cancel()
+	if err := s.cfg.ShareConfigs.LoadGroupConfigs(ctx); err != nil {
+		return kerr.CoordinatorNotAvailable.Code, err.Error()
+	}
+	next := maps.Clone(s.cfg.ShareConfigs.GroupConfigs(r.ResourceName))
+	if next == nil {
+		next = map[string]string{}
+	}
+	seen := map[string]bool{}
+	for _, cf := range r.Configs {
+		if seen[cf.Name] {
+			return kerr.InvalidRequest.Code, "Error due to duplicate config keys"
+		}
+		seen[cf.Name] = true
+		switch cf.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if cf.Value == nil {
+				return kerr.InvalidRequest.Code, "Null value not supported for : " + cf.Name
+			}
+			next[cf.Name] = *cf.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(next, cf.Name)
+		default:
+			return kerr.InvalidConfig.Code, "group configs take SET and DELETE only"
+		}
+	}
+	if err := s.cfg.Shares.ValidateGroupConfigs(next); err != nil {
+		return kerr.InvalidConfig.Code, err.Error()
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	if err := s.cfg.ShareConfigs.SetGroupConfigs(ctx, r.ResourceName, next); err != nil {
+		return kerr.RequestTimedOut.Code, err.Error()
+	}
+	return 0, ""
+}

@@ -1,0 +1,65 @@
+package kafkaapi
+
+// Client quotas enforced on this node (docs/quotas.md): the bytes a client
+// produces and fetches and the time its requests take are measured against
+// the quotas of the metadata cache (quota.Manager, Kafka's resolution and
+// rates). A client over a quota gets throttle_time_ms in its response, and
+// its connection is muted for that long: the next request is not read until
+// the throttle ends (KIP-219; newer clients also wait on their own).
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/quota"
+)
+
+// recordQuota adds v to the client's rate of key and returns the client's
+// throttle (0 within its quota, or when no quota of key applies to it).
+func (c *conn) recordQuota(hdr *RequestHeader, key string, v float64) time.Duration {
+	u, ok := c.srv.quotas.Record(key, c.principal.Name, hdr.ClientID, v, time.Now())
+	if !ok {
+		return 0
+	}
+	c.srv.metrics.quotaRecorded(key, u)
+	return u.Throttle
+}
+
+// requestThrottle records the time the request in hand took to handle, less
+// what its handler waited on others (replicas, a long poll), against
+// request_percentage (as Kafka counts a request's thread time: 100 per
+// second), and returns the largest throttle of the request's quotas.
+func (c *conn) requestThrottle(hdr *RequestHeader, elapsed time.Duration) time.Duration {
+	busy := max(elapsed-c.waited, 0)
+	th := max(c.throttle, c.recordQuota(hdr, quota.RequestPercentage, busy.Seconds()*100))
+	c.waited, c.throttle = 0, 0
+	return th
+}
+
+// setThrottle writes th into resp's throttle_time_ms, when it has one.
+func setThrottle(resp kmsg.Response, th time.Duration) {
+	if r, ok := resp.(kmsg.SetThrottleResponse); ok && th > 0 {
+		r.SetThrottle(int32(min(th.Milliseconds(), 1<<31-1)))
+	}
+}
+
+// mute holds the connection for the throttle of the request just answered
+// before its next request is read; a shutdown ends it early.
+func (c *conn) mute() {
+	th := c.muted
+	c.muted = 0
+	if th <= 0 {
+		return
+	}
+	t := time.NewTimer(th)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
+}
+
+// waitedSince adds the time since start to what the request's handler waited
+// on others.
+func (c *conn) waitedSince(start time.Time) { c.waited += time.Since(start) }

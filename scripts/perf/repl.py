@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Summarize scripts/perf/repl.sh's rounds: per tag (serve args), RF 3 against one node.
+
+usage: python3 scripts/perf/repl.py /tmp/skiff-repl/repl.jsonl
+"""
+import json
+import statistics
+import sys
+
+runs = {}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    runs.setdefault((d["tag"], d["round"]), {})[d["name"]] = d["result"]
+
+rows = {}
+for (tag, r), m in sorted(runs.items()):
+    one, rf3, rate = m.get("one"), m.get("rf3"), m.get("rf3_20mbs")
+    vals = rows.setdefault(tag, {})
+    if one and rf3:
+        vals.setdefault("RF3 MB/s", []).append(rf3["mb_per_sec"])
+        vals.setdefault("RF3 / one node, MB/s", []).append(rf3["mb_per_sec"] / one["mb_per_sec"])
+        vals.setdefault("one node s CPU/GB", []).append(one["broker_cpu_seconds_per_gb"])
+        vals.setdefault("RF3 s CPU/GB (3 nodes)", []).append(rf3["broker_cpu_seconds_per_gb"])
+        vals.setdefault("RF3 / one node, CPU/GB", []).append(
+            rf3["broker_cpu_seconds_per_gb"] / one["broker_cpu_seconds_per_gb"])
+    if rate:
+        vals.setdefault("20 MB/s linger 0: 3 nodes' CPU s per 10 s", []).append(rate["broker_cpu_seconds"] * 10 / rate["seconds"])
+        vals.setdefault("20 MB/s linger 0: p99 ms", []).append(rate["produce_latency"]["p99_ms"])
+        vals.setdefault("20 MB/s linger 0: p50 ms", []).append(rate["produce_latency"]["p50_ms"])
+        vals.setdefault("20 MB/s linger 0: sender lag ms", []).append(rate.get("max_send_lag_ms") or 0)
+
+for tag, vals in rows.items():
+    print(tag)
+    for key, vs in vals.items():
+        print("  %-45s median %8.3f  [%s]" % (key, statistics.median(vs), ", ".join("%.3f" % v for v in vs)))

@@ -1,0 +1,32 @@
+#!/bin/bash
+# Cheap replication (docs/performance.md): one round of RF 3 on three fresh nodes
+# started with the serve args in $ARGS (e.g. "--replica-fetch-min-bytes 65536
+# --replica-fetch-wait-max 2ms"), beside one fresh node: produce throughput with the
+# nodes' CPU per GB, and acks=all latency at 20 MB/s with linger 0. One JSON line
+# per command appended to $OUT, tagged with $TAG.
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s)
+set -eu
+R=$1
+SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
+TAG=${TAG:-default}; read -r -a EXTRA <<< "${ARGS:-}"
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+pids=()
+trap 'kill ${pids[@]} 2>/dev/null; wait; rm -rf "$WORK/$TAG$R"' EXIT
+start() { # name [args...]: starts a node; sets KAFKA, HTTP, EC
+  local d=$WORK/$TAG$R/$1; shift; mkdir -p "$d"; EC=127.0.0.1:$(port); local ep=127.0.0.1:$(port)
+  "$SKIFF" serve --data-dir "$d/data" --listen 127.0.0.1:0 --http 127.0.0.1:0 --etcd-client $EC --etcd-peer $ep \
+    --log-format json "${EXTRA[@]}" "$@" >"$d/log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 6000); do grep -qs '"skiff is ready"' "$d/log" && break; sleep 0.01; done
+  KAFKA=$(grep '"skiff is ready"' "$d/log" | jq -r .kafka); HTTP=$(grep '"skiff is ready"' "$d/log" | jq -r .http)
+}
+rec() { jq -c --arg n "$1" --arg tag "$TAG" --argjson r "$R" '{round: $r, tag: $tag, name: $n, result: .}' >> "$OUT"; }
+mkdir -p "$WORK"
+start one; K1=$KAFKA; H1=$HTTP
+"$SKIFF" bench produce -b $K1 --http $H1 -t one -d $D --config flush.policy=replicated --json | rec one
+start c1; C1=$KAFKA; HC1=$HTTP; J=$EC
+start c2 --join $J; HC2=$HTTP
+start c3 --join $J; HC3=$HTTP
+H="--http $HC1 --http $HC2 --http $HC3"
+"$SKIFF" bench produce -b $C1 $H -t rf3 -r 3 --config min.insync.replicas=2 -d $D --json | rec rf3
+"$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger 0 --json | rec rf3_20mbs

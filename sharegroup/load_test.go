@@ -1,0 +1,98 @@
+package sharegroup
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/goleak"
+
+	"skiff/logstore"
+	"skiff/replication"
+)
+
+// emptyLog is the leader replica of an empty partition at leader epoch 1.
+type emptyLog struct{}
+
+func (emptyLog) ReadStable(offset, _ int64) (*logstore.Slice, error) {
+	return &logstore.Slice{NextOffset: offset}, nil
+}
+func (emptyLog) LastStableOffset() int64                         { return 0 }
+func (emptyLog) HighWatermark() int64                            { return 0 }
+func (emptyLog) AbortedTxns(_, _ int64) []replication.AbortedTxn { return nil }
+func (emptyLog) LogStartOffset() int64                           { return 0 }
+func (emptyLog) LeaderEpoch() int32                              { return 1 }
+func (emptyLog) IsLeader() bool                                  { return true }
+func (emptyLog) AddWaiter(chan<- struct{})                       {}
+func (emptyLog) RemoveWaiter(chan<- struct{})                    {}
+
+// flakyStore fails its first fails loads, then answers with state.
+type flakyStore struct {
+	mu    sync.Mutex
+	fails int
+	state State
+	saved []State
+}
+
+func (s *flakyStore) Load(context.Context, Key) (State, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fails > 0 {
+		s.fails--
+		return State{}, false, errors.New("state partition has no leader yet")
+	}
+	return s.state, true, nil
+}
+
+func (s *flakyStore) Save(_ context.Context, _ Key, st State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saved = append(s.saved, st)
+	return nil
+}
+
+// TestFailedLoadRetried: a share-partition whose state could not be loaded (the
+// store unreachable, as right after a failover) answers COORDINATOR_NOT_AVAILABLE,
+// and the next request loads it again instead of failing for good.
+func TestFailedLoadRetried(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	store := &flakyStore{fails: 1, state: State{LeaderEpoch: 0, Seq: 3, StartOffset: 7}}
+	m := NewManager(Config{Store: store})
+	key := Key{Group: "g", Partition: 0}
+	ctx := context.Background()
+
+	sp := m.partition(key, "t", emptyLog{})
+	if code := sp.waitLoaded(ctx); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("failed load answered %d, want COORDINATOR_NOT_AVAILABLE", code)
+	}
+	if _, code := sp.acquire("m", 10, 1<<20); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("fetch after a failed load answered %d, want COORDINATOR_NOT_AVAILABLE", code)
+	}
+	again := m.partition(key, "t", emptyLog{})
+	if again == sp {
+		t.Fatal("the failed share-partition was kept: it would never load")
+	}
+	if code := again.waitLoaded(ctx); code != 0 {
+		t.Fatalf("second load answered %d", code)
+	}
+	if _, code := again.acquire("m", 10, 1<<20); code != 0 {
+		t.Fatalf("fetch after the second load answered %d", code)
+	}
+	again.mu.Lock()
+	start, v := again.mu.w.start, again.mu.version
+	again.mu.Unlock()
+	if start != 7 {
+		t.Fatalf("SPSO %d after the second load, want the stored 7", start)
+	}
+	if code := again.waitSaved(ctx, v); code != 0 {
+		t.Fatalf("saving the loaded state: %d", code)
+	}
+	if m.partition(key, "t", emptyLog{}) != again {
+		t.Fatal("a loaded share-partition was replaced")
+	}
+	if st := m.Stats(); len(st) != 1 || st[0].Start != 7 || st[0].End != 7 || st[0].InFlight != 0 || st[0].Acquired != 0 {
+		t.Fatalf("stats %+v, want one share-partition with SPSO = SPEO = 7", st)
+	}
+}

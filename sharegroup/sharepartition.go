@@ -1,0 +1,480 @@
+package sharegroup
+
+// A share-partition at the leader of its topic partition: the window, its loading
+// from the store, and its saving (one write in flight, later changes coalesced).
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"skiff/internal/batch"
+	"skiff/logstore"
+	"skiff/replication"
+)
+
+// Log is the leader replica of a topic partition a share-partition reads: a
+// *replication.Partition. Share groups read committed records only (KIP-932):
+// below the last stable offset, without the records of aborted transactions.
+type Log interface {
+	ReadStable(offset, maxBytes int64) (*logstore.Slice, error)
+	LastStableOffset() int64
+	HighWatermark() int64
+	AbortedTxns(from, to int64) []replication.AbortedTxn
+	LogStartOffset() int64
+	LeaderEpoch() int32
+	IsLeader() bool
+	AddWaiter(ch chan<- struct{})
+	RemoveWaiter(ch chan<- struct{})
+}
+
+// sharePartition is one share-partition led here. Lock order: sharePartition.mu
+// alone (the Manager's lock is never taken under it).
+type sharePartition struct {
+	key   Key
+	topic string
+	m     *Manager
+	log   Log
+	epoch int32 // leader epoch of log when loaded
+
+	loaded  chan struct{} // closed once loading ends
+	loadErr error         // set before loaded closes
+
+	mu struct {
+		sync.Mutex
+		w        *window
+		seq      int64         // writes of this epoch
+		version  uint64        // changes made
+		saved    uint64        // changes durable
+		saving   bool          // a write is in flight
+		saveErr  error         // the last write's error
+		savedC   chan struct{} // closed when saved moves; replaced
+		changedC chan struct{} // closed when records become available; replaced
+		dead     bool          // replaced by a newer leadership
+		deleted  bool          // the state is deleted (DeleteShareGroupOffsets)
+	}
+}
+
+func newSharePartition(m *Manager, key Key, topic string, log Log) *sharePartition {
+	sp := &sharePartition{key: key, topic: topic, m: m, log: log, epoch: log.LeaderEpoch(), loaded: make(chan struct{})}
+	sp.mu.savedC = make(chan struct{})
+	sp.mu.changedC = make(chan struct{})
+	go sp.load()
+	return sp
+}
+
+// load reads the durable state, or starts the window where share.auto.offset.reset
+// says, and writes that start so that a failover keeps it.
+func (sp *sharePartition) load() {
+	defer close(sp.loaded)
+	ctx, cancel := context.WithTimeout(context.Background(), sp.m.cfg.StoreTimeout)
+	defer cancel()
+	st, ok, err := sp.m.cfg.Store.Load(ctx, sp.key)
+	if err != nil {
+		sp.loadErr = fmt.Errorf("load share state of %s %s-%d: %w", sp.key.Group, sp.topic, sp.key.Partition, err)
+		sp.m.logger.Warn("share partition load failed", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
+		return
+	}
+	fresh := !ok || st.Deleted
+	if fresh {
+		st = State{StartOffset: sp.log.LastStableOffset()}
+		if sp.m.groupSettings(sp.key.Group).AutoOffsetReset == "earliest" {
+			st.StartOffset = sp.log.LogStartOffset()
+		}
+	}
+	if lso := sp.log.LogStartOffset(); st.StartOffset < lso {
+		st.StartOffset = lso // retention deleted the rest
+	}
+	sp.mu.Lock()
+	sp.mu.w = newWindow(st)
+	sp.mu.version++
+	sp.mu.Unlock()
+	sp.saveSoon()
+}
+
+// isLoaded reports whether loading ended well.
+func (sp *sharePartition) isLoaded() bool {
+	select {
+	case <-sp.loaded:
+		return sp.loadErr == nil
+	default:
+		return false
+	}
+}
+
+// loadFailed reports whether loading ended with an error.
+func (sp *sharePartition) loadFailed() bool {
+	select {
+	case <-sp.loaded:
+		return sp.loadErr != nil
+	default:
+		return false
+	}
+}
+
+// waitLoaded waits for loading, and returns the error code to answer while it is
+// not done or failed.
+func (sp *sharePartition) waitLoaded(ctx context.Context) int16 {
+	select {
+	case <-sp.loaded:
+	case <-ctx.Done():
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	if sp.loadErr != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return 0
+}
+
+// stateLocked is the durable state of the window.
+func (sp *sharePartition) stateLocked() State {
+	sp.mu.seq++
+	if sp.mu.deleted {
+		return State{LeaderEpoch: sp.epoch, Seq: sp.mu.seq, StartOffset: sp.mu.w.start, Deleted: true}
+	}
+	return State{LeaderEpoch: sp.epoch, Seq: sp.mu.seq, StartOffset: sp.mu.w.start, Runs: sp.mu.w.runs()}
+}
+
+// changedLocked notes a change of the window to be saved, and wakes fetches
+// waiting for available records.
+func (sp *sharePartition) changedLocked() uint64 {
+	sp.mu.version++
+	close(sp.mu.changedC)
+	sp.mu.changedC = make(chan struct{})
+	return sp.mu.version
+}
+
+// saveSoon starts a write of the window unless one is in flight (which then
+// writes again when it ends).
+func (sp *sharePartition) saveSoon() {
+	sp.mu.Lock()
+	if sp.mu.saving || sp.mu.saved >= sp.mu.version || sp.mu.dead {
+		sp.mu.Unlock()
+		return
+	}
+	sp.mu.saving = true
+	sp.mu.Unlock()
+	go sp.saveLoop()
+}
+
+func (sp *sharePartition) saveLoop() {
+	for {
+		sp.mu.Lock()
+		if sp.mu.saved >= sp.mu.version || sp.mu.dead {
+			sp.mu.saving = false
+			sp.mu.Unlock()
+			return
+		}
+		v, st := sp.mu.version, sp.stateLocked()
+		sp.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), sp.m.cfg.StoreTimeout)
+		err := sp.m.cfg.Store.Save(ctx, sp.key, st)
+		cancel()
+		sp.mu.Lock()
+		sp.mu.saveErr = err
+		if err == nil {
+			sp.mu.saved = v
+		} else {
+			sp.m.logger.Warn("share state write failed", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
+		}
+		close(sp.mu.savedC)
+		sp.mu.savedC = make(chan struct{})
+		if err != nil {
+			sp.mu.saving = false
+			sp.mu.Unlock()
+			return
+		}
+		sp.mu.Unlock()
+	}
+}
+
+// waitSaved waits until change v is durable; a failed write is an error code.
+func (sp *sharePartition) waitSaved(ctx context.Context, v uint64) int16 {
+	for {
+		sp.mu.Lock()
+		if sp.mu.saved >= v {
+			sp.mu.Unlock()
+			return 0
+		}
+		if !sp.mu.saving { // the last write failed: try again
+			sp.mu.Unlock()
+			sp.saveSoon()
+			sp.mu.Lock()
+		}
+		c := sp.mu.savedC
+		sp.mu.Unlock()
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut.Code
+		}
+	}
+}
+
+// expireLocked ends the locks that ran out.
+func (sp *sharePartition) expireLocked(now time.Time) {
+	var archived []Archived
+	if sp.mu.w.expire(now, sp.m.groupSettings(sp.key.Group).DeliveryCountLimit, &archived) {
+		sp.changedLocked()
+		sp.m.deadLetterLater(sp, archived)
+	}
+}
+
+// acknowledge applies a member's acknowledgement batches and waits until they are
+// durable. The answer is 0 or the first error met.
+func (sp *sharePartition) acknowledge(ctx context.Context, member string, acks []AckBatch) int16 {
+	if code := sp.waitLoaded(ctx); code != 0 {
+		return code
+	}
+	s := sp.m.groupSettings(sp.key.Group)
+	now := sp.m.now()
+	sp.mu.Lock()
+	sp.expireLocked(now)
+	var archived []Archived
+	var code int16
+	for _, a := range acks {
+		if c := sp.mu.w.acknowledge(member, a.First, a.Last, a.Types, now.Add(s.RecordLockDuration), s.DeliveryCountLimit, &archived); c != 0 && code == 0 {
+			code = c
+		}
+	}
+	v := sp.changedLocked()
+	sp.mu.Unlock()
+	sp.m.deadLetter(ctx, sp, archived) // copied before the archival is durable
+	sp.saveSoon()
+	if c := sp.waitSaved(ctx, v); c != 0 && code == 0 {
+		code = c
+	}
+	return code
+}
+
+// releaseMember returns a member's acquired records (its session closed).
+func (sp *sharePartition) releaseMember(member string) {
+	select {
+	case <-sp.loaded:
+	default:
+		return
+	}
+	if sp.loadErr != nil {
+		return
+	}
+	sp.mu.Lock()
+	var archived []Archived
+	changed := sp.mu.w.releaseMember(member, sp.m.groupSettings(sp.key.Group).DeliveryCountLimit, &archived)
+	if changed {
+		sp.changedLocked()
+	}
+	sp.mu.Unlock()
+	sp.m.deadLetterLater(sp, archived)
+	if changed {
+		sp.saveSoon()
+	}
+}
+
+// Acquired is what one acquisition returns: the batches holding the acquired
+// records and the acquired ranges with their delivery counts.
+type Acquired struct {
+	Records []byte
+	Ranges  []AcquiredRange
+}
+
+// AcquiredRange is a run of acquired offsets with one delivery count.
+type AcquiredRange struct {
+	First, Last int64
+	Count       int16
+}
+
+// acquire acquires up to maxRecords records for member: released and expired
+// ones first, then new ones from the log (within maxBytes), while the window
+// holds fewer than the record-lock limit.
+func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64) (Acquired, int16) {
+	select {
+	case <-sp.loaded:
+	default:
+		return Acquired{}, 0 // still loading: nothing yet
+	}
+	if sp.loadErr != nil {
+		return Acquired{}, kerr.CoordinatorNotAvailable.Code
+	}
+	s := sp.m.groupSettings(sp.key.Group)
+	now := sp.m.now()
+	deadline := now.Add(s.RecordLockDuration)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.expireLocked(now)
+	w := sp.mu.w
+	offs := w.acquireAvailable(member, maxRecords, deadline)
+	var out Acquired
+	if len(offs) > 0 {
+		if err := sp.readRanges(&out, offs, maxBytes); err != nil {
+			return Acquired{}, errCode(err)
+		}
+	}
+	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.HighWatermark() {
+		raw, err := readLog(sp.log, w.end, maxBytes)
+		aborted := abortedBatch(sp.log, w.end, raw)
+		if err != nil {
+			return Acquired{}, errCode(err)
+		}
+		took := false
+		err = batch.Split(raw, func(h batch.Header, b []byte) error {
+			if h.LastOffset() < w.end {
+				return nil
+			}
+			room := min(maxRecords-len(offs), s.MaxRecordLocks-int(w.end-w.start))
+			if room <= 0 || int64(len(out.Records)+len(b)) > maxBytes && len(out.Records) > 0 {
+				return errStop
+			}
+			// Within max_records and the lock limit, part of a batch may be
+			// acquired: the whole batch is sent and the client keeps the
+			// acquired offsets.
+			last := h.LastOffset()
+			if first := max(h.BaseOffset, w.end); !h.Control() && last-first+1 > int64(room) {
+				last = first + int64(room) - 1
+			}
+			got := w.acquireNew(h.BaseOffset, last, member, deadline, h.Control() || aborted(h))
+			took = true
+			if len(got) > 0 {
+				offs = append(offs, got...)
+				out.Records = append(out.Records, b...)
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return Acquired{}, kerr.CorruptMessage.Code
+		}
+		if !took || err == errStop {
+			break
+		}
+	}
+	if len(offs) == 0 {
+		return Acquired{}, 0
+	}
+	out.Ranges = rangesOf(w, offs)
+	sp.changedLocked()
+	go sp.saveSoon() // delivery counts survive a failover, without holding the fetch
+	return out, 0
+}
+
+// readRanges appends the batches holding offs (ascending) to out, each batch
+// once.
+func (sp *sharePartition) readRanges(out *Acquired, offs []int64, maxBytes int64) error {
+	next := int64(-1) // offsets below are covered by batches already read
+	for _, o := range offs {
+		if o < next {
+			continue
+		}
+		raw, err := readLog(sp.log, o, maxBytes)
+		if err != nil {
+			return err
+		}
+		err = batch.Split(raw, func(h batch.Header, b []byte) error {
+			if h.LastOffset() < o || h.BaseOffset > o {
+				return errStop
+			}
+			out.Records = append(out.Records, b...)
+			next = h.LastOffset() + 1
+			return errStop
+		})
+		if err != nil && err != errStop {
+			return err
+		}
+		if next <= o { // no batch holds o (deleted): skip it
+			next = o + 1
+		}
+	}
+	return nil
+}
+
+// rangesOf groups acquired offsets into runs of one delivery count.
+func rangesOf(w *window, offs []int64) []AcquiredRange {
+	var out []AcquiredRange
+	for _, o := range offs {
+		c := w.recs[o].count
+		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == c {
+			out[n-1].Last = o
+			continue
+		}
+		out = append(out, AcquiredRange{First: o, Last: o, Count: c})
+	}
+	return out
+}
+
+var errStop = fmt.Errorf("sharegroup: stop")
+
+// abortedBatch returns whether a batch of raw (read from offset) belongs to an
+// aborted transaction: such records are archived unseen, as read_committed
+// consumers never see them.
+func abortedBatch(l Log, offset int64, raw []byte) func(batch.Header) bool {
+	end := offset
+	batch.Split(raw, func(h batch.Header, _ []byte) error {
+		end = max(end, h.NextOffset())
+		return nil
+	})
+	var txns []replication.AbortedTxn
+	if end > offset {
+		txns = l.AbortedTxns(offset, end)
+	}
+	return func(h batch.Header) bool {
+		if !h.Transactional() || h.Control() {
+			return false
+		}
+		for _, t := range txns {
+			if t.ProducerID == h.ProducerID && t.FirstOffset <= h.BaseOffset && h.BaseOffset < t.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// readLog reads whole batches from offset, up to maxBytes (the first always).
+func readLog(l Log, offset, maxBytes int64) ([]byte, error) {
+	sl, err := l.ReadStable(offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer sl.Release()
+	var buf bytes.Buffer
+	if _, err := sl.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// errCode maps an error to the Kafka code it carries, else KAFKA_STORAGE_ERROR.
+func errCode(err error) int16 {
+	if ke, ok := asKerr(err); ok {
+		return ke.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+// blockedBy reports whether the window is at its record-lock limit while member
+// holds some of its records.
+func (sp *sharePartition) blockedBy(member string) bool {
+	select {
+	case <-sp.loaded:
+	default:
+		return false
+	}
+	if sp.loadErr != nil {
+		return false
+	}
+	limit := sp.m.groupSettings(sp.key.Group).MaxRecordLocks
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	w := sp.mu.w
+	if int(w.end-w.start) < limit {
+		return false
+	}
+	for _, r := range w.recs {
+		if r.state == stateAcquired && r.owner == member {
+			return true
+		}
+	}
+	return false
+}
