@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -214,7 +215,8 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 			"isr_broker_epochs", next.ISREpochs, "reason", ch.reason, "brokers", brokerEpochs(snap),
 			"was_isr", ch.prev.ISR, "was_isr_broker_epochs", ch.prev.ISREpochs)
 	}
-	for _, st := range planReassign(snap) {
+	steps, finished := planReassign(snap)
+	for _, st := range steps {
 		r, err := c.store.SetReplicas(ctx, st.topic, st.partition, st.replicas, st.next, fence)
 		switch {
 		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownPartition), errors.Is(err, ErrInvalidPartitionState):
@@ -225,6 +227,22 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 		rev = max(rev, r)
 		c.cfg.Logger.Info("partition reassignment", "topic", st.topic, "partition", st.partition,
 			"replicas", st.replicas, "reason", st.reason)
+	}
+	marks := electionMarks(snap)
+	maps.Copy(marks, finished)
+	if len(marks) > 0 {
+		if rev > 0 {
+			// The marks go once the changes they asked for are in the cache, so a
+			// broker waiting for the outcome sees the change before the mark leaves.
+			if err := c.cache.WaitRevision(ctx, rev); err != nil {
+				return err
+			}
+		}
+		r, err := c.clearMarks(ctx, marks, fence)
+		if err != nil {
+			return err
+		}
+		rev = max(rev, r)
 	}
 	if rev > 0 {
 		// Do not plan again from a snapshot that misses our own writes.

@@ -147,6 +147,8 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
+	throttle followerThrottle // follower.replication.throttled.rate
+
 	mu struct {
 		sync.RWMutex
 		parts map[topicPartition]*Partition
