@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/testnode"
 )
@@ -270,5 +271,46 @@ func TestConsumerQuota(t *testing.T) {
 		if d > 3*alone+2*time.Second {
 			t.Errorf("the consumer without a quota read the topic in %v beside the throttled one, %v alone", d, alone)
 		}
+	}
+}
+
+// TestFetchRequestThrottle: a consumer over its request_percentage gets the
+// throttle in its Fetch responses (not only the mute), as in other responses.
+// A client without a quota fetching the same gets none.
+func TestFetchRequestThrottle(t *testing.T) {
+	n := testnode.Start(t)
+	const topic = "quota-request-fetch"
+	createTopic(t, n.Addr, topic, 1)
+	// 0.0001% of a thread: a burst of 11 µs, less than one fetch takes.
+	setClientQuota(t, n.Addr, "busy-consumer", "request_percentage", 0.0001)
+
+	fetchThrottle := func(clientID string) int32 {
+		cl := newClient(t, n.Addr, kgo.ClientID(clientID))
+		defer cl.Close()
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+		tp := kmsg.NewFetchRequestTopicPartition()
+		tp.PartitionMaxBytes = 1 << 20
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: topic, Partitions: []kmsg.FetchRequestTopicPartition{tp}}}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var most int32
+		for range 3 { // the client's first requests may fall in its burst
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatalf("%s: fetch: %v", clientID, err)
+			}
+			if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("%s: fetch answered %+v", clientID, resp.Topics)
+			}
+			most = max(most, resp.ThrottleMillis)
+		}
+		return most
+	}
+	if got := fetchThrottle("busy-consumer"); got <= 0 {
+		t.Errorf("a consumer over its request_percentage got Fetch throttle_time_ms %d, want > 0", got)
+	}
+	if got := fetchThrottle("free-consumer"); got != 0 {
+		t.Errorf("a consumer without a quota got Fetch throttle_time_ms %d", got)
 	}
 }

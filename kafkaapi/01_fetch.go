@@ -30,7 +30,8 @@ package kafkaapi
 // still throttled (from another connection) gets no data and the time left.
 // Kafka instead drops the data of the fetch that goes over: with the token
 // bucket that wastes a round trip per fetch (docs/quotas.md). Followers are
-// not measured.
+// not measured. throttle_time_ms is the larger of that throttle and the
+// request_percentage one (the fetch's handling time so far, long poll aside).
 //
 // Not implemented: fetch sessions (KIP-227: session_id is always 0, so every fetch is
 // a full fetch and forgotten_topics is ignored), follower fetching from the closest
@@ -137,18 +138,21 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	for {
 		topics, total, anyErr := s.readFetch(req, denied)
 		if anyErr || total >= int64(req.MinBytes) || wake == nil || c.ctx.Err() != nil || !time.Now().Before(deadline) {
-			var th time.Duration
 			if consumer && total > 0 {
-				if th = s.quotas.Owed(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, time.Now()); th > 0 {
+				if th := s.quotas.Owed(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, time.Now()); th > 0 {
 					// Still throttled (it fetched on another connection): no
 					// data, as Kafka answers a throttled fetch.
 					releaseFetch(topics)
 					topics = nil
+					c.throttle = th
 				} else {
-					th = c.recordQuota(hdr, quota.ConsumerByteRate, float64(total))
+					c.throttle = c.recordQuota(hdr, quota.ConsumerByteRate, float64(total))
 				}
-				c.throttle = th
 			}
+			// The answer carries the larger of the byte and the request
+			// throttle, as Kafka's does.
+			th := c.requestThrottle(hdr)
+			c.muted = th
 			err := s.writeFetch(c, hdr, req, topics, th)
 			releaseFetch(topics)
 			return err

@@ -64,8 +64,10 @@ type conn struct {
 
 	// The quota accounting of the request in hand (throttle.go): the time its
 	// handler waited on others, the throttle of its byte quota, and how long
-	// the connection is muted once it is answered and its frame released.
+	// the connection is muted once it is answered and its frame released;
+	// and when its handling began.
 	waited, throttle, muted time.Duration
+	started                 time.Time
 
 	mu      sync.Mutex
 	stopped bool // guarded by mu: no further request is read; nc is replaced under mu too
@@ -288,16 +290,14 @@ func (c *conn) handle(frame []byte) error {
 	}
 	c.srv.metrics.requests.WithLabelValues(a.name).Inc()
 	c.api = a.name
-	start := time.Now()
-	if a.write != nil { // the key writes its own answer (Fetch: zero copy) and its throttle
-		if err := a.write(c.srv, c, &hdr, d.req); err != nil {
-			return err
-		}
-		c.muted = c.requestThrottle(&hdr, time.Since(start))
-		return nil
+	c.started = time.Now()
+	if a.write != nil {
+		// The key writes its own answer (Fetch: zero copy) with its throttle
+		// (requestThrottle), and sets c.muted.
+		return a.write(c.srv, c, &hdr, d.req)
 	}
 	resp := a.handle(c.srv, c, &hdr, d.req)
-	th := c.requestThrottle(&hdr, time.Since(start))
+	th := c.requestThrottle(&hdr)
 	if resp != nil { // nil: acks=0 produce, no answer at all
 		setThrottle(resp, th)
 		if err := c.writeResponse(&hdr, resp); err != nil {

@@ -26,12 +26,13 @@ func (c *conn) recordQuota(hdr *RequestHeader, key string, v float64) time.Durat
 	return u.Throttle
 }
 
-// requestThrottle records the time the request in hand took to handle, less
+// requestThrottle records the time the request in hand has taken so far, less
 // what its handler waited on others (replicas, a long poll), against
 // request_percentage (as Kafka counts a request's thread time: 100 per
-// second), and returns the largest throttle of the request's quotas.
-func (c *conn) requestThrottle(hdr *RequestHeader, elapsed time.Duration) time.Duration {
-	busy := max(elapsed-c.waited, 0)
+// second), and returns the largest throttle of the request's quotas. It is
+// called once per request, just before its answer is written.
+func (c *conn) requestThrottle(hdr *RequestHeader) time.Duration {
+	busy := max(time.Since(c.started)-c.waited, 0)
 	th := max(c.throttle, c.recordQuota(hdr, quota.RequestPercentage, busy.Seconds()*100))
 	c.waited, c.throttle = 0, 0
 	return th
