@@ -136,7 +136,7 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var timer *time.Timer
 	for {
-		topics, total, anyErr, throttled := s.readFetch(req, denied)
+		topics, total, anyErr := s.readFetch(req, denied)
 		if anyErr || total >= int64(req.MinBytes) || wake == nil || c.ctx.Err() != nil || !time.Now().Before(deadline) {
 			if consumer && total > 0 {
 				if th := s.quotas.Owed(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, time.Now()); th > 0 {
@@ -158,17 +158,9 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 			return err
 		}
 		releaseFetch(topics)
-		wait := time.Until(deadline)
-		if throttled > 0 && throttled < wait {
-			// A follower's throttled partitions have data again once the
-			// leader's replication throttle frees.
-			wait = throttled
-		}
 		if timer == nil {
-			timer = time.NewTimer(wait)
+			timer = time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
 		}
 		waitStart := time.Now()
 		select {
@@ -181,10 +173,8 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 }
 
 // readFetch picks every partition's file ranges, except those of denied topics. It
-// reports the record bytes found, whether any partition has an error, and, for
-// a follower held back by the leader's replication throttle, how long until it
-// frees (0: not held back).
-func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topics []fetchTopic, total int64, anyErr bool, throttled time.Duration) {
+// reports the record bytes found and whether any partition has an error.
+func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topics []fetchTopic, total int64, anyErr bool) {
 	budget := int64(req.MaxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -216,9 +206,6 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			var err error
 			if req.ReplicaID >= 0 {
 				sl, err = p.ReadReplica(req.ReplicaID, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, max(limit, 1))
-				if w := p.LeaderThrottleWait(req.ReplicaID); err == nil && sl.Bytes == 0 && w > 0 && (throttled == 0 || w < throttled) {
-					throttled = w
-				}
 				fp.hw = p.HighWatermark() // the follower's fetch may have moved it
 				fp.lso = p.LastStableOffset()
 			} else if req.IsolationLevel == 1 {
@@ -243,7 +230,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			budget -= sl.Bytes
 		}
 	}
-	return topics, total, anyErr, throttled
+	return topics, total, anyErr
 }
 
 func releaseFetch(topics []fetchTopic) {

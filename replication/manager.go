@@ -263,8 +263,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("replication: create %s: %w", cfg.Dir, err)
 	}
 	m := &Manager{cfg: cfg, logger: cfg.Logger, stop: make(chan struct{}),
-		leaderThrottle: byteThrottle{burst: leaderThrottleBurst},
-		fetchers:       make(map[int32]*fetcher), following: make(map[*Partition]int32),
+		fetchers: make(map[int32]*fetcher), following: make(map[*Partition]int32),
 		retentionEvery: make(chan time.Duration, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.parts = make(map[topicPartition]*Partition)

@@ -22,25 +22,14 @@ import (
 // byteThrottle is the broker's byte budget of one side's throttled replicas:
 // each byte moves a shared "next free" time 1/rate seconds ahead, and throttled
 // replicas get no data while it is in the future. Unused time does not
-// accumulate beyond burst, so a move after a quiet spell starts at the rate.
+// accumulate beyond throttleBurst, so a move after a quiet spell starts at the rate.
 type byteThrottle struct {
-	mu    sync.Mutex
-	rate  float64 // bytes per second; <= 0: no throttle
-	next  time.Time
-	burst time.Duration // 0: throttleBurst
+	mu   sync.Mutex
+	rate float64 // bytes per second; <= 0: no throttle
+	next time.Time
 }
 
-// throttleBurst is the follower's: it leaves throttled partitions out of its
-// next fetch while the budget is spent. The leader's is ten seconds, as Kafka
-// measures its replication quota over replication.quota.window.num (11)
-// samples of a second: it holds back a node whose followers keep over the
-// rate, not fetches that merely come close together (with the follower
-// throttling at the same rate, a shorter one cost the reassignment test a
-// tenth of its copy rate).
-const (
-	throttleBurst       = 100 * time.Millisecond
-	leaderThrottleBurst = 10 * time.Second
-)
+const throttleBurst = 100 * time.Millisecond
 
 // SetFollowerThrottleRate sets follower.replication.throttled.rate in bytes per
 // second (0 or less: no limit).
@@ -93,11 +82,7 @@ func (t *byteThrottle) charge(now time.Time, n int) {
 	if t.rate <= 0 || n <= 0 {
 		return
 	}
-	burst := t.burst
-	if burst == 0 {
-		burst = throttleBurst
-	}
-	if floor := now.Add(-burst); t.next.Before(floor) {
+	if floor := now.Add(-throttleBurst); t.next.Before(floor) {
 		t.next = floor
 	}
 	t.next = t.next.Add(time.Duration(float64(n) / t.rate * float64(time.Second)))
@@ -129,13 +114,4 @@ func (p *Partition) leaderThrottleFor(follower int32) *byteThrottle {
 		return nil
 	}
 	return p.leaderThrottle
-}
-
-// LeaderThrottleWait is how long follower's fetches of this partition get no
-// data for the leader's replication throttle (0: they are not held back).
-func (p *Partition) LeaderThrottleWait(follower int32) time.Duration {
-	if t := p.leaderThrottleFor(follower); t != nil {
-		return t.wait(time.Now())
-	}
-	return 0
 }
