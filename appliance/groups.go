@@ -73,10 +73,13 @@ func (n *Node) startGroups() {
 		ConsumerSessionTimeout:    c.ConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: c.ConsumerHeartbeatInterval,
 		ConsumerAssignors:         c.ConsumerAssignors,
-		ConsumerMigrationPolicy:   strings.ToLower(c.ConsumerMigrationPolicy), // Kafka's names, any case
-		OffsetsRetention:          c.OffsetsRetention,
-		RetentionCheckInterval:    c.OffsetsRetentionCheckInterval,
-		Logger:                    n.logger,
+		// The GROUP config resource is kept with the share group configs
+		// (startShareGroups runs next, before any group is served).
+		GroupConfigs:            func(group string) map[string]string { return n.shareStore.GroupConfigs(group) },
+		ConsumerMigrationPolicy: strings.ToLower(c.ConsumerMigrationPolicy), // Kafka's names, any case
+		OffsetsRetention:        c.OffsetsRetention,
+		RetentionCheckInterval:  c.OffsetsRetentionCheckInterval,
+		Logger:                  n.logger,
 	})
 }
 
@@ -99,6 +102,7 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 		return
 	}
 	n.groups.SetOffsetsTopic(t.Partitions)
+	defer n.watchGroupConfigs(snap)
 	for _, p := range n.groups.Led() {
 		if p >= t.Partitions {
 			n.groups.Resign(p)
