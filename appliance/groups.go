@@ -27,6 +27,12 @@ type GroupConfig struct {
 	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
 	// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerMin/MaxSessionTimeout and ConsumerMin/MaxHeartbeatInterval are
+	// group.consumer.min/max.session.timeout.ms and
+	// group.consumer.min/max.heartbeat.interval.ms: the bounds of a group's own
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+	ConsumerMinSessionTimeout, ConsumerMaxSessionTimeout       time.Duration
+	ConsumerMinHeartbeatInterval, ConsumerMaxHeartbeatInterval time.Duration
 	// ConsumerAssignors is group.consumer.assignors.
 	ConsumerAssignors []string
 	// ConsumerMigrationPolicy is group.consumer.migration.policy.
@@ -70,9 +76,13 @@ func (n *Node) startGroups() {
 			}
 			return out
 		},
-		ConsumerSessionTimeout:    c.ConsumerSessionTimeout,
-		ConsumerHeartbeatInterval: c.ConsumerHeartbeatInterval,
-		ConsumerAssignors:         c.ConsumerAssignors,
+		ConsumerSessionTimeout:       c.ConsumerSessionTimeout,
+		ConsumerHeartbeatInterval:    c.ConsumerHeartbeatInterval,
+		ConsumerMinSessionTimeout:    c.ConsumerMinSessionTimeout,
+		ConsumerMaxSessionTimeout:    c.ConsumerMaxSessionTimeout,
+		ConsumerMinHeartbeatInterval: c.ConsumerMinHeartbeatInterval,
+		ConsumerMaxHeartbeatInterval: c.ConsumerMaxHeartbeatInterval,
+		ConsumerAssignors:            c.ConsumerAssignors,
 		// The GROUP config resource is kept with the share group configs
 		// (startShareGroups runs next, before any group is served).
 		GroupConfigs:            func(group string) map[string]string { return n.shareStore.GroupConfigs(group) },
