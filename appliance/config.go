@@ -204,6 +204,14 @@ type Config struct {
 	CleanerIOBytesPerSecond int64
 	// CleanerBackoff is log.cleaner.backoff.ms.
 	CleanerBackoff time.Duration
+	// FollowerThrottledRate is follower.replication.throttled.rate: bytes per
+	// second the out-of-sync replicas a topic lists in
+	// follower.replication.throttled.replicas fetch together (0: no limit).
+	FollowerThrottledRate int64
+	// LeaderThrottledRate is leader.replication.throttled.rate, accepted for
+	// Kafka's tools (kafka-reassign-partitions.sh --throttle sets both); the
+	// follower's side enforces the throttle.
+	LeaderThrottledRate int64
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
 	// Txn holds the transaction coordinator's settings (see TxnConfig).
@@ -249,6 +257,9 @@ func (c Config) Validate() error {
 	}
 	if c.CleanerDedupeBufferSize < 0 {
 		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be positive", c.CleanerDedupeBufferSize))
+	}
+	if c.FollowerThrottledRate < 0 || c.LeaderThrottledRate < 0 {
+		errs = append(errs, fmt.Errorf("replication throttled rates %d, %d: must be positive, or 0 for no limit", c.FollowerThrottledRate, c.LeaderThrottledRate))
 	}
 	if c.CleanerIOBytesPerSecond < 0 {
 		errs = append(errs, fmt.Errorf("log-cleaner-io-max-bytes-per-second %d: must be positive, or 0 for no limit", c.CleanerIOBytesPerSecond))

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 
 	"skiff/cluster"
 	"skiff/console"
@@ -91,9 +90,8 @@ func (s consoleSource) Local(ctx context.Context) console.Local {
 				Start: st.Start, End: st.End, InFlight: st.InFlight, Acquired: st.Acquired})
 		}
 	}
-	var st unix.Statfs_t
-	if unix.Statfs(n.cfg.DataDir, &st) == nil {
-		l.DiskFree, l.DiskTotal = int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize
+	if total, usable, ok := n.parts.DiskSpace(); ok {
+		l.DiskFree, l.DiskTotal = usable, total
 	}
 	ctx, cancel := context.WithTimeout(ctx, etcdStatusTimeout)
 	defer cancel()

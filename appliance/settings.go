@@ -266,6 +266,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "log-cleaner-io-max-bytes-per-second", Kafka: "log.cleaner.io.max.bytes.per.second", KafkaType: cluster.ConfigTypeDouble,
 			Doc: "bytes the log cleaner reads and writes per second, all threads together; 0: no limit",
 			v:   zeroIsUnlimitedRate(integer(&c.CleanerIOBytesPerSecond, 0))},
+		{Name: "follower-replication-throttled-rate", Kafka: "follower.replication.throttled.rate", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
+			Doc: "bytes per second that out-of-sync replicas listed in a topic's follower.replication.throttled.replicas fetch together on this node (a reassignment's new replicas); 0: no limit",
+			v:   zeroIsMaxLong(integer(&c.FollowerThrottledRate, 0))},
+		{Name: "leader-replication-throttled-rate", Kafka: "leader.replication.throttled.rate", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
+			Doc: "accepted for Kafka's tools, which set it with the follower rate; the follower side enforces the throttle; 0: no limit",
+			v:   zeroIsMaxLong(integer(&c.LeaderThrottledRate, 0))},
 		{Name: "log-cleaner-backoff", Kafka: "log.cleaner.backoff.ms", KafkaType: cluster.ConfigTypeLong,
 			Doc: "how long an idle log cleaner thread waits before it looks for logs to compact again",
 			v:   duration(&c.CleanerBackoff, compaction.DefaultBackoff)},
@@ -542,6 +548,26 @@ func zeroIsUnlimitedRate(b binding[int64]) binding[int64] {
 			return strconv.FormatFloat(math.MaxFloat64, 'E', -1, 64)
 		}
 		return kafka(v, unit)
+	}
+	return b
+}
+
+// zeroIsMaxLong reports the setting's 0, no limit, as Kafka's default of a
+// long rate: Long.MAX_VALUE, which it also reads back as no limit.
+func zeroIsMaxLong(b binding[int64]) binding[int64] {
+	kafka, decode := b.toKafka, b.decode
+	b.toKafka = func(v int64, unit time.Duration) string {
+		if v == 0 {
+			return strconv.FormatInt(math.MaxInt64, 10)
+		}
+		return kafka(v, unit)
+	}
+	b.fromKafka = func(s string, _ time.Duration) (int64, error) {
+		v, err := atLeast(decode, s, 0)
+		if v == math.MaxInt64 {
+			v = 0
+		}
+		return v, err
 	}
 	return b
 }

@@ -67,8 +67,9 @@ func (k *Client) ListTopics(ctx context.Context, w io.Writer, internal bool) err
 }
 
 // DescribeTopic writes topic's partitions, their offsets and its configs to w
-// (WriteTopicDescription).
-func (k *Client) DescribeTopic(ctx context.Context, w io.Writer, name string) error {
+// (WriteTopicDescription), then with sizes the size of each replica
+// (WriteReplicaSizes).
+func (k *Client) DescribeTopic(ctx context.Context, w io.Writer, name string, sizes bool) error {
 	tds, err := k.admin.ListTopics(ctx, name)
 	if err != nil {
 		return fmt.Errorf("describe topic %q: %w", name, k.Explain(err))
@@ -91,7 +92,14 @@ func (k *Client) DescribeTopic(ctx context.Context, w io.Writer, name string) er
 	if rc.Err != nil {
 		return fmt.Errorf("describe configs of topic %q: %w%s", name, rc.Err, BrokerSays(rc.ErrMessage))
 	}
-	return WriteTopicDescription(w, td, rc.Configs, k.partitionOffsets(ctx, td))
+	if err := WriteTopicDescription(w, td, rc.Configs, k.partitionOffsets(ctx, td)); err != nil || !sizes {
+		return err
+	}
+	rs, err := k.ReplicaSizes(ctx, name, td.Partitions.Numbers())
+	if err != nil {
+		return err
+	}
+	return WriteReplicaSizes(w, rs)
 }
 
 // DeleteTopic deletes topic name and its records; deleted is false when it did

@@ -51,10 +51,10 @@ const (
 
 // Reasons a config has no effect, shared by several.
 const (
-	noTieredStorage = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
-	noThrottles     = "a setting of replication quotas, which Skiff does not have: followers fetch at full speed"
-	noLevels        = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
-	maxLong         = "9223372036854775807"
+	noTieredStorage  = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
+	noLeaderThrottle = "Skiff throttles replication on the follower's side only (follower.replication.throttled.replicas and .rate)"
+	noLevels         = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
+	maxLong          = "9223372036854775807"
 )
 
 // Values of flush.policy (see ARCHITECTURE.md, Durability).
@@ -122,7 +122,7 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "Skiff's: when an acknowledged batch is durable: replicated (page cache of every in-sync replica; default when replication.factor > 1), always (fdatasync before acknowledging; default when replication.factor = 1), interval (fdatasync every flush.ms).",
 		rule: oneOf(FlushReplicated, FlushAlways, FlushInterval)},
 	{Name: ConfigFollowerThrottledReplicas, Type: ConfigTypeList, Default: "",
-		Doc: "Replicas whose follower fetches are throttled.", NoEffect: noThrottles,
+		Doc:  "Replicas whose fetches are throttled to follower.replication.throttled.rate while they are not in sync.",
 		rule: throttledReplicas},
 	{Name: ConfigIndexIntervalBytes, Type: ConfigTypeInt, Default: "4096", BrokerName: "log.index.interval.bytes",
 		Doc:  "Bytes of log between two offset index entries (0 is taken as the default).",
@@ -131,7 +131,7 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "Kafka's internal override of segment.bytes without its 1 MiB minimum, for tests only; never listed.",
 		rule: anyInt(32)},
 	{Name: ConfigLeaderThrottledReplicas, Type: ConfigTypeList, Default: "",
-		Doc: "Replicas whose leader side is throttled.", NoEffect: noThrottles,
+		Doc: "Replicas whose leader side is throttled.", NoEffect: noLeaderThrottle,
 		rule: throttledReplicas},
 	{Name: ConfigLocalRetentionBytes, Type: ConfigTypeLong, Default: "-2", BrokerName: "log.local.retention.bytes",
 		Doc: "Bytes kept on local disk when segments are also in remote storage; -2: retention.bytes.", NoEffect: noTieredStorage,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -192,22 +193,30 @@ func (c *Controller) term(ctx context.Context, fence clientv3.Cmp) {
 // apply writes the leadership changes planned from planned (snap with the brokers
 // still in their departure grace) and the reassignment steps planned from snap.
 func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalance bool, fence clientv3.Cmp) error {
-	var rev int64
-	for _, ch := range planLeaders(planned, rebalance) {
-		next, r, err := c.store.AlterPartition(ctx, ch.topic, ch.partition, ch.expected, ch.next, fence)
+	plan := planLeaders(planned, rebalance)
+	changes := make([]PartitionChange, len(plan))
+	for i, ch := range plan {
+		changes[i] = PartitionChange{Topic: ch.topic, Partition: ch.partition, Expected: ch.expected, Next: ch.next}
+	}
+	outcomes, rev, err := c.store.AlterPartitions(ctx, changes, fence)
+	if err != nil {
+		return err
+	}
+	for i, ch := range plan {
+		next, err := outcomes[i].State, outcomes[i].Err
 		switch {
 		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
 			continue // the state moved on; the next snapshot decides again
 		case err != nil:
 			return err
 		}
-		rev = max(rev, r)
 		c.cfg.Logger.Info("partition leadership changed", "topic", ch.topic, "partition", ch.partition,
 			"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR,
 			"isr_broker_epochs", next.ISREpochs, "reason", ch.reason, "brokers", brokerEpochs(snap),
 			"was_isr", ch.prev.ISR, "was_isr_broker_epochs", ch.prev.ISREpochs)
 	}
-	for _, st := range planReassign(snap) {
+	steps, finished := planReassign(snap)
+	for _, st := range steps {
 		r, err := c.store.SetReplicas(ctx, st.topic, st.partition, st.replicas, st.next, fence)
 		switch {
 		case errors.Is(err, ErrStalePartitionEpoch), errors.Is(err, ErrUnknownPartition), errors.Is(err, ErrInvalidPartitionState):
@@ -218,6 +227,22 @@ func (c *Controller) apply(ctx context.Context, snap, planned *Snapshot, rebalan
 		rev = max(rev, r)
 		c.cfg.Logger.Info("partition reassignment", "topic", st.topic, "partition", st.partition,
 			"replicas", st.replicas, "reason", st.reason)
+	}
+	marks := electionMarks(snap)
+	maps.Copy(marks, finished)
+	if len(marks) > 0 {
+		if rev > 0 {
+			// The marks go once the changes they asked for are in the cache, so a
+			// broker waiting for the outcome sees the change before the mark leaves.
+			if err := c.cache.WaitRevision(ctx, rev); err != nil {
+				return err
+			}
+		}
+		r, err := c.clearMarks(ctx, marks, fence)
+		if err != nil {
+			return err
+		}
+		rev = max(rev, r)
 	}
 	if rev > 0 {
 		// Do not plan again from a snapshot that misses our own writes.

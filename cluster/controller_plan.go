@@ -30,6 +30,10 @@ type leaderChange struct {
 //     (the last member stays, so it can lead again when it returns, as Kafka keeps it);
 //   - with rebalance set, a partition whose preferred replica (the first of its
 //     assignment) is in sync but does not lead moves back to it.
+//
+// An election asked for a partition (ElectLeaders, elections.go) plans it as if
+// rebalance were set (preferred) or unclean.leader.election.enable were on
+// (unclean).
 func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 	var out []leaderChange
 	for _, t := range snap.Topics() {
@@ -41,7 +45,8 @@ func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 			if !ok {
 				continue
 			}
-			if ch, ok := planPartition(snap, st, replicas, unclean, rebalance); ok {
+			asked, marked := snap.electionAsked(t.Name, int32(p))
+			if ch, ok := planPartition(snap, st, replicas, unclean || marked && asked == ElectUnclean, rebalance || marked && asked == ElectPreferred); ok {
 				ch.topic, ch.partition, ch.expected, ch.prev = t.Name, int32(p), st.PartitionEpoch, st
 				out = append(out, ch)
 			}
@@ -52,10 +57,7 @@ func planLeaders(snap *Snapshot, rebalance bool) []leaderChange {
 
 func planPartition(snap *Snapshot, st PartitionState, replicas []int32, unclean, rebalance bool) (leaderChange, bool) {
 	live := func(b int32) bool { _, ok := snap.brokers[b]; return ok }
-	inSync := func(b int32) bool {
-		e := st.EpochOf(b)
-		return live(b) && slices.Contains(st.ISR, b) && (e == 0 || e == snap.BrokerEpoch(b))
-	}
+	inSync := func(b int32) bool { return snap.inSync(st, b) }
 	epochs := func(b int32) int64 {
 		if inSync(b) && st.EpochOf(b) != 0 {
 			return st.EpochOf(b)
@@ -151,4 +153,12 @@ func planPartition(snap *Snapshot, st PartitionState, replicas []int32, unclean,
 	next.LeaderEpoch = st.LeaderEpoch + 1
 	ch.next = next
 	return ch, true
+}
+
+// inSync reports whether broker b is in st's ISR and live under the registration
+// (broker epoch) it was admitted with.
+func (s *Snapshot) inSync(st PartitionState, b int32) bool {
+	_, live := s.brokers[b]
+	e := st.EpochOf(b)
+	return live && slices.Contains(st.ISR, b) && (e == 0 || e == s.BrokerEpoch(b))
 }

@@ -32,6 +32,7 @@ func TestPlanLeaders(t *testing.T) {
 		live      []int32
 		unclean   bool
 		rebalance bool
+		asked     []ElectionType // an election asked for the partition (ElectLeaders)
 		replicas  []int32
 		state     PartitionState
 		want      *PartitionState // nil: no change
@@ -80,9 +81,21 @@ func TestPlanLeaders(t *testing.T) {
 			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{1}}},
 		{name: "no rebalance to an out-of-sync preferred replica", live: []int32{1, 2, 3}, rebalance: true, replicas: []int32{1, 2, 3},
 			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{name: "an asked preferred election moves the leader", live: []int32{1, 2, 3}, asked: []ElectionType{ElectPreferred}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3, 1}},
+			want:  &PartitionState{Leader: 1, LeaderEpoch: 6, ISR: []int32{2, 3, 1}}},
+		{name: "an asked preferred election waits for an in-sync preferred replica", live: []int32{1, 2, 3}, asked: []ElectionType{ElectPreferred}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{name: "an asked unclean election elects an out-of-sync replica", live: []int32{2, 3}, asked: []ElectionType{ElectUnclean}, replicas: []int32{1, 2, 3},
+			state: PartitionState{Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}},
+			want:  &PartitionState{Leader: 2, LeaderEpoch: 6, ISR: []int32{2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := planLeaders(snapOf(tc.live, tc.unclean, [][]int32{tc.replicas}, []PartitionState{tc.state}), tc.rebalance)
+			snap := snapOf(tc.live, tc.unclean, [][]int32{tc.replicas}, []PartitionState{tc.state})
+			for _, typ := range tc.asked {
+				snap.elections = map[TopicPartition]election{{"t", 0}: {typ: typ}}
+			}
+			plan := planLeaders(snap, tc.rebalance)
 			if tc.want == nil {
 				if len(plan) != 0 {
 					t.Fatalf("planned %+v, want nothing", plan[0].next)
@@ -125,6 +138,8 @@ func TestPlanReassign(t *testing.T) {
 		replicas  []int32
 		state     PartitionState
 		draining  []int32
+		target    []int32         // a reassignment in progress to these replicas
+		wantDone  bool            // the reassignment is done: its mark goes
 		wantReps  []int32         // nil: no step
 		wantState *PartitionState // nil: state kept
 	}{
@@ -146,11 +161,30 @@ func TestPlanReassign(t *testing.T) {
 			wantReps: []int32{1, 2}},
 		{name: "nowhere to go", live: []int32{1, 2}, rf: 2, replicas: []int32{1, 2}, draining: []int32{2},
 			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+		{name: "a reassignment adds the target replicas first", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2}, target: []int32{2, 3},
+			state:    PartitionState{Leader: 1, ISR: []int32{1, 2}},
+			wantReps: []int32{1, 2, 3}},
+		{name: "a reassignment waits for the new replicas in the ISR", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, target: []int32{2, 3},
+			state: PartitionState{Leader: 1, ISR: []int32{1, 2}}},
+		{name: "a reassignment moves leadership onto the target", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, target: []int32{2, 3},
+			state:    PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2, 3}},
+			wantReps: []int32{1, 2, 3}, wantState: &PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2, 3}}},
+		{name: "a reassignment drops the other replicas, in the target's order", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{1, 2, 3}, target: []int32{3, 2},
+			state:    PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
+			wantReps: []int32{3, 2}, wantState: &PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{2, 3}}},
+		{name: "a reassignment is done, and the partition is not drained meanwhile", live: []int32{1, 2, 3}, rf: 2, replicas: []int32{2, 3}, target: []int32{2, 3},
+			draining: []int32{3}, state: PartitionState{Leader: 2, LeaderEpoch: 4, ISR: []int32{2, 3}}, wantDone: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := drain(snapOf(tc.live, false, [][]int32{tc.replicas}, []PartitionState{tc.state}), tc.draining...)
 			snap.topics["t"].topic.ReplicationFactor = tc.rf
-			plan := planReassign(snap)
+			if tc.target != nil {
+				snap.reassignments = map[TopicPartition]Reassignment{{"t", 0}: {Target: tc.target, Original: tc.replicas, modRev: 7}}
+			}
+			plan, done := planReassign(snap)
+			if _, ok := done[reassignmentKey("t", 0)]; ok != tc.wantDone {
+				t.Fatalf("done %v, want %v", done, tc.wantDone)
+			}
 			if tc.wantReps == nil {
 				if len(plan) != 0 {
 					t.Fatalf("planned %+v, want nothing", plan[0])

@@ -267,6 +267,8 @@ const (
 	keyIsDraining      // a broker being drained (its id in part)
 	keyIsBrokerConfigs // dynamic configs of a broker (its id in part; ClusterDefault for all)
 	keyIsACL           // an ACL binding
+	keyIsElection      // an election asked for (ElectLeaders)
+	keyIsReassignment  // a reassignment in progress
 	keyIsQuota         // the client quotas of one entity
 )
 
@@ -279,6 +281,16 @@ func parseKey(key string) (kind keyKind, topic string, part int32) {
 	case strings.HasPrefix(key, prefixACLs):
 		if parseACLKey(key) {
 			return keyIsACL, "", 0
+		}
+		return keyOther, "", 0
+	case strings.HasPrefix(key, prefixElections):
+		if topic, p, ok := parseElectionKey(key); ok {
+			return keyIsElection, topic, p
+		}
+		return keyOther, "", 0
+	case strings.HasPrefix(key, prefixReassignments):
+		if topic, p, ok := parseReassignmentKey(key); ok {
+			return keyIsReassignment, topic, p
 		}
 		return keyOther, "", 0
 	case strings.HasPrefix(key, prefixQuotas):

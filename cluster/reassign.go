@@ -157,9 +157,13 @@ type reassignStep struct {
 // broker: add a live, non-draining broker (the one holding fewest replicas), wait until
 // it is in the ISR, move leadership off the draining broker, then drop the draining
 // broker from the replicas and the ISR.
-func planReassign(snap *Snapshot) []reassignStep {
+//
+// Partitions with a reassignment in progress (reassignments.go) follow it
+// instead; its steps come first.
+func planReassign(snap *Snapshot) ([]reassignStep, map[string]int64) {
+	out, done := planReassignments(snap)
 	if len(snap.draining) == 0 {
-		return nil
+		return out, done
 	}
 	live := make(map[int32]bool)
 	for _, b := range snap.Brokers() {
@@ -173,11 +177,10 @@ func planReassign(snap *Snapshot) []reassignStep {
 			}
 		}
 	}
-	var out []reassignStep
 	for _, t := range snap.Topics() {
 		for p, replicas := range t.Assignment {
 			st, ok := snap.Partition(t.Name, int32(p))
-			if !ok {
+			if _, moving := snap.reassignments[TopicPartition{t.Name, int32(p)}]; !ok || moving {
 				continue
 			}
 			var drained []int32
@@ -243,5 +246,5 @@ func planReassign(snap *Snapshot) []reassignStep {
 			out = append(out, step)
 		}
 	}
-	return out
+	return out, done
 }

@@ -26,6 +26,10 @@ type Snapshot struct {
 	candidates map[string]candidate
 	// draining holds the brokers whose replicas are being moved away.
 	draining map[int32]bool
+	// elections are the elections asked for and not yet planned (elections.go).
+	elections map[TopicPartition]election
+	// reassignments are the reassignments in progress (reassignments.go).
+	reassignments map[TopicPartition]Reassignment
 	// brokerConfigs holds the dynamic broker configs by broker id (ClusterDefault
 	// for every broker).
 	brokerConfigs map[int32]map[string]string
@@ -256,6 +260,16 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 		} else {
 			b.next.draining[p] = true
 		}
+
+	case keyIsElection:
+		applyPartitionMark(b, &b.next.elections, TopicPartition{topic, p}, key, del, func() (election, error) {
+			typ, err := decodeElection(key, kv.Value)
+			return election{typ: typ, modRev: kv.ModRevision}, err
+		})
+	case keyIsReassignment:
+		applyPartitionMark(b, &b.next.reassignments, TopicPartition{topic, p}, key, del, func() (Reassignment, error) {
+			return decodeReassignment(key, kv.Value, kv.ModRevision)
+		})
 
 	case keyIsBrokerConfigs:
 		b.next.brokerConfigs = maps.Clone(b.next.brokerConfigs)

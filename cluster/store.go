@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -198,6 +199,39 @@ func (s *Store) AlterTopicConfigs(ctx context.Context, name string, alter func(m
 	}
 }
 
+// checkAlter checks a change of topic/partition from expectedEpoch to next
+// against the stored topic (tkvs) and partition (pkvs) and sets next's
+// partition epoch; it returns the stored state. The errors are AlterPartition's.
+func checkAlter(topic string, partition, expectedEpoch int32, next *PartitionState, tkvs, pkvs []*mvccpb.KeyValue) (PartitionState, error) {
+	tkey, pkey := topicKey(topic), partitionKey(topic, partition)
+	if len(tkvs) == 0 {
+		return PartitionState{}, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	if len(pkvs) == 0 {
+		return PartitionState{}, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
+	}
+	t, err := decodeTopic(tkey, tkvs[0].Value)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	cur, err := decodePartition(pkey, pkvs[0].Value)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	if cur.PartitionEpoch != expectedEpoch {
+		return cur, fmt.Errorf("%w: %s/%d is at partition epoch %d, not %d",
+			ErrStalePartitionEpoch, topic, partition, cur.PartitionEpoch, expectedEpoch)
+	}
+	if partition >= int32(len(t.Assignment)) {
+		return PartitionState{}, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
+	}
+	if err := validatePartitionState(*next, cur, t.Assignment[partition]); err != nil {
+		return cur, fmt.Errorf("%s/%d: %w", topic, partition, err)
+	}
+	next.PartitionEpoch = expectedEpoch + 1
+	return cur, nil
+}
+
 // AlterPartition replaces the state of one partition if its partition epoch
 // is still expectedEpoch, and returns the stored state (PartitionEpoch set
 // to expectedEpoch+1) and the write's revision. It is the only writer of
@@ -222,31 +256,10 @@ func (s *Store) AlterPartition(ctx context.Context, topic string, partition int3
 		}
 		tkvs := resp.Responses[0].GetResponseRange().Kvs
 		pkvs := resp.Responses[1].GetResponseRange().Kvs
-		if len(tkvs) == 0 {
-			return PartitionState{}, 0, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
-		}
-		if len(pkvs) == 0 {
-			return PartitionState{}, 0, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
-		}
-		t, err := decodeTopic(tkey, tkvs[0].Value)
+		cur, err := checkAlter(topic, partition, expectedEpoch, &next, tkvs, pkvs)
 		if err != nil {
-			return PartitionState{}, 0, err
+			return cur, 0, err
 		}
-		cur, err := decodePartition(pkey, pkvs[0].Value)
-		if err != nil {
-			return PartitionState{}, 0, err
-		}
-		if cur.PartitionEpoch != expectedEpoch {
-			return cur, 0, fmt.Errorf("%w: %s/%d is at partition epoch %d, not %d",
-				ErrStalePartitionEpoch, topic, partition, cur.PartitionEpoch, expectedEpoch)
-		}
-		if partition >= int32(len(t.Assignment)) {
-			return PartitionState{}, 0, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
-		}
-		if err := validatePartitionState(next, cur, t.Assignment[partition]); err != nil {
-			return cur, 0, fmt.Errorf("%s/%d: %w", topic, partition, err)
-		}
-		next.PartitionEpoch = expectedEpoch + 1
 		cmps := append([]clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision),
 			clientv3.Compare(clientv3.ModRevision(tkey), "=", tkvs[0].ModRevision),

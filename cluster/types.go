@@ -21,7 +21,9 @@ var (
 	ErrInvalidConfig            = errors.New("cluster: invalid topic config")       // INVALID_CONFIG
 	ErrInvalidBroker            = errors.New("cluster: invalid broker")             // (startup configuration)
 	ErrBrokerIDInUse            = errors.New("cluster: broker id registered by another session")
-	ErrStalePartitionEpoch      = errors.New("cluster: stale partition epoch")                  // INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH
+	ErrStalePartitionEpoch      = errors.New("cluster: stale partition epoch") // INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH
+	ErrElectionNotNeeded        = errors.New("cluster: election not needed: the partition has the leader asked for")
+	ErrNoEligibleLeader         = errors.New("cluster: no replica is eligible to lead")
 	ErrFenced                   = errors.New("cluster: write fenced: no longer the controller") // the writer lost its election
 	ErrInvalidPartitionState    = errors.New("cluster: invalid partition state")                // INVALID_REQUEST
 	ErrUnsupportedFormat        = errors.New("cluster: unsupported metadata format")            // written by a newer Skiff

@@ -70,6 +70,12 @@ func TestKcatRoundTrip(t *testing.T) {
 					t.Fatalf("kcat -L output lacks %q:\n%s", want, meta)
 				}
 			}
+			// -Q (ListOffsets by timestamp, librdkafka's newest version it shares
+			// with the node): a time before every record is the first offset.
+			q := string(runKcat(t, nil, "-b", n.Addr, "-Q", "-t", topic+":0:1"))
+			if !strings.Contains(q, topic+" [0] offset 0") {
+				t.Fatalf("kcat -Q output %q, want offset 0", q)
+			}
 		})
 	}
 }

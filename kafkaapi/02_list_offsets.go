@@ -1,6 +1,6 @@
 package kafkaapi
 
-// ListOffsets, key 2, versions 0..5.
+// ListOffsets, key 2, versions 0..7 (6+ flexible; 7 adds -3, KIP-734).
 //
 // Behaviour: timestamp -1 is the high watermark (the last stable offset under
 // read_committed, which is the same while there are no transactions), or
@@ -9,7 +9,10 @@ package kafkaapi
 // start offset, any other timestamp the base offset of the first batch whose max
 // timestamp is at or after it (offset -1 and timestamp -1 when there is none, or when
 // that batch is at or above the high watermark, or under read_committed the last
-// stable offset, as in Kafka). v0 answers
+// stable offset, as in Kafka), and -3 (v7+, MAX_TIMESTAMP) the largest timestamp
+// below the high watermark with the base offset of the first batch holding it
+// (Kafka answers the record's own offset, which differs for a batch of several
+// records). v0 answers
 // with old_style_offsets holding that one offset. current_leader_epoch (v4+) is checked
 // as in Fetch. The leader epoch returned (v4+) is the current leader epoch.
 //
@@ -17,7 +20,7 @@ package kafkaapi
 // partitions), as in Kafka.
 //
 // Not implemented: v0's list of segment start offsets (only the one offset is
-// returned, which every client uses); -3 (max timestamp) needs v7.
+// returned, which every client uses); -4 and -5 (v8+, tiered storage).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,7 +31,7 @@ import (
 
 func init() {
 	register(api[*kmsg.ListOffsetsRequest]{
-		min: 0, max: 5,
+		min: 0, max: 7,
 		handle: (*Server).handleListOffsets,
 		entries: func(r *kmsg.ListOffsetsRequest) (n int) {
 			for _, t := range r.Topics {
@@ -80,6 +83,19 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 				}
 			case -2:
 				pr.Offset = p.LogStartOffset()
+			case -3:
+				if req.Version < 7 {
+					pr.ErrorCode = kerr.InvalidRequest.Code
+					continue
+				}
+				off, ts, ok, err := p.MaxTimestampOffset()
+				if err != nil {
+					pr.ErrorCode = errorCode(err)
+					continue
+				}
+				if ok {
+					pr.Offset, pr.Timestamp = off, ts
+				}
 			default:
 				if rp.Timestamp < 0 {
 					pr.ErrorCode = kerr.InvalidRequest.Code

@@ -1,6 +1,7 @@
 package kafkaapi
 
-// DeleteTopics, key 20, versions 0..3.
+// DeleteTopics, key 20, versions 0..6 (4+ flexible; 5 adds messages; 6 names
+// topics by name or by id, KIP-516).
 //
 // Behaviour: each named topic is removed from the cluster metadata in one
 // transaction (topic and partition keys); every node then deletes its replicas'
@@ -8,8 +9,9 @@ package kafkaapi
 // offsets (groups.Coordinator.TopicsDeleted). The answer waits until this node has
 // deleted its data, or timeout_ms passes (REQUEST_TIMED_OUT). Unknown topics get
 // UNKNOWN_TOPIC_OR_PARTITION; internal topics (__consumer_offsets) cannot be
-// deleted (INVALID_REQUEST). Deletion cannot be switched off (Kafka's
-// delete.topic.enable).
+// deleted (INVALID_REQUEST). From v6 a topic is named by name or by id (both:
+// INVALID_REQUEST; an unknown id: UNKNOWN_TOPIC_ID), and the answer gives both.
+// Deletion cannot be switched off (Kafka's delete.topic.enable).
 //
 // Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED, not deleted),
 // checked before whether it exists, as in Kafka.
@@ -27,7 +29,7 @@ import (
 
 func init() {
 	register(api[*kmsg.DeleteTopicsRequest]{
-		min: 0, max: 3,
+		min: 0, max: 6,
 		handle:  (*Server).handleDeleteTopics,
 		entries: func(r *kmsg.DeleteTopicsRequest) int { return len(r.TopicNames) + len(r.Topics) },
 	})
@@ -38,30 +40,56 @@ func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteT
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	mayDelete := c.allowedTopics(acl.OpDelete)
+	named := req.Topics // v6+
 	for _, name := range req.TopicNames {
-		n := name
+		named = append(named, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
+	}
+	for _, t := range named {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.Topic = &n
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		switch {
-		case !mayDelete(name):
-			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		case cluster.IsInternalTopic(name):
-			rt.ErrorCode = kerr.InvalidRequest.Code
-		default:
-			rev, err := s.meta.DeleteTopic(ctx, name)
-			switch {
-			case errors.Is(err, cluster.ErrUnknownTopic):
-				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case err != nil:
-				c.logger.Warn("delete topic", "topic", name, "err", err)
-				rt.ErrorCode = kerr.RequestTimedOut.Code
-			default:
-				if err := s.waitApplied(ctx, rev); err != nil {
-					rt.ErrorCode = kerr.RequestTimedOut.Code
-				}
+		case t.Topic != nil && t.TopicID != [16]byte{}:
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("name a topic by its name or by its id, not both")
+		case t.Topic == nil:
+			name, ok := s.topicByID(t.TopicID)
+			if !ok {
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+				break
 			}
+			rt.ErrorCode = s.deleteTopic(ctx, c, name, mayDelete)
+			if rt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				rt.Topic = &name // the client may learn a name it may delete
+			}
+		default:
+			if topic, ok := s.cache.Topic(*t.Topic); ok && mayDelete(*t.Topic) {
+				rt.TopicID = topic.ID
+			}
+			rt.ErrorCode = s.deleteTopic(ctx, c, *t.Topic, mayDelete)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// deleteTopic deletes one topic and waits until this node has deleted its data;
+// it returns the topic's error code.
+func (s *Server) deleteTopic(ctx context.Context, c *conn, name string, mayDelete func(string) bool) int16 {
+	switch {
+	case !mayDelete(name):
+		return kerr.TopicAuthorizationFailed.Code
+	case cluster.IsInternalTopic(name):
+		return kerr.InvalidRequest.Code
+	}
+	rev, err := s.meta.DeleteTopic(ctx, name)
+	switch {
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code
+	case err != nil:
+		c.logger.Warn("delete topic", "topic", name, "err", err)
+		return kerr.RequestTimedOut.Code
+	}
+	if err := s.waitApplied(ctx, rev); err != nil {
+		return kerr.RequestTimedOut.Code
+	}
+	return 0
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// CreatePartitions, key 37, versions 0..1 (2+ are flexible and not served).
+// CreatePartitions, key 37, versions 0..3 (2+ are flexible; 3 is 2 again, KAFKA-14497).
 //
 // Behaviour: each topic grows to count partitions. The new partitions are placed like
 // a new topic's (cluster.PlaceReplicas: rack-aware, leaders spread over the live
@@ -37,7 +37,7 @@ import (
 
 func init() {
 	register(api[*kmsg.CreatePartitionsRequest]{
-		min: 0, max: 1,
+		min: 0, max: 3,
 		handle: (*Server).handleCreatePartitions,
 		entries: func(r *kmsg.CreatePartitionsRequest) (n int) {
 			for _, t := range r.Topics {

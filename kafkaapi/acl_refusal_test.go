@@ -62,7 +62,7 @@ func TestACLRefusals(t *testing.T) {
 	startACLNode(t)
 	mallory := aclUserClient(t, aclMallory)
 	cased := map[int16]bool{}
-	for _, c := range slices.Concat(refusals(), configRefusals(), txnRefusals()) {
+	for _, c := range slices.Concat(refusals(), configRefusals(), txnRefusals(), adminRefusals()) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRefusalRun(t)
 			cased[c.req(r).Key()] = true
@@ -445,6 +445,7 @@ func refusals() []refusal {
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteTopicsRequest()
 				req.TopicNames, req.TimeoutMillis = []string{r.topic}, 10000
+				req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: &r.topic}} // v6+, which franz-go sends
 				return req
 			},
 			codes:     topLevel(func(r *kmsg.DeleteTopicsResponse) int16 { return r.Topics[0].ErrorCode }),

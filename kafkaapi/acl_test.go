@@ -313,7 +313,7 @@ func TestACLProduceAcksZero(t *testing.T) {
 func TestACLMetric(t *testing.T) {
 	p := topicName(t, "")
 	aclTopics(t, p)
-	resp := aclRequest[*kmsg.DeleteTopicsResponse](t, aclUserClient(t, aclMallory), &kmsg.DeleteTopicsRequest{TopicNames: []string{p}, TimeoutMillis: 5000})
+	resp := aclRequest[*kmsg.DeleteTopicsResponse](t, aclUserClient(t, aclMallory), &kmsg.DeleteTopicsRequest{TopicNames: []string{p}, Topics: []kmsg.DeleteTopicsRequestTopic{{Topic: &p}}, TimeoutMillis: 5000})
 	wantCode(t, "DeleteTopics", resp.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed.Code)
 	r, err := http.Get("http://" + aclNode.node.HTTPAddr() + "/metrics")
 	if err != nil {

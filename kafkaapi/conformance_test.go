@@ -343,6 +343,11 @@ func conformDeleteTopics(t *testing.T, c *kconn, versions []int16) {
 				req.SetVersion(v)
 				req.TimeoutMillis = 30000
 				req.TopicNames = names
+				if v >= 6 {
+					for _, n := range names {
+						req.Topics = append(req.Topics, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(n)})
+					}
+				}
 				resp := c.do(req).(*kmsg.DeleteTopicsResponse)
 				if len(resp.Topics) != len(names) {
 					t.Fatalf("delete %v: %d answers", names, len(resp.Topics))
@@ -363,8 +368,41 @@ func conformDeleteTopics(t *testing.T, c *kconn, versions []int16) {
 				t.Errorf("partition folder %s after delete: %v, want it gone", dir, err)
 			}
 			wantCode(t, "delete again", del(name)[0].ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			if v >= 6 {
+				conformDeleteTopicsByID(t, c, v)
+			}
 		})
 	}
+}
+
+// conformDeleteTopicsByID: from v6 a topic is deleted by its id, and the answer
+// names it; an unknown id is UNKNOWN_TOPIC_ID, a name with an id INVALID_REQUEST.
+func conformDeleteTopicsByID(t *testing.T, c *kconn, v int16) {
+	name := topicName(t, "by-id")
+	createTopic(t, c, name, 1, nil)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12) // topic ids from v10
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(name)}}
+	mresp := c.do(md).(*kmsg.MetadataResponse)
+	if len(mresp.Topics) != 1 || mresp.Topics[0].TopicID == [16]byte{} {
+		t.Fatalf("metadata of %s: %+v, want its id", name, mresp.Topics)
+	}
+	id := mresp.Topics[0].TopicID
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(v)
+	req.TimeoutMillis = 30000
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(name), TopicID: id}, {TopicID: id}, {TopicID: [16]byte{9, 9}}}
+	resp := c.do(req).(*kmsg.DeleteTopicsResponse)
+	if len(resp.Topics) != 3 {
+		t.Fatalf("%d answers for 3 topics", len(resp.Topics))
+	}
+	wantCode(t, "name and id", resp.Topics[0].ErrorCode, kerr.InvalidRequest.Code)
+	wantCode(t, "by id", resp.Topics[1].ErrorCode, 0)
+	if rt := resp.Topics[1]; rt.Topic == nil || *rt.Topic != name || rt.TopicID != id {
+		t.Errorf("by id: answer names %v %x, want %s %x", rt.Topic, rt.TopicID, name, id)
+	}
+	wantCode(t, "an unknown id", resp.Topics[2].ErrorCode, kerr.UnknownTopicID.Code)
+	wantCode(t, "metadata after delete by id", metadataTopic(t, c, name).ErrorCode, kerr.UnknownTopicOrPartition.Code)
 }
 
 func conformInitProducerID(t *testing.T, c *kconn, versions []int16) {

@@ -201,7 +201,16 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 	if len(truncating) > 0 {
 		return f.truncate(conn, truncating)
 	}
-	req, byKey := f.fetchRequest(parts)
+	throttleWait := f.m.throttle.wait(time.Now())
+	req, byKey, throttled := f.fetchRequest(parts, throttleWait)
+	if len(req.Topics) == 0 && throttleWait > 0 {
+		// Every replica is held back by the throttle: wait for the budget.
+		select {
+		case <-time.After(throttleWait):
+		case <-f.stop:
+		}
+		return nil
+	}
 	if len(req.Topics) == 0 {
 		return errNothingToFetch
 	}
@@ -220,6 +229,9 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 				refused = true
 				continue
 			}
+			if throttled[p] {
+				f.m.throttle.charge(time.Now(), len(rp.RecordBatches))
+			}
 			if err := f.handle(p, &rp); err != nil {
 				p.logger.Warn("replica fetch", "leader", f.leader, "err", err)
 			}
@@ -234,7 +246,9 @@ func (f *fetcher) round(conn *kconn, parts []*Partition) error {
 // fetchRequest is one Fetch for every partition in parts that can report its log
 // end, waiting at the leader for replica.fetch.min.bytes or
 // replica.fetch.wait.max.ms; byKey finds each partition of the response.
-func (f *fetcher) fetchRequest(parts []*Partition) (req *kmsg.FetchRequest, byKey map[topicPartition]*Partition) {
+// Throttled replicas (throttle.go) are left out while throttleWait is not 0, and
+// fetch at most a tenth of a second of the rate; throttled lists those asked.
+func (f *fetcher) fetchRequest(parts []*Partition, throttleWait time.Duration) (req *kmsg.FetchRequest, byKey map[topicPartition]*Partition, throttled map[*Partition]bool) {
 	req = kmsg.NewPtrFetchRequest()
 	req.SetVersion(11)
 	req.ReplicaID = f.m.cfg.BrokerID
@@ -242,15 +256,23 @@ func (f *fetcher) fetchRequest(parts []*Partition) (req *kmsg.FetchRequest, byKe
 	req.MinBytes, req.MaxBytes = f.m.cfg.ReplicaFetchMinBytes, fetchMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
 	byKey = make(map[topicPartition]*Partition, len(parts))
+	throttled = make(map[*Partition]bool)
 	topics := make(map[string]int)
 	for _, p := range parts {
 		if !p.syncedForFetch() {
 			continue // it cannot report its log end as on disk; it falls out of the ISR
 		}
+		maxBytes := int32(fetchPartMaxBytes)
+		if p.followerThrottled(f.m.cfg.BrokerID) {
+			if throttleWait > 0 {
+				continue // over the throttle: it fetches once the budget allows
+			}
+			throttled[p], maxBytes = true, f.m.throttle.partMaxBytes()
+		}
 		byKey[topicPartition{p.Topic, p.ID}] = p
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.ID, p.LeaderEpoch()
-		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), fetchPartMaxBytes
+		rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p.LogEndOffset(), p.LogStartOffset(), maxBytes
 		i, ok := topics[p.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -259,7 +281,7 @@ func (f *fetcher) fetchRequest(parts []*Partition) (req *kmsg.FetchRequest, byKe
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	return req, byKey
+	return req, byKey, throttled
 }
 
 // isRefusal reports whether a partition's error code is an authorization refusal.

@@ -34,7 +34,7 @@ func TestFetchRequestSettings(t *testing.T) {
 		if err := m.Apply(1, []TopicSpec{spec("a", 1, 2)}); err != nil {
 			t.Fatal(err)
 		}
-		req, byKey := (&fetcher{m: m}).fetchRequest(m.Partitions())
+		req, byKey, _ := (&fetcher{m: m}).fetchRequest(m.Partitions(), 0)
 		if req.MinBytes != tc.wantMin || req.MaxWaitMillis != tc.wantWaitMs || req.ReplicaID != m.cfg.BrokerID {
 			t.Errorf("min bytes %d, wait %v: fetch with MinBytes %d, MaxWaitMillis %d, replica %d; want %d and %d",
 				tc.minBytes, tc.wait, req.MinBytes, req.MaxWaitMillis, req.ReplicaID, tc.wantMin, tc.wantWaitMs)

@@ -194,12 +194,11 @@ func (p *Partition) updateFollower(id int32, fetchOffset, logStart, leo int64) e
 // current one: followers behind for longer than lagMax leave; followers that have
 // every record up to the high watermark, and up to the start of this leader's epoch,
 // join. It returns the partition epoch the change applies to.
-func (p *Partition) isrChange(lagMax time.Duration) (isr []int32, partitionEpoch int32, ok bool) {
+func (p *Partition) isrChange(now time.Time, lagMax time.Duration) (isr []int32, partitionEpoch int32, ok bool) {
 	if !p.IsLeader() {
 		return nil, 0, false
 	}
 	_, epochStart := p.epochStart()
-	now := time.Now()
 	hw := p.hw.Load()
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()

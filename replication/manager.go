@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,14 +147,19 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
+	throttle followerThrottle // follower.replication.throttled.rate
+
 	mu struct {
 		sync.RWMutex
-		parts   map[topicPartition]*Partition
-		offline map[topicPartition]offlinePartition // replicas whose log cannot be opened
-		topics  map[string][16]byte
-		applied int64
-		changed chan struct{} // closed and replaced when applied moves
-		closed  bool
+		parts map[topicPartition]*Partition
+		// replicated: the partitions with other replicas than this one, the only
+		// ones whose ISR can change (the ISR loop visits them several times a second).
+		replicated []*Partition
+		offline    map[topicPartition]offlinePartition // replicas whose log cannot be opened
+		topics     map[string][16]byte
+		applied    int64
+		changed    chan struct{} // closed and replaced when applied moves
+		closed     bool
 	}
 	fenced  atomic.Bool // no partition leads while set (the broker has no session)
 	metrics Metrics
@@ -302,6 +309,13 @@ func (m *Manager) Partitions() []*Partition {
 	return out
 }
 
+// replicatedPartitions returns the served partitions that have other replicas.
+func (m *Manager) replicatedPartitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.mu.replicated)
+}
+
 // Apply makes the local replicas match topics, the whole set of topics at metadata
 // revision rev: it opens missing partitions, updates configs, and deletes the data of
 // partitions whose topic is gone or was recreated with another id. Folders that
@@ -321,13 +335,11 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			state[topicPartition{t.Name, ps.ID}] = ps
 		}
 	}
+	var kept []*Partition
 	for tp, p := range m.mu.parts {
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
-			if p.SetConfig(t.Config) {
-				m.cleaner.Wake()
-			}
-			m.follow(p, p.applyState(state[tp]))
+			kept = append(kept, p)
 			continue
 		}
 		delete(m.mu.parts, tp)
@@ -342,14 +354,20 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			delete(m.mu.offline, tp) // the topic is gone (or another one has its name)
 		}
 	}
-	for tp, t := range want {
-		if _, ok := m.mu.parts[tp]; ok {
-			continue
+	var open []topicPartition
+	for tp := range want {
+		_, served := m.mu.parts[tp]
+		_, offline := m.mu.offline[tp]
+		if !served && !offline {
+			open = append(open, tp)
 		}
-		if _, ok := m.mu.offline[tp]; ok {
-			continue
-		}
-		p, err := m.openLocked(tp, t)
+	}
+	if m.applyAll(kept, want, state, true) {
+		m.cleaner.Wake()
+	}
+	var added []*Partition
+	for _, o := range m.openAll(open, want) {
+		tp, t, p, err := o.tp, want[o.tp], o.p, o.err
 		if err != nil {
 			m.mu.offline[tp] = offlinePartition{topicID: t.ID, err: err}
 			m.logger.Error("partition offline: its log cannot be opened, so it is not served (fix the data directory and restart the node)",
@@ -359,7 +377,14 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		p.fenced.Store(m.fenced.Load())
 		p.sessionValid, p.selfEpoch = m.cfg.SessionValid, m.cfg.SelfEpoch
 		m.mu.parts[tp] = p
-		m.follow(p, p.applyState(state[tp]))
+		added = append(added, p)
+	}
+	m.applyAll(added, want, state, false)
+	m.mu.replicated = m.mu.replicated[:0]
+	for tp, p := range m.mu.parts {
+		if len(state[tp].Replicas) > 1 {
+			m.mu.replicated = append(m.mu.replicated, p)
+		}
 	}
 	if err := m.removeStrayLocked(want); err != nil {
 		errs = append(errs, err)
@@ -402,8 +427,69 @@ func (m *Manager) WaitApplied(ctx context.Context, rev int64) error {
 
 const metadataFile = "partition.metadata"
 
+// openers bounds how many partitions Apply opens (and Close closes) at once. Opening a log is
+// mostly waiting for the disk (a directory fsync, reads of the unsynced tail), so
+// a node that starts with thousands of partitions opens them side by side: the
+// file system commits concurrent fsyncs together.
+const openers = 32
+
+// opened is the outcome of opening one partition.
+type opened struct {
+	tp  topicPartition
+	p   *Partition
+	err error
+}
+
+// openAll opens the partitions tps of want, up to openers at once, and returns
+// the outcomes in the order of tps. m.mu is held.
+func (m *Manager) openAll(tps []topicPartition, want map[topicPartition]TopicSpec) []opened {
+	out := make([]opened, len(tps))
+	inParallel(len(tps), func(i int) {
+		p, err := m.openLocked(tps[i], want[tps[i]])
+		out[i] = opened{tp: tps[i], p: p, err: err}
+	})
+	return out
+}
+
+// applyAll applies the metadata to the served partitions parts (their configs
+// too with configs) side by side, as openAll opens them: becoming leader saves
+// the leader-epoch checkpoint (two fsyncs), and a restart makes every partition
+// lead in a new epoch. The fetchers then follow the leaders, one at a time. It
+// reports whether a config change wants the log cleaner. m.mu is held.
+func (m *Manager) applyAll(parts []*Partition, want map[topicPartition]TopicSpec, state map[topicPartition]PartitionSpec, configs bool) (wake bool) {
+	leaders := make([]int32, len(parts))
+	wakes := make([]bool, len(parts))
+	inParallel(len(parts), func(i int) {
+		tp := topicPartition{parts[i].Topic, parts[i].ID}
+		if configs {
+			wakes[i] = parts[i].SetConfig(want[tp].Config)
+		}
+		leaders[i] = parts[i].applyState(state[tp])
+	})
+	for i, p := range parts {
+		m.follow(p, leaders[i])
+	}
+	return slices.Contains(wakes, true)
+}
+
+// inParallel calls f(0) ... f(n-1), up to openers at once, and returns when all
+// have returned.
+func inParallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(openers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // openLocked opens a partition folder, first deleting one left by an older topic of
-// the same name (its partition.metadata names another topic id).
+// the same name (its partition.metadata names another topic id). m.mu is held; it
+// changes no state of m, so that openAll may run several at once.
 func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error) {
 	fs := m.cfg.FS
 	key := PartitionKey(tp.topic, tp.id)
@@ -530,7 +616,7 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	m.cancel()
 	parts := m.mu.parts
-	m.mu.parts = nil
+	m.mu.parts, m.mu.replicated = nil, nil
 	m.mu.Unlock()
 	m.wg.Wait()
 	m.cleaner.Close() // before the logs close: its rewrites in progress are dropped
@@ -541,11 +627,13 @@ func (m *Manager) Close() error {
 		delete(m.fetchers, id)
 	}
 	m.fetchMu.Unlock()
-	var errs []error
-	for tp, p := range parts {
-		if err := p.close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", PartitionKey(tp.topic, tp.id), err))
+	// Closing syncs each log: side by side, as openAll opens them.
+	tps := slices.Collect(maps.Keys(parts))
+	errs := make([]error, len(tps))
+	inParallel(len(tps), func(i int) {
+		if err := parts[tps[i]].close(); err != nil {
+			errs[i] = fmt.Errorf("close %s: %w", PartitionKey(tps[i].topic, tps[i].id), err)
 		}
-	}
+	})
 	return errors.Join(errs...)
 }

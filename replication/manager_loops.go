@@ -38,9 +38,10 @@ func (m *Manager) follow(p *Partition, leader int32) {
 	m.following[p] = leader
 }
 
-// isrLoop shrinks and grows the ISR of the partitions this broker leads. It checks
-// often, so that a follower that has caught up joins promptly; a lagging one leaves
-// after ReplicaLagMax.
+// isrLoop shrinks and grows the ISR of the partitions this broker leads that have
+// other replicas (a partition alone has nothing to change). It checks often, so
+// that a follower that has caught up joins promptly; a lagging one leaves after
+// ReplicaLagMax.
 func (m *Manager) isrLoop() {
 	defer m.wg.Done()
 	t := time.NewTicker(min(m.cfg.ReplicaLagMax/4, 250*time.Millisecond))
@@ -51,8 +52,9 @@ func (m *Manager) isrLoop() {
 			return
 		case <-t.C:
 		}
-		for _, p := range m.Partitions() {
-			isr, epoch, ok := p.isrChange(m.cfg.ReplicaLagMax)
+		now := time.Now()
+		for _, p := range m.replicatedPartitions() {
+			isr, epoch, ok := p.isrChange(now, m.cfg.ReplicaLagMax)
 			if !ok {
 				continue
 			}
@@ -80,6 +82,7 @@ func (m *Manager) isrLoop() {
 				m.metrics.isrExpands.Add(1)
 			}
 			p.isrChanged(isr, next, true)
+			now = time.Now() // the write took a while
 		}
 	}
 }

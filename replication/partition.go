@@ -45,6 +45,9 @@ type PartitionConfig struct {
 	// Compaction is the log cleaner's settings (cleanup.policy=compact and the
 	// compaction configs). A compacted topic refuses records without a key.
 	Compaction compaction.Config
+	// FollowerThrottledReplicas is follower.replication.throttled.replicas: the
+	// replicas whose fetches are throttled while out of sync (throttle.go).
+	FollowerThrottledReplicas string
 }
 
 // TimestampBounds are message.timestamp.before.max.ms and
@@ -552,6 +555,31 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 		return 0, 0, false, nil
 	}
 	return off, bts, true, nil
+}
+
+// MaxTimestampOffset answers ListOffsets' MAX_TIMESTAMP: the largest batch
+// timestamp below the high watermark and the base offset of the first batch
+// with it; ok is false on an empty log.
+func (p *Partition) MaxTimestampOffset() (offset, timestamp int64, ok bool, err error) {
+	ts := p.maxTimestampBelow(p.hw.Load())
+	if ts < 0 {
+		return 0, 0, false, nil
+	}
+	return p.OffsetForTimestamp(ts)
+}
+
+// maxTimestampBelow is the largest batch timestamp of the segments that start
+// below end, -1 if none. The segment end falls in may hold a larger one above
+// end (not yet replicated): OffsetForTimestamp then finds no batch below the
+// high watermark, and MAX_TIMESTAMP answers none until it is replicated.
+func (p *Partition) maxTimestampBelow(end int64) int64 {
+	maxTs := int64(-1)
+	for _, seg := range p.log.Segments() {
+		if seg.Base < end {
+			maxTs = max(maxTs, seg.MaxTimestamp)
+		}
+	}
+	return maxTs
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch at or below epoch

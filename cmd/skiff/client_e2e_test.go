@@ -24,6 +24,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/recordfmt"
 	"skiff/internal/testnode"
@@ -87,6 +88,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestClientE2E(t *testing.T) {
 	b := e2eBrokers(t)
 	t.Run("topic", func(t *testing.T) { testTopicCommands(t, b) })
+	t.Run("topic-sizes", func(t *testing.T) { testTopicSizes(t, b) })
+	t.Run("topic-elect-leaders", func(t *testing.T) { testTopicElectLeaders(t, b) })
+	t.Run("topic-reassign", func(t *testing.T) { testTopicReassign(t, b) })
 	t.Run("produce-consume-file", func(t *testing.T) { testProduceConsumeFile(t, b) })
 	t.Run("produce-consume-stdin-keys", func(t *testing.T) { testProduceConsumeKeys(t, b) })
 	t.Run("consume-json", func(t *testing.T) { testConsumeJSON(t, b) })
@@ -136,6 +140,133 @@ func testTopicCommands(t *testing.T, b string) {
 	mustContain(t, "second delete", skiffErr(t, nil, "topic", "delete", topic, "-b", b), "does not exist")
 	skiffOK(t, nil, "topic", "delete", topic, "--if-exists", "-b", b)
 	mustContain(t, "describe of deleted topic", skiffErr(t, nil, "topic", "describe", topic, "-b", b), "does not exist")
+}
+
+// testTopicSizes: describe --sizes prints a row per replica with the size its
+// node reports (DescribeLogDirs, asked here through kadm), and records make it
+// grow.
+func testTopicSizes(t *testing.T, b string) {
+	topic := uniqueTopic("topic-sizes")
+	skiffOK(t, nil, "topic", "create", topic, "-p", "2", "-b", b)
+	skiffOK(t, []byte(strings.Repeat("some record\n", 500)), "produce", "-t", topic, "-b", b)
+	desc := skiffOK(t, nil, "topic", "describe", topic, "--sizes", "-b", b)
+	mustContain(t, "describe --sizes", desc, "PARTITION  NODE  SIZE", "OFFSET LAG  DIRECTORY")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dirs, err := newTestAdmin(t, b).DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	rows := 0
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			rows++
+			total += p.Size
+			row := fmt.Sprintf(`(?m)^%d +%d +%d +%d +%s$`, p.Partition, d.Broker, p.Size, p.OffsetLag, regexp.QuoteMeta(d.Dir))
+			if !regexp.MustCompile(row).MatchString(desc) {
+				t.Errorf("describe --sizes lacks the row of partition %d on node %d (%d bytes):\n%s", p.Partition, d.Broker, p.Size, desc)
+			}
+		})
+	})
+	if rows != 2 || total < 500*int64(len("some record")) {
+		t.Errorf("%d replicas holding %d bytes, want 2 holding the 500 records", rows, total)
+	}
+}
+
+// testTopicElectLeaders: on one node every partition is led by its one
+// replica, so elections are not needed, and the command says so per partition.
+func testTopicElectLeaders(t *testing.T, b string) {
+	topic := uniqueTopic("elect")
+	skiffOK(t, nil, "topic", "create", topic, "-p", "2", "-b", b)
+	if out := skiffOK(t, nil, "topic", "elect-leaders", topic, "-b", b); out != topic+"/0: not needed (its preferred replica leads)\n"+topic+"/1: not needed (its preferred replica leads)\n" {
+		t.Errorf("elect-leaders printed %q", out)
+	}
+	if out := skiffOK(t, nil, "topic", "elect-leaders", topic, "--unclean", "-b", b); !strings.HasPrefix(out, topic+"/0: not needed (it has a leader)\n") {
+		t.Errorf("elect-leaders --unclean printed %q", out)
+	}
+	if os.Getenv("SKIFF_TEST_BROKERS") == "" {
+		// Every partition of a fresh node is led by its preferred replica.
+		mustContain(t, "elect-leaders of every partition", skiffOK(t, nil, "topic", "elect-leaders", "-b", b), "no partition needed a preferred election")
+	}
+	mustContain(t, "elect-leaders of a missing topic", skiffErr(t, nil, "topic", "elect-leaders", topic+"-none", "-b", b), "does not exist")
+}
+
+// testTopicReassign: --generate proposes a plan in kafka-reassign-partitions.sh's
+// format, which the command then carries out (on one node: nothing moves); a
+// plan naming a node that is not live is refused per partition; --list shows
+// nothing in progress.
+func testTopicReassign(t *testing.T, b string) {
+	topic := uniqueTopic("reassign")
+	skiffOK(t, nil, "topic", "create", topic, "-p", "2", "-b", b)
+	plan := skiffOK(t, nil, "topic", "reassign", "--generate", topic, "-b", b)
+	var parsed struct {
+		Version    int `json:"version"`
+		Partitions []struct {
+			Topic     string  `json:"topic"`
+			Partition int32   `json:"partition"`
+			Replicas  []int32 `json:"replicas"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(plan), &parsed); err != nil || parsed.Version != 1 || len(parsed.Partitions) != 2 {
+		t.Fatalf("generated plan %q: %v", plan, err)
+	}
+	for i, p := range parsed.Partitions {
+		if p.Topic != topic || p.Partition != int32(i) || len(p.Replicas) != 1 {
+			t.Errorf("generated partition %+v", p)
+		}
+	}
+	out := skiffOK(t, []byte(plan), "topic", "reassign", "-", "-b", b)
+	mustContain(t, "reassign", out, topic+"/0: moving to ", topic+"/1: moving to ")
+	if os.Getenv("SKIFF_TEST_BROKERS") == "" {
+		mustContain(t, "reassign --list", skiffOK(t, nil, "topic", "reassign", "--list", "-b", b), "no reassignment in progress")
+	}
+	if os.Getenv("SKIFF_TEST_BROKERS") == "" { // the throttle rates are set for every broker
+		testReassignThrottle(t, b, topic, plan)
+	}
+	bad := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[999]}]}`, topic)
+	mustContain(t, "reassign to a missing node", skiffErr(t, []byte(bad), "topic", "reassign", "-", "-b", b), "1 of 1 reassignments refused")
+	mustContain(t, "reassign a bad plan", skiffErr(t, []byte(`{"version":1,"partitions":[]}`), "topic", "reassign", "-", "-b", b), "no partitions")
+	mustContain(t, "generate onto a missing node", skiffErr(t, nil, "topic", "reassign", "--generate", topic, "--to", "999", "-b", b), "broker 999 is not live")
+}
+
+// testReassignThrottle: --throttle sets the rates on every broker and the
+// topic's throttled replicas (the current ones on the leader side); --verify
+// finds the moves done and clears all of it.
+func testReassignThrottle(t *testing.T, b, topic, plan string) {
+	mustContain(t, "reassign --throttle", skiffOK(t, []byte(plan), "topic", "reassign", "-", "--throttle", "1000000", "-b", b), "throttled to 1000000 bytes/s")
+	adm := newTestAdmin(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	configs := func() map[string]string {
+		got := map[string]string{}
+		rcs, err := adm.DescribeBrokerConfigs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range append(rcs, tcs...) {
+			for _, c := range rc.Configs {
+				if strings.Contains(c.Key, "replication.throttled") && c.Value != nil && c.Source != kmsg.ConfigSourceDefaultConfig {
+					got[c.Key] = *c.Value
+				}
+			}
+		}
+		return got
+	}
+	got := configs()
+	if got["follower.replication.throttled.rate"] != "1000000" || got["leader.replication.throttled.rate"] != "1000000" ||
+		!strings.HasPrefix(got["leader.replication.throttled.replicas"], "0:") {
+		t.Errorf("throttle configs after --throttle: %v", got)
+	}
+	out := skiffOK(t, []byte(plan), "topic", "reassign", "-", "--verify", "-b", b)
+	mustContain(t, "reassign --verify", out, topic+"/0: done", topic+"/1: done", "throttle cleared")
+	if got := configs(); len(got) != 0 {
+		t.Errorf("throttle configs after --verify: %v, want none", got)
+	}
 }
 
 // testInput returns n lines of varied content, each ending in '\n': empty

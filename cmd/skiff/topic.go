@@ -24,6 +24,8 @@ func topicCommand() *cli.Command {
 			topicDeleteCommand(),
 			topicAlterConfigCommand(),
 			topicDeleteRecordsCommand(),
+			topicElectLeadersCommand(),
+			topicReassignCommand(),
 		},
 	}
 }
@@ -67,10 +69,14 @@ func topicDescribeCommand() *cli.Command {
 		ArgsUsage: "NAME",
 		Description: "Prints the topic's id, partition count and replication factor, a table of\n" +
 			"partitions (leader, leader epoch, replicas, in-sync replicas, offline replicas),\n" +
-			"and every config with its value and source (topic, broker, default, ...).",
+			"and every config with its value and source (topic, broker, default, ...).\n" +
+			"--sizes adds each replica's bytes on disk, offset lag and directory, as its\n" +
+			"node reports them (DescribeLogDirs).",
 		HideHelpCommand: true,
-		Flags:           clientFlags(),
-		Action:          runTopicDescribe,
+		Flags: append(clientFlags(),
+			&cli.BoolFlag{Name: "sizes", Usage: "also show each replica's size on disk"},
+		),
+		Action: runTopicDescribe,
 	})
 }
 
@@ -138,7 +144,7 @@ func runTopicDescribe(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	return k.DescribeTopic(ctx, c.App.Writer, name)
+	return k.DescribeTopic(ctx, c.App.Writer, name, c.Bool("sizes"))
 }
 
 func runTopicDelete(c *cli.Context) error {

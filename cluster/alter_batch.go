@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// PartitionChange is one change for AlterPartitions: topic/partition from
+// partition epoch Expected to Next.
+type PartitionChange struct {
+	Topic     string
+	Partition int32
+	Expected  int32
+	Next      PartitionState
+}
+
+// AlterOutcome is the outcome of one PartitionChange: the stored state
+// (as AlterPartition returns it) or the error AlterPartition would return.
+type AlterOutcome struct {
+	State PartitionState
+	Err   error
+}
+
+// MaxBatchedChanges bounds the changes AlterPartitions writes in one etcd
+// transaction (well below embedetcd's DefaultMaxTxnOps, and a request of a few
+// tens of KB).
+const MaxBatchedChanges = 256
+
+// AlterPartitions makes each change as AlterPartition would, and returns the
+// outcomes in the order of changes and the revision of the last write. The
+// changes that pass AlterPartition's checks are written in one transaction per
+// MaxBatchedChanges, so that a controller moving the leadership of thousands of
+// partitions (a broker's restart) writes etcd a few times, not once per
+// partition. When a transaction's compares fail (some key moved on meanwhile),
+// its changes are made one at a time with AlterPartition, which reads again and
+// checks the fence. err is set only when etcd could not be read or written.
+func (s *Store) AlterPartitions(ctx context.Context, changes []PartitionChange, fence ...clientv3.Cmp) ([]AlterOutcome, int64, error) {
+	out := make([]AlterOutcome, len(changes))
+	var rev int64
+	for lo := 0; lo < len(changes); lo += MaxBatchedChanges {
+		hi := min(lo+MaxBatchedChanges, len(changes))
+		r, err := s.alterBatch(ctx, changes[lo:hi], out[lo:hi], fence)
+		if err != nil {
+			return out, rev, err
+		}
+		rev = max(rev, r)
+	}
+	return out, rev, nil
+}
+
+func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out []AlterOutcome, fence []clientv3.Cmp) (int64, error) {
+	// Read every topic and partition key at one revision.
+	var reads []clientv3.Op
+	topicAt := map[string]int{}         // topic key -> index in reads
+	partAt := make([]int, len(changes)) // change -> index in reads
+	for i, c := range changes {
+		if err := ValidTopicName(c.Topic); err != nil {
+			return 0, err
+		}
+		if _, ok := topicAt[topicKey(c.Topic)]; !ok {
+			topicAt[topicKey(c.Topic)] = len(reads)
+			reads = append(reads, clientv3.OpGet(topicKey(c.Topic)))
+		}
+		partAt[i] = len(reads)
+		reads = append(reads, clientv3.OpGet(partitionKey(c.Topic, c.Partition)))
+	}
+	resp, err := s.client.Txn(ctx).Then(reads...).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read %d partitions: %w", len(changes), err)
+	}
+	var (
+		cmps     []clientv3.Cmp
+		puts     []clientv3.Op
+		written  []int
+		compared = map[string]bool{}
+	)
+	for i, c := range changes {
+		tkey, pkey := topicKey(c.Topic), partitionKey(c.Topic, c.Partition)
+		tkvs := resp.Responses[topicAt[tkey]].GetResponseRange().Kvs
+		pkvs := resp.Responses[partAt[i]].GetResponseRange().Kvs
+		next := c.Next
+		cur, err := checkAlter(c.Topic, c.Partition, c.Expected, &next, tkvs, pkvs)
+		if err != nil {
+			out[i] = AlterOutcome{State: cur, Err: err}
+			continue
+		}
+		out[i] = AlterOutcome{State: next}
+		if !compared[tkey] {
+			compared[tkey] = true
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(tkey), "=", tkvs[0].ModRevision))
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision))
+		puts = append(puts, clientv3.OpPut(pkey, encodePartition(next)))
+		written = append(written, i)
+	}
+	if len(puts) == 0 {
+		return 0, nil
+	}
+	tr, err := s.client.Txn(ctx).If(append(cmps, fence...)...).Then(puts...).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: write %d partitions: %w", len(puts), err)
+	}
+	if tr.Succeeded {
+		return tr.Header.Revision, nil
+	}
+	// Something moved on: one at a time, each read again.
+	var rev int64
+	for _, i := range written {
+		c := changes[i]
+		st, r, err := s.AlterPartition(ctx, c.Topic, c.Partition, c.Expected, c.Next, fence...)
+		out[i] = AlterOutcome{State: st, Err: err}
+		if err != nil && !isPartitionVerdict(err) {
+			return rev, err // etcd failed, or ErrFenced
+		}
+		rev = max(rev, r)
+	}
+	return rev, nil
+}
+
+// isPartitionVerdict reports whether err is AlterPartition's answer about one
+// partition (the change cannot be made as asked), not a failure to reach etcd or
+// a lost fence.
+func isPartitionVerdict(err error) bool {
+	return errors.Is(err, ErrStalePartitionEpoch) || errors.Is(err, ErrUnknownTopic) ||
+		errors.Is(err, ErrUnknownPartition) || errors.Is(err, ErrInvalidPartitionState)
+}

@@ -1,0 +1,88 @@
+package replication
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Replication throttle (Kafka's replication quotas, KIP-73), on the follower's
+// side: the replicas a topic lists in follower.replication.throttled.replicas
+// ("partition:broker,..." or "*") fetch, while they are not in the ISR, at most
+// follower.replication.throttled.rate bytes per second together on this broker.
+// A reassignment's new replicas catch up at that rate; replicas in sync are never
+// held back, so acks=all producers are not either.
+
+// followerThrottle is the broker's byte budget of throttled fetches: each
+// fetched byte moves a shared "next free" time 1/rate seconds ahead, and throttled
+// replicas are left out of fetches while it is in the future. Unused time does not
+// accumulate beyond throttleBurst, so a move after a quiet spell starts at the rate.
+type followerThrottle struct {
+	mu   sync.Mutex
+	rate float64 // bytes per second; <= 0: no throttle
+	next time.Time
+}
+
+const throttleBurst = 100 * time.Millisecond
+
+// SetFollowerThrottleRate sets follower.replication.throttled.rate in bytes per
+// second (0 or less: no limit).
+func (m *Manager) SetFollowerThrottleRate(bytesPerSecond int64) {
+	t := &m.throttle
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rate = float64(bytesPerSecond)
+}
+
+// wait is how long throttled replicas must still wait; 0: they may fetch.
+func (t *followerThrottle) wait(now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate <= 0 {
+		return 0
+	}
+	return max(t.next.Sub(now), 0)
+}
+
+// partMaxBytes bounds a throttled replica's share of one fetch to a tenth of a
+// second of the rate, so one answer does not overshoot the budget by much.
+func (t *followerThrottle) partMaxBytes() int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate <= 0 {
+		return fetchPartMaxBytes
+	}
+	return int32(min(max(t.rate/10, 1024), fetchPartMaxBytes))
+}
+
+// charge accounts for n bytes fetched by throttled replicas.
+func (t *followerThrottle) charge(now time.Time, n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate <= 0 || n <= 0 {
+		return
+	}
+	if floor := now.Add(-throttleBurst); t.next.Before(floor) {
+		t.next = floor
+	}
+	t.next = t.next.Add(time.Duration(float64(n) / t.rate * float64(time.Second)))
+}
+
+// throttledHere reports whether list (a throttled-replicas config) names
+// partition p's replica on broker.
+func throttledHere(list string, p, broker int32) bool {
+	list = strings.TrimSpace(list)
+	if list == "*" {
+		return true
+	}
+	want := strconv.Itoa(int(p)) + ":" + strconv.Itoa(int(broker))
+	return slices.ContainsFunc(strings.Split(list, ","), func(e string) bool { return strings.TrimSpace(e) == want })
+}
+
+// followerThrottled reports whether this replica's fetches are throttled now:
+// the topic lists it and it is not in the ISR.
+func (p *Partition) followerThrottled(broker int32) bool {
+	return throttledHere(p.cfg.Load().FollowerThrottledReplicas, p.ID, broker) && !slices.Contains(p.ISR(), broker)
+}

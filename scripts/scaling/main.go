@@ -1,0 +1,100 @@
+// Command scaling measures one node's cost curve as its partition count grows
+// (docs/scaling.md): for each count it starts `skiff serve` on a fresh data
+// directory, creates topics of up to 100 partitions, and measures idle RSS, idle
+// CPU, open files, produce throughput spread over every partition, the SIGTERM
+// stop time, and the time to /readyz after a clean restart and after SIGKILL. It
+// prints one JSON line per round, then a Markdown table (medians over the
+// rounds), and writes the table and an SVG chart where asked.
+//
+//	go run ./scripts/scaling -skiff ./skiff -partitions 100,1000,5000,10000 -rounds 3 -svg docs/scaling.svg
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	var (
+		bin     = flag.String("skiff", "./skiff", "the skiff binary to measure")
+		counts  = flag.String("partitions", "100,1000,5000,10000", "partition counts, comma-separated")
+		rounds  = flag.Int("rounds", 3, "rounds per partition count")
+		work    = flag.String("dir", os.TempDir(), "where the data directories go (each is deleted after its round)")
+		svg     = flag.String("svg", "", "also write the chart to `FILE` (SVG)")
+		table   = flag.String("table", "", "also write the table to `FILE` (Markdown)")
+		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
+		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
+		conns   = flag.Int("connections", 0, "instead of partition counts: hold `N` idle client connections to a node without topics")
+	)
+	flag.Parse()
+	ns, err := parseCounts(*counts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *conns > 0 {
+		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		res, err := measureConnections(context.Background(), config{bin: *bin, work: dir, idle: *idle}, *conns)
+		if err != nil {
+			log.Fatalf("%d connections: %v (data and log kept in %s)", *conns, err, dir)
+		}
+		line, _ := json.Marshal(res)
+		fmt.Println(string(line))
+		if err := os.RemoveAll(dir); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	var all []result
+	for _, n := range ns {
+		for r := 1; r <= *rounds; r++ {
+			dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+			if err != nil {
+				log.Fatal(err)
+			}
+			res, err := measure(context.Background(), config{bin: *bin, work: dir, partitions: n, idle: *idle, produce: *produce})
+			if err != nil {
+				log.Fatalf("%d partitions, round %d: %v (data and log kept in %s)", n, r, err, dir)
+			}
+			res.Round = r
+			line, _ := json.Marshal(res)
+			fmt.Println(string(line))
+			all = append(all, res)
+			if err := os.RemoveAll(dir); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	rows := medians(all)
+	md := markdownTable(rows)
+	fmt.Print(md)
+	for _, f := range []struct{ path, text string }{{*table, md}, {*svg, chart(rows)}} {
+		if f.path == "" {
+			continue
+		}
+		if err := os.WriteFile(f.path, []byte(f.text), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+func parseCounts(s string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad partition count %q", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
