@@ -85,7 +85,12 @@ func (n *Node) startGroups() {
 		ConsumerAssignors:            c.ConsumerAssignors,
 		// The GROUP config resource is kept with the share group configs
 		// (startShareGroups runs next, before any group is served).
-		GroupConfigs:            func(group string) map[string]string { return n.shareStore.GroupConfigs(group) },
+		GroupConfigs: func(group string) map[string]string {
+			if n.shareStore == nil {
+				return nil
+			}
+			return n.shareStore.GroupConfigs(group)
+		},
 		ConsumerMigrationPolicy: strings.ToLower(c.ConsumerMigrationPolicy), // Kafka's names, any case
 		OffsetsRetention:        c.OffsetsRetention,
 		RetentionCheckInterval:  c.OffsetsRetentionCheckInterval,
