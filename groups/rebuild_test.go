@@ -1,39 +1,20 @@
 package groups
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"skiff/internal/batch"
+	"skiff/internal/syncbuf"
 )
-
-// lockedBuffer is a log sink the coordinator's goroutines may write concurrently.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // A transaction marker the compaction cleaner emptied (a control batch with no
 // records) is skipped silently when __consumer_offsets is rebuilt, and the
 // records after it are still applied.
 func TestRebuildSkipsEmptiedMarker(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	e := newEnv(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	e.commit(7, "g", "", -1, "t", map[int32]int64{0: 5})
 	marker := batch.Header{Attributes: batch.AttrTransactional | batch.AttrControl, ProducerID: 42,

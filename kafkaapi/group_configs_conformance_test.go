@@ -22,12 +22,7 @@ func TestConsumerGroupConfigs(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			group := topicName(t, "group")
 			alter := func(cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {
-				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-				req.SetVersion(v)
-				res := kmsg.NewIncrementalAlterConfigsRequestResource()
-				res.ResourceType, res.ResourceName, res.Configs = kmsg.ConfigResourceTypeGroupConfig, group, cfgs
-				req.Resources = append(req.Resources, res)
-				return c.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+				return alterGroupConfigs(c, v, group, false, cfgs...)
 			}
 			set := func(name, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
 				return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr(value)}
