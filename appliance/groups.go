@@ -27,6 +27,12 @@ type GroupConfig struct {
 	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
 	// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerMin/MaxSessionTimeout and ConsumerMin/MaxHeartbeatInterval are
+	// group.consumer.min/max.session.timeout.ms and
+	// group.consumer.min/max.heartbeat.interval.ms: the bounds of a group's own
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+	ConsumerMinSessionTimeout, ConsumerMaxSessionTimeout       time.Duration
+	ConsumerMinHeartbeatInterval, ConsumerMaxHeartbeatInterval time.Duration
 	// ConsumerAssignors is group.consumer.assignors.
 	ConsumerAssignors []string
 	// ConsumerMigrationPolicy is group.consumer.migration.policy.
@@ -70,13 +76,25 @@ func (n *Node) startGroups() {
 			}
 			return out
 		},
-		ConsumerSessionTimeout:    c.ConsumerSessionTimeout,
-		ConsumerHeartbeatInterval: c.ConsumerHeartbeatInterval,
-		ConsumerAssignors:         c.ConsumerAssignors,
-		ConsumerMigrationPolicy:   strings.ToLower(c.ConsumerMigrationPolicy), // Kafka's names, any case
-		OffsetsRetention:          c.OffsetsRetention,
-		RetentionCheckInterval:    c.OffsetsRetentionCheckInterval,
-		Logger:                    n.logger,
+		ConsumerSessionTimeout:       c.ConsumerSessionTimeout,
+		ConsumerHeartbeatInterval:    c.ConsumerHeartbeatInterval,
+		ConsumerMinSessionTimeout:    c.ConsumerMinSessionTimeout,
+		ConsumerMaxSessionTimeout:    c.ConsumerMaxSessionTimeout,
+		ConsumerMinHeartbeatInterval: c.ConsumerMinHeartbeatInterval,
+		ConsumerMaxHeartbeatInterval: c.ConsumerMaxHeartbeatInterval,
+		ConsumerAssignors:            c.ConsumerAssignors,
+		// The GROUP config resource is kept with the share group configs
+		// (startShareGroups runs next, before any group is served).
+		GroupConfigs: func(group string) map[string]string {
+			if n.shareStore == nil {
+				return nil
+			}
+			return n.shareStore.GroupConfigs(group)
+		},
+		ConsumerMigrationPolicy: strings.ToLower(c.ConsumerMigrationPolicy), // Kafka's names, any case
+		OffsetsRetention:        c.OffsetsRetention,
+		RetentionCheckInterval:  c.OffsetsRetentionCheckInterval,
+		Logger:                  n.logger,
 	})
 }
 
@@ -99,6 +117,7 @@ func (n *Node) applyGroups(snap *cluster.Snapshot) {
 		return
 	}
 	n.groups.SetOffsetsTopic(t.Partitions)
+	defer n.watchGroupConfigs(snap)
 	for _, p := range n.groups.Led() {
 		if p >= t.Partitions {
 			n.groups.Resign(p)

@@ -106,6 +106,9 @@ type Node struct {
 	shareGroups *sharegroup.Coordinator
 	shares      *sharegroup.Manager
 	shareStore  *sharegroup.TopicStore
+	// groupConfigsRead is set once the share store's tail, holding the GROUP
+	// configs, is started for the consumer groups led here (watchGroupConfigs).
+	groupConfigsRead atomic.Bool
 
 	listeners   []listenerSpec  // the Kafka listeners, in the order of the settings
 	kafkaLns    []net.Listener  // bound, one per listener

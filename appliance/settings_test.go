@@ -185,8 +185,9 @@ func TestBrokerConfigsDefaults(t *testing.T) {
 // describedConfigs are the broker configs DescribeConfigs lists, sorted.
 var describedConfigs = []string{
 	"auto.create.topics.enable", "broker.id", "broker.session.timeout.ms", "connection.failed.authentication.delay.ms", "connections.max.idle.ms", "connections.max.reauth.ms",
-	"default.replication.factor", "follower.replication.throttled.rate", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms", "group.consumer.migration.policy",
-	"group.consumer.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
+	"default.replication.factor", "follower.replication.throttled.rate", "group.consumer.assignors", "group.consumer.heartbeat.interval.ms",
+	"group.consumer.max.heartbeat.interval.ms", "group.consumer.max.session.timeout.ms", "group.consumer.migration.policy",
+	"group.consumer.min.heartbeat.interval.ms", "group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
 	"group.max.size", "group.min.session.timeout.ms", "group.share.delivery.count.limit",
 	"group.share.partition.max.record.locks", "group.share.record.lock.duration.ms", "leader.replication.throttled.rate", "log.cleaner.backoff.ms",
 	"log.cleaner.dedupe.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.retention.check.interval.ms",

@@ -6,6 +6,9 @@ package appliance
 
 import (
 	"context"
+	"time"
+
+	"skiff/cluster"
 
 	"skiff/kafkaapi"
 	"skiff/sharegroup"
@@ -52,4 +55,33 @@ func (n *Node) shareKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
 	k.ShareGroups, k.Shares, k.ShareConfigs = n.shareGroups, n.shares, n.shareStore
 	k.MoreGroups = append(k.MoreGroups, n.shareGroups)
 	return k
+}
+
+// watchGroupConfigs starts reading the GROUP configs (consumer.session.timeout.ms,
+// ...) on a node leading consumer groups, once __share_group_state holds them:
+// the coordinator reads them from the store's tail, which starts on first use.
+// Before the topic exists no group has configs, and nothing is created for them.
+func (n *Node) watchGroupConfigs(snap *cluster.Snapshot) {
+	if n.shareStore == nil || len(n.groups.Led()) == 0 || !n.groupConfigsRead.CompareAndSwap(false, true) {
+		return
+	}
+	if _, ok := snap.Topic(sharegroup.StateTopic); !ok {
+		n.groupConfigsRead.Store(false)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		go func() {
+			select {
+			case <-n.stop:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		if err := n.shareStore.LoadGroupConfigs(ctx); err != nil {
+			n.logger.Info("group coordinator: cannot read the group configs yet", "err", err)
+			n.groupConfigsRead.Store(false) // a later snapshot tries again
+		}
+	}()
 }

@@ -346,7 +346,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 		recs = append(recs, consumerCurrentRecord(g.name, m))
 	}
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(g.c.consumerHeartbeatInterval(g.name) / time.Millisecond)
 	if changed || req.MemberEpoch == epochJoin || (owned != nil && !owned.equal(m.assigned)) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		byTopic := m.assigned.byTopic()
@@ -482,7 +482,7 @@ func (g *group) touchConsumerLocked(m *cmember) {
 	stopTimer(m.session)
 	m.sessionSeq++
 	seq := m.sessionSeq
-	d := g.c.cfg.ConsumerSessionTimeout
+	d := g.c.consumerSessionTimeout(g.name)
 	if m.classic != nil {
 		d = m.classic.session
 	}
@@ -504,7 +504,7 @@ func (g *group) armRevocationLocked(m *cmember) {
 	seq := m.revokeSeq
 	d := m.rebalanceTimeout
 	if d <= 0 {
-		d = g.c.cfg.ConsumerSessionTimeout
+		d = g.c.consumerSessionTimeout(g.name)
 	}
 	g.c.clock.AfterFunc(d, func() {
 		g.mu.Lock()

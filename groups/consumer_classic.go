@@ -128,13 +128,16 @@ func (g *group) classicJoinLocked(cl Client, req *kmsg.JoinGroupRequest, session
 	if !ok {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
+	downgrade := false
 	if req.MemberID == "" && req.InstanceID != nil {
 		// A static member joining under a new member id replaces the instance's
 		// member, whichever protocol it uses and whether or not it left (Kafka's
 		// getOrMaybeSubscribeStaticConsumerGroupMember).
-		if old := cg.members[cg.static[*req.InstanceID]]; old != nil && old.epoch != epochStaticLeft {
+		old := cg.members[cg.static[*req.InstanceID]]
+		if old != nil && old.epoch != epochStaticLeft {
 			old.prevEpoch, old.epoch = old.epoch, epochStaticLeft
 		}
+		downgrade = old != nil && len(cg.members) <= g.c.cfg.MaxGroupSize && g.canDowngradeWithoutLocked(old)
 	}
 	// The join is the member's heartbeat: it subscribes, reports what it owns
 	// (cooperative members; eager ones own nothing when they join) and reconciles.
@@ -170,6 +173,12 @@ func (g *group) classicJoinLocked(cl Client, req *kmsg.JoinGroupRequest, session
 	resp.MemberID, resp.Generation = id, m.epoch
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(classicProtocolType), &protos[0].name
 	resp.LeaderID = ""
+	if downgrade {
+		// It replaced the last consumer-protocol member (Kafka's
+		// validateOnlineDowngradeWithReplacedMemberId): the group turns classic,
+		// keeping its assignment, and its members join the rebalance.
+		recs = append(recs, g.downgradeLocked(nil, "its last consumer-protocol member was replaced by a classic static member")...)
+	}
 	return resp, recs
 }
 
@@ -297,21 +306,30 @@ func (g *group) classicLeaveLocked(lm kmsg.LeaveGroupRequestMember) (int16, []ba
 // members remain, the group turns classic if the policy allows (Kafka's
 // validateOnlineDowngradeWithFencedMember). It returns the records to append.
 func (g *group) fenceConsumerMemberLocked(m *cmember) []batch.Record {
-	if m.classic != nil || len(g.cg.members) <= 1 || !g.c.downgradeAllowed() || len(g.cg.members)-1 > g.c.cfg.MaxGroupSize {
+	if len(g.cg.members) <= 1 || len(g.cg.members)-1 > g.c.cfg.MaxGroupSize || !g.canDowngradeWithoutLocked(m) {
 		return g.removeConsumerMemberLocked(m)
+	}
+	return g.downgradeLocked(m, "its last consumer-protocol member left")
+}
+
+// canDowngradeWithoutLocked reports whether m is the group's last member using
+// the consumer protocol, the others classic, and the policy allows a downgrade.
+func (g *group) canDowngradeWithoutLocked(m *cmember) bool {
+	if m.classic != nil || !g.c.downgradeAllowed() {
+		return false
 	}
 	for _, o := range g.cg.members {
 		if o != m && o.classic == nil {
-			return g.removeConsumerMemberLocked(m)
+			return false
 		}
 	}
-	return g.downgradeLocked(m)
+	return true
 }
 
 // downgradeLocked turns the consumer group into a classic group of its classic
-// members (leaving out the one leaving), each keeping its assignment, at
-// generation of the group epoch, and rebalances it.
-func (g *group) downgradeLocked(leaving *cmember) []batch.Record {
+// members (leaving out the one leaving, if any), each keeping its assignment,
+// at generation of the group epoch, and rebalances it.
+func (g *group) downgradeLocked(leaving *cmember, why string) []batch.Record {
 	cg := g.cg
 	recs := make([]batch.Record, 0, 3*len(cg.members)+3)
 	ids := make([]string, 0, len(cg.members))
@@ -326,7 +344,7 @@ func (g *group) downgradeLocked(leaving *cmember) []batch.Record {
 	}
 	recs = append(recs, g.consumerTombstonesLocked()...)
 	slices.Sort(ids)
-	g.c.logger.Info("group coordinator: consumer group turns classic: its last consumer-protocol member left", "group", g.name, "member_id", leaving.id)
+	g.c.logger.Info("group coordinator: consumer group turns classic: "+why, "group", g.name)
 	g.cg = nil
 	g.members, g.static = map[string]*member{}, map[string]string{}
 	g.protocolType, g.generation, g.leader = classicProtocolType, cg.epoch, ""

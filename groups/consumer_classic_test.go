@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -222,4 +223,57 @@ func TestConsumerClassicStaticRejoin(t *testing.T) {
 	wantCode(t, "consumer-protocol member replacing the classic one", e.cgHeartbeat("g", modern, 0, []string{"t"}, nil).ErrorCode, nil)
 	hb.MemberID = r.MemberID
 	wantCode(t, "heartbeat of the replaced classic member", e.c.Heartbeat(hb).ErrorCode, kerr.FencedInstanceID)
+}
+
+// A static classic member replacing the group's last consumer-protocol member
+// turns the group classic (Kafka's validateOnlineDowngradeWithReplacedMemberId),
+// keeping its assignment until the rebalance; with another consumer-protocol
+// member left, or a policy without downgrades, the group stays a consumer group.
+func TestConsumerClassicStaticReplacementDowngrades(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		policy    string
+		others    bool // a dynamic consumer-protocol member stays
+		downgrade bool
+	}{
+		{"last", MigrationBidirectional, false, true},
+		{"another remains", MigrationBidirectional, true, false},
+		{"policy upgrade only", MigrationUpgrade, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newConsumerEnv(t, func(c *Config) { c.ConsumerMigrationPolicy = tc.policy })
+			m1 := &cgm{id: "m1", instance: kmsg.StringPtr("i1"), owned: partSet{}}
+			e.cgBeat("g", m1, "t")
+			if tc.others {
+				m2 := e.cgJoin("g", "m2", "t")
+				e.cgBeat("g", m1)
+				e.cgBeat("g", m2)
+			}
+			req := classicJoinReq("g", "", nil, "t")
+			req.InstanceID = kmsg.StringPtr("i1")
+			r := e.c.JoinGroup(context.Background(), client, req)
+			wantCode(t, "static classic join", r.ErrorCode, nil)
+			c := r.MemberID
+			d := e.describe("g")
+			if !tc.downgrade {
+				wantCode(t, "describe as a classic group", d.ErrorCode, kerr.GroupIDNotFound)
+				if got := e.describeConsumer("g"); !strings.Contains(got, c) || strings.Contains(got, "m1 ") {
+					t.Fatalf("consumer group after the replacement:\n%s", got)
+				}
+				return
+			}
+			if d.ErrorCode != 0 || d.State != "PreparingRebalance" || len(d.Members) != 1 || d.Members[0].MemberID != c {
+				t.Fatalf("group after the last consumer-protocol member was replaced: %+v", d)
+			}
+			cd := e.c.ConsumerGroupDescribe(&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups[0]
+			wantCode(t, "describe as a consumer group", cd.ErrorCode, kerr.GroupIDNotFound)
+			rj := classicJoinReq("g", c, nil, "t")
+			rj.InstanceID = kmsg.StringPtr("i1")
+			r = recv(t, "rejoin the classic group", e.joinAsync(rj))
+			wantCode(t, "rejoin the classic group", r.ErrorCode, nil)
+			if r.LeaderID != c || len(r.Members) != 1 {
+				t.Fatalf("classic rebalance after the downgrade: leader %q, %d members", r.LeaderID, len(r.Members))
+			}
+		})
+	}
 }

@@ -99,6 +99,19 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms, told to
 	// consumer group members (default DefaultConsumerHeartbeatInterval).
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMinSessionTimeout and ConsumerMaxSessionTimeout bound a group's
+	// consumer.session.timeout.ms (group.consumer.min/max.session.timeout.ms;
+	// defaults DefaultConsumerMinSessionTimeout and DefaultConsumerMaxSessionTimeout,
+	// widened to hold ConsumerSessionTimeout).
+	ConsumerMinSessionTimeout, ConsumerMaxSessionTimeout time.Duration
+	// ConsumerMinHeartbeatInterval and ConsumerMaxHeartbeatInterval bound a group's
+	// consumer.heartbeat.interval.ms (group.consumer.min/max.heartbeat.interval.ms,
+	// defaults likewise).
+	ConsumerMinHeartbeatInterval, ConsumerMaxHeartbeatInterval time.Duration
+	// GroupConfigs returns a group's config overrides (the GROUP config resource;
+	// groupconfigs.go reads consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms). Default: none.
+	GroupConfigs func(group string) map[string]string
 	// ConsumerAssignors is group.consumer.assignors: the server-side assignors a
 	// member may ask for, the first being the default (default
 	// DefaultConsumerAssignors; names other than "uniform" and "range" are refused by
@@ -148,6 +161,20 @@ func (c *Config) setDefaults() {
 	if c.ConsumerHeartbeatInterval <= 0 {
 		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
 	}
+	bound := func(d *time.Duration, def, v time.Duration, lower bool) {
+		if *d <= 0 {
+			*d = def
+		}
+		if lower {
+			*d = min(*d, v)
+		} else {
+			*d = max(*d, v)
+		}
+	}
+	bound(&c.ConsumerMinSessionTimeout, DefaultConsumerMinSessionTimeout, c.ConsumerSessionTimeout, true)
+	bound(&c.ConsumerMaxSessionTimeout, DefaultConsumerMaxSessionTimeout, c.ConsumerSessionTimeout, false)
+	bound(&c.ConsumerMinHeartbeatInterval, DefaultConsumerMinHeartbeatInterval, c.ConsumerHeartbeatInterval, true)
+	bound(&c.ConsumerMaxHeartbeatInterval, DefaultConsumerMaxHeartbeatInterval, c.ConsumerHeartbeatInterval, false)
 	if c.ConsumerMigrationPolicy == "" {
 		c.ConsumerMigrationPolicy = DefaultConsumerMigrationPolicy
 	}

@@ -274,7 +274,13 @@ func applyLog(read func(offset, maxBytes int64) (*logstore.Slice, error), store 
 				return nil
 			}
 			if h.Control() {
-				// A transaction's marker commits or drops its pending offsets.
+				// A transaction's marker commits or drops its pending offsets. One
+				// the compaction cleaner emptied has no records and ended its
+				// transaction long ago: nothing to read, nothing to say.
+				if h.RecordCount == 0 {
+					next = h.NextOffset()
+					return nil
+				}
 				if typ, err := batch.ControlType(raw); err != nil {
 					logger.Warn("group coordinator: skipping a control batch it cannot read", "partition", id, "offset", h.BaseOffset, "err", err)
 				} else if h.Transactional() && (typ == batch.ControlCommit || typ == batch.ControlAbort) {

@@ -1,17 +1,22 @@
 package kafkaapi
 
 // The GROUP config resource (type 32) of DescribeConfigs and
-// IncrementalAlterConfigs: a share group's configs, kept by package sharegroup in
-// __share_group_state, where every node reads them.
+// IncrementalAlterConfigs: a group's configs (share.* for share groups, consumer.*
+// for KIP-848 consumer groups), kept by package sharegroup in __share_group_state,
+// where every node reads them.
 
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/acl"
+	"skiff/groups"
+	"skiff/sharegroup"
 )
 
 // describeGroupConfigs fills rr with a group's configs.
@@ -28,7 +33,14 @@ func (s *Server) describeGroupConfigs(c *conn, rr *kmsg.DescribeConfigsResponseR
 		rr.ErrorMessage = &msg
 		return
 	}
-	for _, e := range s.cfg.Shares.DescribeGroupConfigs(rr.ResourceName) {
+	entries := s.cfg.Shares.DescribeGroupConfigs(rr.ResourceName)
+	if s.cfg.Groups != nil {
+		for _, e := range s.cfg.Groups.DescribeGroupConfigs(s.cfg.ShareConfigs.GroupConfigs(rr.ResourceName)) {
+			entries = append(entries, sharegroup.GroupConfigEntry{Name: e.Name, Value: e.Value, IsDefault: e.IsDefault, Int: true})
+		}
+	}
+	slices.SortFunc(entries, func(a, b sharegroup.GroupConfigEntry) int { return strings.Compare(a.Name, b.Name) })
+	for _, e := range entries {
 		if !want(e.Name) {
 			continue
 		}
@@ -83,7 +95,7 @@ func (s *Server) alterGroupConfigs(c *conn, r *kmsg.IncrementalAlterConfigsReque
 			return kerr.InvalidConfig.Code, "group configs take SET and DELETE only"
 		}
 	}
-	if err := s.cfg.Shares.ValidateGroupConfigs(next); err != nil {
+	if err := s.validateGroupConfigs(next); err != nil {
 		return kerr.InvalidConfig.Code, err.Error()
 	}
 	if validateOnly {
@@ -93,4 +105,20 @@ func (s *Server) alterGroupConfigs(c *conn, r *kmsg.IncrementalAlterConfigsReque
 		return kerr.RequestTimedOut.Code, err.Error()
 	}
 	return 0, ""
+}
+
+// validateGroupConfigs checks a group's configs: the consumer group ones by the
+// group coordinator (against the broker's bounds), the others by share groups.
+func (s *Server) validateGroupConfigs(next map[string]string) error {
+	share := maps.Clone(next)
+	if s.cfg.Groups != nil {
+		maps.DeleteFunc(share, func(name, _ string) bool { return groups.IsConsumerGroupConfig(name) })
+	}
+	if err := s.cfg.Shares.ValidateGroupConfigs(share); err != nil {
+		return err
+	}
+	if s.cfg.Groups != nil {
+		return s.cfg.Groups.ValidateGroupConfigs(next)
+	}
+	return nil
 }

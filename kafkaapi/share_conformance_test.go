@@ -279,6 +279,17 @@ func groupConfigs(t *testing.T, c *kconn, group string) map[string]kmsg.Describe
 	return out
 }
 
+// alterGroupConfigs sends IncrementalAlterConfigs v for a group's configs.
+func alterGroupConfigs(c *kconn, v int16, group string, validate bool, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.SetVersion(v)
+	req.ValidateOnly = validate
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.Configs = kmsg.ConfigResourceTypeGroupConfig, group, cfgs
+	req.Resources = append(req.Resources, res)
+	return c.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+}
+
 // TestShareGroupConfigs: IncrementalAlterConfigs (v0, v1) and DescribeConfigs of the
 // GROUP resource, a share group's configs.
 func TestShareGroupConfigs(t *testing.T) {
@@ -287,13 +298,7 @@ func TestShareGroupConfigs(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			group := topicName(t, "group")
 			alter := func(validate bool, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {
-				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-				req.SetVersion(v)
-				req.ValidateOnly = validate
-				res := kmsg.NewIncrementalAlterConfigsRequestResource()
-				res.ResourceType, res.ResourceName, res.Configs = kmsg.ConfigResourceTypeGroupConfig, group, cfgs
-				req.Resources = append(req.Resources, res)
-				return c.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+				return alterGroupConfigs(c, v, group, validate, cfgs...)
 			}
 			set := func(name, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
 				return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr(value)}
