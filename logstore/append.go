@@ -53,13 +53,22 @@ func (l *Log) Append(b []byte, leaderEpoch int32) (baseOffset int64, err error) 
 func (l *Log) AppendReplica(b []byte) error {
 	var hs []batch.Header
 	if err := batch.Split(b, func(h batch.Header, _ []byte) error {
-		if n := len(hs); n > 0 && h.BaseOffset < hs[n-1].NextOffset() {
-			return fmt.Errorf("%w: base offset %d after next offset %d", ErrNotContiguous, h.BaseOffset, hs[n-1].NextOffset())
-		}
 		hs = append(hs, h)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("logstore: append replica: %w", err)
+	}
+	return l.AppendReplicaChecked(b, hs)
+}
+
+// AppendReplicaChecked is AppendReplica for a caller that has already split and
+// checked b: hs must be the headers batch.Split gave for all of b, in order. A
+// follower checks each batch once (a CRC pass over the bytes) instead of twice.
+func (l *Log) AppendReplicaChecked(b []byte, hs []batch.Header) error {
+	for i := 1; i < len(hs); i++ {
+		if hs[i].BaseOffset < hs[i-1].NextOffset() {
+			return fmt.Errorf("logstore: append replica: %w: base offset %d after next offset %d", ErrNotContiguous, hs[i].BaseOffset, hs[i-1].NextOffset())
+		}
 	}
 	if len(hs) == 0 {
 		return nil

@@ -202,6 +202,15 @@ func TestAppendReplica(t *testing.T) {
 	if f.LogEndOffset() != want[len(want)-1].next {
 		t.Fatal("a rejected AppendReplica changed the log")
 	}
+	// Out of order within one append: the second batch starts below the first's end.
+	g := openLog(t, t.TempDir(), smallCfg(), logstore.NewMemIndex())
+	defer closeLog(t, g)
+	if err := g.AppendReplica(slices.Concat(want[1].raw, want[0].raw)); !errors.Is(err, logstore.ErrNotContiguous) {
+		t.Fatalf("AppendReplica of batches out of order: %v, want ErrNotContiguous", err)
+	}
+	if g.LogEndOffset() != 0 {
+		t.Fatalf("a rejected AppendReplica moved the log end to %d", g.LogEndOffset())
+	}
 }
 
 func TestTruncate(t *testing.T) {

@@ -163,6 +163,7 @@ func (f *fetcher) run() {
 			if !f.setConn(c) {
 				return
 			}
+			c.reuse = true // round is done with each answer before the next fetch
 			conn = c
 		}
 		err := f.round(conn, parts)
@@ -429,7 +430,7 @@ func (p *Partition) appendReplica(records []byte) error {
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if err := p.log.AppendReplica(records); err != nil {
+	if err := p.log.AppendReplicaChecked(records, hs); err != nil {
 		return err
 	}
 	if p.log.NeedsSync() && p.cfg.Load().Flush != FlushAlways {

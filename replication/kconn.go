@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -18,9 +19,17 @@ import (
 // like any client (request header v1, or v2 for a flexible version).
 type kconn struct {
 	nc   net.Conn
+	r    *bufio.Reader // a small answer (a follower's fetch at low rates) takes one read
 	corr int32
 	buf  []byte
 	id   string // client id: "skiff-replica-<broker>"
+
+	// reuse: the caller is done with each answer before its next request, so the
+	// answer's bytes are read into body, kept between requests (a fetcher's
+	// answers are appended and dropped; a fresh buffer each time costs
+	// allocation and GC at the replication rate).
+	reuse bool
+	body  []byte
 
 	// With SASL: the mechanism, the leader's host, and when to re-authenticate
 	// (before the session the leader granted ends, KIP-368; zero: never).
@@ -28,6 +37,13 @@ type kconn struct {
 	host     string
 	reauthAt time.Time
 }
+
+// readBufSize is the buffered reader's size: a fetch answer at low rates, with its
+// header, fits in one read.
+const readBufSize = 64 << 10
+
+// maxKeptBody bounds the answer buffer a reusing connection keeps between requests.
+const maxKeptBody = 8 << 20
 
 // saslTimeout bounds each request of an authentication.
 const saslTimeout = 10 * time.Second
@@ -49,7 +65,7 @@ func dialLeader(ctx context.Context, addr, clientID string, cfg *Config) (*kconn
 		}
 		nc = tc
 	}
-	c := &kconn{nc: nc, id: clientID, sasl: cfg.SASL, host: host}
+	c := &kconn{nc: nc, r: bufio.NewReaderSize(nc, readBufSize), id: clientID, sasl: cfg.SASL, host: host}
 	if c.sasl != nil {
 		if err := c.authenticate(ctx); err != nil {
 			nc.Close()
@@ -144,7 +160,7 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 		return nil, err
 	}
 	var hdr [8]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(hdr[:]))
@@ -154,8 +170,8 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	if size < 4 || size > 1<<30 {
 		return nil, fmt.Errorf("response size %d", size)
 	}
-	body := make([]byte, size-4) // records are kept by the caller: a fresh buffer
-	if _, err := io.ReadFull(c.nc, body); err != nil {
+	body := c.answerBuf(int(size - 4))
+	if _, err := io.ReadFull(c.r, body); err != nil {
 		return nil, err
 	}
 	if req.IsFlexible() {
@@ -170,6 +186,22 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 		return nil, fmt.Errorf("decode %s response: %w", kmsg.NameForKey(req.Key()), err)
 	}
 	return resp, nil
+}
+
+// answerBuf returns a buffer of n bytes for an answer: a fresh one unless the
+// connection reuses its answers' buffer.
+func (c *kconn) answerBuf(n int) []byte {
+	if !c.reuse {
+		return make([]byte, n) // the caller may keep the answer's bytes
+	}
+	if cap(c.body) < n {
+		c.body = make([]byte, n)
+	}
+	b := c.body[:n]
+	if cap(c.body) > maxKeptBody {
+		c.body = nil // a rare large answer: not kept
+	}
+	return b
 }
 
 func (c *kconn) close() { c.nc.Close() }
