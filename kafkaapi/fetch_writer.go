@@ -12,9 +12,10 @@ import (
 )
 
 // FrameWriter assembles one response frame made of header bytes and file ranges, and
-// writes it with one writev per run of bytes and one sendfile per file range, so
-// record bytes never pass through user space on a plaintext connection. Fetch
-// responses are written with it. Reset starts a frame, whose first bytes are the
+// writes it with one write per run of bytes and one sendfile per file range, so
+// record bytes of a large frame never pass through user space on a plaintext
+// connection. A frame of at most smallFrame bytes is read into memory and written
+// at once instead. Fetch responses are written with it. Reset starts a frame, whose first bytes are the
 // correlation id; Send writes it; Release lets go of its buffers.
 type FrameWriter struct {
 	buf    []byte      // every byte piece, back to back
@@ -62,12 +63,22 @@ func (w *FrameWriter) Ranges(rs []logstore.Range) {
 	}
 }
 
+// smallFrame: a frame up to this size goes out in one write. Each write to a
+// loopback or LAN peer wakes its reader: a follower's fetch answer of a few KiB
+// written as header, sendfile, header... woke the follower once per piece, and
+// the wakeups, not the copy of a few KiB, were the cost (docs/performance.md,
+// Replication).
+const smallFrame = 32 << 10
+
 // Send writes the whole frame to nc, within timeout, and counts record bytes in m.
 func (w *FrameWriter) Send(nc net.Conn, m *Metrics, timeout time.Duration) error {
 	w.pieces = append(w.pieces, framePart{end: len(w.buf)})
 	w.size += int64(len(w.buf)) - 4
 	binary.BigEndian.PutUint32(w.buf, uint32(w.size))
 	nc.SetWriteDeadline(time.Now().Add(timeout))
+	if w.size+4 <= smallFrame && len(w.pieces) > 1 {
+		return w.sendWhole(nc, m)
+	}
 	start := 0
 	for _, p := range w.pieces {
 		if p.rng == nil {
@@ -83,6 +94,36 @@ func (w *FrameWriter) Send(nc net.Conn, m *Metrics, timeout time.Duration) error
 			return err
 		}
 	}
+	return nil
+}
+
+// sendWhole reads the frame's file ranges into one buffer with its bytes and
+// writes it with one write.
+func (w *FrameWriter) sendWhole(nc net.Conn, m *Metrics) error {
+	out := getBuf(int(w.size) + 4)[:0]
+	defer func() { putBuf(out) }()
+	start := 0
+	var copied int64
+	for _, p := range w.pieces {
+		if p.rng == nil {
+			out = append(out, w.buf[start:p.end]...)
+			start = p.end
+			continue
+		}
+		n := len(out)
+		out = out[:n+int(p.rng.Len)]
+		if got, err := p.rng.File.ReadAt(out[n:], p.rng.Pos); got < int(p.rng.Len) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF // the file is shorter than the range
+			}
+			return fmt.Errorf("read fetch records: %w", err)
+		}
+		copied += p.rng.Len
+	}
+	if _, err := nc.Write(out); err != nil {
+		return fmt.Errorf("write fetch response: %w", err)
+	}
+	m.copiedBytes.Add(float64(copied))
 	return nil
 }
 

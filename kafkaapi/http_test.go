@@ -52,14 +52,15 @@ func metric(t *testing.T, addr, name string) float64 {
 
 // TestMetricsAndHealth checks that a Fetch that returns records sends them with
 // sendfile (counted in skiff_fetch_bytes_sendfile_total, none copied through user
-// space), and that /healthz and /readyz answer 200 on a serving node.
+// space) once the frame is larger than smallFrame, and that /healthz and /readyz
+// answer 200 on a serving node.
 func TestMetricsAndHealth(t *testing.T) {
 	n := sharedNode(t)
 	c := dial(t, n.KafkaAddr())
 	topic := topicName(t, "")
 	createTopic(t, c, topic, 1, nil)
 	mustProduce(t, c, topic, 0, makeBatch(noProducer, "zero", "copy"))
-	mustProduce(t, c, topic, 0, makeBatch(noProducer, strings.Repeat("s", 10000)))
+	mustProduce(t, c, topic, 0, makeBatch(noProducer, strings.Repeat("s", 40<<10))) // over smallFrame (32 KiB): sendfile
 
 	sentBefore := metric(t, n.HTTPAddr(), "skiff_fetch_bytes_sendfile_total")
 	copiedBefore := metric(t, n.HTTPAddr(), "skiff_fetch_bytes_copied_total")

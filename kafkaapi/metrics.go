@@ -19,7 +19,7 @@ type Metrics struct {
 	// sendfileBytes counts record bytes sent from segment files with sendfile (zero copy).
 	sendfileBytes prometheus.Counter
 	// copiedBytes counts record bytes copied through user space instead (connections or
-	// files without a file descriptor).
+	// files without a file descriptor, and small frames: FrameWriter).
 	copiedBytes prometheus.Counter
 	// produceBytes counts record batch bytes appended by Produce.
 	produceBytes prometheus.Counter
