@@ -118,18 +118,23 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
 		// Register before reading, so data that lands between the read and the wait
 		// still wakes this request.
+		// A follower's fetch waits for records only, not for high watermark moves.
 		wake = make(chan struct{}, 1)
+		add, remove := (*replication.Partition).AddWaiter, (*replication.Partition).RemoveWaiter
+		if req.ReplicaID >= 0 {
+			add, remove = (*replication.Partition).AddReplicaWaiter, (*replication.Partition).RemoveReplicaWaiter
+		}
 		for _, t := range req.Topics {
 			for _, rp := range t.Partitions {
 				if p := s.parts.Partition(t.Topic, rp.Partition); p != nil {
-					p.AddWaiter(wake)
+					add(p, wake)
 					watched = append(watched, p)
 				}
 			}
 		}
 		defer func() {
 			for _, p := range watched {
-				p.RemoveWaiter(wake)
+				remove(p, wake)
 			}
 		}()
 	}

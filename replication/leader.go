@@ -128,7 +128,7 @@ func (p *Partition) maybeAdvanceHW() {
 	}
 	p.stateMu.Unlock()
 	if moved {
-		p.notify()
+		p.notifyCommitted()
 	}
 }
 
@@ -185,7 +185,7 @@ func (p *Partition) updateFollower(id int32, fetchOffset, logStart, leo int64) e
 	p.stateMu.Unlock()
 	p.maybeAdvanceHW()
 	if startMoved {
-		p.notify() // a DeleteRecords may wait for it
+		p.notifyCommitted() // a DeleteRecords may wait for it
 	}
 	return nil
 }

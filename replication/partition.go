@@ -174,6 +174,8 @@ type Partition struct {
 
 	waitMu  sync.Mutex
 	waiters map[chan<- struct{}]struct{} // guarded by waitMu
+	// replicaWaiters are parked follower fetches (AddReplicaWaiter); guarded by waitMu.
+	replicaWaiters map[chan<- struct{}]struct{}
 
 	syncer   syncer // the flush.policy goroutine (flush.go)
 	stopOnce sync.Once
@@ -223,18 +225,19 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		return nil, err
 	}
 	p := &Partition{
-		Topic:     topic,
-		ID:        id,
-		TopicID:   topicID,
-		self:      self,
-		log:       l,
-		store:     store,
-		logger:    logger.With("topic", topic, "partition", id),
-		producers: newProducerStates(),
-		txns:      newTxnIndex(),
-		epochs:    epochs,
-		waiters:   make(map[chan<- struct{}]struct{}),
-		st:        replicaState{leaderID: -1},
+		Topic:          topic,
+		ID:             id,
+		TopicID:        topicID,
+		self:           self,
+		log:            l,
+		store:          store,
+		logger:         logger.With("topic", topic, "partition", id),
+		producers:      newProducerStates(),
+		txns:           newTxnIndex(),
+		epochs:         epochs,
+		waiters:        make(map[chan<- struct{}]struct{}),
+		replicaWaiters: make(map[chan<- struct{}]struct{}),
+		st:             replicaState{leaderID: -1},
 	}
 	p.cfg.Store(&cfg)
 	// Epochs past the log end belong to records recovery dropped.
@@ -628,15 +631,48 @@ func (p *Partition) RemoveWaiter(ch chan<- struct{}) {
 	p.waitMu.Unlock()
 }
 
+// AddReplicaWaiter is AddWaiter for a follower's parked fetch: it is not woken
+// when only the high watermark or a follower's log start moves (notifyCommitted).
+// A follower's fetch waits for records, and its next answer carries the high
+// watermark anyway; waking it for every move, as each other follower's fetch
+// moves it, only made it read nothing and park again.
+func (p *Partition) AddReplicaWaiter(ch chan<- struct{}) {
+	p.waitMu.Lock()
+	p.replicaWaiters[ch] = struct{}{}
+	p.waitMu.Unlock()
+}
+
+// RemoveReplicaWaiter undoes AddReplicaWaiter.
+func (p *Partition) RemoveReplicaWaiter(ch chan<- struct{}) {
+	p.waitMu.Lock()
+	delete(p.replicaWaiters, ch)
+	p.waitMu.Unlock()
+}
+
+// notify wakes every waiter: the log end, the leadership or the log start moved.
 func (p *Partition) notify() {
 	p.waitMu.Lock()
-	for ch := range p.waiters {
+	wakeAll(p.waiters)
+	wakeAll(p.replicaWaiters)
+	p.waitMu.Unlock()
+}
+
+// notifyCommitted wakes the waiters on the high watermark or the followers' log
+// starts (acks=all produces, consumers' fetches, DeleteRecords), not parked
+// follower fetches.
+func (p *Partition) notifyCommitted() {
+	p.waitMu.Lock()
+	wakeAll(p.waiters)
+	p.waitMu.Unlock()
+}
+
+func wakeAll(waiters map[chan<- struct{}]struct{}) {
+	for ch := range waiters {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
-	p.waitMu.Unlock()
 }
 
 // Size is the partition's bytes on disk.

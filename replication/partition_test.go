@@ -421,3 +421,53 @@ func TestHighWatermarkKnown(t *testing.T) {
 		t.Fatalf("follower at 2: high watermark %d, known %v; want 2, true", p.HighWatermark(), p.HighWatermarkKnown())
 	}
 }
+
+// TestReplicaWaiterWokenByRecordsOnly: a parked follower fetch (AddReplicaWaiter)
+// is not woken when another follower's fetch moves the high watermark, while a
+// consumer's (AddWaiter) is; both are woken by an append.
+func TestReplicaWaiterWokenByRecordsOnly(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	s := spec("t", 1, 1)
+	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "a"), 1); err != nil {
+		t.Fatal(err)
+	}
+	follower, consumer := make(chan struct{}, 1), make(chan struct{}, 1)
+	p.AddReplicaWaiter(follower)
+	defer p.RemoveReplicaWaiter(follower)
+	p.AddWaiter(consumer)
+	defer p.RemoveWaiter(consumer)
+	sl, err := p.ReadReplica(1, 0, 1, 0, 1<<20) // follower 1 has offset 0: the high watermark moves to 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Release()
+	if p.HighWatermark() != 1 {
+		t.Fatalf("high watermark %d after the follower's fetch at 1, want 1", p.HighWatermark())
+	}
+	select {
+	case <-consumer:
+	default:
+		t.Fatal("consumer waiter not woken by the high watermark move")
+	}
+	select {
+	case <-follower:
+		t.Fatal("follower waiter woken by a high watermark move")
+	default:
+	}
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "b"), 1); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]chan struct{}{"follower": follower, "consumer": consumer} {
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("%s waiter not woken by an append", name)
+		}
+	}
+}
