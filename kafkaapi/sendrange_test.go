@@ -26,15 +26,7 @@ func TestSendRangeCopiesFilesWithoutDescriptor(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	path := filepath.Join(t.TempDir(), "seg")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	disk, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer disk.Close()
+	disk := osFile(t, data)
 	for _, tc := range []struct {
 		name     string
 		file     io.ReaderAt
@@ -44,26 +36,7 @@ func TestSendRangeCopiesFilesWithoutDescriptor(t *testing.T) {
 		{"on disk", disk, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			got := make(chan []byte, 1)
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					got <- nil
-					return
-				}
-				defer c.Close()
-				b, _ := io.ReadAll(c)
-				got <- b
-			}()
-			nc, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			nc, got := loopbackPeer(t)
 			reg := prometheus.NewRegistry()
 			m := NewMetrics(reg)
 			r := logstore.Range{File: tc.file, Pos: 1000, Len: int64(len(data)) - 2000}
@@ -80,6 +53,48 @@ func TestSendRangeCopiesFilesWithoutDescriptor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// osFile returns an OS file (vfs.Default, closed at the test's end) holding data.
+func osFile(t *testing.T, data []byte) vfs.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// loopbackPeer returns a connection to a loopback peer that reads until the
+// connection closes, and the channel on which the peer then hands over all it read.
+func loopbackPeer(t *testing.T) (net.Conn, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, got
 }
 
 // counter returns the value of the counter named name in reg.
@@ -106,15 +121,7 @@ func TestFrameWriterSmallFrameOneWrite(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	path := filepath.Join(t.TempDir(), "seg")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	disk, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer disk.Close()
+	disk := osFile(t, data)
 	for _, tc := range []struct {
 		name     string
 		rangeLen int64
@@ -124,26 +131,7 @@ func TestFrameWriterSmallFrameOneWrite(t *testing.T) {
 		{"large", smallFrame, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			got := make(chan []byte, 1)
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					got <- nil
-					return
-				}
-				defer c.Close()
-				b, _ := io.ReadAll(c)
-				got <- b
-			}()
-			nc, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			nc, got := loopbackPeer(t)
 			reg := prometheus.NewRegistry()
 			m := NewMetrics(reg)
 			var w FrameWriter

@@ -3,8 +3,8 @@
 # started with the serve args in $ARGS (e.g. "--replica-fetch-min-bytes 65536
 # --replica-fetch-wait-max 2ms"), beside one fresh node: produce throughput with the
 # nodes' CPU per GB, and acks=all latency at 20 MB/s with linger 0. One JSON line
-# per command appended to $OUT, tagged with $TAG.
-#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s)
+# per command appended to $OUT, tagged with $TAG. RATE_ONLY=1 runs only the 20 MB/s one.
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY)
 set -eu
 R=$1
 SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
@@ -22,11 +22,13 @@ start() { # name [args...]: starts a node; sets KAFKA, HTTP, EC
 }
 rec() { jq -c --arg n "$1" --arg tag "$TAG" --argjson r "$R" '{round: $r, tag: $tag, name: $n, result: .}' >> "$OUT"; }
 mkdir -p "$WORK"
-start one; K1=$KAFKA; H1=$HTTP
-"$SKIFF" bench produce -b $K1 --http $H1 -t one -d $D --config flush.policy=replicated --json | rec one
+if [ -z "${RATE_ONLY:-}" ]; then
+  start one; K1=$KAFKA; H1=$HTTP
+  "$SKIFF" bench produce -b $K1 --http $H1 -t one -d $D --config flush.policy=replicated --json | rec one
+fi
 start c1; C1=$KAFKA; HC1=$HTTP; J=$EC
 start c2 --join $J; HC2=$HTTP
 start c3 --join $J; HC3=$HTTP
 H="--http $HC1 --http $HC2 --http $HC3"
-"$SKIFF" bench produce -b $C1 $H -t rf3 -r 3 --config min.insync.replicas=2 -d $D --json | rec rf3
+[ -n "${RATE_ONLY:-}" ] || "$SKIFF" bench produce -b $C1 $H -t rf3 -r 3 --config min.insync.replicas=2 -d $D --json | rec rf3
 "$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger 0 --json | rec rf3_20mbs
