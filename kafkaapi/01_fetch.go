@@ -117,8 +117,8 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 	var watched []*replication.Partition
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 {
 		// Register before reading, so data that lands between the read and the wait
-		// still wakes this request.
-		// A follower's fetch waits for records only, not for high watermark moves.
+		// still wakes this request. A follower's fetch waits for records, not for
+		// high watermark moves.
 		wake = make(chan struct{}, 1)
 		add, remove := (*replication.Partition).AddWaiter, (*replication.Partition).RemoveWaiter
 		if req.ReplicaID >= 0 {

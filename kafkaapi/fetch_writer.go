@@ -15,8 +15,9 @@ import (
 // writes it with one write per run of bytes and one sendfile per file range, so
 // record bytes of a large frame never pass through user space on a plaintext
 // connection. A frame of at most smallFrame bytes is read into memory and written
-// at once instead. Fetch responses are written with it. Reset starts a frame, whose first bytes are the
-// correlation id; Send writes it; Release lets go of its buffers.
+// at once instead. Fetch responses are written with it. Reset starts a frame,
+// whose first bytes are the correlation id; Send writes it; Release lets go of its
+// buffers.
 type FrameWriter struct {
 	buf    []byte      // every byte piece, back to back
 	pieces []framePart // in frame order
