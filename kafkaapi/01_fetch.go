@@ -10,7 +10,8 @@ package kafkaapi
 // answers at once, and a partition that stops being led here (this broker's session
 // is in doubt, or leadership moved) is such an error: NOT_LEADER_OR_FOLLOWER. While
 // this broker confirms its session a fetch first waits for it, up to fencedWait.
-// Record bytes go from segment files to the socket with sendfile.
+// Record bytes go from segment files to the socket with sendfile (an answer of at
+// most 32 KiB in one write: FrameWriter).
 // current_leader_epoch (v9+) is checked: older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH.
 //
