@@ -672,11 +672,7 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 func (p *Partition) applyRetention(now time.Time) error {
 	n, err := p.log.ApplyRetention(now)
 	if n > 0 {
-		start := p.log.LogStartOffset()
-		p.txns.forgetBefore(start)
-		if err := p.store.UpdateProducerState(ProducerStateUpdate{Drop: [][2]int64{{0, start}}}); err != nil {
-			p.logger.Warn("forgetting aborted transactions below the log start", "err", err) // dropped at the next open
-		}
+		p.forgetAbortedBefore(p.log.LogStartOffset())
 		p.logger.Info("retention deleted segments", "segments", n, "log_start_offset", p.log.LogStartOffset())
 	}
 	return err

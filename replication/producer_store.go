@@ -251,3 +251,12 @@ func (p *Partition) snapshotProducers() error {
 	}
 	return err
 }
+
+// forgetAbortedBefore drops the aborted transactions whose markers are below
+// start, the new log start, in memory and in the Store.
+func (p *Partition) forgetAbortedBefore(start int64) {
+	p.txns.forgetBefore(start)
+	if err := p.store.UpdateProducerState(ProducerStateUpdate{Drop: [][2]int64{{0, start}}}); err != nil {
+		p.logger.Warn("forgetting aborted transactions below the log start", "err", err) // dropped at the next open
+	}
+}
