@@ -86,6 +86,7 @@ type txnHistory struct {
 	rng        *rand.Rand
 	p          *Partition
 	boundaries []int64 // base offsets of appended batches
+	noTruncate bool    // the high watermark moves on its own (flush.policy=always)
 }
 
 const (
@@ -140,7 +141,7 @@ func (h *txnHistory) step(retention bool) string {
 			t.Fatal(err)
 		}
 		return "snapshot"
-	case r < 90 && len(h.boundaries) > 0:
+	case r < 90 && len(h.boundaries) > 0 && !h.noTruncate:
 		// A follower's truncation to a batch boundary (truncateToLeader cuts at
 		// the high watermark when the leader's answer is undefined).
 		i := rng.IntN(len(h.boundaries))
@@ -342,5 +343,56 @@ func TestProducerStateCrash(t *testing.T) {
 	}
 	if crashed < iterations/2 {
 		t.Fatalf("only %d of %d iterations reached their crash point", crashed, iterations)
+	}
+}
+
+// TestProducerSnapshotPastLogEnd: Pebble kept a snapshot of a log tail that the
+// log lost (its unsynced tail). The open that finds it replays the whole log and
+// replaces it durably: once the log grows past the stale snapshot's offset again
+// and a power failure takes every unsynced Pebble write, the stale snapshot must
+// not describe the new history.
+func TestProducerSnapshotPastLogEnd(t *testing.T) {
+	for seed := range uint64(6) {
+		fs := newCrashFS(t, seed+1)
+		spec := txnCrashSpec()
+		spec.Config.Flush = FlushAlways // the regrown log is on disk
+		n := startCrashNode(t, fs, spec)
+		p := n.m.Partition("t", 0)
+		h := &txnHistory{t: t, rng: rand.New(rand.NewPCG(seed, 9)), p: p, noTruncate: true}
+		for len(h.boundaries) < 40 {
+			h.step(false)
+		}
+		if err := p.snapshotProducers(); err != nil {
+			t.Fatal(err)
+		}
+		stale := p.LogEndOffset()
+		// Make the snapshot durable, then take the log's tail away behind the
+		// partition's back, as a power failure takes an unsynced tail.
+		if err := p.store.UpdateProducerState(ProducerStateUpdate{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+		p.appendMu.Lock()
+		err := p.log.Truncate(h.boundaries[len(h.boundaries)/2])
+		if err == nil {
+			err = p.restoreProducersLocked(false, nil)
+		}
+		p.appendMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The log grows past the stale offset with other batches, synced.
+		h.rng = rand.New(rand.NewPCG(seed, 10))
+		for p.LogEndOffset() <= stale+10 {
+			h.step(false)
+		}
+		waitFor(t, "the log synced", func() bool { return p.log.SyncedOffset() >= p.LogEndOffset() })
+		n2 := startCrashNode(t, fs.Restart(), spec)
+		p2 := n2.m.Partition("t", 0)
+		got := viewOf(p2)
+		if want := rebuiltView(t, p2); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: state after the power failure\n%+v\nwant (whole log)\n%+v", seed, got, want)
+		}
+		n2.close(t)
+		n.close(t)
 	}
 }
