@@ -17,7 +17,8 @@ import (
 // (default 64) MiB of transactional batches (8 producers, 16 batches of ~4 KiB
 // per transaction, every third aborted): "replay" without a producer snapshot
 // (every batch header read, as before snapshots existed), "snapshot" with the one
-// the last close wrote. Same log, same run:
+// the last close wrote, "tail10" with one taken at 90% of the log (as after a
+// crash, replaying the last tenth). Same log, same run:
 //
 //	SKIFF_BENCH_OPEN_MB=1024 CGO_ENABLED=0 go test ./replication -run XXX -bench PartitionOpen -benchtime 5x
 func BenchmarkPartitionOpen(b *testing.B) {
@@ -51,7 +52,18 @@ func BenchmarkPartitionOpen(b *testing.B) {
 	}
 	seqs := map[int64]int32{}
 	written, txns := int64(0), 0
+	var tailOff int64
+	var tailSnap []byte
 	for written < int64(mb)<<20 {
+		if tailSnap == nil && written >= int64(mb)<<20*9/10 {
+			if err := p.snapshotProducers(); err != nil {
+				b.Fatal(err)
+			}
+			var ok bool
+			if tailOff, tailSnap, ok, err = db.LogIndex(PartitionKey("t", 0)).ProducerSnapshot(); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
 		pid := int64(1 + txns%8)
 		for range 16 {
 			bt := txnBatch(pid, 0, seqs[pid], vals...)
@@ -87,17 +99,21 @@ func BenchmarkPartitionOpen(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	for _, snapshot := range []bool{false, true} {
-		name := map[bool]string{false: "replay", true: "snapshot"}[snapshot]
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		setup ProducerStateUpdate // applied before each open
+	}{
+		{"replay", ProducerStateUpdate{DeleteSnapshot: true}},
+		{"snapshot", ProducerStateUpdate{}},
+		{"tail10", ProducerStateUpdate{SetSnapshot: true, SnapshotOffset: tailOff, Snapshot: tailSnap}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
-				if !snapshot {
-					b.StopTimer()
-					if err := db.LogIndex(key).UpdateProducerState(ProducerStateUpdate{DeleteSnapshot: true}); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
+				b.StopTimer()
+				if err := db.LogIndex(key).UpdateProducerState(c.setup); err != nil {
+					b.Fatal(err)
 				}
+				b.StartTimer()
 				open(b)
 			}
 		})
