@@ -397,7 +397,9 @@ func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
 // reader told of one without its marker would skip its producer's later records.
 func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) {
 	t.txns.forget(txns)
-	var u ProducerStateUpdate
+	// Durably: an open keeps the stored entries below its snapshot without
+	// reading the log, so one that came back would stay after the marker went.
+	u := ProducerStateUpdate{Sync: true}
 	for _, a := range txns {
 		u.Drop = append(u.Drop, [2]int64{a.LastOffset, a.LastOffset + 1})
 	}
