@@ -365,7 +365,7 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 		}
 	}
 	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.HighWatermark() {
-		raw, err := readLog(sp.log, w.end, maxBytes)
+		raw, err := readLog(sp.log, w.end, min(maxBytes, acquireReadBytes))
 		aborted := abortedBatch(sp.log, w.end, raw)
 		if err != nil {
 			return Acquired{}, errCode(err)
@@ -419,7 +419,7 @@ func (sp *sharePartition) readRanges(out *Acquired, offs []int64, maxBytes int64
 		if o < next {
 			continue
 		}
-		raw, err := readLog(sp.log, o, maxBytes)
+		raw, err := readLog(sp.log, o, 1) // the batch holding o
 		if err != nil {
 			return err
 		}
@@ -445,7 +445,7 @@ func (sp *sharePartition) readRanges(out *Acquired, offs []int64, maxBytes int64
 func rangesOf(w *window, offs []int64) []AcquiredRange {
 	var out []AcquiredRange
 	for _, o := range offs {
-		c := w.recs[o].count
+		c := w.at(o).count
 		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == c {
 			out[n-1].Last = o
 			continue
@@ -483,6 +483,12 @@ func abortedBatch(l Log, offset int64, raw []byte) func(batch.Header) bool {
 	}
 }
 
+// acquireReadBytes bounds one read of new records: an acquisition takes at most
+// max_records (500 from franz-go), and a fetch's max_bytes (50 MiB from franz-go)
+// read whole would copy the log up to its end for a few hundred records. The
+// acquisition reads again while it has room.
+const acquireReadBytes = 1 << 20
+
 // readLog reads whole batches from offset, up to maxBytes (the first always).
 func readLog(l Log, offset, maxBytes int64) ([]byte, error) {
 	sl, err := l.ReadStable(offset, maxBytes)
@@ -491,6 +497,7 @@ func readLog(l Log, offset, maxBytes int64) ([]byte, error) {
 	}
 	defer sl.Release()
 	var buf bytes.Buffer
+	buf.Grow(int(sl.Bytes))
 	if _, err := sl.WriteTo(&buf); err != nil {
 		return nil, err
 	}
@@ -520,13 +527,5 @@ func (sp *sharePartition) blockedBy(member string) bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	w := sp.mu.w
-	if int(w.end-w.start) < limit {
-		return false
-	}
-	for _, r := range w.recs {
-		if r.state == stateAcquired && r.owner == member {
-			return true
-		}
-	}
-	return false
+	return int(w.end-w.start) >= limit && w.holds(member)
 }
