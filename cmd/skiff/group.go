@@ -1,7 +1,8 @@
 package main
 
-// skiff group list|describe|delete|reset-offsets: consumer group administration
-// through the Kafka admin API (kadm), as kafka-consumer-groups.sh does it.
+// skiff group list|describe|delete|reset-offsets|alter-config|describe-config:
+// consumer group administration through the Kafka admin API (kadm), as
+// kafka-consumer-groups.sh and kafka-configs.sh --entity-type groups do it.
 
 import (
 	"errors"
@@ -23,6 +24,8 @@ func groupCommand() *cli.Command {
 			groupDescribeCommand(),
 			groupDeleteCommand(),
 			groupResetOffsetsCommand(),
+			groupAlterConfigCommand(),
+			groupDescribeConfigCommand(),
 		},
 	}
 }
@@ -222,4 +225,74 @@ func runGroupResetOffsets(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "reset %s of %s for group %s\n", countOf(n, "partition"), topic, group)
 	return nil
+}
+
+func groupAlterConfigCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:      "alter-config",
+		Usage:     "change a group's configs (share.*, consumer.*)",
+		ArgsUsage: "GROUP",
+		Description: "Sets (--set KEY=VALUE) and deletes (--delete KEY: back to the broker's\n" +
+			"default) configs of GROUP, all at once or none (IncrementalAlterConfigs on the\n" +
+			"GROUP resource, as kafka-configs.sh --entity-type groups). A share group takes\n" +
+			"share.auto.offset.reset, share.record.lock.duration.ms, share.delivery.count.limit,\n" +
+			"share.session.timeout.ms, share.heartbeat.interval.ms and\n" +
+			"errors.deadletterqueue.topic.name; a KIP-848 consumer group\n" +
+			"consumer.session.timeout.ms and consumer.heartbeat.interval.ms\n" +
+			"(docs/share-groups.md). A value the broker refuses exits 1 with its message.",
+		HideHelpCommand: true,
+		Flags:           append(clientFlags(), alterFlags()...),
+		Action:          runGroupAlterConfig,
+	})
+}
+
+func groupDescribeConfigCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:      "describe-config",
+		Usage:     "show a group's configs: value and source (group or default)",
+		ArgsUsage: "GROUP",
+		Description: "Prints every config of GROUP (DescribeConfigs on the GROUP resource): the\n" +
+			"group's own value (source group) or the broker's default (source default).",
+		HideHelpCommand: true,
+		Flags:           clientFlags(),
+		Action:          runGroupDescribeConfig,
+	})
+}
+
+func runGroupAlterConfig(c *cli.Context) error {
+	group, err := groupName(c)
+	if err != nil {
+		return err
+	}
+	changes, err := alterations(c)
+	if err != nil {
+		return err
+	}
+	k, ctx, done, err := adminFromFlags(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := k.AlterGroupConfigs(ctx, group, changes); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "altered configs of group %s\n", group)
+	return nil
+}
+
+func runGroupDescribeConfig(c *cli.Context) error {
+	group, err := groupName(c)
+	if err != nil {
+		return err
+	}
+	k, ctx, done, err := adminFromFlags(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	configs, err := k.DescribeGroupConfigs(ctx, group)
+	if err != nil {
+		return err
+	}
+	return client.WriteGroupConfigs(c.App.Writer, configs)
 }
