@@ -106,8 +106,9 @@ func (s *TopicStore) GroupConfigs(group string) map[string]string {
 	return s.mu.configs[group]
 }
 
-// SetGroupConfigs replaces a group's overrides (nil or empty: none) and returns
-// once this node's tail has read the write back.
+// SetGroupConfigs replaces a group's overrides (nil or empty: none, written as a
+// tombstone, which compaction removes) and returns once this node's tail has read
+// the write back.
 func (s *TopicStore) SetGroupConfigs(ctx context.Context, group string, c map[string]string) error {
 	if err := s.start(ctx); err != nil {
 		return err
@@ -117,7 +118,11 @@ func (s *TopicStore) SetGroupConfigs(ctx context.Context, group string, c map[st
 		return err
 	}
 	p := configPartition(group, n)
-	res := s.cl.ProduceSync(ctx, kgoRecord(encodeConfigKey(group), encodeConfigs(c), p))
+	var value []byte
+	if len(c) > 0 {
+		value = encodeConfigs(c)
+	}
+	res := s.cl.ProduceSync(ctx, kgoRecord(encodeConfigKey(group), value, p))
 	if err := res.FirstErr(); err != nil {
 		return err
 	}
