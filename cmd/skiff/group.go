@@ -55,10 +55,19 @@ func groupDescribeCommand() *cli.Command {
 			"assignor, and each member's epoch, assigned and target partitions.\n" +
 			"A share group (KIP-932) shows its state, epoch, members with their assigned\n" +
 			"partitions (shared by every member), and each share-partition's start\n" +
-			"offset (SPSO: every record below it is done) and lag.",
+			"offset (SPSO: every record below it is done) and lag. With --http (a node's\n" +
+			"HTTP address, as skiff cluster takes it) it also shows each share-partition's\n" +
+			"end offset (SPEO), in-flight and acquired records and leader: figures only\n" +
+			"the leaders hold, which no Kafka API carries, gathered by that node from\n" +
+			"every node's admin API (GET /v1/share-partitions).",
 		HideHelpCommand: true,
-		Flags:           clientFlags(),
-		Action:          runGroupDescribe,
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "http", EnvVars: []string{"SKIFF_HTTP"},
+				Usage: "for a share group, ask the node at `HOST:PORT` (its HTTP port; https://HOST:PORT with http-tls) for in-flight and acquired records"},
+			&cli.StringFlag{Name: "http-token-file", EnvVars: []string{"SKIFF_HTTP_TOKEN_FILE"},
+				Usage: "with --http: send the bearer token on the first line of `FILE` (default: SKIFF_HTTP_TOKEN)"},
+		),
+		Action: runGroupDescribe,
 	})
 }
 
@@ -139,6 +148,11 @@ func runGroupDescribe(c *cli.Context) error {
 	if d, ok, err := k.DescribeShareGroup(ctx, group); err != nil {
 		return err
 	} else if ok {
+		if c.String("http") != "" {
+			if err := addInFlight(c, &d); err != nil {
+				return err
+			}
+		}
 		return client.WriteShareGroupDescription(c.App.Writer, d)
 	}
 	l, err := k.DescribeGroup(ctx, group)
@@ -295,4 +309,24 @@ func runGroupDescribeConfig(c *cli.Context) error {
 		return err
 	}
 	return client.WriteGroupConfigs(c.App.Writer, configs)
+}
+
+// addInFlight asks the node of --http for the share-partitions' in-flight
+// figures of d's group.
+func addInFlight(c *cli.Context, d *client.ShareGroupDescription) error {
+	a, err := adminClientFrom(c)
+	if err != nil {
+		return err
+	}
+	ans, err := a.SharePartitions(c.Context, d.Group.GroupID)
+	if err != nil {
+		return err
+	}
+	stats := make([]client.SharePartitionStats, len(ans.Partitions))
+	for i, p := range ans.Partitions {
+		stats[i] = client.SharePartitionStats{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+			StartOffset: p.StartOffset, EndOffset: p.EndOffset, Lag: p.Lag, InFlight: p.InFlight, Acquired: p.Acquired}
+	}
+	d.AddInFlight(stats, ans.Errors)
+	return nil
 }
