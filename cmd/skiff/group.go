@@ -278,20 +278,7 @@ func runGroupAlterConfig(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	changes, err := alterations(c)
-	if err != nil {
-		return err
-	}
-	k, ctx, done, err := adminFromFlags(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := k.AlterGroupConfigs(ctx, group, changes); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.App.Writer, "altered configs of group %s\n", group)
-	return nil
+	return alterConfigsOf(c, "group", group, (*client.Client).AlterGroupConfigs)
 }
 
 func runGroupDescribeConfig(c *cli.Context) error {
