@@ -338,3 +338,8 @@ func (s *TopicStore) Close() error {
 	}
 	return nil
 }
+
+// StatePartition is the partition of a state topic of n partitions that holds
+// key's state: the one FindCoordinator with key type 2 (share) names the leader
+// of.
+func StatePartition(key Key, n int32) int32 { return partitionOf(key, n) }
