@@ -383,18 +383,25 @@ func TestCompactedTopicNeedsKeys(t *testing.T) {
 	}
 }
 
+// leadWithFollower applies topic "t" with one partition led by this broker (0)
+// with broker 1 as an in-sync follower, and returns its spec and the partition.
+func leadWithFollower(t *testing.T, m *Manager) (TopicSpec, *Partition) {
+	t.Helper()
+	s := spec("t", 1, 1)
+	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	return s, m.Partition("t", 0)
+}
+
 // TestHighWatermarkKnown: a leader whose high watermark is below the log end it
 // started its epoch at does not know what its predecessor committed, until a
 // follower's fetch moves the high watermark there.
 func TestHighWatermarkKnown(t *testing.T) {
 	m, db := newManager(t, t.TempDir())
 	defer closeAll(t, m, db)
-	s := spec("t", 1, 1)
-	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
-	if err := m.Apply(1, []TopicSpec{s}); err != nil {
-		t.Fatal(err)
-	}
-	p := m.Partition("t", 0)
+	s, p := leadWithFollower(t, m)
 	if !p.HighWatermarkKnown() {
 		t.Fatal("an empty log's leader: high watermark unknown")
 	}
@@ -428,12 +435,7 @@ func TestHighWatermarkKnown(t *testing.T) {
 func TestReplicaWaiterWokenByRecordsOnly(t *testing.T) {
 	m, db := newManager(t, t.TempDir())
 	defer closeAll(t, m, db)
-	s := spec("t", 1, 1)
-	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
-	if err := m.Apply(1, []TopicSpec{s}); err != nil {
-		t.Fatal(err)
-	}
-	p := m.Partition("t", 0)
+	_, p := leadWithFollower(t, m)
 	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "a"), 1); err != nil {
 		t.Fatal(err)
 	}
