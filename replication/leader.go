@@ -157,7 +157,21 @@ func (p *Partition) ReadReplica(follower int32, currentEpoch int32, fetchOffset,
 	if fetchOffset == leo {
 		return &logstore.Slice{NextOffset: fetchOffset}, nil
 	}
-	return p.read(fetchOffset, maxBytes, leo)
+	t := p.leaderThrottleFor(follower)
+	if t == nil {
+		return p.read(fetchOffset, maxBytes, leo)
+	}
+	now := time.Now()
+	if t.wait(now) > 0 {
+		// Over leader.replication.throttled.rate: no data for now, as Kafka
+		// answers a throttled replica.
+		return &logstore.Slice{NextOffset: fetchOffset}, nil
+	}
+	sl, err := p.read(fetchOffset, min(maxBytes, int64(t.partMaxBytes())), leo)
+	if err == nil {
+		t.charge(now, int(sl.Bytes))
+	}
+	return sl, err
 }
 
 // updateFollower records a follower's fetch: its log end offset and log start
