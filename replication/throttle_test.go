@@ -57,9 +57,10 @@ func TestFollowerThrottleBudget(t *testing.T) {
 }
 
 // TestLeaderThrottle: a leader answers a follower not in the ISR, for a
-// partition leader.replication.throttled.replicas lists on it, until its
-// leader.replication.throttled.rate budget is spent, then with no data; a
-// follower in the ISR, or no rate, is never held back.
+// partition leader.replication.throttled.replicas lists on it, until the bytes
+// sent to it (ReplicaSent) spend its leader.replication.throttled.rate budget,
+// then with no data; a read that was not sent costs nothing; a follower in the
+// ISR, or no rate, is never held back.
 func TestLeaderThrottle(t *testing.T) {
 	m, db := newManager(t, t.TempDir())
 	defer closeAll(t, m, db)
@@ -89,14 +90,25 @@ func TestLeaderThrottle(t *testing.T) {
 		t.Fatalf("without a rate the follower read %d B, want all 4 batches", got)
 	}
 	m.SetLeaderThrottleRate(10_000) // 10 kB/s: a fetch takes a tenth of a second of it, at least one batch
-	if got := read(); got <= 0 || got >= 20_000 {
-		t.Fatalf("throttled follower's first fetch read %d B, want one batch", got)
+	first := read()
+	if first <= 0 || first >= 20_000 {
+		t.Fatalf("throttled follower's first fetch read %d B, want one batch", first)
 	}
+	if got := read(); got != first {
+		t.Fatalf("a fetch after one whose data was not sent read %d B, want %d: unsent bytes must not count", got, first)
+	}
+	if w := p.LeaderThrottleWait(1); w != 0 {
+		t.Fatalf("nothing sent yet, but the follower waits %v", w)
+	}
+	if got := p.LeaderThrottleShare(1); got != 1024 {
+		t.Fatalf("one answer's share of a 10 kB/s throttle is %d B, want a tenth of a second (at least 1 KiB)", got)
+	}
+	p.ReplicaSent(1, first)
 	if got := read(); got != 0 {
 		t.Fatalf("throttled follower's fetch over the budget read %d B, want none", got)
 	}
-	if w := m.leaderThrottle.wait(time.Now()); w < 500*time.Millisecond {
-		t.Fatalf("after a 10 kB batch at 10 kB/s the budget is free again in %v, want about 1s less the burst", w)
+	if w := p.LeaderThrottleWait(1); w < 500*time.Millisecond {
+		t.Fatalf("after a 10 kB batch sent at 10 kB/s the budget is free again in %v, want about 1s less the burst", w)
 	}
 	s.Partitions[0].ISR, s.Partitions[0].PartitionEpoch = []int32{0, 1}, 1
 	if err := m.Apply(2, []TopicSpec{s}); err != nil {
@@ -104,5 +116,13 @@ func TestLeaderThrottle(t *testing.T) {
 	}
 	if got := read(); got < 40_000 {
 		t.Fatalf("a follower in the ISR read %d B while the budget was spent, want all 4 batches", got)
+	}
+	if w, share := p.LeaderThrottleWait(1), p.LeaderThrottleShare(1); w != 0 || share != 0 {
+		t.Fatalf("a follower in the ISR waits %v, its answers' share is %d B; want neither", w, share)
+	}
+	before := m.leaderThrottle.wait(time.Now())
+	p.ReplicaSent(1, 1<<20)
+	if after := m.leaderThrottle.wait(time.Now()); after > before {
+		t.Fatalf("bytes sent to a follower in the ISR moved the budget from %v to %v", before, after)
 	}
 }
