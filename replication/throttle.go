@@ -16,9 +16,10 @@ import (
 // leader.replication.throttled.replicas answer followers not in the ISR at most
 // leader.replication.throttled.rate bytes per second together; a fetch that
 // finds that budget spent gets no data for them, and the bytes count when the
-// answer is written (ReplicaSent), as Kafka records them. A reassignment's new replicas
-// catch up at the lower of the two rates; replicas in sync are never held back,
-// so acks=all producers are not either.
+// answer is written (ReplicaSent), as Kafka records them. A reassignment's new
+// replicas catch up at the lower of the two rates; replicas in sync are never
+// held back, so acks=all producers are not either (nor, unlike Kafka, are their
+// bytes counted).
 
 // byteThrottle is the broker's byte budget of one side's throttled replicas:
 // each byte moves a shared "next free" time 1/rate seconds ahead, and throttled
