@@ -208,9 +208,9 @@ type Config struct {
 	// second the out-of-sync replicas a topic lists in
 	// follower.replication.throttled.replicas fetch together (0: no limit).
 	FollowerThrottledRate int64
-	// LeaderThrottledRate is leader.replication.throttled.rate, accepted for
-	// Kafka's tools (kafka-reassign-partitions.sh --throttle sets both); the
-	// follower's side enforces the throttle.
+	// LeaderThrottledRate is leader.replication.throttled.rate: bytes per
+	// second this node's replicas listed in leader.replication.throttled.replicas
+	// answer out-of-sync followers together (0: no limit).
 	LeaderThrottledRate int64
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig

@@ -107,6 +107,7 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 		},
 		Compaction:                cc,
 		FollowerThrottledReplicas: cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigFollowerThrottledReplicas),
+		LeaderThrottledReplicas:   cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigLeaderThrottledReplicas),
 		MaxMessageBytes:           int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas:         int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:             cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMessageTimestampType) == "LogAppendTime",

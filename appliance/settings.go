@@ -270,7 +270,7 @@ func (c *Config) Settings() []Setting {
 			Doc: "bytes per second that out-of-sync replicas listed in a topic's follower.replication.throttled.replicas fetch together on this node (a reassignment's new replicas); 0: no limit",
 			v:   zeroIsMaxLong(integer(&c.FollowerThrottledRate, 0))},
 		{Name: "leader-replication-throttled-rate", Kafka: "leader.replication.throttled.rate", KafkaType: cluster.ConfigTypeLong, Dynamic: true,
-			Doc: "accepted for Kafka's tools, which set it with the follower rate; the follower side enforces the throttle; 0: no limit",
+			Doc: "bytes per second that this node's replicas listed in a topic's leader.replication.throttled.replicas send together to out-of-sync followers (a reassignment's new replicas); 0: no limit",
 			v:   zeroIsMaxLong(integer(&c.LeaderThrottledRate, 0))},
 		{Name: "log-cleaner-backoff", Kafka: "log.cleaner.backoff.ms", KafkaType: cluster.ConfigTypeLong,
 			Doc: "how long an idle log cleaner thread waits before it looks for logs to compact again",

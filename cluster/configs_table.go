@@ -51,10 +51,9 @@ const (
 
 // Reasons a config has no effect, shared by several.
 const (
-	noTieredStorage  = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
-	noLeaderThrottle = "Skiff throttles replication on the follower's side only (follower.replication.throttled.replicas and .rate)"
-	noLevels         = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
-	maxLong          = "9223372036854775807"
+	noTieredStorage = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
+	noLevels        = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
+	maxLong         = "9223372036854775807"
 )
 
 // Values of flush.policy (see ARCHITECTURE.md, Durability).
@@ -131,7 +130,7 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "Kafka's internal override of segment.bytes without its 1 MiB minimum, for tests only; never listed.",
 		rule: anyInt(32)},
 	{Name: ConfigLeaderThrottledReplicas, Type: ConfigTypeList, Default: "",
-		Doc: "Replicas whose leader side is throttled.", NoEffect: noLeaderThrottle,
+		Doc:  "Replicas on their leader whose answers to followers not in sync are throttled to leader.replication.throttled.rate.",
 		rule: throttledReplicas},
 	{Name: ConfigLocalRetentionBytes, Type: ConfigTypeLong, Default: "-2", BrokerName: "log.local.retention.bytes",
 		Doc: "Bytes kept on local disk when segments are also in remote storage; -2: retention.bytes.", NoEffect: noTieredStorage,

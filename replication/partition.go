@@ -48,6 +48,9 @@ type PartitionConfig struct {
 	// FollowerThrottledReplicas is follower.replication.throttled.replicas: the
 	// replicas whose fetches are throttled while out of sync (throttle.go).
 	FollowerThrottledReplicas string
+	// LeaderThrottledReplicas is leader.replication.throttled.replicas: the
+	// replicas whose answers to out-of-sync followers are throttled (throttle.go).
+	LeaderThrottledReplicas string
 }
 
 // TimestampBounds are message.timestamp.before.max.ms and
@@ -170,6 +173,9 @@ type Partition struct {
 	store  Store
 	logger *slog.Logger
 	cfg    atomic.Pointer[PartitionConfig]
+	// leaderThrottle is the broker's leader.replication.throttled.rate budget
+	// (throttle.go); nil in tests that open a partition alone: no throttle.
+	leaderThrottle *byteThrottle
 
 	leaderEpoch  atomic.Int32
 	leader       atomic.Bool  // the partition state names this broker as leader
