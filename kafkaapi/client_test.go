@@ -38,6 +38,14 @@ type kconn struct {
 	t    testing.TB
 	nc   net.Conn
 	corr int32
+	id   string // client id of its requests; "": clientID
+}
+
+// dialAs dials a connection whose requests carry client id id.
+func dialAs(t testing.TB, addr, id string) *kconn {
+	c := dial(t, addr)
+	c.id = id
+	return c
 }
 
 func dial(t testing.TB, addr string) *kconn {
@@ -53,12 +61,17 @@ func dial(t testing.TB, addr string) *kconn {
 // encodeRequest frames req: size, request header (v1, or v2 with an empty tag
 // section for flexible versions), body.
 func encodeRequest(req kmsg.Request, corr int32) []byte {
+	return encodeRequestAs(req, corr, clientID)
+}
+
+// encodeRequestAs is encodeRequest with client id id.
+func encodeRequestAs(req kmsg.Request, corr int32, id string) []byte {
 	b := []byte{0, 0, 0, 0}
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
 	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
-	b = append(b, clientID...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(id)))
+	b = append(b, id...)
 	if req.IsFlexible() {
 		b = append(b, 0)
 	}
@@ -90,7 +103,11 @@ func (c *kconn) nextCorr() int32 {
 func (c *kconn) send(req kmsg.Request) int32 {
 	c.t.Helper()
 	corr := c.nextCorr()
-	c.write(encodeRequest(req, corr))
+	id := c.id
+	if id == "" {
+		id = clientID
+	}
+	c.write(encodeRequestAs(req, corr, id))
 	return corr
 }
 
