@@ -22,10 +22,12 @@ const (
 	ProducerByteRate  = "producer_byte_rate"
 	ConsumerByteRate  = "consumer_byte_rate"
 	RequestPercentage = "request_percentage"
+	// ControllerMutationRate is partitions created or deleted per second (KIP-599).
+	ControllerMutationRate = "controller_mutation_rate"
 )
 
 // QuotaKeys are every quota key a client entity may have; delete removes them.
-var QuotaKeys = []string{ProducerByteRate, ConsumerByteRate, RequestPercentage, "controller_mutation_rate"}
+var QuotaKeys = []string{ProducerByteRate, ConsumerByteRate, RequestPercentage, ControllerMutationRate}
 
 // QuotaEntity names what a quota is set for: a user, a client id, or both;
 // each part either named or the default (every user, or client id, without

@@ -19,7 +19,7 @@ const (
 	ProducerByteRate       = "producer_byte_rate"       // bytes/s appended by Produce
 	ConsumerByteRate       = "consumer_byte_rate"       // bytes/s returned by Fetch
 	RequestPercentage      = "request_percentage"       // % of one thread's time handling requests
-	ControllerMutationRate = "controller_mutation_rate" // partitions created or deleted per second (stored, not enforced)
+	ControllerMutationRate = "controller_mutation_rate" // partitions created or deleted per second (KIP-599)
 )
 
 // integral keys are Kafka's LONG quota configs: fractions are refused.

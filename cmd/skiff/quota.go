@@ -40,6 +40,7 @@ func quotaCommand() *cli.Command {
 					&cli.Int64Flag{Name: "producer-byte-rate", Usage: "bytes `N` per second the entity may produce to each node"},
 					&cli.Int64Flag{Name: "consumer-byte-rate", Usage: "bytes `N` per second the entity may fetch from each node"},
 					&cli.Float64Flag{Name: "request-percentage", Usage: "percent `P` of one thread's time the entity's requests may take on each node"},
+					&cli.Float64Flag{Name: "controller-mutation-rate", Usage: "partitions `N` per second the entity may create or delete through each node"},
 				),
 				Action: runQuotaSet,
 			}),
@@ -93,14 +94,16 @@ func runQuotaSet(c *cli.Context) error {
 			set[key] = float64(c.Int64(flag))
 		}
 	}
-	if c.IsSet("request-percentage") {
-		if p := c.Float64("request-percentage"); !(p > 0) {
-			return fmt.Errorf("--request-percentage %v: must be above 0", p)
+	for flag, key := range map[string]string{"request-percentage": client.RequestPercentage, "controller-mutation-rate": client.ControllerMutationRate} {
+		if c.IsSet(flag) {
+			if p := c.Float64(flag); !(p > 0) {
+				return fmt.Errorf("--%s %v: must be above 0", flag, p)
+			}
+			set[key] = c.Float64(flag)
 		}
-		set[client.RequestPercentage] = c.Float64("request-percentage")
 	}
 	if len(set) == 0 {
-		return fmt.Errorf("give at least one quota: --producer-byte-rate, --consumer-byte-rate or --request-percentage")
+		return fmt.Errorf("give at least one quota: --producer-byte-rate, --consumer-byte-rate, --request-percentage or --controller-mutation-rate")
 	}
 	k, ctx, done, err := adminFromFlags(c)
 	if err != nil {
