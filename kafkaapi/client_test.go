@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -303,13 +304,22 @@ func makeBatch(o batchOpts, values ...string) []byte { return makeBatchAttrs(o, 
 // makeBatchAttrs builds a batch with the given attributes; codec 1 (gzip) compresses
 // the records.
 func makeBatchAttrs(o batchOpts, attrs int16, values ...string) []byte {
+	deltas := make([]int64, len(values))
+	for i := range deltas {
+		deltas[i] = int64(i)
+	}
+	return makeBatchTimed(o, attrs, deltas, values...)
+}
+
+// makeBatchTimed is makeBatchAttrs with record i at timestamp delta deltas[i].
+func makeBatchTimed(o batchOpts, attrs int16, deltas []int64, values ...string) []byte {
 	ts := o.timestamp
 	if ts == 0 {
 		ts = time.Now().UnixMilli()
 	}
 	var recs []byte
 	for i, v := range values {
-		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: []byte(v)}
+		r := kmsg.Record{TimestampDelta64: deltas[i], OffsetDelta: int32(i), Value: []byte(v)}
 		body := r.AppendTo(nil)[1:] // Length 0 is a one-byte varint
 		r.Length = int32(len(body))
 		recs = r.AppendTo(recs)
@@ -328,7 +338,7 @@ func makeBatchAttrs(o batchOpts, attrs int16, values ...string) []byte {
 		Attributes:           attrs,
 		LastOffsetDelta:      int32(len(values) - 1),
 		FirstTimestamp:       ts,
-		MaxTimestamp:         ts + int64(len(values)-1),
+		MaxTimestamp:         ts + slices.Max(deltas),
 		ProducerID:           o.producerID,
 		ProducerEpoch:        o.epoch,
 		FirstSequence:        o.seq,
