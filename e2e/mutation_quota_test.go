@@ -21,6 +21,17 @@ const (
 	mutationStep = 2 // partitions added per request
 )
 
+// growTo is a CreatePartitions v3 (strict) growing topic to count partitions.
+func growTo(topic string, count int32) *kmsg.CreatePartitionsRequest {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.SetVersion(3)
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, count
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // growFlatOut adds mutationStep partitions to topic per CreatePartitions (v3,
 // strict) until ctx ends, counting by the second the partitions added, the
 // answers with a throttle and the refusals (THROTTLING_QUOTA_EXCEEDED). kgo
@@ -29,13 +40,7 @@ const (
 func growFlatOut(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, added, throttled, refused *perSecond) {
 	count := int32(1)
 	for ctx.Err() == nil {
-		req := kmsg.NewPtrCreatePartitionsRequest()
-		req.SetVersion(3)
-		req.TimeoutMillis = 30000
-		rt := kmsg.NewCreatePartitionsRequestTopic()
-		rt.Topic, rt.Count = topic, count+mutationStep
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := growTo(topic, count+mutationStep).RequestWith(ctx, cl)
 		if ctx.Err() != nil {
 			return
 		}
@@ -149,13 +154,7 @@ func growPaced(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, 
 		t.Errorf("metadata of %s: %v", topic, err)
 		return
 	}
-	req := kmsg.NewPtrCreatePartitionsRequest()
-	req.SetVersion(3)
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewCreatePartitionsRequestTopic()
-	rt.Topic, rt.Count = topic, int32(len(md.Topics[0].Partitions))+1
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := growTo(topic, int32(len(md.Topics[0].Partitions))+1).RequestWith(ctx, cl)
 	if ctx.Err() != nil {
 		return
 	}
