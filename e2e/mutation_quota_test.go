@@ -18,7 +18,7 @@ import (
 const (
 	mutationRate = 20 // partitions/s
 	mutationRun  = 25 * time.Second
-	mutationStep = 2 // partitions added per request
+	mutationStep = 5 // partitions added per request: few requests, so that the node keeps up under load
 )
 
 // growTo is a CreatePartitions v3 (strict) growing topic to count partitions.
