@@ -15,6 +15,7 @@ import (
 // key map and buffers.
 type worker struct {
 	m        *offsetMap
+	mapBytes int64 // the size m was made for
 	dec      batch.Decoder
 	rb       batch.Rebuilder
 	recs     []batch.Record
