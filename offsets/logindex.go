@@ -326,10 +326,22 @@ func (x *LogIndex) SetHighWatermark(hw int64) error {
 	return x.setState(fieldHighWatermark, hw, pebble.NoSync)
 }
 
-// Delete removes everything recorded for the partition, durably (a partition
-// created again under the same name must not inherit its log start offset).
+// Delete removes everything recorded for the partition, its producer state
+// included, durably (a partition created again under the same name must not
+// inherit its log start offset or its producers).
 func (x *LogIndex) Delete() error {
 	return x.with(func(db *pebble.DB) error {
-		return db.DeleteRange(x.prefix, prefixEnd(x.prefix), pebble.Sync)
+		b := db.NewBatch()
+		defer b.Close()
+		ap := x.abortedPrefix()
+		err := errors.Join(
+			b.DeleteRange(x.prefix, prefixEnd(x.prefix), nil),
+			b.Delete(x.producerKey(), nil),
+			b.DeleteRange(ap, prefixEnd(ap), nil),
+		)
+		if err != nil {
+			return err
+		}
+		return b.Commit(pebble.Sync)
 	})
 }
