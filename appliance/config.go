@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"skiff/compaction"
 	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/replication"
@@ -370,4 +371,10 @@ func advertisedAddr(advertise string, bound net.Addr) (host string, port int32, 
 		}
 	}
 	return host, int32(ta.Port), nil
+}
+
+// cleanerConfig is the log cleaner's part of c.
+func (c Config) cleanerConfig() compaction.CleanerConfig {
+	return compaction.CleanerConfig{Threads: c.CleanerThreads, DedupeBufferSize: c.CleanerDedupeBufferSize,
+		IOBytesPerSecond: c.CleanerIOBytesPerSecond, Backoff: c.CleanerBackoff}
 }

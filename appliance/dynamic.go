@@ -66,6 +66,7 @@ func (n *Node) applyDynamic(snap *cluster.Snapshot) {
 	n.parts.SetRetentionCheckInterval(cfg.RetentionCheckInterval)
 	n.parts.SetFollowerThrottleRate(cfg.FollowerThrottledRate)
 	n.parts.SetLeaderThrottleRate(cfg.LeaderThrottledRate)
+	n.parts.SetCleaner(cfg.cleanerConfig())
 	if n.groups != nil {
 		n.groups.SetOffsetsRetention(cfg.Groups.OffsetsRetention, cfg.Groups.OffsetsRetentionCheckInterval)
 	}

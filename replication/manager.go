@@ -639,3 +639,7 @@ func (m *Manager) Close() error {
 	})
 	return errors.Join(errs...)
 }
+
+// SetCleaner applies the Threads, DedupeBufferSize, IOBytesPerSecond and
+// Backoff of cc to the running log cleaner (dynamic broker configs).
+func (m *Manager) SetCleaner(cc compaction.CleanerConfig) { m.cleaner.Reconfigure(cc) }

@@ -35,6 +35,9 @@ type PartitionConfig struct {
 	// batch as produced and as stored.
 	Recompress bool
 	Codec      compress.Codec
+	// Level is the level Codec compresses at: compression.gzip.level,
+	// compression.lz4.level or compression.zstd.level (compress.CompressLevel).
+	Level int
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
@@ -93,7 +96,7 @@ const maxRecompressBytes = 128 << 20
 
 // recompress returns the batch b with its records compressed by cfg.Codec.
 func recompress(b []byte, cfg *PartitionConfig) ([]byte, error) {
-	out, err := batch.Recompress(b, cfg.Codec, maxRecompressBytes)
+	out, err := batch.Recompress(b, cfg.Codec, cfg.Level, maxRecompressBytes)
 	switch {
 	case errors.Is(err, compress.ErrTooLarge):
 		return nil, fmt.Errorf("the records decompress to more than %d bytes: %w", maxRecompressBytes, kerr.InvalidRecord)
