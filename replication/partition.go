@@ -35,6 +35,9 @@ type PartitionConfig struct {
 	// batch as produced and as stored.
 	Recompress bool
 	Codec      compress.Codec
+	// Level is the level Codec compresses at: compression.gzip.level,
+	// compression.lz4.level or compression.zstd.level (compress.CompressLevel).
+	Level int
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
@@ -48,6 +51,9 @@ type PartitionConfig struct {
 	// FollowerThrottledReplicas is follower.replication.throttled.replicas: the
 	// replicas whose fetches are throttled while out of sync (throttle.go).
 	FollowerThrottledReplicas string
+	// LeaderThrottledReplicas is leader.replication.throttled.replicas: the
+	// replicas whose answers to out-of-sync followers are throttled (throttle.go).
+	LeaderThrottledReplicas string
 }
 
 // TimestampBounds are message.timestamp.before.max.ms and
@@ -90,7 +96,7 @@ const maxRecompressBytes = 128 << 20
 
 // recompress returns the batch b with its records compressed by cfg.Codec.
 func recompress(b []byte, cfg *PartitionConfig) ([]byte, error) {
-	out, err := batch.Recompress(b, cfg.Codec, maxRecompressBytes)
+	out, err := batch.Recompress(b, cfg.Codec, cfg.Level, maxRecompressBytes)
 	switch {
 	case errors.Is(err, compress.ErrTooLarge):
 		return nil, fmt.Errorf("the records decompress to more than %d bytes: %w", maxRecompressBytes, kerr.InvalidRecord)
@@ -170,6 +176,9 @@ type Partition struct {
 	store  Store
 	logger *slog.Logger
 	cfg    atomic.Pointer[PartitionConfig]
+	// leaderThrottle is the broker's leader.replication.throttled.rate budget
+	// (throttle.go); nil in tests that open a partition alone: no throttle.
+	leaderThrottle *byteThrottle
 
 	leaderEpoch  atomic.Int32
 	leader       atomic.Bool  // the partition state names this broker as leader
