@@ -7,6 +7,10 @@
 // rounds), and writes the table and an SVG chart where asked.
 //
 //	go run ./scripts/scaling -skiff ./skiff -partitions 100,1000,5000,10000 -rounds 3 -svg docs/scaling.svg
+//
+// With -baseline BIN every round runs that binary too, alternating which goes
+// first, and the output adds a table of the new build's medians over the
+// baseline's (same-run ratios).
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 func main() {
 	var (
 		bin     = flag.String("skiff", "./skiff", "the skiff binary to measure")
+		base    = flag.String("baseline", "", "also measure this skiff `binary` in every round, as the baseline")
 		counts  = flag.String("partitions", "100,1000,5000,10000", "partition counts, comma-separated")
 		rounds  = flag.Int("rounds", 3, "rounds per partition count")
 		work    = flag.String("dir", os.TempDir(), "where the data directories go (each is deleted after its round)")
@@ -54,30 +59,40 @@ func main() {
 		}
 		return
 	}
+	builds := []struct{ name, bin string }{{"", *bin}}
+	if *base != "" {
+		builds = []struct{ name, bin string }{{"base", *base}, {"new", *bin}}
+	}
 	var all []result
 	for _, n := range ns {
 		for r := 1; r <= *rounds; r++ {
-			dir, err := os.MkdirTemp(*work, "skiff-scaling-")
-			if err != nil {
-				log.Fatal(err)
-			}
-			res, err := measure(context.Background(), config{bin: *bin, work: dir, partitions: n, idle: *idle, produce: *produce})
-			if err != nil {
-				log.Fatalf("%d partitions, round %d: %v (data and log kept in %s)", n, r, err, dir)
-			}
-			res.Round = r
-			line, _ := json.Marshal(res)
-			fmt.Println(string(line))
-			all = append(all, res)
-			if err := os.RemoveAll(dir); err != nil {
-				log.Fatal(err)
+			for i := range builds {
+				b := builds[(i+r-1)%len(builds)] // alternate which build goes first
+				dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+				if err != nil {
+					log.Fatal(err)
+				}
+				res, err := measure(context.Background(), config{bin: b.bin, work: dir, partitions: n, idle: *idle, produce: *produce})
+				if err != nil {
+					log.Fatalf("%s %d partitions, round %d: %v (data and log kept in %s)", b.name, n, r, err, dir)
+				}
+				res.Round, res.Build = r, b.name
+				line, _ := json.Marshal(res)
+				fmt.Println(string(line))
+				all = append(all, res)
+				if err := os.RemoveAll(dir); err != nil {
+					log.Fatal(err)
+				}
 			}
 		}
 	}
 	rows := medians(all)
 	md := markdownTable(rows)
+	if *base != "" {
+		md += "\n" + ratioTable(rows)
+	}
 	fmt.Print(md)
-	for _, f := range []struct{ path, text string }{{*table, md}, {*svg, chart(rows)}} {
+	for _, f := range []struct{ path, text string }{{*table, md}, {*svg, chart(ofBuild(rows, builds[len(builds)-1].name))}} {
 		if f.path == "" {
 			continue
 		}
