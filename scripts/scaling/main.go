@@ -37,11 +37,17 @@ func main() {
 		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
 		conns   = flag.Int("connections", 0, "instead of partition counts: hold `N` idle client connections to a node without topics")
+		data    = flag.Float64("data", 0, "instead of partition counts: fill one partition with `GB` gigabytes and time /readyz after SIGKILL")
+		segs    = flag.Int("segments", 1000, "with -data: how many segments the data fills")
 	)
 	flag.Parse()
 	ns, err := parseCounts(*counts)
 	if err != nil {
 		log.Fatal(err)
+	}
+	builds := []struct{ name, bin string }{{"", *bin}}
+	if *base != "" {
+		builds = []struct{ name, bin string }{{"base", *base}, {"new", *bin}}
 	}
 	if *conns > 0 {
 		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
@@ -59,9 +65,23 @@ func main() {
 		}
 		return
 	}
-	builds := []struct{ name, bin string }{{"", *bin}}
-	if *base != "" {
-		builds = []struct{ name, bin string }{{"base", *base}, {"new", *bin}}
+	if *data > 0 {
+		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		rs, err := measureData(context.Background(), config{bin: *bin, work: dir}, builds, *data, *segs, *rounds)
+		for _, r := range rs {
+			line, _ := json.Marshal(r)
+			fmt.Println(string(line))
+		}
+		if err != nil {
+			log.Fatalf("%g GB: %v (data and log kept in %s)", *data, err, dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	var all []result
 	for _, n := range ns {
