@@ -39,6 +39,7 @@ func main() {
 		conns   = flag.Int("connections", 0, "instead of partition counts: hold `N` idle client connections to a node without topics")
 		data    = flag.Float64("data", 0, "instead of partition counts: fill one partition with `GB` gigabytes and time /readyz after SIGKILL")
 		segs    = flag.Int("segments", 1000, "with -data: how many segments the data fills")
+		cluster = flag.Int("cluster-topics", 0, "instead of partition counts: a 3-node cluster creates `N` topics of 6 partitions with 3 replicas")
 	)
 	flag.Parse()
 	ns, err := parseCounts(*counts)
@@ -62,6 +63,28 @@ func main() {
 		fmt.Println(string(line))
 		if err := os.RemoveAll(dir); err != nil {
 			log.Fatal(err)
+		}
+		return
+	}
+	if *cluster > 0 {
+		for r := 1; r <= *rounds; r++ {
+			for i := range builds {
+				b := builds[(i+r-1)%len(builds)]
+				dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+				if err != nil {
+					log.Fatal(err)
+				}
+				res, err := measureCluster(context.Background(), config{bin: b.bin, work: dir}, *cluster, 6)
+				res.Build, res.Round = b.name, r
+				line, _ := json.Marshal(res)
+				fmt.Println(string(line))
+				if err != nil {
+					log.Fatalf("%s cluster, round %d: %v (data and logs kept in %s)", b.name, r, err, dir)
+				}
+				if err := os.RemoveAll(dir); err != nil {
+					log.Fatal(err)
+				}
+			}
 		}
 		return
 	}
