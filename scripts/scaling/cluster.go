@@ -61,7 +61,7 @@ func measureCluster(ctx context.Context, cfg config, topics, partitions int) (re
 	if err != nil {
 		return res, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].kafka, nodes[1].kafka, nodes[2].kafka))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].kafka, nodes[1].kafka, nodes[2].kafka), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return res, err
 	}

@@ -88,7 +88,9 @@ func measure(ctx context.Context, cfg config) (res result, err error) {
 // in all, and waits until every partition has a leader. It returns each topic's
 // partition count.
 func createTopics(ctx context.Context, addr string, count int, res *result) (map[string]int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	// A short metadata age: kadm answers Metadata from a response up to this
+	// old, which added 5 s (the default) to every wait for leaders.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
