@@ -141,6 +141,10 @@ type cmember struct {
 	session    Timer
 	sessionSeq uint64
 	revokeSeq  uint64 // the rebalance timeout of a revocation
+	// A classic member's deadlines to join again (joinArmed: one is running)
+	// and to sync after a join (consumer_classic.go).
+	joinSeq, syncSeq uint64
+	joinArmed        bool
 }
 
 // consumerGroup is the KIP-848 state of a group; group.cg holds it.

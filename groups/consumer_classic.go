@@ -170,6 +170,10 @@ func (g *group) classicJoinLocked(cl Client, req *kmsg.JoinGroupRequest, session
 		recs = append(recs, consumerMemberRecord(g.name, m))
 	}
 	g.touchConsumerLocked(m) // with its classic session timeout
+	m.joinSeq, m.joinArmed = m.joinSeq+1, false
+	if !downgrade {
+		g.armClassicDeadlineLocked(m, &m.syncSeq, rebalance, "did not sync within its rebalance timeout after joining")
+	}
 	resp.MemberID, resp.Generation = id, m.epoch
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(classicProtocolType), &protos[0].name
 	resp.LeaderID = ""
@@ -214,11 +218,13 @@ func (g *group) classicSyncLocked(req *kmsg.SyncGroupRequest) *kmsg.SyncGroupRes
 		code = kerr.InconsistentGroupProtocol.Code
 	case g.cg.epoch > m.epoch && m.state != memberUnrevoked:
 		code = kerr.RebalanceInProgress.Code
+		g.armClassicJoinLocked(m)
 	}
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
 	}
+	m.syncSeq++ // synced in time
 	g.touchConsumerLocked(m)
 	resp.ProtocolType, resp.Protocol = req.ProtocolType, req.Protocol
 	resp.MemberAssignment = g.classicAssignmentLocked(m)
@@ -260,9 +266,41 @@ func (g *group) classicHeartbeatLocked(req *kmsg.HeartbeatRequest) int16 {
 	}
 	g.touchConsumerLocked(m)
 	if m.epoch < g.cg.epoch || m.state == memberUnrevoked || (m.state == memberUnreleased && !g.waitingOnUnreleasedLocked(m)) {
+		g.armClassicJoinLocked(m)
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0
+}
+
+// armClassicJoinLocked gives a classic member told to join again its rebalance
+// timeout to do so, unless a deadline already runs (Kafka's
+// scheduleConsumerGroupJoinTimeoutIfAbsent); a member that does not join in time
+// is fenced.
+func (g *group) armClassicJoinLocked(m *cmember) {
+	if m.joinArmed {
+		return
+	}
+	m.joinArmed = true
+	g.armClassicDeadlineLocked(m, &m.joinSeq, m.rebalanceTimeout, "did not join again within its rebalance timeout")
+}
+
+// armClassicDeadlineLocked fences classic member m after d unless *seq moves
+// first (the member did what it was waiting for).
+func (g *group) armClassicDeadlineLocked(m *cmember, seq *uint64, d time.Duration, why string) {
+	if d <= 0 {
+		d = m.classic.session
+	}
+	*seq++
+	armed := *seq
+	g.c.clock.AfterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.cg == nil || g.cg.members[m.id] != m || *seq != armed || m.classic == nil || g.state == stateDead {
+			return
+		}
+		g.c.logger.Info("group coordinator: classic member of a consumer group "+why, "group", g.name, "member_id", m.id, "timeout", d)
+		g.storeConsumerAsyncLocked(g.fenceConsumerMemberLocked(m))
+	})
 }
 
 // waitingOnUnreleasedLocked reports whether a partition of m's target is still

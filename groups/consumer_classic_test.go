@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -276,4 +277,65 @@ func TestConsumerClassicStaticReplacementDowngrades(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A classic member of a consumer group must sync within its rebalance timeout
+// after joining, and join again within it once told to (Kafka's sync and join
+// timeouts): heartbeats alone do not keep such a member, which is fenced.
+func TestConsumerClassicJoinSyncTimeouts(t *testing.T) {
+	e := newConsumerEnv(t)
+	m1 := e.cgJoin("g", "m1", "t")
+	join := func() *kmsg.JoinGroupResponse {
+		r := e.c.JoinGroup(context.Background(), client, classicJoinReq("g", "", nil, "t"))
+		wantCode(t, "first classic join", r.ErrorCode, kerr.MemberIDRequired)
+		r = e.c.JoinGroup(context.Background(), client, classicJoinReq("g", r.MemberID, nil, "t"))
+		wantCode(t, "classic join", r.ErrorCode, nil)
+		return r
+	}
+	// beatFor heartbeats every 3 s (session 6 s) for d; it returns the last code.
+	beatFor := func(member string, gen int32, d time.Duration) int16 {
+		var code int16
+		for step := 3 * time.Second; d > 0; d -= step {
+			e.clock.Advance(step)
+			if code = e.heartbeat("g", member, gen); code == kerr.UnknownMemberID.Code {
+				return code
+			}
+		}
+		return code
+	}
+
+	// Joined, never synced: fenced after the rebalance timeout (10 s).
+	lazy := join()
+	code := beatFor(lazy.MemberID, lazy.Generation, 15*time.Second)
+	wantCode(t, "heartbeat of a member that never synced", code, kerr.UnknownMemberID)
+
+	// Synced, and joining again whenever told to: kept.
+	c := join()
+	rejoins := 0
+	for range 5 {
+		if _, code := e.classicSync("g", c.MemberID, c.Generation); code != 0 {
+			t.Fatalf("sync: %v", kerr.ErrorForCode(code))
+		}
+		e.cgBeat("g", m1) // revokes what the classic member waits for
+		e.clock.Advance(3 * time.Second)
+		switch code := e.heartbeat("g", c.MemberID, c.Generation); code {
+		case kerr.RebalanceInProgress.Code:
+			r := e.c.JoinGroup(context.Background(), client, classicJoinReq("g", c.MemberID, nil, "t"))
+			wantCode(t, "classic rejoin", r.ErrorCode, nil)
+			c, rejoins = r, rejoins+1
+		case 0:
+		default:
+			t.Fatalf("heartbeat of a member that syncs and rejoins: %v", kerr.ErrorForCode(code))
+		}
+	}
+	if rejoins == 0 {
+		t.Fatal("the classic member was never told to join again")
+	}
+
+	// Told to join again (a new member bumps the group epoch), it only heartbeats:
+	// fenced after the rebalance timeout.
+	e.cgJoin("g", "m2", "t")
+	wantCode(t, "heartbeat after the epoch moved", e.heartbeat("g", c.MemberID, c.Generation), kerr.RebalanceInProgress)
+	code = beatFor(c.MemberID, c.Generation, 15*time.Second)
+	wantCode(t, "heartbeat of a member that never joined again", code, kerr.UnknownMemberID)
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"skiff/internal/follow"
 	"skiff/logstore"
 	"skiff/offsets"
 	"skiff/replication"
@@ -234,12 +235,12 @@ type Coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		shards    map[int32]*shard
-		followers map[int32]*follower // partitions followed here (follow.go)
-		groups    map[string]*group
-		expiry    Timer
-		closed    bool
+		shards map[int32]*shard
+		groups map[string]*group
+		expiry Timer
+		closed bool
 	}
+	followers follow.Appliers[FollowLog] // partitions followed here (follow.go)
 }
 
 // New returns a coordinator that leads no partition yet.
@@ -249,7 +250,8 @@ func New(cfg Config) *Coordinator {
 	c.offsetsRetention.Store(int64(cfg.OffsetsRetention))
 	c.checkInterval.Store(int64(cfg.RetentionCheckInterval))
 	c.mu.shards = make(map[int32]*shard)
-	c.mu.followers = make(map[int32]*follower)
+	c.followers.Apply = c.applyFollowed
+	c.followers.Retry = retryApply
 	c.mu.groups = make(map[string]*group)
 	c.mu.expiry = c.clock.AfterFunc(cfg.RetentionCheckInterval, c.expiryTick)
 	return c
@@ -383,19 +385,13 @@ func (c *Coordinator) Close() error {
 	for id := range c.mu.shards {
 		ids = append(ids, id)
 	}
-	followed := make([]int32, 0, len(c.mu.followers))
-	for id := range c.mu.followers {
-		followed = append(followed, id)
-	}
 	c.mu.Unlock()
 	c.expiryMu.Lock() // wait for an expiry run in progress
 	c.expiryMu.Unlock()
 	for _, id := range ids {
 		c.Resign(id)
 	}
-	for _, id := range followed {
-		c.Unfollow(id)
-	}
+	c.followers.Close()
 	return nil
 }
 

@@ -59,7 +59,7 @@ func TestFollowerAppliesCommittedRecords(t *testing.T) {
 
 	// Elected, the follower's coordinator serves what it applied.
 	f.Elect(0, 1, e.log)
-	if f.mu.followers[0] != nil {
+	if f.Followed() != 0 {
 		t.Fatal("still following a partition it leads")
 	}
 	fe := &env{t: t, c: f}

@@ -141,3 +141,20 @@ func TestOwed(t *testing.T) {
 		t.Fatalf("a client without a quota owes %v", d)
 	}
 }
+
+// TestBucketIdleRefillCapped: a bucket idle for longer than it takes to fill
+// is full, not fuller: one take after the idle time still costs its value, so
+// a take of twice the burst is throttled for one burst's refill time.
+func TestBucketIdleRefillCapped(t *testing.T) {
+	w := Window{Samples: 11, Size: time.Second}
+	b := bucket{w: w}
+	now := time.Unix(1000, 0)
+	if d := b.take(100, 0, now); d != 0 {
+		t.Fatalf("a full bucket throttles %v", d)
+	}
+	// Idle for an hour: 360,000 tokens of refill against a burst of 1,100.
+	d := b.take(100, 2200, now.Add(time.Hour))
+	if d != 11*time.Second {
+		t.Fatalf("a take of twice the burst after an idle hour throttles %v, want 11s", d)
+	}
+}

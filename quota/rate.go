@@ -117,10 +117,10 @@ func (b *bucket) take(limit, v float64, now time.Time) time.Duration {
 	if b.last.IsZero() {
 		b.tokens = burst
 	} else if dt := now.Sub(b.last); dt > 0 {
-		b.tokens += limit * dt.Seconds()
+		b.tokens = min(burst, b.tokens+limit*dt.Seconds()) // full is full, however long idle
 	}
 	b.last = now
-	b.tokens = min(burst, b.tokens-v)
+	b.tokens = min(burst, b.tokens) - v
 	if b.tokens >= 0 {
 		return 0
 	}

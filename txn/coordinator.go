@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"skiff/groups"
+	"skiff/internal/follow"
 	"skiff/logstore"
 	"skiff/offsets"
 	"skiff/replication"
@@ -143,11 +144,11 @@ type Coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		shards    map[int32]*shard
-		stores    map[int32]*partitionStore
-		followers map[int32]*follower
-		closed    bool
+		shards map[int32]*shard
+		stores map[int32]*partitionStore
+		closed bool
 	}
+	followers follow.Appliers[FollowLog] // follow.go
 }
 
 // New returns a coordinator that leads no partition yet.
@@ -156,7 +157,8 @@ func New(cfg Config) *Coordinator {
 	c := &Coordinator{cfg: cfg, logger: cfg.Logger}
 	c.mu.shards = make(map[int32]*shard)
 	c.mu.stores = make(map[int32]*partitionStore)
-	c.mu.followers = make(map[int32]*follower)
+	c.followers.Apply = c.applyFollowed
+	c.followers.Retry = retryLoad
 	return c
 }
 
@@ -233,9 +235,7 @@ func (c *Coordinator) Close() error {
 	for _, id := range ids {
 		c.Resign(id)
 	}
-	for id := range c.Followed() {
-		c.Unfollow(id)
-	}
+	c.followers.Close()
 	return nil
 }
 
