@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"skiff/compaction"
 	"skiff/groups"
 	"skiff/kafkaapi"
 	"skiff/replication"
@@ -208,9 +209,9 @@ type Config struct {
 	// second the out-of-sync replicas a topic lists in
 	// follower.replication.throttled.replicas fetch together (0: no limit).
 	FollowerThrottledRate int64
-	// LeaderThrottledRate is leader.replication.throttled.rate, accepted for
-	// Kafka's tools (kafka-reassign-partitions.sh --throttle sets both); the
-	// follower's side enforces the throttle.
+	// LeaderThrottledRate is leader.replication.throttled.rate: bytes per
+	// second this node's replicas listed in leader.replication.throttled.replicas
+	// answer out-of-sync followers together (0: no limit).
 	LeaderThrottledRate int64
 	// Groups holds the group coordinator's settings (see GroupConfig).
 	Groups GroupConfig
@@ -370,4 +371,10 @@ func advertisedAddr(advertise string, bound net.Addr) (host string, port int32, 
 		}
 	}
 	return host, int32(ta.Port), nil
+}
+
+// cleanerConfig is the log cleaner's part of c.
+func (c Config) cleanerConfig() compaction.CleanerConfig {
+	return compaction.CleanerConfig{Threads: c.CleanerThreads, DedupeBufferSize: c.CleanerDedupeBufferSize,
+		IOBytesPerSecond: c.CleanerIOBytesPerSecond, Backoff: c.CleanerBackoff}
 }

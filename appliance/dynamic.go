@@ -65,6 +65,8 @@ func (n *Node) applyDynamic(snap *cluster.Snapshot) {
 	n.dyn.applied, n.dyn.started = values, true
 	n.parts.SetRetentionCheckInterval(cfg.RetentionCheckInterval)
 	n.parts.SetFollowerThrottleRate(cfg.FollowerThrottledRate)
+	n.parts.SetLeaderThrottleRate(cfg.LeaderThrottledRate)
+	n.parts.SetCleaner(cfg.cleanerConfig())
 	if n.groups != nil {
 		n.groups.SetOffsetsRetention(cfg.Groups.OffsetsRetention, cfg.Groups.OffsetsRetentionCheckInterval)
 	}

@@ -53,6 +53,14 @@ type GroupConfig struct {
 	ShareRecordLockDuration time.Duration
 	ShareDeliveryCountLimit int16
 	ShareMaxRecordLocks     int
+	// ShareSessionTimeout and ShareHeartbeatInterval are
+	// group.share.session.timeout.ms and group.share.heartbeat.interval.ms;
+	// ShareMin/MaxSessionTimeout and ShareMin/MaxHeartbeatInterval
+	// (group.share.min/max.*) bound a group's share.session.timeout.ms and
+	// share.heartbeat.interval.ms.
+	ShareSessionTimeout, ShareHeartbeatInterval          time.Duration
+	ShareMinSessionTimeout, ShareMaxSessionTimeout       time.Duration
+	ShareMinHeartbeatInterval, ShareMaxHeartbeatInterval time.Duration
 }
 
 // startGroups creates the group coordinator; it leads nothing until applyGroups.

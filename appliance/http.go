@@ -70,6 +70,7 @@ func (n *Node) httpHandler(reg *prometheus.Registry) http.Handler {
 	})))
 	admin := http.NewServeMux()
 	n.adminRoutes(admin)     // GET /v1/cluster, POST /v1/cluster/remove-node (admin.go)
+	n.shareRoutes(admin)     // GET /v1/share-partitions (admin_shares.go)
 	n.joinRoutes(mux, admin) // POST /v1/join (open), POST /v1/cluster/join-token (join.go)
 	mux.Handle("/v1/", n.requireAuth(admin))
 	n.consoleRoutes(mux, open) // the web console at / and its internal API under /v1/console/ (console.go)

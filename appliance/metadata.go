@@ -107,11 +107,13 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 		},
 		Compaction:                cc,
 		FollowerThrottledReplicas: cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigFollowerThrottledReplicas),
+		LeaderThrottledReplicas:   cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigLeaderThrottledReplicas),
 		MaxMessageBytes:           int(get(cluster.ConfigMaxMessageBytes)),
 		MinInsyncReplicas:         int(get(cluster.ConfigMinInsyncReplicas)),
 		LogAppendTime:             cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMessageTimestampType) == "LogAppendTime",
 		Recompress:                compression != cluster.CompressionProducer,
 		Codec:                     brokerCodecs[compression],
+		Level:                     codecLevel(brokerCodecs[compression], get),
 		Timestamps: replication.TimestampBounds{Check: true,
 			BeforeMs: get(cluster.ConfigMessageTimestampBeforeMaxMs), AfterMs: get(cluster.ConfigMessageTimestampAfterMaxMs)},
 	}
@@ -121,6 +123,20 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 var brokerCodecs = map[string]compress.Codec{
 	cluster.CompressionUncompressed: compress.None, "gzip": compress.Gzip, "snappy": compress.Snappy,
 	"lz4": compress.LZ4, "zstd": compress.Zstd,
+}
+
+// codecLevel is the level codec c compresses at, from the topic's
+// compression.<codec>.level (KIP-390) through get; 0 for codecs without levels.
+func codecLevel(c compress.Codec, get func(name string) int64) int {
+	switch c {
+	case compress.Gzip:
+		return int(get(cluster.ConfigCompressionGzipLevel))
+	case compress.LZ4:
+		return int(get(cluster.ConfigCompressionLz4Level))
+	case compress.Zstd:
+		return int(get(cluster.ConfigCompressionZstdLevel))
+	}
+	return 0
 }
 
 // topicDefaults are the broker-level defaults of topic configs (keyed by broker

@@ -62,7 +62,6 @@ import (
 	"skiff/acl"
 	"skiff/auth"
 	"skiff/cluster"
-	"skiff/compaction"
 	"skiff/console"
 	"skiff/embedetcd"
 	"skiff/groups"
@@ -241,8 +240,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		ProducerIDExpiration:   cfg.Txn.ProducerIDExpiration,
 		FS:                     n.fs,
-		Cleaner: compaction.CleanerConfig{Threads: cfg.CleanerThreads, DedupeBufferSize: cfg.CleanerDedupeBufferSize,
-			IOBytesPerSecond: cfg.CleanerIOBytesPerSecond, Backoff: cfg.CleanerBackoff},
+		Cleaner:                cfg.cleanerConfig(),
 	})
 	if err != nil {
 		return nil, err

@@ -35,13 +35,19 @@ func (n *Node) startShareGroups() {
 		Logger: n.logger,
 	})
 	cfg := sharegroup.Config{
-		Store:              n.shareStore,
-		RecordLockDuration: c.ShareRecordLockDuration,
-		DeliveryCountLimit: c.ShareDeliveryCountLimit,
-		MaxRecordLocks:     c.ShareMaxRecordLocks,
-		GroupConfigs:       n.shareStore.GroupConfigs,
-		DeadLetter:         n.shareStore.DeadLetter,
-		Logger:             n.logger,
+		Store:                n.shareStore,
+		RecordLockDuration:   c.ShareRecordLockDuration,
+		DeliveryCountLimit:   c.ShareDeliveryCountLimit,
+		MaxRecordLocks:       c.ShareMaxRecordLocks,
+		SessionTimeout:       c.ShareSessionTimeout,
+		HeartbeatInterval:    c.ShareHeartbeatInterval,
+		MinSessionTimeout:    c.ShareMinSessionTimeout,
+		MaxSessionTimeout:    c.ShareMaxSessionTimeout,
+		MinHeartbeatInterval: c.ShareMinHeartbeatInterval,
+		MaxHeartbeatInterval: c.ShareMaxHeartbeatInterval,
+		GroupConfigs:         n.shareStore.GroupConfigs,
+		DeadLetter:           n.shareStore.DeadLetter,
+		Logger:               n.logger,
 	}
 	n.shares = sharegroup.NewManager(cfg)
 	n.shareGroups = sharegroup.NewCoordinator(cfg, func(name string) (sharegroup.TopicInfo, bool) {

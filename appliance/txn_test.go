@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"skiff/cluster"
 	"skiff/internal/batch"
+	"skiff/replication"
 	"skiff/txn"
 )
 
@@ -198,4 +201,135 @@ func TestTxnStateMaterialized(t *testing.T) {
 			t.Fatalf("Pebble applied %d of %d, %s in state %d; want CompleteCommit", applied, part.HighWatermark(), id, state)
 		}
 	}
+}
+
+// TestTxnReadCommittedAcrossRestart: a franz-go transactional producer commits
+// and aborts transactions, an idempotent one writes between them; after a
+// restart of the node the partition answers the same aborted transactions and
+// producer state, Pebble holds its snapshot at the log end, a read_committed
+// consumer reads exactly the committed records again, and the producers go on
+// where they were.
+func TestTxnReadCommittedAcrossRestart(t *testing.T) {
+	cfg := secureConfig(t, t.TempDir())
+	n, err := startNode(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const topic = "txn-restart"
+	if _, err := n.store.CreateTopic(ctx, cluster.Topic{Name: topic, ID: cluster.NewUUID(), Partitions: 1,
+		ReplicationFactor: 1, Assignment: [][]int32{{n.id}}}); err != nil {
+		t.Fatal(err)
+	}
+	committed := map[string]bool{}
+	write := func(addr string, rounds, from int) {
+		t.Helper()
+		p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("txn-restart-p"), kgo.DefaultProduceTopic(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		idem, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idem.Close()
+		for round := from; round < from+rounds; round++ {
+			if err := p.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			commit := round%3 != 1
+			for i := range 5 {
+				v := fmt.Sprintf("t%d-%d", round, i)
+				if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+				committed[v] = commit
+				v = fmt.Sprintf("i%d-%d", round, i)
+				if err := idem.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+				committed[v] = true
+			}
+			if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// readCommitted reads the partition at read_committed from its start up to
+	// its high watermark and checks it holds every committed record once and no
+	// aborted one.
+	readCommitted := func(step, addr string, hw int64) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		seen := map[string]int{}
+		for next := int64(0); next < hw-1; { // the last offset is a marker
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: read up to %d of %d", step, next, hw)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				seen[string(r.Value)]++
+				next = r.Offset + 1
+				if !committed[string(r.Value)] {
+					t.Fatalf("%s: read aborted record %s at %d", step, r.Value, r.Offset)
+				}
+			})
+			if next > 0 && len(seen) == countTrue(committed) {
+				break
+			}
+		}
+		for v, ok := range committed {
+			if ok && seen[v] != 1 {
+				t.Fatalf("%s: committed record %s read %d times", step, v, seen[v])
+			}
+		}
+	}
+	write(n.KafkaAddr(), 6, 0)
+	part := n.parts.Partition(topic, 0)
+	aborted, producers, hw := part.AbortedTxns(0, math.MaxInt64), part.Producers(), part.HighWatermark()
+	if len(aborted) != 2 {
+		t.Fatalf("aborted transactions before the restart: %+v, want 2", aborted)
+	}
+	readCommitted("before the restart", n.KafkaAddr(), hw)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err = startNode(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part = n.parts.Partition(topic, 0)
+	if got := part.AbortedTxns(0, math.MaxInt64); !reflect.DeepEqual(got, aborted) {
+		t.Fatalf("aborted transactions after the restart: %+v, want %+v", got, aborted)
+	}
+	if got := part.Producers(); !reflect.DeepEqual(got, producers) {
+		t.Fatalf("producers after the restart: %+v, want %+v", got, producers)
+	}
+	if off, _, ok, err := n.db.LogIndex(replication.PartitionKey(topic, 0)).ProducerSnapshot(); err != nil || !ok || off != part.LogEndOffset() {
+		t.Fatalf("producer snapshot at %d (ok %v, %v), want one at the log end %d", off, ok, err, part.LogEndOffset())
+	}
+	readCommitted("after the restart", n.KafkaAddr(), hw)
+	write(n.KafkaAddr(), 3, 6)
+	if got := part.AbortedTxns(0, math.MaxInt64); len(got) != 3 {
+		t.Fatalf("aborted transactions after more rounds: %+v, want 3", got)
+	}
+	readCommitted("after more transactions", n.KafkaAddr(), part.HighWatermark())
+}
+
+func countTrue(m map[string]bool) int {
+	n := 0
+	for _, v := range m {
+		if v {
+			n++
+		}
+	}
+	return n
 }

@@ -136,14 +136,20 @@ func (k *Client) DescribeBrokerConfigs(ctx context.Context, id int32) ([]kmsg.De
 	if id != AllBrokers {
 		name = strconv.Itoa(int(id))
 	}
+	return k.describeConfigs(ctx, kmsg.ConfigResourceTypeBroker, name, "broker configs")
+}
+
+// describeConfigs returns every config of one resource (DescribeConfigs); what
+// names it in errors.
+func (k *Client) describeConfigs(ctx context.Context, typ kmsg.ConfigResourceType, name, what string) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
-	req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: name}}
+	req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: typ, ResourceName: name}}
 	resp, err := req.RequestWith(ctx, k.kafka)
 	if err != nil {
-		return nil, fmt.Errorf("describe broker configs: %w", k.Explain(err))
+		return nil, fmt.Errorf("describe %s: %w", what, k.Explain(err))
 	}
 	if len(resp.Resources) != 1 {
-		return nil, fmt.Errorf("describe broker configs: the broker answered for %d resources", len(resp.Resources))
+		return nil, fmt.Errorf("describe %s: the broker answered for %d resources", what, len(resp.Resources))
 	}
 	r := resp.Resources[0]
 	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
@@ -151,7 +157,7 @@ func (k *Client) DescribeBrokerConfigs(ctx context.Context, id int32) ([]kmsg.De
 		if r.ErrorMessage != nil {
 			msg = *r.ErrorMessage
 		}
-		return nil, fmt.Errorf("describe broker configs: %w%s", err, BrokerSays(msg))
+		return nil, fmt.Errorf("describe %s: %w%s", what, err, BrokerSays(msg))
 	}
 	return r.Configs, nil
 }
@@ -194,6 +200,8 @@ func ConfigSource(s kmsg.ConfigSource) string {
 		return "broker config file"
 	case kmsg.ConfigSourceDefaultConfig:
 		return "default"
+	case kmsg.ConfigSourceGroupConfig:
+		return "group"
 	case kmsg.ConfigSourceUnknown:
 		return "-"
 	default:

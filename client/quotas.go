@@ -22,17 +22,32 @@ const (
 	ProducerByteRate  = "producer_byte_rate"
 	ConsumerByteRate  = "consumer_byte_rate"
 	RequestPercentage = "request_percentage"
+	// ControllerMutationRate is partitions created or deleted per second (KIP-599).
+	ControllerMutationRate = "controller_mutation_rate"
+	// ConnectionCreationRate is connections accepted per second from an ip
+	// (KIP-612), the only quota of an ip entity.
+	ConnectionCreationRate = "connection_creation_rate"
 )
 
 // QuotaKeys are every quota key a client entity may have; delete removes them.
-var QuotaKeys = []string{ProducerByteRate, ConsumerByteRate, RequestPercentage, "controller_mutation_rate"}
+var QuotaKeys = []string{ProducerByteRate, ConsumerByteRate, RequestPercentage, ControllerMutationRate}
+
+// keys are the quota keys e may have.
+func (e QuotaEntity) keys() []string {
+	if e.IP != "" || e.DefaultIP {
+		return []string{ConnectionCreationRate}
+	}
+	return QuotaKeys
+}
 
 // QuotaEntity names what a quota is set for: a user, a client id, or both;
 // each part either named or the default (every user, or client id, without
-// a quota of its own).
+// a quota of its own). Or an ip address, or the default ip, alone.
 type QuotaEntity struct {
 	User, ClientID               string
 	DefaultUser, DefaultClientID bool
+	IP                           string
+	DefaultIP                    bool
 }
 
 // Validate reports an entity that names nothing, or a part twice.
@@ -42,8 +57,12 @@ func (e QuotaEntity) Validate() error {
 		return errors.New("give a user or the default user, not both")
 	case e.ClientID != "" && e.DefaultClientID:
 		return errors.New("give a client id or the default client id, not both")
-	case e.User == "" && e.ClientID == "" && !e.DefaultUser && !e.DefaultClientID:
-		return errors.New("name what the quota is for: --client-id ID, --quota-user NAME, --default or --default-user")
+	case e.IP != "" && e.DefaultIP:
+		return errors.New("give an ip or the default ip, not both")
+	case (e.IP != "" || e.DefaultIP) && (e.User != "" || e.ClientID != "" || e.DefaultUser || e.DefaultClientID):
+		return errors.New("an ip quota is for the ip alone: no user or client id with --ip or --ip-default")
+	case e.User == "" && e.ClientID == "" && !e.DefaultUser && !e.DefaultClientID && e.IP == "" && !e.DefaultIP:
+		return errors.New("name what the quota is for: --client-id ID, --quota-user NAME, --default, --default-user, --ip ADDR or --ip-default")
 	}
 	return nil
 }
@@ -61,6 +80,7 @@ func (e QuotaEntity) kadm() kadm.ClientQuotaEntity {
 	}
 	part("user", e.User, e.DefaultUser)
 	part("client-id", e.ClientID, e.DefaultClientID)
+	part("ip", e.IP, e.DefaultIP)
 	return out
 }
 
@@ -105,7 +125,7 @@ func (k *Client) SetQuotas(ctx context.Context, e QuotaEntity, set map[string]fl
 // is empty).
 func (k *Client) DeleteQuotas(ctx context.Context, e QuotaEntity, keys []string) error {
 	if len(keys) == 0 {
-		keys = QuotaKeys
+		keys = e.keys()
 	}
 	var ops []kadm.AlterClientQuotaOp
 	for _, key := range keys {

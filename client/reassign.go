@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -93,26 +94,110 @@ func (k *Client) Reassign(ctx context.Context, w io.Writer, plan ReassignmentPla
 }
 
 // ListReassignments prints the reassignments in progress, one line per
-// partition. kadm asks only for partitions named, so the request for all of
-// them (topics null) is sent as it is.
+// partition.
 func (k *Client) ListReassignments(ctx context.Context, w io.Writer) error {
+	moving, err := k.reassignmentsInProgress(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range moving {
+		fmt.Fprintf(w, "%s/%d: replicas %s, adding %s, removing %s\n", m.Topic, m.Partition,
+			joinIDs(m.Replicas), joinIDs(m.AddingReplicas), joinIDs(m.RemovingReplicas))
+	}
+	if len(moving) == 0 {
+		fmt.Fprintln(w, "no reassignment in progress")
+	}
+	return nil
+}
+
+// reassignment is one partition's reassignment in progress.
+type reassignment struct {
+	Topic string
+	kmsg.ListPartitionReassignmentsResponseTopicPartition
+}
+
+// reassignmentsInProgress lists every reassignment in progress. kadm asks only
+// for partitions named, so the request for all of them (topics null) is sent as
+// it is.
+func (k *Client) reassignmentsInProgress(ctx context.Context) ([]reassignment, error) {
 	resp, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, k.kafka)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {
-		return fmt.Errorf("list reassignments: %w", k.Explain(err))
+		return nil, fmt.Errorf("list reassignments: %w", k.Explain(err))
 	}
+	var out []reassignment
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			fmt.Fprintf(w, "%s/%d: replicas %s, adding %s, removing %s\n", t.Topic, p.Partition,
-				joinIDs(p.Replicas), joinIDs(p.AddingReplicas), joinIDs(p.RemovingReplicas))
+			out = append(out, reassignment{Topic: t.Topic, ListPartitionReassignmentsResponseTopicPartition: p})
 		}
 	}
-	if len(resp.Topics) == 0 {
-		fmt.Fprintln(w, "no reassignment in progress")
+	return out, nil
+}
+
+// CancelReassignment cancels the reassignments in progress of the plan's
+// partitions (all of them in progress when plan is nil), as
+// kafka-reassign-partitions.sh --cancel does: AlterPartitionReassignments with
+// null replicas puts each back on its replicas from before the move, and the
+// throttle of the moves (the rates and the topics' throttled replicas) is
+// cleared. It prints one line per partition; a partition of the plan not being
+// moved is said so and left alone.
+func (k *Client) CancelReassignment(ctx context.Context, w io.Writer, plan *ReassignmentPlan) error {
+	moving, err := k.reassignmentsInProgress(ctx)
+	if err != nil {
+		return err
 	}
-	return nil
+	inPlan := func(topic string, partition int32) bool {
+		return plan == nil || slices.ContainsFunc(plan.Partitions, func(p PartitionAssignment) bool { return p.Topic == topic && p.Partition == partition })
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	before := map[string]map[int32][]int32{}
+	var topics []string
+	for _, m := range moving {
+		if !inPlan(m.Topic, m.Partition) {
+			continue
+		}
+		req.CancelAssign(m.Topic, m.Partition)
+		if before[m.Topic] == nil {
+			before[m.Topic] = map[int32][]int32{}
+			topics = append(topics, m.Topic)
+		}
+		before[m.Topic][m.Partition] = slices.DeleteFunc(slices.Clone(m.Replicas), func(id int32) bool { return slices.Contains(m.AddingReplicas, id) })
+	}
+	if plan != nil {
+		for _, p := range plan.Partitions {
+			if _, ok := before[p.Topic][p.Partition]; !ok {
+				fmt.Fprintf(w, "%s/%d: no reassignment in progress\n", p.Topic, p.Partition)
+			}
+		}
+	}
+	if len(req) == 0 {
+		if plan == nil {
+			fmt.Fprintln(w, "no reassignment in progress")
+		}
+		return nil
+	}
+	rs, err := k.admin.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return fmt.Errorf("cancel reassignments: %w", k.Explain(err))
+	}
+	failed := 0
+	for _, r := range rs.Sorted() {
+		switch {
+		case errors.Is(r.Err, kerr.NoReassignmentInProgress): // ended meanwhile
+			fmt.Fprintf(w, "%s/%d: no reassignment in progress\n", r.Topic, r.Partition)
+		case r.Err != nil:
+			failed++
+			fmt.Fprintf(w, "%s/%d: cancel refused: %v%s\n", r.Topic, r.Partition, r.Err, BrokerSays(r.ErrMessage))
+		default:
+			fmt.Fprintf(w, "%s/%d: cancelled, back to %s\n", r.Topic, r.Partition, joinIDs(before[r.Topic][r.Partition]))
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d cancels refused", failed, len(rs))
+	}
+	return k.clearThrottle(ctx, w, topics)
 }
 
 // GenerateReassignment proposes a plan moving topics' replicas onto brokers

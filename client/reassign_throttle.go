@@ -86,6 +86,12 @@ func (k *Client) VerifyReassignment(ctx context.Context, w io.Writer, plan Reass
 	if !done {
 		return false, nil
 	}
+	return true, k.clearThrottle(ctx, w, topics)
+}
+
+// clearThrottle removes the replication throttle rates of every broker and the
+// throttled replicas of topics, and says so.
+func (k *Client) clearThrottle(ctx context.Context, w io.Writer, topics []string) error {
 	del := func(names ...string) []kadm.AlterConfig {
 		var out []kadm.AlterConfig
 		for _, n := range names {
@@ -94,13 +100,13 @@ func (k *Client) VerifyReassignment(ctx context.Context, w io.Writer, plan Reass
 		return out
 	}
 	if err := alterErr(k.admin.AlterBrokerConfigs(ctx, del(leaderRate, followerRate))); err != nil {
-		return true, fmt.Errorf("clear the replication throttle rates: %w", k.Explain(err))
+		return fmt.Errorf("clear the replication throttle rates: %w", k.Explain(err))
 	}
 	if err := alterErr(k.admin.AlterTopicConfigs(ctx, del(leaderReplicasCfg, followerReplicasCfg), topics...)); err != nil {
-		return true, fmt.Errorf("clear the throttled replicas: %w", k.Explain(err))
+		return fmt.Errorf("clear the throttled replicas: %w", k.Explain(err))
 	}
 	fmt.Fprintln(w, "throttle cleared")
-	return true, nil
+	return nil
 }
 
 func planTopics(plan ReassignmentPlan) []string {

@@ -22,14 +22,64 @@ import (
 type ShareGroupDescription struct {
 	Group      kmsg.ShareGroupDescribeResponseGroup
 	Partitions []SharePartitionOffsets
+	// InFlight is set when the partitions' leaders reported their in-flight
+	// figures (AddInFlight); InFlightErrors are the nodes that did not answer.
+	InFlight       bool
+	InFlightErrors []string
 }
 
 // SharePartitionOffsets is one share-partition's start offset (SPSO) and lag
-// (the records at or above it not yet done; -1 when unknown).
+// (the records at or above it not yet done; -1 when unknown), and, from its
+// leader, its end offset (SPEO), in-flight and acquired records (-1: unknown).
 type SharePartitionOffsets struct {
 	Topic            string
 	Partition        int32
 	StartOffset, Lag int64
+	Leader           int32
+	EndOffset        int64
+	InFlight         int
+	Acquired         int
+}
+
+// SharePartitionStats is one share-partition as its leader reports it.
+type SharePartitionStats struct {
+	Topic                       string
+	Partition, Leader           int32
+	StartOffset, EndOffset, Lag int64
+	InFlight, Acquired          int
+}
+
+// AddInFlight adds the figures the share-partitions' leaders reported to d; a
+// share-partition only a leader knows of (no offsets described yet) is added
+// with its leader's lag, and one no leader reported keeps unknown figures.
+func (d *ShareGroupDescription) AddInFlight(stats []SharePartitionStats, errs []string) {
+	d.InFlight, d.InFlightErrors = true, errs
+	byTP := make(map[string]int, len(d.Partitions))
+	for i := range d.Partitions {
+		p := &d.Partitions[i]
+		p.Leader, p.EndOffset, p.InFlight, p.Acquired = -1, -1, -1, -1
+		byTP[p.Topic+"\x00"+strconv.Itoa(int(p.Partition))] = i
+	}
+	for _, st := range stats {
+		i, ok := byTP[st.Topic+"\x00"+strconv.Itoa(int(st.Partition))]
+		if !ok {
+			d.Partitions = append(d.Partitions, SharePartitionOffsets{Topic: st.Topic, Partition: st.Partition, StartOffset: st.StartOffset, Lag: -1})
+			i = len(d.Partitions) - 1
+		}
+		p := &d.Partitions[i]
+		p.Leader, p.EndOffset, p.InFlight, p.Acquired = st.Leader, st.EndOffset, st.InFlight, st.Acquired
+		if p.Lag < 0 { // the coordinator knows the lag only of what it leads
+			p.Lag = st.Lag
+		}
+	}
+	sortSharePartitions(d.Partitions)
+}
+
+func sortSharePartitions(ps []SharePartitionOffsets) {
+	sort.Slice(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
 }
 
 // DescribeShareGroup describes group as a share group; ok is false when the
@@ -67,10 +117,7 @@ func (k *Client) DescribeShareGroup(ctx context.Context, group string) (d ShareG
 			}
 		}
 	}
-	sort.Slice(d.Partitions, func(i, j int) bool {
-		a, b := d.Partitions[i], d.Partitions[j]
-		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-	})
+	sortSharePartitions(d.Partitions)
 	return d, true, nil
 }
 
@@ -87,6 +134,11 @@ func (k *Client) DescribeShareGroup(ctx context.Context, group string) (d ShareG
 //
 //	TOPIC   PARTITION  START-OFFSET  LAG
 //	orders  0          120           10
+//
+// With the leaders' figures (AddInFlight) the partitions' table is
+//
+//	TOPIC   PARTITION  START-OFFSET  END-OFFSET  IN-FLIGHT  ACQUIRED  LAG  LEADER
+//	orders  0          120           130         10         4         10   2
 func WriteShareGroupDescription(w io.Writer, d ShareGroupDescription) error {
 	g := d.Group
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -117,15 +169,35 @@ func WriteShareGroupDescription(w io.Writer, d ShareGroupDescription) error {
 		return err
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tSTART-OFFSET\tLAG")
-	for _, p := range d.Partitions {
-		lag := "-"
-		if p.Lag >= 0 {
-			lag = strconv.FormatInt(p.Lag, 10)
+	if !d.InFlight {
+		fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tSTART-OFFSET\tLAG")
+		for _, p := range d.Partitions {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.Topic, p.Partition, p.StartOffset, orUnknown(p.Lag))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.Topic, p.Partition, p.StartOffset, lag)
+		return tw.Flush()
 	}
-	return tw.Flush()
+	fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tSTART-OFFSET\tEND-OFFSET\tIN-FLIGHT\tACQUIRED\tLAG\tLEADER")
+	for _, p := range d.Partitions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.StartOffset, orUnknown(p.EndOffset),
+			orUnknown(int64(p.InFlight)), orUnknown(int64(p.Acquired)), orUnknown(p.Lag), orUnknown(int64(p.Leader)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range d.InFlightErrors {
+		if _, err := fmt.Fprintf(w, "no in-flight figures from %s\n", e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orUnknown prints n, or "-" for a negative (unknown) n.
+func orUnknown(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // shareMembers counts a share group's members, 0 when it cannot be described.

@@ -51,10 +51,8 @@ const (
 
 // Reasons a config has no effect, shared by several.
 const (
-	noTieredStorage  = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
-	noLeaderThrottle = "Skiff throttles replication on the follower's side only (follower.replication.throttled.replicas and .rate)"
-	noLevels         = "Skiff's broker compresses (compression.type) at each codec library's default level: gzip 5, lz4 fast, zstd about 3 (Kafka's defaults: gzip 6, lz4 9, zstd 3)"
-	maxLong          = "9223372036854775807"
+	noTieredStorage = "a setting of tiered storage (KIP-405), which Skiff does not have: every segment stays on the broker's disk"
+	maxLong         = "9223372036854775807"
 )
 
 // Values of flush.policy (see ARCHITECTURE.md, Durability).
@@ -93,16 +91,16 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "delete: old segments are removed by retention. compact: the log cleaner keeps the latest record of every key (docs/compaction.md). compact,delete: both. Empty: neither, every segment is kept (as in Kafka 4.2).",
 		rule: listOf(CleanupCompact, CleanupDelete)},
 	{Name: ConfigCompressionGzipLevel, Type: ConfigTypeInt, Default: "-1", BrokerName: "compression.gzip.level",
-		Doc: "Level of the gzip compression Kafka's broker applies under compression.type=gzip; -1: the codec's default.", NoEffect: noLevels,
+		Doc:  "Level of the gzip compression the broker applies under compression.type=gzip; -1: the codec's default (6, as Kafka's).",
 		rule: gzipLevel},
 	{Name: ConfigCompressionLz4Level, Type: ConfigTypeInt, Default: "9", BrokerName: "compression.lz4.level",
-		Doc: "Level of the lz4 compression Kafka's broker applies under compression.type=lz4.", NoEffect: noLevels,
+		Doc:  "Level of the lz4 compression the broker applies under compression.type=lz4: 1 is lz4's fast compressor, 2 and above its high compression (levels 9 to 17 compress alike in Skiff).",
 		rule: intRule(32, 1, 17)},
 	{Name: ConfigCompressionType, Type: ConfigTypeString, Default: CompressionProducer, BrokerName: "compression.type",
-		Doc:  "producer: batches are kept as the producer compressed them. uncompressed, gzip, snappy, lz4 or zstd: the broker recompresses every batch produced with another codec before appending it (snappy in the xerial framing, as Kafka writes it), each codec at its library's default level.",
+		Doc:  "producer: batches are kept as the producer compressed them. uncompressed, gzip, snappy, lz4 or zstd: the broker recompresses every batch produced with another codec before appending it (snappy in the xerial framing, as Kafka writes it), gzip, lz4 and zstd at compression.<codec>.level.",
 		rule: oneOf(CompressionUncompressed, "zstd", "lz4", "snappy", "gzip", CompressionProducer)},
 	{Name: ConfigCompressionZstdLevel, Type: ConfigTypeInt, Default: "3", BrokerName: "compression.zstd.level",
-		Doc: "Level of the zstd compression Kafka's broker applies under compression.type=zstd.", NoEffect: noLevels,
+		Doc:  "Level of the zstd compression the broker applies under compression.type=zstd (in Skiff four steps: below 3, 3 to 5, 6 to 9, 10 and above).",
 		rule: intRule(32, -131072, 22)},
 	{Name: ConfigDeleteRetentionMs, Type: ConfigTypeLong, Default: "86400000", BrokerName: "log.cleaner.delete.retention.ms",
 		Doc:  "How long a tombstone of a compacted topic is kept after the cleaner first kept it, for consumers to see the delete.",
@@ -131,7 +129,7 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "Kafka's internal override of segment.bytes without its 1 MiB minimum, for tests only; never listed.",
 		rule: anyInt(32)},
 	{Name: ConfigLeaderThrottledReplicas, Type: ConfigTypeList, Default: "",
-		Doc: "Replicas whose leader side is throttled.", NoEffect: noLeaderThrottle,
+		Doc:  "Replicas on their leader whose answers to followers not in sync are throttled to leader.replication.throttled.rate.",
 		rule: throttledReplicas},
 	{Name: ConfigLocalRetentionBytes, Type: ConfigTypeLong, Default: "-2", BrokerName: "log.local.retention.bytes",
 		Doc: "Bytes kept on local disk when segments are also in remote storage; -2: retention.bytes.", NoEffect: noTieredStorage,

@@ -26,8 +26,8 @@ const (
 )
 
 // quotaKey is the key of e: /skiff/quotas/user/<user>/client-id/<client-id>,
-// with only the parts e has, each name path-escaped (a name may hold '/'),
-// <default> for a default.
+// with only the parts e has, or /skiff/quotas/ip/<ip>, each name path-escaped
+// (a name may hold '/'), <default> for a default.
 func quotaKey(e quota.Entity) string {
 	part := func(n quota.Name) string {
 		if n.IsDefault() {
@@ -41,6 +41,9 @@ func quotaKey(e quota.Entity) string {
 	}
 	if e.ClientID.Set() {
 		parts = append(parts, quota.TypeClientID, part(e.ClientID))
+	}
+	if e.IP.Set() {
+		parts = append(parts, quota.TypeIP, part(e.IP))
 	}
 	return prefixQuotas + strings.Join(parts, "/")
 }
@@ -71,6 +74,8 @@ func parseQuotaKey(key string) (e quota.Entity, ok bool) {
 			e.User = n
 		case parts[i] == quota.TypeClientID && !e.ClientID.Set():
 			e.ClientID = n
+		case parts[i] == quota.TypeIP && i == 0 && len(parts) == 2:
+			e.IP = n
 		default:
 			return e, false
 		}
@@ -89,8 +94,12 @@ func decodeQuotas(key string, data []byte) (quota.Values, error) {
 	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
 		return nil, err
 	}
+	e, ok := parseQuotaKey(key)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: not a quota entity", ErrCorrupt, key)
+	}
 	for k, x := range v.Quotas {
-		if err := quota.Validate(k, x); err != nil {
+		if err := quota.Validate(e, k, x); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
 		}
 	}
@@ -106,7 +115,7 @@ func (s *Store) AlterClientQuotas(ctx context.Context, e quota.Entity, set quota
 		return 0, fmt.Errorf("cluster: quota entity %s: %s", e, why)
 	}
 	for k, v := range set {
-		if err := quota.Validate(k, v); err != nil {
+		if err := quota.Validate(e, k, v); err != nil {
 			return 0, fmt.Errorf("cluster: quota of %s: %w", e, err)
 		}
 	}

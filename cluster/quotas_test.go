@@ -85,27 +85,31 @@ func TestClientQuotas(t *testing.T) {
 func TestQuotaKeys(t *testing.T) {
 	names := []quota.Name{{}, quota.Default, quota.Named("a"), quota.Named("x/y%z"), quota.Named("<default>")}
 	seen := map[string]quota.Entity{}
+	var entities []quota.Entity
 	for _, u := range names {
 		for _, c := range names {
-			e := quota.Entity{User: u, ClientID: c}
-			if e.Valid() != "" {
-				continue
-			}
-			key := quotaKey(e)
-			if prev, dup := seen[key]; dup {
-				t.Fatalf("%s and %s share key %s", prev, e, key)
-			}
-			seen[key] = e
-			got, ok := parseQuotaKey(key)
-			if !ok || got != e {
-				t.Fatalf("key %s of %s parses to %s %v", key, e, got, ok)
-			}
-			if kind, _, _ := parseKey(key); kind != keyIsQuota {
-				t.Fatalf("key %s is kind %v", key, kind)
-			}
+			entities = append(entities, quota.Entity{User: u, ClientID: c})
 		}
 	}
-	for _, bad := range []string{"", "user", "user/", "client-id/a/user/b", "user/a/user/b", "user/x%2fy", "ip/1.2.3.4", "user/a/client-id"} {
+	entities = append(entities, quota.Entity{IP: quota.Default}, quota.Entity{IP: quota.Named("127.0.0.1")}, quota.Entity{IP: quota.Named("::1")})
+	for _, e := range entities {
+		if e.Valid() != "" {
+			continue
+		}
+		key := quotaKey(e)
+		if prev, dup := seen[key]; dup {
+			t.Fatalf("%s and %s share key %s", prev, e, key)
+		}
+		seen[key] = e
+		got, ok := parseQuotaKey(key)
+		if !ok || got != e {
+			t.Fatalf("key %s of %s parses to %s %v", key, e, got, ok)
+		}
+		if kind, _, _ := parseKey(key); kind != keyIsQuota {
+			t.Fatalf("key %s is kind %v", key, kind)
+		}
+	}
+	for _, bad := range []string{"", "user", "user/", "client-id/a/user/b", "user/a/user/b", "user/x%2fy", "ip/1.2.3.4/user/a", "user/a/ip/1.2.3.4", "user/a/client-id"} {
 		if _, ok := parseQuotaKey(prefixQuotas + bad); ok {
 			t.Errorf("%q parsed as a quota key", bad)
 		}

@@ -15,6 +15,7 @@ import (
 // key map and buffers.
 type worker struct {
 	m        *offsetMap
+	mapBytes int64 // the size m was made for
 	dec      batch.Decoder
 	rb       batch.Rebuilder
 	recs     []batch.Record
@@ -137,13 +138,13 @@ func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *pas
 				m.latest = max(m.latest, h.LastOffset())
 				return nil
 			}
-			// The keys of a batch are hashed first and put after, in a loop
-			// whose table lookups (cache misses) do not wait for each other.
+			// The keys of a batch are hashed first, their slots warmed, and
+			// put after.
 			w.keys = w.keys[:0]
-			err := w.dec.Records(b, func(r batch.Record) error {
-				if r.Key != nil && r.Offset >= sp.firstDirty {
-					h0, h1 := m.hash(r.Key)
-					w.keys = append(w.keys, hashedKey{h0, h1, r.Offset})
+			err := w.dec.Keys(b, func(key []byte, offset int64) error {
+				if key != nil && offset >= sp.firstDirty {
+					h0, h1 := m.hash(key)
+					w.keys = append(w.keys, hashedKey{h0, h1, offset})
 				}
 				return nil
 			})
@@ -154,6 +155,7 @@ func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *pas
 			case err != nil:
 				return err
 			}
+			m.warm(w.keys)
 			for _, k := range w.keys {
 				if !m.putHashed(k.h0, k.h1, k.offset) {
 					full = true

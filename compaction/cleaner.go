@@ -31,7 +31,13 @@ type Cleaner struct {
 
 	mu struct {
 		sync.Mutex
-		busy map[*logstore.Log]bool
+		// settings are the Threads, DedupeBufferSize, IOBytesPerSecond and
+		// Backoff in force (Reconfigure).
+		settings CleanerConfig
+		// retire holds a channel per running thread, closed to stop it after
+		// its pass in progress.
+		retire []chan struct{}
+		busy   map[*logstore.Log]bool
 		// horizons holds the earliest delete horizon of a tombstone kept in each
 		// log's compacted part (-1: none); a log missing here is looked up.
 		horizons map[*logstore.Log]int64
@@ -41,16 +47,12 @@ type Cleaner struct {
 // New starts a cleaner.
 func New(cfg CleanerConfig) *Cleaner {
 	cfg = cfg.withDefaults()
-	c := &Cleaner{cfg: cfg, throttle: newThrottle(cfg.IOBytesPerSecond), wake: make(chan struct{}, cfg.Threads)}
+	c := &Cleaner{cfg: cfg, throttle: newThrottle(0), wake: make(chan struct{}, MaxThreads)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.busy = make(map[*logstore.Log]bool)
 	c.mu.horizons = make(map[*logstore.Log]int64)
 	c.metrics = newMetrics(c)
-	for range cfg.Threads {
-		w := &worker{m: newOffsetMap(cfg.DedupeBufferSize / int64(cfg.Threads)), throttle: c.throttle}
-		c.wg.Add(1)
-		go c.run(w)
-	}
+	c.Reconfigure(cfg)
 	return c
 }
 
@@ -58,8 +60,11 @@ func New(cfg CleanerConfig) *Cleaner {
 func (c *Cleaner) Collectors() []prometheus.Collector { return c.metrics.collectors() }
 
 // Wake makes idle threads look for work now (a log's settings changed).
-func (c *Cleaner) Wake() {
-	for range c.cfg.Threads {
+func (c *Cleaner) Wake() { c.wakeLocked(c.Threads()) }
+
+// wakeLocked wakes up to n idle threads; it does not lock c.mu.
+func (c *Cleaner) wakeLocked(n int) {
+	for range n {
 		select {
 		case c.wake <- struct{}{}:
 		default:
@@ -80,20 +85,28 @@ func (c *Cleaner) Close() error {
 // work little and still makes progress on a busy machine.
 const cleanerNice = 5
 
-func (c *Cleaner) run(w *worker) {
+func (c *Cleaner) run(w *worker, retire <-chan struct{}) {
 	defer c.wg.Done()
 	runtime.LockOSThread() // never unlocked: the niced thread ends with this goroutine
 	lowerPriority()
 	for {
-		if c.ctx.Err() != nil {
+		select {
+		case <-c.ctx.Done():
 			return
+		case <-retire:
+			return
+		default:
 		}
+		backoff := c.fitWorker(w)
 		now := time.Now()
 		t, sp, ok := c.grab(now)
 		if !ok {
-			timer := time.NewTimer(c.cfg.Backoff)
+			timer := time.NewTimer(backoff)
 			select {
 			case <-c.ctx.Done():
+				timer.Stop()
+				return
+			case <-retire:
 				timer.Stop()
 				return
 			case <-c.wake:

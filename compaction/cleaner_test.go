@@ -96,3 +96,48 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no series %s", name)
 	return 0
 }
+
+// TestCleanerReconfigure: a running cleaner takes new settings: more threads
+// and fewer (the metric follows; goleak checks that the retired ones end), the
+// I/O rate, and a shorter backoff, after which a log that becomes compacted is
+// compacted without a Wake.
+func TestCleanerReconfigure(t *testing.T) {
+	cfg := compactCfg()
+	cfg.Compact = false
+	tg := newTarget(t, cfg)
+	var h history
+	fill(t, tg, &h, rand.New(rand.NewPCG(7, 1)), 40, 6, []compress.Codec{compress.None}, time.Now().UnixMilli())
+	c := New(CleanerConfig{Threads: 1, Backoff: time.Hour, Targets: func() []Target { return []Target{tg} }})
+	defer c.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.Collectors()...)
+	if n := gathered(t, reg, "skiff_log_cleaner_threads"); n != 1 {
+		t.Fatalf("%v threads, want 1", n)
+	}
+	c.Reconfigure(CleanerConfig{Threads: 3, Backoff: time.Hour, IOBytesPerSecond: 5 << 20})
+	if n := gathered(t, reg, "skiff_log_cleaner_threads"); n != 3 {
+		t.Fatalf("%v threads, want 3", n)
+	}
+	c.throttle.mu.Lock()
+	rate := c.throttle.rate
+	c.throttle.mu.Unlock()
+	if rate != 5<<20 {
+		t.Fatalf("I/O rate %v, want %v", rate, 5<<20)
+	}
+	c.Reconfigure(CleanerConfig{Threads: 2, Backoff: 10 * time.Millisecond})
+	if n := c.Threads(); n != 2 {
+		t.Fatalf("%v threads, want 2", n)
+	}
+	// The idle threads took the new backoff: they look again within 10ms.
+	tg.mu.Lock()
+	tg.cfg.Compact = true
+	tg.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for tg.Log().CleanerPoint() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a log made compacted was not compacted with a 10ms backoff")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	checkCompacted(t, tg, h, false)
+}

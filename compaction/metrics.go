@@ -16,6 +16,7 @@ type metrics struct {
 	bytesRead, bytesWritten   prometheus.Counter
 	seconds                   prometheus.Counter
 	dirtyRatio, uncleanedSize prometheus.GaugeFunc
+	threads                   prometheus.GaugeFunc
 }
 
 func newMetrics(c *Cleaner) metrics {
@@ -36,11 +37,14 @@ func newMetrics(c *Cleaner) metrics {
 		uncleanedSize: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "skiff_log_cleaner_uncleaned_bytes",
 			Help: "Bytes of sealed segments of compacted logs that the cleaner may compact and has not yet."},
 			func() float64 { _, n := c.dirt(); return float64(n) }),
+		threads: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "skiff_log_cleaner_threads",
+			Help: "Cleaner threads running (log.cleaner.threads)."},
+			func() float64 { return float64(c.Threads()) }),
 	}
 }
 
 func (m metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.passes, m.failures, m.bytesRead, m.bytesWritten, m.seconds, m.dirtyRatio, m.uncleanedSize}
+	return []prometheus.Collector{m.passes, m.failures, m.bytesRead, m.bytesWritten, m.seconds, m.dirtyRatio, m.uncleanedSize, m.threads}
 }
 
 func (m metrics) pass(st passStats, took time.Duration, err error) {

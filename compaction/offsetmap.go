@@ -31,6 +31,7 @@ type offsetMap struct {
 	latest  int64
 	current []uint64 // bit i: offset base+i is the latest of its key (or must be read)
 	maxBits int64
+	sink    uint32 // what warm read, so that its loads are not optimised away
 }
 
 type slot struct {
@@ -165,6 +166,22 @@ func (m *offsetMap) get(key []byte) int64 {
 		return -1
 	}
 	return int64(m.slots[i].off) - 1 + m.base
+}
+
+// warm loads the home slot of every hash of keys, in a loop whose loads do not
+// wait for each other, so that the cache misses of a batch's keys overlap
+// instead of each put waiting for its own: Go has no prefetch instruction, and
+// the table is larger than the CPU's caches.
+func (m *offsetMap) warm(keys []hashedKey) {
+	if len(m.slots) == 0 {
+		return
+	}
+	mask := uint64(len(m.slots) - 1)
+	var sum uint32
+	for _, k := range keys {
+		sum += m.slots[k.h0&mask].off
+	}
+	m.sink = sum
 }
 
 // find returns the slot of the hash, or the empty slot where it would go.

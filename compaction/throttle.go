@@ -12,22 +12,29 @@ import (
 // the future sleeps until then. Unused time does not accumulate beyond one
 // second, so a burst after a quiet spell stays short.
 type throttle struct {
-	rate float64 // bytes per second; <= 0: unlimited
-
 	mu   sync.Mutex
+	rate float64 // bytes per second; <= 0: unlimited
 	next time.Time
 }
 
 func newThrottle(bytesPerSecond int64) *throttle { return &throttle{rate: float64(bytesPerSecond)} }
 
+// setRate changes the rate from the next use on (0: unlimited).
+func (t *throttle) setRate(bytesPerSecond int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rate = float64(bytesPerSecond)
+}
+
 // wait accounts for n bytes and sleeps as long as the rate requires; it returns
 // early with ctx's error when ctx ends.
 func (t *throttle) wait(ctx context.Context, n int) error {
-	if t.rate <= 0 || n <= 0 {
-		return ctx.Err()
-	}
 	now := time.Now()
 	t.mu.Lock()
+	if t.rate <= 0 || n <= 0 {
+		t.mu.Unlock()
+		return ctx.Err()
+	}
 	if t.next.Before(now.Add(-time.Second)) {
 		t.next = now.Add(-time.Second)
 	}

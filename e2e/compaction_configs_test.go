@@ -81,3 +81,32 @@ func startOffset(t *testing.T, adm *kadm.Client, topic string) int64 {
 	}
 	return o.Offset
 }
+
+// TestCleanerSettingsAtRuntime: log.cleaner.threads is a dynamic broker config:
+// set with IncrementalAlterConfigs on a running node, the node runs that many
+// cleaner threads, and a topic made compacted afterwards is still compacted.
+func TestCleanerSettingsAtRuntime(t *testing.T) {
+	n := testnode.Start(t, compactArgs...)
+	if th := metric(t, n, "skiff_log_cleaner_threads"); th != 1 {
+		t.Fatalf("%v cleaner threads at start, want 1", th)
+	}
+	adm := kadm.NewClient(newClient(t, n.Addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	three, rate := "3", "10485760"
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "log.cleaner.threads", Value: &three},
+		{Op: kadm.SetConfig, Name: "log.cleaner.io.max.bytes.per.second", Value: &rate},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 30*time.Second, "3 cleaner threads", func() bool { return metric(t, n, "skiff_log_cleaner_threads") == 3 })
+
+	const topic, keys, rounds = "threads-compact", 50, 6
+	createTopicWith(t, n.Addr, topic, 1, 1, map[string]string{"cleanup.policy": "compact", "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01"})
+	h := produceOverwrites(t, []*kgo.Client{newClient(t, n.Addr)}, topic, keys, rounds, time.Now().Add(-time.Hour))
+	poll(t, time.Minute, "the cleaner to compact the topic", func() bool {
+		return metric(t, n, "skiff_log_cleaner_passes_total") >= 1 && metric(t, n, "skiff_log_cleaner_uncleaned_bytes") == 0
+	})
+	checkFinal(t, topic, readCompacted(t, n.Addr, topic), h, false)
+}

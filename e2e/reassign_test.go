@@ -51,13 +51,24 @@ func createAssigned(t *testing.T, addr, topic string, partitions int32, replicas
 // TestReassignWhileProducing moves every replica of a topic from nodes 1 and 2
 // to nodes 2 and 3 with kadm's AlterPartitionAssignments while an idempotent
 // acks=all producer and a consumer run, throttled as kafka-reassign-partitions.sh
-// --throttle does it (the rates on every broker, the new replicas listed in
+// --throttle does it (both rates on every broker, the moved partitions' current
+// replicas listed in leader.replication.throttled.replicas and the new ones in
 // follower.replication.throttled.replicas): ListPartitionReassignments shows the
 // moves until they end, every partition ends on 2 and 3 with both in sync, node
 // 3 copies the topic at the throttle's rate (within 10%, measured by its
 // DescribeLogDirs sizes), and the history check finds every acknowledged record
 // in the log exactly once.
-func TestReassignWhileProducing(t *testing.T) {
+func TestReassignWhileProducing(t *testing.T) { reassignWhileProducing(t, true, true) }
+
+// TestReassignLeaderThrottle is TestReassignWhileProducing with only the
+// leader's side of the throttle set: the leaders alone hold the copy to the rate.
+func TestReassignLeaderThrottle(t *testing.T) { reassignWhileProducing(t, true, false) }
+
+// TestReassignFollowerThrottle is TestReassignWhileProducing with only the
+// follower's side of the throttle set.
+func TestReassignFollowerThrottle(t *testing.T) { reassignWhileProducing(t, false, true) }
+
+func reassignWhileProducing(t *testing.T, leaderSide, followerSide bool) {
 	const throttle = 2 << 20 // bytes per second
 	nodes := testnode.StartCluster(t, 3, faultArgs...)
 	ids := []int32{nodes[0].ID, nodes[1].ID, nodes[2].ID}
@@ -87,22 +98,25 @@ func TestReassignWhileProducing(t *testing.T) {
 
 	adm := kadm.NewClient(newClient(t, nodes[1].Addr))
 	rate := strconv.Itoa(throttle)
-	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-		{Name: "follower.replication.throttled.rate", Value: &rate},
-		{Name: "leader.replication.throttled.rate", Value: &rate},
-	}); err != nil {
-		t.Fatal(err)
-	}
 	var ls, fs []string
 	for p := range 4 {
 		ls = append(ls, fmt.Sprintf("%d:%d", p, from[0]), fmt.Sprintf("%d:%d", p, from[1]))
 		fs = append(fs, fmt.Sprintf("%d:%d", p, ids[2]))
 	}
 	leaders, followers := strings.Join(ls, ","), strings.Join(fs, ",")
-	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Name: "leader.replication.throttled.replicas", Value: &leaders},
-		{Name: "follower.replication.throttled.replicas", Value: &followers},
-	}, faultTopic); err != nil || rs[0].Err != nil {
+	var rates, lists []kadm.AlterConfig
+	if leaderSide {
+		rates = append(rates, kadm.AlterConfig{Name: "leader.replication.throttled.rate", Value: &rate})
+		lists = append(lists, kadm.AlterConfig{Name: "leader.replication.throttled.replicas", Value: &leaders})
+	}
+	if followerSide {
+		rates = append(rates, kadm.AlterConfig{Name: "follower.replication.throttled.rate", Value: &rate})
+		lists = append(lists, kadm.AlterConfig{Name: "follower.replication.throttled.replicas", Value: &followers})
+	}
+	if _, err := adm.AlterBrokerConfigs(ctx, rates); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := adm.AlterTopicConfigs(ctx, lists, faultTopic); err != nil || rs[0].Err != nil {
 		t.Fatalf("throttled replicas: %v %+v", err, rs)
 	}
 	var req kadm.AlterPartitionAssignmentsReq
@@ -161,8 +175,8 @@ func TestReassignWhileProducing(t *testing.T) {
 		t.Fatalf("too few samples of node 3's size: %+v", samples)
 	}
 	moved := float64(last.bytes-first.bytes) / last.at.Sub(first.at).Seconds()
-	t.Logf("4 partitions (%d bytes on node 3) moved from nodes %v to %v in %v while producing; copy rate %.0f bytes/s = %.3f of the throttle %d",
-		final, from, to, took, moved, moved/throttle, throttle)
+	t.Logf("4 partitions (%d bytes on node 3) moved from nodes %v to %v in %v while producing; copy rate %.0f bytes/s = %.3f of the throttle %d (leader side %v, follower side %v)",
+		final, from, to, took, moved, moved/throttle, throttle, leaderSide, followerSide)
 	if moved < 0.9*throttle || moved > 1.1*throttle {
 		t.Errorf("copy rate %.0f bytes/s, want within 10%% of the throttle %d", moved, throttle)
 	}

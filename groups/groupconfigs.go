@@ -59,45 +59,61 @@ func (c *Coordinator) DescribeGroupConfigs(set map[string]string) []GroupConfigE
 }
 
 // ValidateGroupConfigs checks a group's consumer group overrides in set (other
-// names are left to their owners) as Kafka's GroupConfig.validate does: integers
-// of at least 1, within the broker's bounds, the session timeout above the
-// heartbeat interval once defaults fill in what is not set. Errors are worded as
-// Kafka's (INVALID_CONFIG).
+// names are left to their owners) as Kafka's GroupConfig.validate does
+// (Timeouts.Validate).
 func (c *Coordinator) ValidateGroupConfigs(set map[string]string) error {
-	hb, err := c.groupMillis(set, ConfigConsumerHeartbeatInterval, c.cfg.ConsumerHeartbeatInterval)
+	return Timeouts{
+		Session: ConfigConsumerSessionTimeout, Heartbeat: ConfigConsumerHeartbeatInterval, Broker: "group.consumer",
+		SessionDefault: c.cfg.ConsumerSessionTimeout, HeartbeatDefault: c.cfg.ConsumerHeartbeatInterval,
+		MinSession: c.cfg.ConsumerMinSessionTimeout, MaxSession: c.cfg.ConsumerMaxSessionTimeout,
+		MinHeartbeat: c.cfg.ConsumerMinHeartbeatInterval, MaxHeartbeat: c.cfg.ConsumerMaxHeartbeatInterval,
+	}.Validate(set)
+}
+
+// Timeouts are a group type's session timeout and heartbeat interval configs
+// (consumer.* of KIP-848 groups, share.* of share groups) with the broker's
+// defaults and bounds.
+type Timeouts struct {
+	Session, Heartbeat string // the group configs' names, in ms
+	Broker             string // prefix of the broker's bound names: "group.consumer"
+	SessionDefault, HeartbeatDefault,
+	MinSession, MaxSession, MinHeartbeat, MaxHeartbeat time.Duration
+}
+
+// Validate checks the overrides in set: integers of at least 1, within the
+// broker's bounds, the session timeout above the heartbeat interval once
+// defaults fill in what is not set. Errors are worded as Kafka's (INVALID_CONFIG).
+func (t Timeouts) Validate(set map[string]string) error {
+	hb, err := GroupMillis(set, t.Heartbeat, t.HeartbeatDefault)
 	if err != nil {
 		return err
 	}
-	session, err := c.groupMillis(set, ConfigConsumerSessionTimeout, c.cfg.ConsumerSessionTimeout)
+	session, err := GroupMillis(set, t.Session, t.SessionDefault)
 	if err != nil {
 		return err
 	}
 	for _, b := range []struct {
-		name        string
+		name, bound string
 		v, min, max time.Duration
-		minName     string
-		maxName     string
 	}{
-		{name: ConfigConsumerHeartbeatInterval, v: hb, min: c.cfg.ConsumerMinHeartbeatInterval, max: c.cfg.ConsumerMaxHeartbeatInterval,
-			minName: "group.consumer.min.heartbeat.interval.ms", maxName: "group.consumer.max.heartbeat.interval.ms"},
-		{name: ConfigConsumerSessionTimeout, v: session, min: c.cfg.ConsumerMinSessionTimeout, max: c.cfg.ConsumerMaxSessionTimeout,
-			minName: "group.consumer.min.session.timeout.ms", maxName: "group.consumer.max.session.timeout.ms"},
+		{name: t.Heartbeat, bound: "heartbeat.interval.ms", v: hb, min: t.MinHeartbeat, max: t.MaxHeartbeat},
+		{name: t.Session, bound: "session.timeout.ms", v: session, min: t.MinSession, max: t.MaxSession},
 	} {
 		if b.v < b.min {
-			return fmt.Errorf("%s must be greater than or equal to %s", b.name, b.minName)
+			return fmt.Errorf("%s must be greater than or equal to %s.min.%s", b.name, t.Broker, b.bound)
 		}
 		if b.v > b.max {
-			return fmt.Errorf("%s must be less than or equal to %s", b.name, b.maxName)
+			return fmt.Errorf("%s must be less than or equal to %s.max.%s", b.name, t.Broker, b.bound)
 		}
 	}
 	if session <= hb {
-		return fmt.Errorf("%s must be greater than %s", ConfigConsumerSessionTimeout, ConfigConsumerHeartbeatInterval)
+		return fmt.Errorf("%s must be greater than %s", t.Session, t.Heartbeat)
 	}
 	return nil
 }
 
-// groupMillis is the override name in set (in ms), else def.
-func (c *Coordinator) groupMillis(set map[string]string, name string, def time.Duration) (time.Duration, error) {
+// GroupMillis is the override name in set (in ms), else def.
+func GroupMillis(set map[string]string, name string, def time.Duration) (time.Duration, error) {
 	v, ok := set[name]
 	if !ok {
 		return def, nil
@@ -128,7 +144,7 @@ func (c *Coordinator) groupDuration(group, name string, def time.Duration) time.
 	if c.cfg.GroupConfigs == nil {
 		return def
 	}
-	d, err := c.groupMillis(c.cfg.GroupConfigs(group), name, def)
+	d, err := GroupMillis(c.cfg.GroupConfigs(group), name, def)
 	if err != nil {
 		return def
 	}

@@ -17,6 +17,11 @@ package kafkaapi
 // Followers fetch with their broker id as replica_id: they get records up to the
 // leader's log end (not the high watermark), and their fetch offset is their log end,
 // which moves the high watermark and their ISR standing (replication.ReadReplica).
+// A follower outside the ISR gets no data for a partition under the leader's
+// replication throttle while that is spent, and parks until it frees (or
+// max_wait_ms); an answer carries at most a tenth of a second of that rate for
+// all such partitions together (the first batch whole), and its bytes count
+// when the answer is written.
 //
 // Authorization, as in Kafka: a follower's fetch needs CLUSTER_ACTION on the cluster, a
 // consumer's READ on each topic; a refused partition answers TOPIC_AUTHORIZATION_FAILED
@@ -82,6 +87,9 @@ type fetchPartition struct {
 	logStart int64
 	slice    *logstore.Slice
 	aborted  []replication.AbortedTxn // read_committed only; nil: null
+	// replica is the partition a follower's fetch read (nil for consumers):
+	// its bytes count against the leader's replication throttle once sent.
+	replica *replication.Partition
 }
 
 type fetchTopic struct {
@@ -153,14 +161,23 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 			// throttle, as Kafka's does.
 			th := c.requestThrottle(hdr)
 			c.muted = th
+			recordReplicaSent(req.ReplicaID, topics)
 			err := s.writeFetch(c, hdr, req, topics, th)
 			releaseFetch(topics)
 			return err
 		}
+		wait := time.Until(deadline)
+		if th := leaderThrottleWait(req.ReplicaID, topics); th > 0 && th < wait {
+			// A follower held back by the leader's replication throttle
+			// gets its data once the throttle frees, not at max_wait_ms.
+			wait = th
+		}
 		releaseFetch(topics)
 		if timer == nil {
-			timer = time.NewTimer(time.Until(deadline))
+			timer = time.NewTimer(wait)
 			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
 		}
 		waitStart := time.Now()
 		select {
@@ -179,6 +196,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 	if budget <= 0 {
 		budget = 1<<31 - 1
 	}
+	var throttled int64 // a follower's bytes under the leader's replication throttle
 	topics = make([]fetchTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		topics[i] = fetchTopic{name: t.Topic, parts: make([]fetchPartition, len(t.Partitions))}
@@ -206,6 +224,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			var err error
 			if req.ReplicaID >= 0 {
 				sl, err = p.ReadReplica(req.ReplicaID, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LogStartOffset, max(limit, 1))
+				fp.replica = p
 				fp.hw = p.HighWatermark() // the follower's fetch may have moved it
 				fp.lso = p.LastStableOffset()
 			} else if req.IsolationLevel == 1 {
@@ -225,12 +244,50 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 				sl.Release()
 				continue
 			}
+			if fp.replica != nil && sl.Bytes > 0 {
+				if share := p.LeaderThrottleShare(req.ReplicaID); share > 0 {
+					if throttled > 0 && throttled+sl.Bytes > share {
+						sl.Release()
+						continue
+					}
+					throttled += sl.Bytes
+				}
+			}
 			fp.slice = sl
 			total += sl.Bytes
 			budget -= sl.Bytes
 		}
 	}
 	return topics, total, anyErr
+}
+
+// recordReplicaSent counts the record bytes answered to a follower against
+// the leader's replication throttle (replication.ReplicaSent).
+func recordReplicaSent(follower int32, topics []fetchTopic) {
+	for _, t := range topics {
+		for _, p := range t.parts {
+			if p.replica != nil && p.slice != nil && p.slice.Bytes > 0 {
+				p.replica.ReplicaSent(follower, p.slice.Bytes)
+			}
+		}
+	}
+}
+
+// leaderThrottleWait is how long until the leader's replication throttle lets
+// a follower's fetch have data for one of its partitions that had none (0: none
+// is held back).
+func leaderThrottleWait(follower int32, topics []fetchTopic) (wait time.Duration) {
+	for _, t := range topics {
+		for _, p := range t.parts {
+			if p.replica == nil || (p.slice != nil && p.slice.Bytes > 0) {
+				continue
+			}
+			if w := p.replica.LeaderThrottleWait(follower); w > 0 && (wait == 0 || w < wait) {
+				wait = w
+			}
+		}
+	}
+	return wait
 }
 
 func releaseFetch(topics []fetchTopic) {

@@ -10,9 +10,9 @@ package kafkaapi
 // timestamp is at or after it (offset -1 and timestamp -1 when there is none, or when
 // that batch is at or above the high watermark, or under read_committed the last
 // stable offset, as in Kafka), and -3 (v7+, MAX_TIMESTAMP) the largest timestamp
-// below the high watermark with the base offset of the first batch holding it
-// (Kafka answers the record's own offset, which differs for a batch of several
-// records). v0 answers
+// below the high watermark with the offset of the first record holding it (the
+// record's own offset, as Kafka 3.8+ answers, KAFKA-16310; older Kafka answered the
+// batch's). v0 answers
 // with old_style_offsets holding that one offset. current_leader_epoch (v4+) is checked
 // as in Fetch. The leader epoch returned (v4+) is the current leader epoch.
 //
@@ -23,10 +23,15 @@ package kafkaapi
 // returned, which every client uses); -4 and -5 (v8+, tiered storage).
 
 import (
+	"bytes"
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/acl"
+	"skiff/internal/batch"
+	"skiff/replication"
 )
 
 func init() {
@@ -94,7 +99,7 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 					continue
 				}
 				if ok {
-					pr.Offset, pr.Timestamp = off, ts
+					pr.Offset, pr.Timestamp = maxTimestampRecord(p, off, ts), ts
 				}
 			default:
 				if rp.Timestamp < 0 {
@@ -120,4 +125,32 @@ func (s *Server) handleListOffsets(c *conn, _ *RequestHeader, req *kmsg.ListOffs
 		}
 	}
 	return resp
+}
+
+// errFound stops a walk over records at the one sought.
+var errFound = errors.New("found")
+
+// maxTimestampRecord is the offset of the first record with timestamp ts in the
+// batch at base (the first holding the partition's max timestamp): the batch knows
+// only its max timestamp, not which of its records has it. If the batch cannot be
+// read (deleted meanwhile), its base offset is the answer.
+func maxTimestampRecord(p *replication.Partition, base, ts int64) int64 {
+	sl, err := p.Read(base, 1) // the first batch is always whole
+	if err != nil {
+		return base
+	}
+	defer sl.Release()
+	var b bytes.Buffer
+	if _, err := sl.WriteTo(&b); err != nil {
+		return base
+	}
+	off := base
+	_ = batch.Records(b.Bytes(), func(r batch.Record) error {
+		if r.Timestamp == ts {
+			off = r.Offset
+			return errFound
+		}
+		return nil
+	})
+	return off
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// FindCoordinator, key 10, versions 0..2.
+// FindCoordinator, key 10, versions 0..6 (v3+ flexible, v4+ batched keys).
 //
 // Behaviour: for a group (key type 0, the only one of v0), the coordinator is the
 // leader of __consumer_offsets partition abs(key.hashCode()) % partitions, Kafka's
@@ -22,12 +22,19 @@ package kafkaapi
 // the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked before the
 // first FindCoordinator creates its internal topic.
 //
-// Not implemented: batched keys (v4+); other key types get INVALID_REQUEST.
+// Key type 2 (share, KIP-932, v6+; INVALID_REQUEST before, as in Kafka): the key
+// is "groupId:topicId:partition" (INVALID_REQUEST, Kafka's message, when it is
+// not) and the coordinator is the leader of the partition of __share_group_state
+// that holds that share-partition's state (sharegroup.StatePartition), the topic
+// created on first use like the others; CLUSTER_ACTION on the cluster is needed
+// (CLUSTER_AUTHORIZATION_FAILED), as in Kafka. v4+ answers each key in its own
+// entry. Other key types get INVALID_REQUEST.
 
 import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,36 +50,68 @@ const offsetsTopicSegmentBytes = 100 << 20
 
 func init() {
 	register(api[*kmsg.FindCoordinatorRequest]{
-		min: 0, max: 2,
-		handle: (*Server).handleFindCoordinator,
+		min: 0, max: 6,
+		handle:  (*Server).handleFindCoordinator,
+		entries: func(r *kmsg.FindCoordinatorRequest) int { return len(r.CoordinatorKeys) },
 	})
 }
 
 func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	resp.NodeID, resp.Port = -1, -1
-	fail := func(code *kerr.Error, msg string) kmsg.Response {
-		resp.ErrorCode = code.Code
+	if req.Version < 4 {
+		co := s.findCoordinator(c, req.Version, req.CoordinatorType, req.CoordinatorKey)
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = co.ErrorCode, co.NodeID, co.Host, co.Port
 		if req.Version >= 1 {
-			resp.ErrorMessage = &msg
+			resp.ErrorMessage = co.ErrorMessage
 		}
 		return resp
 	}
+	for _, key := range req.CoordinatorKeys {
+		resp.Coordinators = append(resp.Coordinators, s.findCoordinator(c, req.Version, req.CoordinatorType, key))
+	}
+	return resp
+}
+
+// findCoordinator answers for one key of type keyType.
+func (s *Server) findCoordinator(c *conn, version int16, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	co := kmsg.NewFindCoordinatorResponseCoordinator()
+	co.Key, co.NodeID, co.Port = key, -1, -1
+	fail := func(code *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		co.ErrorCode, co.ErrorMessage = code.Code, &msg
+		return co
+	}
 	topic, partitions, rf := cluster.OffsetsTopic, s.cfg.OffsetsTopicPartitions, s.cfg.OffsetsTopicReplicationFactor
 	configs := internalTopicConfigs(cluster.OffsetsTopic)
-	switch req.CoordinatorType {
+	partitionFor := func(n int32) int32 { return groups.PartitionFor(key, n) }
+	switch keyType {
 	case 0:
-		if !c.allowed(acl.OpDescribe, acl.ResourceGroup, req.CoordinatorKey) {
+		if !c.allowed(acl.OpDescribe, acl.ResourceGroup, key) {
 			return fail(kerr.GroupAuthorizationFailed, kerr.GroupAuthorizationFailed.Description)
 		}
 	case 1:
-		if s.cfg.Txn == nil || !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, req.CoordinatorKey) {
+		if s.cfg.Txn == nil || !c.allowed(acl.OpDescribe, acl.ResourceTransactionalID, key) {
 			return fail(kerr.TransactionalIDAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed.Description)
 		}
 		topic, partitions, rf = cluster.TransactionTopic, s.cfg.TxnTopicPartitions, s.cfg.TxnTopicReplicationFactor
 		configs = internalTopicConfigs(cluster.TransactionTopic)
+	case 2:
+		switch {
+		case version < 6:
+			return fail(kerr.InvalidRequest, "share coordinator keys need FindCoordinator v6 or later")
+		case s.cfg.Shares == nil:
+			return fail(kerr.InvalidRequest, "share groups are not served")
+		case !c.allowedCluster(acl.OpClusterAction):
+			return fail(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description)
+		}
+		sk, err := parseShareCoordinatorKey(key)
+		if err != nil {
+			return fail(kerr.InvalidRequest, err.Error())
+		}
+		topic, partitions, rf = sharegroup.StateTopic, shareStateTopicPartitions, s.cfg.OffsetsTopicReplicationFactor
+		configs = internalTopicConfigs(sharegroup.StateTopic)
+		partitionFor = func(n int32) int32 { return sharegroup.StatePartition(sk, n) }
 	default:
-		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(req.CoordinatorType)))
+		return fail(kerr.InvalidRequest, "unknown coordinator key type "+strconv.Itoa(int(keyType)))
 	}
 	if !s.viewCurrent(c) {
 		return fail(kerr.CoordinatorNotAvailable, "this broker's view of the cluster is not current")
@@ -87,7 +126,7 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 			return fail(kerr.CoordinatorNotAvailable, "the internal topic "+topic+" is being created: "+err.Error())
 		}
 	}
-	p := groups.PartitionFor(req.CoordinatorKey, t.Partitions)
+	p := partitionFor(t.Partitions)
 	st, ok := s.cache.Partition(topic, p)
 	if !ok || st.Leader == cluster.NoLeader || !s.nameable(topic, p, st.Leader) {
 		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of "+topic+" has no leader")
@@ -100,8 +139,27 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no listener "+c.listener.Name)
 	}
-	resp.NodeID, resp.Host, resp.Port = b.ID, host, port
-	return resp
+	co.NodeID, co.Host, co.Port = b.ID, host, port
+	return co
+}
+
+// parseShareCoordinatorKey reads a share coordinator key, KIP-932's
+// "groupId:topicId:partition" (the topic id in Kafka's base64 form).
+func parseShareCoordinatorKey(key string) (sharegroup.Key, error) {
+	bad := errors.New("Invalid key format: expected - groupId:topicId:partition, found - " + key)
+	parts := strings.Split(key, ":")
+	if len(parts) != 3 || parts[0] == "" {
+		return sharegroup.Key{}, bad
+	}
+	id, err := cluster.ParseUUID(parts[1])
+	if err != nil {
+		return sharegroup.Key{}, bad
+	}
+	p, err := strconv.ParseInt(parts[2], 10, 32)
+	if err != nil || p < 0 {
+		return sharegroup.Key{}, bad
+	}
+	return sharegroup.Key{Group: parts[0], TopicID: id, Partition: int32(p)}, nil
 }
 
 // internalTopicConfigs are the configs an internal topic is created with:

@@ -1,6 +1,8 @@
 package kafkaapi
 
-// CreateTopics, key 19, versions 0..4.
+// CreateTopics, key 19, versions 0..7 (5+ are flexible and answer the topic's
+// configs, KIP-525; 6 is 5 with the strict mutation quota, KIP-599; 7 answers the
+// topic id, KIP-516).
 //
 // Behaviour: each topic is validated (name: INVALID_TOPIC_EXCEPTION; partition count:
 // INVALID_PARTITIONS; replication factor against live brokers:
@@ -9,7 +11,14 @@ package kafkaapi
 // INVALID_REQUEST), placed, written to etcd in one transaction, and answered once
 // this node serves it or timeout_ms passes (REQUEST_TIMED_OUT). validate_only (v1+)
 // checks without creating. -1 partitions or replication factor (v4+, accepted at
-// every version) take num.partitions and default.replication.factor.
+// every version) take num.partitions and default.replication.factor. From v5 the
+// answer lists the configs of the topic created (or that validate_only would create)
+// as DescribeConfigs would, when the client may DESCRIBE_CONFIGS it (else
+// topic_config_error_code TOPIC_AUTHORIZATION_FAILED).
+//
+// Quota: the partitions created count against the client's controller_mutation_rate
+// (mutationQuota; validate_only does not count); from v6 a topic asked for while the
+// client is in debt is refused with THROTTLING_QUOTA_EXCEEDED.
 //
 // Authorization, as in Kafka: CREATE on the cluster, or else on each topic
 // (TOPIC_AUTHORIZATION_FAILED, not created).
@@ -27,7 +36,7 @@ import (
 
 func init() {
 	register(api[*kmsg.CreateTopicsRequest]{
-		min: 0, max: 4,
+		min: 0, max: 7,
 		handle:  (*Server).handleCreateTopics,
 		entries: createTopicsEntries,
 	})
@@ -43,11 +52,12 @@ func createTopicsEntries(r *kmsg.CreateTopicsRequest) (n int) {
 	return n
 }
 
-func (s *Server) handleCreateTopics(c *conn, _ *RequestHeader, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	count := countNames(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic })
+	mutations := mutationQuota{c: c, hdr: hdr, strict: req.GetVersion() >= 6}
 	mayCreate := func(string) bool { return true }
 	if !c.mayCluster(acl.OpCreate) {
 		mayCreate = c.allowedTopics(acl.OpCreate)
@@ -75,10 +85,17 @@ func (s *Server) handleCreateTopics(c *conn, _ *RequestHeader, req *kmsg.CreateT
 					r.configs[kv.Name] = *kv.Value
 				}
 			}
+			if err == nil && !r.validateOnly {
+				err = mutations.admit()
+			}
 			if err == nil {
 				var tp cluster.Topic
 				if tp, err = s.createTopic(ctx, r); err == nil {
 					rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
+					s.answerTopicConfigs(c, &rt, tp)
+					if !r.validateOnly {
+						mutations.record(tp.Partitions)
+					}
 				}
 			}
 		}
@@ -93,6 +110,21 @@ func (s *Server) handleCreateTopics(c *conn, _ *RequestHeader, req *kmsg.CreateT
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// answerTopicConfigs lists the configs of the topic created in rt (v5+), as
+// DescribeConfigs would, if the client may describe them.
+func (s *Server) answerTopicConfigs(c *conn, rt *kmsg.CreateTopicsResponseTopic, tp cluster.Topic) {
+	if code := c.configsRefused(acl.OpDescribeConfigs, kmsg.ConfigResourceTypeTopic, tp.Name); code != nil {
+		rt.ConfigErrorCode = code.Code
+		return
+	}
+	for _, e := range cluster.DescribeTopicConfigs(tp, s.brokerDefaults()) {
+		rc := kmsg.NewCreateTopicsResponseTopicConfig()
+		rc.Name, rc.Value, rc.ReadOnly, rc.IsSensitive = e.Name, kmsg.StringPtr(e.Value), e.ReadOnly, e.Sensitive
+		rc.Source = int8(e.Source)
+		rt.Configs = append(rt.Configs, rc)
+	}
 }
 
 // replicaAssignment orders an explicit assignment by partition. As in Kafka, the

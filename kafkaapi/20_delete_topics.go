@@ -13,6 +13,10 @@ package kafkaapi
 // INVALID_REQUEST; an unknown id: UNKNOWN_TOPIC_ID), and the answer gives both.
 // Deletion cannot be switched off (Kafka's delete.topic.enable).
 //
+// Quota: the partitions of the topics deleted count against the client's
+// controller_mutation_rate (mutationQuota); from v5 a topic named while the client
+// is in debt is refused with THROTTLING_QUOTA_EXCEEDED.
+//
 // Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED, not deleted),
 // checked before whether it exists, as in Kafka.
 
@@ -35,11 +39,12 @@ func init() {
 	})
 }
 
-func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (s *Server) handleDeleteTopics(c *conn, hdr *RequestHeader, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	mayDelete := c.allowedTopics(acl.OpDelete)
+	mutations := mutationQuota{c: c, hdr: hdr, strict: req.GetVersion() >= 5}
 	named := req.Topics // v6+
 	for _, name := range req.TopicNames {
 		named = append(named, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
@@ -56,7 +61,7 @@ func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteT
 				rt.ErrorCode = kerr.UnknownTopicID.Code
 				break
 			}
-			rt.ErrorCode = s.deleteTopic(ctx, c, name, mayDelete)
+			rt.ErrorCode, rt.ErrorMessage = s.deleteTopic(ctx, c, name, mayDelete, mutations)
 			if rt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
 				rt.Topic = &name // the client may learn a name it may delete
 			}
@@ -64,7 +69,7 @@ func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteT
 			if topic, ok := s.cache.Topic(*t.Topic); ok && mayDelete(*t.Topic) {
 				rt.TopicID = topic.ID
 			}
-			rt.ErrorCode = s.deleteTopic(ctx, c, *t.Topic, mayDelete)
+			rt.ErrorCode, rt.ErrorMessage = s.deleteTopic(ctx, c, *t.Topic, mayDelete, mutations)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -72,24 +77,31 @@ func (s *Server) handleDeleteTopics(c *conn, _ *RequestHeader, req *kmsg.DeleteT
 }
 
 // deleteTopic deletes one topic and waits until this node has deleted its data;
-// it returns the topic's error code.
-func (s *Server) deleteTopic(ctx context.Context, c *conn, name string, mayDelete func(string) bool) int16 {
+// it returns the topic's error code and message.
+func (s *Server) deleteTopic(ctx context.Context, c *conn, name string, mayDelete func(string) bool, mutations mutationQuota) (int16, *string) {
 	switch {
 	case !mayDelete(name):
-		return kerr.TopicAuthorizationFailed.Code
+		return kerr.TopicAuthorizationFailed.Code, nil
 	case cluster.IsInternalTopic(name):
-		return kerr.InvalidRequest.Code
+		return kerr.InvalidRequest.Code, nil
+	}
+	topic, known := s.cache.Topic(name)
+	if known {
+		if err := mutations.admit(); err != nil {
+			return errorCode(err), kmsg.StringPtr(err.Error())
+		}
 	}
 	rev, err := s.meta.DeleteTopic(ctx, name)
 	switch {
 	case errors.Is(err, cluster.ErrUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
+		return kerr.UnknownTopicOrPartition.Code, nil
 	case err != nil:
 		c.logger.Warn("delete topic", "topic", name, "err", err)
-		return kerr.RequestTimedOut.Code
+		return kerr.RequestTimedOut.Code, nil
 	}
+	mutations.record(topic.Partitions)
 	if err := s.waitApplied(ctx, rev); err != nil {
-		return kerr.RequestTimedOut.Code
+		return kerr.RequestTimedOut.Code, nil
 	}
-	return 0
+	return 0, nil
 }

@@ -18,6 +18,10 @@ package kafkaapi
 // internal __consumer_offsets (groups are mapped to its partitions by hash, so its
 // count is fixed): INVALID_REQUEST.
 //
+// Quota: the partitions added count against the client's controller_mutation_rate
+// (mutationQuota; validate_only does not count); from v3 a topic asked for while the
+// client is in debt is refused with THROTTLING_QUOTA_EXCEEDED.
+//
 // Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, unchanged), as in
 // Kafka.
 //
@@ -48,12 +52,13 @@ func init() {
 	})
 }
 
-func (s *Server) handleCreatePartitions(c *conn, _ *RequestHeader, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+func (s *Server) handleCreatePartitions(c *conn, hdr *RequestHeader, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
 	defer cancel()
 	count := countNames(req.Topics, func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	mayAlter := c.allowedTopics(acl.OpAlter)
+	mutations := mutationQuota{c: c, hdr: hdr, strict: req.GetVersion() >= 3}
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -70,7 +75,7 @@ func (s *Server) handleCreatePartitions(c *conn, _ *RequestHeader, req *kmsg.Cre
 					assignment[i] = a.Replicas
 				}
 			}
-			err = s.createPartitions(ctx, t.Topic, t.Count, assignment, req.ValidateOnly)
+			err = s.createPartitions(ctx, t.Topic, t.Count, assignment, req.ValidateOnly, mutations)
 		}
 		if err != nil {
 			rt.ErrorCode = errorCode(err)
@@ -87,7 +92,7 @@ func (s *Server) handleCreatePartitions(c *conn, _ *RequestHeader, req *kmsg.Cre
 
 // createPartitions grows topic to count partitions, placing the new ones unless
 // assignment lists their replicas, and waits until this node serves them.
-func (s *Server) createPartitions(ctx context.Context, topic string, count int32, assignment [][]int32, validateOnly bool) error {
+func (s *Server) createPartitions(ctx context.Context, topic string, count int32, assignment [][]int32, validateOnly bool, mutations mutationQuota) error {
 	if cluster.ValidTopicName(topic) != nil {
 		return newKafkaError(kerr.UnknownTopicOrPartition, "topic %q does not exist", topic)
 	}
@@ -95,8 +100,9 @@ func (s *Server) createPartitions(ctx context.Context, topic string, count int32
 		return newKafkaError(kerr.InvalidRequest, "the partition count of internal topic %q is fixed: consumer groups are mapped to its partitions by hash", topic)
 	}
 	snap := s.cache.Snapshot()
+	var added int32 // by the last try of the transaction
 	place := func(cur cluster.Topic) ([][]int32, error) {
-		added := count - cur.Partitions
+		added = count - cur.Partitions
 		if assignment != nil {
 			if len(assignment) != int(added) {
 				return nil, newKafkaError(kerr.InvalidReplicaAssignment, "%d replica lists for the %d new partitions of %q (it has %d, %d asked for)",
@@ -124,6 +130,11 @@ func (s *Server) createPartitions(ctx context.Context, topic string, count int32
 		_, err := place(cur)
 		return err
 	}
+	if _, known := snap.Topic(topic); known {
+		if err := mutations.admit(); err != nil {
+			return err
+		}
+	}
 	_, rev, err := s.meta.CreatePartitions(ctx, topic, count, place)
 	var ke *kafkaError
 	switch {
@@ -139,6 +150,7 @@ func (s *Server) createPartitions(ctx context.Context, topic string, count int32
 	default:
 		return metadataWriteError("create partitions of "+strconv.Quote(topic), err)
 	}
+	mutations.record(added)
 	if err := s.waitApplied(ctx, rev); err != nil {
 		return newKafkaError(kerr.RequestTimedOut, "the partitions of %q were created but are not served yet: %v", topic, err)
 	}

@@ -11,6 +11,9 @@ package kafkaapi
 // while it has members, else its share-partition states are deleted
 // (kafkaapi/share.go; those led by other nodes are not yet).
 //
+// A deleted group's configs (the GROUP config resource) are deleted with it, as
+// in Kafka (share_configs.go).
+//
 // Authorization: DELETE on each group (GROUP_AUTHORIZATION_FAILED for it, not
 // deleted), as in Kafka.
 
@@ -50,5 +53,6 @@ func (s *Server) handleDeleteGroups(c *conn, _ *RequestHeader, req *kmsg.DeleteG
 	}
 	resp := s.cfg.Groups.DeleteGroups(c.ctx, &part)
 	resp.Groups = append(resp.Groups, refused...)
+	s.deleteGroupConfigs(c, resp.Groups)
 	return resp
 }

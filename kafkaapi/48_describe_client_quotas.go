@@ -96,6 +96,9 @@ func (f *quotaFilter) matches(e quota.Entity) bool {
 	if e.ClientID.Set() {
 		parts[quota.TypeClientID] = e.ClientID
 	}
+	if e.IP.Set() {
+		parts[quota.TypeIP] = e.IP
+	}
 	if f.strict && len(parts) != len(f.exact)+len(f.typed) {
 		return false
 	}
@@ -147,6 +150,7 @@ func (s *Server) handleDescribeClientQuotas(c *conn, _ *RequestHeader, req *kmsg
 		}
 		add(quota.TypeUser, e.User)
 		add(quota.TypeClientID, e.ClientID)
+		add(quota.TypeIP, e.IP)
 		vals := set[e]
 		for _, k := range quota.Keys() {
 			if v, ok := vals[k]; ok {

@@ -44,7 +44,7 @@ type quotaChange struct {
 	remove []string
 }
 
-func readQuotaChange(ops []kmsg.AlterClientQuotasRequestEntryOp) (quotaChange, error) {
+func readQuotaChange(e quota.Entity, ops []kmsg.AlterClientQuotasRequestEntryOp) (quotaChange, error) {
 	ch := quotaChange{set: quota.Values{}}
 	seen := map[string]bool{}
 	for _, op := range ops {
@@ -53,13 +53,13 @@ func readQuotaChange(ops []kmsg.AlterClientQuotasRequestEntryOp) (quotaChange, e
 		}
 		seen[op.Key] = true
 		if op.Remove {
-			if err := quota.Validate(op.Key, 1); err != nil { // the key must be known
+			if err := quota.Validate(e, op.Key, 1); err != nil { // the key must be known
 				return ch, err
 			}
 			ch.remove = append(ch.remove, op.Key)
 			continue
 		}
-		if err := quota.Validate(op.Key, op.Value); err != nil {
+		if err := quota.Validate(e, op.Key, op.Value); err != nil {
 			return ch, err
 		}
 		ch.set[op.Key] = op.Value
@@ -87,7 +87,7 @@ func (s *Server) handleAlterClientQuotas(c *conn, _ *RequestHeader, req *kmsg.Al
 		e, err := quotaEntity(entry.Entity, func(p kmsg.AlterClientQuotasRequestEntryEntity) (string, *string) { return p.Type, p.Name })
 		var ch quotaChange
 		if err == nil {
-			ch, err = readQuotaChange(entry.Ops)
+			ch, err = readQuotaChange(e, entry.Ops)
 		}
 		switch {
 		case !allowed:

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/cluster"
 	"skiff/kafkaapi"
 )
 
@@ -352,8 +353,18 @@ func findCoordinatorReq(keyType int8) func(r *refusalRun) kmsg.Request {
 	return func(r *refusalRun) kmsg.Request {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey, req.CoordinatorType = r.group, keyType
+		req.CoordinatorKeys = []string{r.group} // v4+
 		return req
 	}
+}
+
+// findCoordinatorCode is the code of a FindCoordinator answer for one key: its
+// entry's from v4, else the top-level one.
+func findCoordinatorCode(r *kmsg.FindCoordinatorResponse) int16 {
+	if len(r.Coordinators) == 1 {
+		return r.Coordinators[0].ErrorCode
+	}
+	return r.ErrorCode
 }
 
 // quotaAbsent checks that the case's user (named after its topic) has no quota.
@@ -474,12 +485,21 @@ func refusals() []refusal {
 			codes:  topLevelResources,
 			grants: []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}},
 		{name: "FindCoordinator of a group needs DESCRIBE", want: kerr.GroupAuthorizationFailed.Code,
-			req: findCoordinatorReq(0), codes: topLevel(func(r *kmsg.FindCoordinatorResponse) int16 { return r.ErrorCode }),
+			req: findCoordinatorReq(0), codes: topLevel(findCoordinatorCode),
 			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME"}},
 		{name: "FindCoordinator of a transactional id needs DESCRIBE", want: kerr.TransactionalIDAuthorizationFailed.Code,
 			setup: txnSetup, // __transaction_state exists: alice's answer names the coordinator
-			req:   findCoordinatorReq(1), codes: topLevel(func(r *kmsg.FindCoordinatorResponse) int16 { return r.ErrorCode }),
+			req:   findCoordinatorReq(1), codes: topLevel(findCoordinatorCode),
 			grants: []string{"ALLOW DESCRIBE TRANSACTIONAL_ID LITERAL GROUP_NAME"}},
+		{name: "FindCoordinator of a share-partition needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrFindCoordinatorRequest()
+				req.CoordinatorType = 2
+				req.CoordinatorKeys = []string{r.group + ":" + cluster.FormatUUID(cluster.UUID{1, 2, 3}) + ":0"}
+				return req
+			},
+			codes:  topLevel(findCoordinatorCode),
+			grants: []string{"ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"}},
 		{name: "JoinGroup needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrJoinGroupRequest()

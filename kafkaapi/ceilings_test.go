@@ -6,6 +6,8 @@ package kafkaapi_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +52,41 @@ func TestListMaxTimestampOffsets(t *testing.T) {
 	}
 	if o, _ := offs.Lookup(topic, 0); o.Err != nil || o.Offset != 1 || o.Timestamp != t0.Add(5*time.Second).UnixMilli() {
 		t.Fatalf("max timestamp: %+v, want offset 1 at %d", o, t0.Add(5*time.Second).UnixMilli())
+	}
+}
+
+// TestListMaxTimestampRecord: MAX_TIMESTAMP answers the offset of the record with
+// the largest timestamp, not its batch's base offset (Kafka 3.8+, KAFKA-16310), in
+// plain and compressed batches; of two records with it, the first.
+func TestListMaxTimestampRecord(t *testing.T) {
+	c := dial(t, sharedNode(t).KafkaAddr())
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	for _, tc := range []struct {
+		name   string
+		attrs  int16
+		deltas []int64
+		want   int64 // offset in the batch
+	}{
+		{"plain", 0, []int64{0, 2000, 5000, 1000}, 2},
+		{"gzip", 1, []int64{0, 5000, 3000}, 1},
+		{"tie", 0, []int64{0, 4000, 4000}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := topicName(t, "")
+			createTopic(t, c, topic, 1, nil)
+			values := make([]string, len(tc.deltas))
+			for i := range values {
+				values[i] = fmt.Sprint("v", i)
+			}
+			// A batch at the base before, so that the batch holding the max starts at 1.
+			mustProduce(t, c, topic, 0, makeBatch(batchOpts{producerID: -1, epoch: -1, seq: -1, timestamp: base}, "first"))
+			mustProduce(t, c, topic, 0, makeBatchTimed(batchOpts{producerID: -1, epoch: -1, seq: -1, timestamp: base}, tc.attrs, tc.deltas, values...))
+			p := listOffsetsAt(t, c, 7, topic, 0, -3)
+			wantCode(t, "max timestamp", p.ErrorCode, 0)
+			if p.Offset != 1+tc.want || p.Timestamp != base+slices.Max(tc.deltas) {
+				t.Fatalf("max timestamp at offset %d, timestamp base%+d; want offset %d, base%+d", p.Offset, p.Timestamp-base, 1+tc.want, slices.Max(tc.deltas))
+			}
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,6 +39,14 @@ type kconn struct {
 	t    testing.TB
 	nc   net.Conn
 	corr int32
+	id   string // client id of its requests; "": clientID
+}
+
+// dialAs dials a connection whose requests carry client id id.
+func dialAs(t testing.TB, addr, id string) *kconn {
+	c := dial(t, addr)
+	c.id = id
+	return c
 }
 
 func dial(t testing.TB, addr string) *kconn {
@@ -53,12 +62,17 @@ func dial(t testing.TB, addr string) *kconn {
 // encodeRequest frames req: size, request header (v1, or v2 with an empty tag
 // section for flexible versions), body.
 func encodeRequest(req kmsg.Request, corr int32) []byte {
+	return encodeRequestAs(req, corr, clientID)
+}
+
+// encodeRequestAs is encodeRequest with client id id.
+func encodeRequestAs(req kmsg.Request, corr int32, id string) []byte {
 	b := []byte{0, 0, 0, 0}
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
 	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
-	b = append(b, clientID...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(id)))
+	b = append(b, id...)
 	if req.IsFlexible() {
 		b = append(b, 0)
 	}
@@ -90,7 +104,11 @@ func (c *kconn) nextCorr() int32 {
 func (c *kconn) send(req kmsg.Request) int32 {
 	c.t.Helper()
 	corr := c.nextCorr()
-	c.write(encodeRequest(req, corr))
+	id := c.id
+	if id == "" {
+		id = clientID
+	}
+	c.write(encodeRequestAs(req, corr, id))
 	return corr
 }
 
@@ -286,13 +304,22 @@ func makeBatch(o batchOpts, values ...string) []byte { return makeBatchAttrs(o, 
 // makeBatchAttrs builds a batch with the given attributes; codec 1 (gzip) compresses
 // the records.
 func makeBatchAttrs(o batchOpts, attrs int16, values ...string) []byte {
+	deltas := make([]int64, len(values))
+	for i := range deltas {
+		deltas[i] = int64(i)
+	}
+	return makeBatchTimed(o, attrs, deltas, values...)
+}
+
+// makeBatchTimed is makeBatchAttrs with record i at timestamp delta deltas[i].
+func makeBatchTimed(o batchOpts, attrs int16, deltas []int64, values ...string) []byte {
 	ts := o.timestamp
 	if ts == 0 {
 		ts = time.Now().UnixMilli()
 	}
 	var recs []byte
 	for i, v := range values {
-		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: []byte(v)}
+		r := kmsg.Record{TimestampDelta64: deltas[i], OffsetDelta: int32(i), Value: []byte(v)}
 		body := r.AppendTo(nil)[1:] // Length 0 is a one-byte varint
 		r.Length = int32(len(body))
 		recs = r.AppendTo(recs)
@@ -311,7 +338,7 @@ func makeBatchAttrs(o batchOpts, attrs int16, values ...string) []byte {
 		Attributes:           attrs,
 		LastOffsetDelta:      int32(len(values) - 1),
 		FirstTimestamp:       ts,
-		MaxTimestamp:         ts + int64(len(values)-1),
+		MaxTimestamp:         ts + slices.Max(deltas),
 		ProducerID:           o.producerID,
 		ProducerEpoch:        o.epoch,
 		FirstSequence:        o.seq,

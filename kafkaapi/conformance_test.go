@@ -305,6 +305,12 @@ func conformCreateTopics(t *testing.T, c *kconn, versions []int16) {
 			if off := logEnd(t, c, name, 1); off != 0 {
 				t.Errorf("new partition 1 ends at %d", off)
 			}
+			if v >= 5 {
+				checkCreatedConfigs(t, got)
+			}
+			if v >= 7 && got.TopicID == [16]byte{} {
+				t.Error("no topic id in the answer")
+			}
 
 			again := create(name, 2, false)
 			wantCode(t, "create again", again.ErrorCode, kerr.TopicAlreadyExists.Code)
@@ -325,6 +331,27 @@ func conformCreateTopics(t *testing.T, c *kconn, versions []int16) {
 				}
 			}
 		})
+	}
+}
+
+// checkCreatedConfigs: from v5 the answer lists the new topic's configs, the one the
+// request set as a dynamic topic config (source 1) and the others as defaults.
+func checkCreatedConfigs(t *testing.T, got kmsg.CreateTopicsResponseTopic) {
+	t.Helper()
+	if got.NumPartitions != 2 || got.ReplicationFactor != 1 {
+		t.Errorf("answer gives %d partitions, replication factor %d, want 2 and 1", got.NumPartitions, got.ReplicationFactor)
+	}
+	var retention, cleanup bool
+	for _, cfg := range got.Configs {
+		switch {
+		case cfg.Name == "retention.ms":
+			retention = cfg.Value != nil && *cfg.Value == "3600000" && cfg.Source == 1
+		case cfg.Name == "cleanup.policy":
+			cleanup = cfg.Value != nil && *cfg.Value == "delete" && cfg.Source != 1
+		}
+	}
+	if !retention || !cleanup {
+		t.Errorf("configs in the answer %+v: want retention.ms 3600000 (topic config) and cleanup.policy delete (default)", got.Configs)
 	}
 }
 

@@ -9,12 +9,15 @@ package kafkaapi_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/cluster"
 )
 
 func init() {
@@ -303,26 +306,76 @@ func conformOffsetFetchGroups(t *testing.T, c *kconn, v int16, group, topic stri
 
 func conformFindCoordinator(t *testing.T, c *kconn, versions []int16) {
 	n := sharedNode(t)
+	// find asks at version v for key of keyType, until the coordinator is named
+	// (the first lookup of a type creates its topic), and returns the answer's
+	// code, message and node: the top-level fields before v4, the key's entry from.
+	find := func(t *testing.T, v int16, keyType int8, key string) (int16, string, int32, string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.SetVersion(v)
+			req.CoordinatorType = keyType
+			if v >= 4 {
+				req.CoordinatorKeys = []string{key}
+			} else {
+				req.CoordinatorKey = key
+			}
+			resp := c.do(req).(*kmsg.FindCoordinatorResponse)
+			code, msg, node, addr := resp.ErrorCode, resp.ErrorMessage, resp.NodeID, fmt.Sprintf("%s:%d", resp.Host, resp.Port)
+			if v >= 4 {
+				if len(resp.Coordinators) != 1 || resp.Coordinators[0].Key != key {
+					t.Fatalf("v%d: coordinators %+v, want one for %q", v, resp.Coordinators, key)
+				}
+				co := resp.Coordinators[0]
+				code, msg, node, addr = co.ErrorCode, co.ErrorMessage, co.NodeID, fmt.Sprintf("%s:%d", co.Host, co.Port)
+			}
+			if code != kerr.CoordinatorNotAvailable.Code || time.Now().After(deadline) {
+				m := ""
+				if msg != nil {
+					m = *msg
+				}
+				return code, m, node, addr
+			}
+		}
+	}
+	topicID := cluster.FormatUUID(cluster.UUID{7, 7, 7})
 	for _, v := range versions {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			group := topicName(t, "")
 			coordinatorFor(t, c, group)
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.SetVersion(v)
-			req.CoordinatorKey = group
-			resp := c.do(req).(*kmsg.FindCoordinatorResponse)
-			wantCode(t, "find coordinator", resp.ErrorCode, 0)
-			if addr := fmt.Sprintf("%s:%d", resp.Host, resp.Port); resp.NodeID != n.ID() || addr != n.KafkaAddr() {
-				t.Fatalf("coordinator %d at %s, want %d at %s", resp.NodeID, addr, n.ID(), n.KafkaAddr())
-			}
+			types := []int8{0}
 			if v >= 1 {
-				req.CoordinatorType = 1
-				resp = c.do(req).(*kmsg.FindCoordinatorResponse)
-				resp = findTxnCoordinator(t, c, req)
-				if addr := fmt.Sprintf("%s:%d", resp.Host, resp.Port); resp.NodeID != n.ID() || addr != n.KafkaAddr() {
-					t.Fatalf("transaction coordinator %d at %s, want %d at %s", resp.NodeID, addr, n.ID(), n.KafkaAddr())
+				types = append(types, 1)
+			}
+			for _, keyType := range types {
+				code, msg, node, addr := find(t, v, keyType, group)
+				wantCode(t, fmt.Sprintf("key type %d (%s)", keyType, msg), code, 0)
+				if node != n.ID() || addr != n.KafkaAddr() {
+					t.Fatalf("key type %d: coordinator %d at %s, want %d at %s", keyType, node, addr, n.ID(), n.KafkaAddr())
 				}
 			}
+			if v < 1 {
+				return
+			}
+			share := group + ":" + topicID + ":3"
+			code, msg, node, _ := find(t, v, 2, share)
+			if v < 6 {
+				wantCode(t, "a share key before v6", code, kerr.InvalidRequest.Code)
+				return
+			}
+			wantCode(t, "share key ("+msg+")", code, 0)
+			if node != n.ID() {
+				t.Fatalf("share coordinator %d, want %d", node, n.ID())
+			}
+			for _, bad := range []string{group, group + ":" + topicID, group + ":not-a-topic-id:0", group + ":" + topicID + ":x", group + ":" + topicID + ":-1", ":" + topicID + ":0"} {
+				code, msg, _, _ := find(t, v, 2, bad)
+				wantCode(t, "share key "+bad, code, kerr.InvalidRequest.Code)
+				if !strings.Contains(msg, "Invalid key format: expected - groupId:topicId:partition") {
+					t.Errorf("share key %q: message %q", bad, msg)
+				}
+			}
+			code, _, _, _ = find(t, v, 3, group)
+			wantCode(t, "key type 3", code, kerr.InvalidRequest.Code)
 		})
 	}
 }

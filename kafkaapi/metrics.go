@@ -43,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "skiff_connections", Help: "Open Kafka client connections.",
 		}),
 		connectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skiff_connections_refused_total", Help: "Kafka connections closed at accept, by limit (max_connections, max_connections_per_ip).",
+			Name: "skiff_connections_refused_total", Help: "Kafka connections closed at accept, by limit (max_connections, max_connections_per_ip, connection_creation_rate).",
 		}, []string{"reason"}),
 		requestBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skiff_request_memory_bytes", Help: "Memory taken by requests being read, decoded and handled (bounded by queued-max-request-bytes).",

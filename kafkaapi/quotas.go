@@ -22,7 +22,7 @@ func quotaEntity[P any](parts []P, typeName func(P) (string, *string)) (quota.En
 		case quota.TypeClientID:
 			slot = &e.ClientID
 		case quota.TypeIP:
-			return e, fmt.Errorf("ip quotas (connection_creation_rate) are not supported by this broker")
+			slot = &e.IP
 		default:
 			return e, fmt.Errorf("Unhandled client quota entity type: %s", typ)
 		}

@@ -138,7 +138,11 @@ func conformAlterClientQuotas(t *testing.T, c *kconn, versions []int16) {
 				{"zero", alice, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("producer_byte_rate", 0)}},
 				{"fraction", alice, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("consumer_byte_rate", 1.5)}},
 				{"key twice", alice, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("producer_byte_rate", 1), quotaRemove("producer_byte_rate")}},
-				{"ip", []quotaPart{{"ip", strp("127.0.0.1")}}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("connection_creation_rate", 1)}},
+				{"ip with a client quota", []quotaPart{{"ip", strp("127.0.0.1")}}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("producer_byte_rate", 1)}},
+				{"ip with a user", []quotaPart{{"ip", nil}, {"user", &user}}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("connection_creation_rate", 1)}},
+				{"not an ip", []quotaPart{{"ip", strp("not-an-ip")}}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("connection_creation_rate", 1)}},
+				{"connection rate of a user", alice, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("connection_creation_rate", 1)}},
+				{"fractional connection rate", []quotaPart{{"ip", nil}}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("connection_creation_rate", 1.5)}},
 			} {
 				wantCode(t, bad.what, alterQuotas(t, c, v, false, bad.entity, bad.ops...), kerr.InvalidRequest.Code)
 			}

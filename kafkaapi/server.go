@@ -336,6 +336,16 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 			s.refusals.refuse(reason, c.host, msg, args...)
 			continue
 		}
+		if th := s.quotas.AdmitConnection(c.host, time.Now()); th > 0 {
+			// connection_creation_rate (KIP-612): as Kafka, close the connection
+			// after the throttle (here at most one quota window, so that a flood
+			// holds few sockets), which slows a client that reconnects at once.
+			s.mu.Unlock()
+			time.AfterFunc(min(th, s.quotas.Window().Size), func() { nc.Close() })
+			s.metrics.connectionsRefused.WithLabelValues(quota.ConnectionCreationRate).Inc()
+			s.refusals.refuse(quota.ConnectionCreationRate, c.host, "closing new connection: this address is over its connection_creation_rate", "throttle", th)
+			continue
+		}
 		s.mu.conns[c] = struct{}{}
 		s.mu.perHost[c.host]++
 		s.wg.Add(1)

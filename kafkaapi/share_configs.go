@@ -122,3 +122,36 @@ func (s *Server) validateGroupConfigs(next map[string]string) error {
 	}
 	return nil
 }
+
+// deleteGroupConfigs deletes the configs of the groups deleted (error code 0),
+// as Kafka does. Without the state topic no group has configs, and nothing is
+// created. A failed write is logged: the group is deleted all the same.
+func (s *Server) deleteGroupConfigs(c *conn, deleted []kmsg.DeleteGroupsResponseGroup) {
+	if s.cfg.ShareConfigs == nil {
+		return
+	}
+	if _, ok := s.cache.Topic(sharegroup.StateTopic); !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
+	defer cancel()
+	loaded := false
+	for _, g := range deleted {
+		if g.ErrorCode != 0 {
+			continue
+		}
+		if !loaded {
+			if err := s.cfg.ShareConfigs.LoadGroupConfigs(ctx); err != nil {
+				c.logger.Warn("deleted groups keep their configs: cannot read them", "err", err)
+				return
+			}
+			loaded = true
+		}
+		if len(s.cfg.ShareConfigs.GroupConfigs(g.Group)) == 0 {
+			continue
+		}
+		if err := s.cfg.ShareConfigs.SetGroupConfigs(ctx, g.Group, nil); err != nil {
+			c.logger.Warn("a deleted group keeps its configs", "group", g.Group, "err", err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ package kafkaapi
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/quota"
@@ -64,3 +65,37 @@ func (c *conn) mute() {
 // waitedSince adds the time since start to what the request's handler waited
 // on others.
 func (c *conn) waitedSince(start time.Time) { c.waited += time.Since(start) }
+
+// mutationQuota is controller_mutation_rate (KIP-599) for one request: the
+// partitions it creates or deletes count against the client's quota, on this
+// node (Kafka counts them on its controller). Strict requests (CreateTopics
+// v6+, CreatePartitions v3+, DeleteTopics v5+) have a topic refused with
+// THROTTLING_QUOTA_EXCEEDED while the client is in debt; a topic asked for
+// while it is not is accepted even if it takes the client into debt, as in
+// Kafka. Older versions are accepted and only throttled.
+type mutationQuota struct {
+	c      *conn
+	hdr    *RequestHeader
+	strict bool
+}
+
+// admit returns THROTTLING_QUOTA_EXCEEDED (and throttles the answer) when a
+// strict request's client is in debt, else nil.
+func (q mutationQuota) admit() error {
+	if !q.strict {
+		return nil
+	}
+	th := q.c.srv.quotas.Owed(quota.ControllerMutationRate, q.c.principal.Name, q.hdr.ClientID, time.Now())
+	if th <= 0 {
+		return nil
+	}
+	q.c.throttle = max(q.c.throttle, th)
+	return newKafkaError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+}
+
+// record counts n partitions created or deleted.
+func (q mutationQuota) record(n int32) {
+	if n > 0 {
+		q.c.throttle = max(q.c.throttle, q.c.recordQuota(q.hdr, quota.ControllerMutationRate, float64(n)))
+	}
+}

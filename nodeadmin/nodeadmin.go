@@ -1,6 +1,7 @@
 // Package nodeadmin is the client of a node's admin HTTP API (appliance/admin.go),
 // which is not part of the Kafka protocol: `skiff cluster status`, `remove-node`
-// and `join-token` are its methods. Like package client for the Kafka commands,
+// and `join-token` are its methods, and the share-partition figures of
+// `skiff group describe --http`. Like package client for the Kafka commands,
 // it holds the requests, their rules and the errors worded for people; package
 // main only turns flags into its Config.
 package nodeadmin
@@ -71,6 +72,16 @@ func (a *Client) Status(ctx context.Context) (appliance.ClusterStatus, error) {
 	var st appliance.ClusterStatus
 	_, err := a.do(ctx, http.MethodGet, "/v1/cluster", &st)
 	return st, err
+}
+
+// SharePartitions returns the share-partitions of share group group, with their
+// in-flight and acquired counts, SPSO and SPEO, as their leaders report them.
+func (a *Client) SharePartitions(ctx context.Context, group string) (appliance.SharePartitionsAnswer, error) {
+	var res appliance.SharePartitionsAnswer
+	if _, err := a.do(ctx, http.MethodGet, "/v1/share-partitions?group="+url.QueryEscape(group), &res); err != nil {
+		return res, fmt.Errorf("share-partitions of group %q: %w", group, err)
+	}
+	return res, nil
 }
 
 // CheckQuorum is an error saying what to do when st reports that the cluster

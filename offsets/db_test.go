@@ -329,4 +329,15 @@ func TestLogIndexDeleteEmptyWritesNothing(t *testing.T) {
 	if ls, _ := x.LogStartOffset(); ls != 0 {
 		t.Fatalf("after Delete: log start %d, want 0", ls)
 	}
+	// Producer state alone is something to delete too.
+	y := d.LogIndex("producers-0")
+	if err := y.UpdateProducerState(ProducerStateUpdate{SetSnapshot: true, SnapshotOffset: 3, Snapshot: []byte("s")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := y.ProducerSnapshot(); err != nil || ok {
+		t.Fatalf("after Delete: producer snapshot ok=%v, %v; want none", ok, err)
+	}
 }

@@ -15,13 +15,14 @@ const (
 	tagFormat   = 0x01 // the format version key
 	tagLogIndex = 0x02 // per-partition log index
 
-	tagGroupOffsets = 0x03 // committed group offsets, per __consumer_offsets partition
-	tagGroupMeta    = 0x04 // group metadata, per __consumer_offsets partition
-	// 0x05 is reserved for producer state.
-	tagGroupApplied = 0x06 // how far each __consumer_offsets partition is applied
-	tagGroupRecords = 0x07 // KIP-848 consumer group records, per __consumer_offsets partition
-	tagGroupPending = 0x08 // offsets of open transactions, per __consumer_offsets partition
-	tagTxnState     = 0x09 // transaction coordinator state, per __transaction_state partition
+	tagGroupOffsets  = 0x03 // committed group offsets, per __consumer_offsets partition
+	tagGroupMeta     = 0x04 // group metadata, per __consumer_offsets partition
+	tagProducerState = 0x05 // producer-state snapshot, per partition
+	tagGroupApplied  = 0x06 // how far each __consumer_offsets partition is applied
+	tagGroupRecords  = 0x07 // KIP-848 consumer group records, per __consumer_offsets partition
+	tagGroupPending  = 0x08 // offsets of open transactions, per __consumer_offsets partition
+	tagTxnState      = 0x09 // transaction coordinator state, per __transaction_state partition
+	tagAbortedTxns   = 0x0a // aborted transactions, per partition
 )
 
 // Sub-keyspaces of a partition's log index (the byte after the partition key).

@@ -326,25 +326,47 @@ func (x *LogIndex) SetHighWatermark(hw int64) error {
 	return x.setState(fieldHighWatermark, hw, pebble.NoSync)
 }
 
-// Delete removes everything recorded for the partition, durably (a partition
-// created again under the same name must not inherit its log start offset). When
-// nothing is recorded (a new partition's log resets its index) it writes nothing:
-// every range deletion in Pebble's memtable is fragmented again by each iterator
-// made after it, so one per new partition made creating thousands of partitions
-// cost the square of their number, and its WAL fsync was one more per partition.
+// Delete removes everything recorded for the partition, its producer state
+// included, durably (a partition created again under the same name must not
+// inherit its log start offset or its producers). When nothing is recorded (a new
+// partition's log resets its index) it writes nothing: every range deletion in
+// Pebble's memtable is fragmented again by each iterator made after it, so one
+// per new partition made creating thousands of partitions cost the square of
+// their number, and its WAL fsync was one more per partition.
 func (x *LogIndex) Delete() error {
 	return x.with(func(db *pebble.DB) error {
-		it, err := db.NewIter(&pebble.IterOptions{LowerBound: x.prefix, UpperBound: prefixEnd(x.prefix)})
-		if err != nil {
-			return err
-		}
-		recorded := it.First()
-		if err := it.Close(); err != nil {
-			return err
+		ap, pk := x.abortedPrefix(), x.producerKey()
+		recorded := false
+		for _, r := range [][2][]byte{{x.prefix, prefixEnd(x.prefix)}, {ap, prefixEnd(ap)}, {pk, append(x.producerKey(), 0)}} {
+			found, err := anyKey(db, r[0], r[1])
+			if err != nil {
+				return err
+			}
+			recorded = recorded || found
 		}
 		if !recorded {
 			return nil
 		}
-		return db.DeleteRange(x.prefix, prefixEnd(x.prefix), pebble.Sync)
+		b := db.NewBatch()
+		defer b.Close()
+		err := errors.Join(
+			b.DeleteRange(x.prefix, prefixEnd(x.prefix), nil),
+			b.Delete(pk, nil),
+			b.DeleteRange(ap, prefixEnd(ap), nil),
+		)
+		if err != nil {
+			return err
+		}
+		return b.Commit(pebble.Sync)
 	})
+}
+
+// anyKey reports whether db holds a key in [lo, hi).
+func anyKey(db *pebble.DB, lo, hi []byte) (bool, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	return found, it.Close()
 }

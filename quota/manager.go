@@ -22,6 +22,7 @@ type Manager struct {
 type rateKey struct {
 	key  string
 	tags Tags
+	ip   string // connection_creation_rate's
 }
 
 // sharedRate is the rate and the token bucket of the clients that resolve
@@ -125,4 +126,27 @@ func (m *Manager) MaxInWindow(key, user, clientID string) (float64, bool) {
 		return 0, false
 	}
 	return res.Limit * m.w.Span().Seconds(), true
+}
+
+// AdmitConnection records a new connection from ip against its
+// connection_creation_rate (KIP-612) and returns 0 to accept it, or how long
+// the ip is still throttled: the connection is then refused and not counted,
+// as Kafka unrecords it. As for a strict mutation quota, a connection that finds
+// the ip's bucket not in debt is accepted. Each ip has its own rate, also under
+// the default ip's quota.
+func (m *Manager) AdmitConnection(ip string, now time.Time) time.Duration {
+	limit, ok := m.quotas().ResolveIP(ip)
+	if !ok {
+		return 0
+	}
+	sr := m.shared(rateKey{key: ConnectionCreationRate, ip: ip}, now)
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.used = now
+	if th := sr.b.take(limit, 0, now); th > 0 {
+		return th.Round(time.Millisecond)
+	}
+	sr.r.record(1, now)
+	sr.b.take(limit, 1, now)
+	return 0
 }

@@ -10,6 +10,7 @@ package quota
 import (
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strings"
 )
@@ -19,11 +20,12 @@ const (
 	ProducerByteRate       = "producer_byte_rate"       // bytes/s appended by Produce
 	ConsumerByteRate       = "consumer_byte_rate"       // bytes/s returned by Fetch
 	RequestPercentage      = "request_percentage"       // % of one thread's time handling requests
-	ControllerMutationRate = "controller_mutation_rate" // partitions created or deleted per second (stored, not enforced)
+	ControllerMutationRate = "controller_mutation_rate" // partitions created or deleted per second (KIP-599)
+	ConnectionCreationRate = "connection_creation_rate" // connections accepted per second from an ip (KIP-612)
 )
 
 // integral keys are Kafka's LONG quota configs: fractions are refused.
-var keys = map[string]bool{ProducerByteRate: true, ConsumerByteRate: true, RequestPercentage: false, ControllerMutationRate: false}
+var keys = map[string]bool{ProducerByteRate: true, ConsumerByteRate: true, RequestPercentage: false, ControllerMutationRate: false, ConnectionCreationRate: true}
 
 // Keys lists the quota keys, sorted.
 func Keys() []string {
@@ -35,15 +37,18 @@ func Keys() []string {
 	return out
 }
 
-// Validate checks a quota value as Kafka's controller does; the error's text
-// is Kafka's message (INVALID_REQUEST).
-func Validate(key string, v float64) error {
+// Validate checks a quota value of an entity as Kafka's controller does: ip
+// entities take only connection_creation_rate, the others every other key; the
+// error's text is Kafka's message (INVALID_REQUEST).
+func Validate(e Entity, key string, v float64) error {
 	integral, ok := keys[key]
 	switch {
-	case !ok:
+	case !ok || (key == ConnectionCreationRate) != e.IP.set:
 		return fmt.Errorf("Invalid configuration key %s", key)
 	case !(v > 0) || math.IsInf(v, 0):
 		return fmt.Errorf("Quota %s must be greater than 0", key)
+	case key == ConnectionCreationRate && v > math.MaxInt32:
+		return fmt.Errorf("Proposed value for %s is too large for an INT.", key)
 	case integral && v > math.MaxInt64:
 		return fmt.Errorf("Proposed value for %s is too large for a LONG.", key)
 	case integral && math.Abs(math.Mod(v, 1)) > 1e-6:
@@ -109,16 +114,21 @@ func (n Name) String() string {
 }
 
 // Entity is what a quota is set for: a user, a client id, or both; either
-// part may be the default.
+// part may be the default. Or an ip address (or the default ip), alone.
 type Entity struct {
 	User, ClientID Name
+	IP             Name
 }
 
 // Valid reports why e cannot hold a quota ("" if it can), in Kafka's words.
 func (e Entity) Valid() string {
 	switch {
-	case !e.User.set && !e.ClientID.set:
+	case !e.User.set && !e.ClientID.set && !e.IP.set:
 		return "Invalid empty client quota entity"
+	case e.IP.set && (e.User.set || e.ClientID.set):
+		return "Invalid quota entity combination, IP entity should not be combined with User or ClientId entities."
+	case e.IP.set && !e.IP.dflt && net.ParseIP(e.IP.name) == nil:
+		return e.IP.name + " is not a valid IP or resolvable host."
 	case e.User.set && !e.User.dflt && e.User.name == "":
 		return "Empty user not supported"
 	case e.ClientID.set && !e.ClientID.dflt && e.ClientID.name == "":
@@ -134,6 +144,9 @@ func (e Entity) String() string {
 	}
 	if e.ClientID.set {
 		parts = append(parts, "client-id="+e.ClientID.String())
+	}
+	if e.IP.set {
+		parts = append(parts, "ip="+e.IP.String())
 	}
 	return strings.Join(parts, ",")
 }
@@ -172,14 +185,14 @@ func (s Set) Resolve(key, user, clientID string) (r Resolved, ok bool) {
 		e    Entity
 		tags Tags
 	}{
-		{Entity{u, c}, both},
-		{Entity{u, Default}, both},
-		{Entity{u, none}, Tags{User: user}},
-		{Entity{Default, c}, both},
-		{Entity{Default, Default}, both},
-		{Entity{Default, none}, Tags{User: user}},
-		{Entity{none, c}, Tags{ClientID: clientID}},
-		{Entity{none, Default}, Tags{ClientID: clientID}},
+		{Entity{User: u, ClientID: c}, both},
+		{Entity{User: u, ClientID: Default}, both},
+		{Entity{User: u, ClientID: none}, Tags{User: user}},
+		{Entity{User: Default, ClientID: c}, both},
+		{Entity{User: Default, ClientID: Default}, both},
+		{Entity{User: Default, ClientID: none}, Tags{User: user}},
+		{Entity{User: none, ClientID: c}, Tags{ClientID: clientID}},
+		{Entity{User: none, ClientID: Default}, Tags{ClientID: clientID}},
 	}
 	for _, o := range order {
 		if v, found := s[o.e][key]; found {
@@ -187,4 +200,14 @@ func (s Set) Resolve(key, user, clientID string) (r Resolved, ok bool) {
 		}
 	}
 	return r, false
+}
+
+// ResolveIP finds the connection_creation_rate of ip: its own, or else the
+// default ip's. ok is false when neither is set.
+func (s Set) ResolveIP(ip string) (limit float64, ok bool) {
+	if v, found := s[Entity{IP: Named(ip)}][ConnectionCreationRate]; found {
+		return v, true
+	}
+	v, found := s[Entity{IP: Default}][ConnectionCreationRate]
+	return v, found
 }

@@ -13,6 +13,7 @@ func TestValidate(t *testing.T) {
 		ok  bool
 	}{
 		{ProducerByteRate, 1024, true},
+		{ConnectionCreationRate, 10, false}, // not for a client id
 		{ProducerByteRate, 1.5, false},
 		{ConsumerByteRate, 0, false},
 		{RequestPercentage, 12.5, true},
@@ -21,7 +22,7 @@ func TestValidate(t *testing.T) {
 		{ProducerByteRate, math.Inf(1), false},
 		{ProducerByteRate, math.NaN(), false},
 	} {
-		if err := Validate(tc.key, tc.v); (err == nil) != tc.ok {
+		if err := Validate(Entity{ClientID: Named("c")}, tc.key, tc.v); (err == nil) != tc.ok {
 			t.Errorf("Validate(%s, %v) = %v, want ok=%v", tc.key, tc.v, err, tc.ok)
 		}
 	}
@@ -35,20 +36,20 @@ func TestResolveOrder(t *testing.T) {
 		e    Entity
 		tags Tags
 	}{
-		{Entity{u, c}, Tags{"alice", "app"}},
-		{Entity{u, Default}, Tags{"alice", "app"}},
-		{Entity{u, none}, Tags{User: "alice"}},
-		{Entity{Default, c}, Tags{"alice", "app"}},
-		{Entity{Default, Default}, Tags{"alice", "app"}},
-		{Entity{Default, none}, Tags{User: "alice"}},
-		{Entity{none, c}, Tags{ClientID: "app"}},
-		{Entity{none, Default}, Tags{ClientID: "app"}},
+		{Entity{User: u, ClientID: c}, Tags{"alice", "app"}},
+		{Entity{User: u, ClientID: Default}, Tags{"alice", "app"}},
+		{Entity{User: u, ClientID: none}, Tags{User: "alice"}},
+		{Entity{User: Default, ClientID: c}, Tags{"alice", "app"}},
+		{Entity{User: Default, ClientID: Default}, Tags{"alice", "app"}},
+		{Entity{User: Default, ClientID: none}, Tags{User: "alice"}},
+		{Entity{User: none, ClientID: c}, Tags{ClientID: "app"}},
+		{Entity{User: none, ClientID: Default}, Tags{ClientID: "app"}},
 	}
 	s := Set{}
 	for i, l := range levels {
 		s[l.e] = Values{ProducerByteRate: float64(i + 1)}
 	}
-	s[Entity{Named("bob"), none}] = Values{ProducerByteRate: 99}
+	s[Entity{User: Named("bob"), ClientID: none}] = Values{ProducerByteRate: 99}
 	for i, l := range levels {
 		r, ok := s.Resolve(ProducerByteRate, "alice", "app")
 		if !ok || r.Limit != float64(i+1) || r.Tags != l.tags {
@@ -61,6 +62,39 @@ func TestResolveOrder(t *testing.T) {
 	}
 	if r, ok := s.Resolve(ProducerByteRate, "alice", "app"); ok {
 		t.Fatalf("no quota left for alice, got %+v", r)
+	}
+}
+
+// TestIPQuotas: an ip entity takes connection_creation_rate only, whole, and
+// alone; an ip's own quota comes before the default ip's.
+func TestIPQuotas(t *testing.T) {
+	ip := Entity{IP: Named("127.0.0.1")}
+	for _, tc := range []struct {
+		key string
+		v   float64
+		ok  bool
+	}{
+		{ConnectionCreationRate, 10, true},
+		{ConnectionCreationRate, 1.5, false},
+		{ConnectionCreationRate, 1 << 32, false},
+		{ProducerByteRate, 10, false},
+	} {
+		if err := Validate(ip, tc.key, tc.v); (err == nil) != tc.ok {
+			t.Errorf("Validate(ip, %s, %v) = %v, want ok=%v", tc.key, tc.v, err, tc.ok)
+		}
+	}
+	if (Entity{IP: Named("not an ip")}).Valid() == "" || (Entity{IP: Default, User: Named("u")}).Valid() == "" {
+		t.Error("a bad ip or an ip with a user accepted")
+	}
+	s := Set{{IP: Default}: {ConnectionCreationRate: 5}, ip: {ConnectionCreationRate: 50}}
+	if v, ok := s.ResolveIP("127.0.0.1"); !ok || v != 50 {
+		t.Errorf("own ip quota: %v %v", v, ok)
+	}
+	if v, ok := s.ResolveIP("10.0.0.1"); !ok || v != 5 {
+		t.Errorf("default ip quota: %v %v", v, ok)
+	}
+	if _, ok := s.Resolve(ConnectionCreationRate, "u", "c"); ok {
+		t.Error("an ip quota resolved for a user")
 	}
 }
 
@@ -139,6 +173,30 @@ func TestOwed(t *testing.T) {
 	}
 	if d := m.Owed(ConsumerByteRate, "u", "other", t0); d != 0 {
 		t.Fatalf("a client without a quota owes %v", d)
+	}
+}
+
+// TestAdmitConnection: an ip takes its burst (Samples×Size of its rate), then
+// one connection per 1/rate; the refused ones do not count; another ip has its
+// own rate under the default ip's quota.
+func TestAdmitConnection(t *testing.T) {
+	m := NewManager(Window{}, func() Set { return Set{{IP: Default}: {ConnectionCreationRate: 2}} })
+	t0 := time.Unix(0, 0)
+	accepted := 0
+	for i := range 1000 { // 100 per second for 10 s
+		if m.AdmitConnection("10.0.0.1", t0.Add(time.Duration(i)*10*time.Millisecond)) == 0 {
+			accepted++
+		}
+	}
+	if want := 22 + 2*10; accepted < want-1 || accepted > want+1 {
+		t.Fatalf("%d connections accepted in 10 s at 2/s, want the burst of 22 and 20 more", accepted)
+	}
+	if th := m.AdmitConnection("10.0.0.2", t0.Add(10*time.Second)); th != 0 {
+		t.Fatalf("another ip throttled %v", th)
+	}
+	m.AdmitConnection("10.0.0.1", t0.Add(10*time.Second)) // may find the bucket just refilled to 0
+	if th := m.AdmitConnection("10.0.0.1", t0.Add(10*time.Second)); th <= 0 || th > 500*time.Millisecond {
+		t.Fatalf("throttle %v of an ip over its rate, want at most 1/rate", th)
 	}
 }
 

@@ -44,6 +44,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 		return -1, fmt.Errorf("delete records of %s-%d: %v: %w", p.Topic, p.ID, err, kerr.KafkaStorageError)
 	}
 	if moved {
+		p.forgetAbortedBefore(offset)
 		p.logger.Info("records deleted", "log_start_offset", offset)
 		p.notify()
 	}

@@ -382,6 +382,9 @@ func (p *Partition) truncateToLeader(leaderEpoch int32, leaderEnd int64) error {
 	to = min(to, leo)
 	if to < leo {
 		p.logger.Info("truncating to the leader's log", "from", leo, "to", to, "leader_epoch", leaderEpoch)
+		if err := p.dropProducerStoreFromLocked(to); err != nil {
+			return err
+		}
 		if err := p.log.Truncate(to); err != nil {
 			return err
 		}
@@ -391,7 +394,7 @@ func (p *Partition) truncateToLeader(leaderEpoch int32, leaderEnd int64) error {
 		if end := p.log.LogEndOffset(); p.hw.Load() > end { // below to if it fell in a gap
 			p.hw.Store(end)
 		}
-		if err := p.rebuildProducersLocked(); err != nil {
+		if err := p.restoreProducersLocked(false, nil); err != nil {
 			return fmt.Errorf("rebuild producer state: %w", err)
 		}
 	}
@@ -406,6 +409,9 @@ func (p *Partition) resetTo(offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.logger.Info("log ends before the leader's log start: starting over there", "log_start_offset", offset)
+	if err := p.dropProducerStoreFromLocked(0); err != nil {
+		return err
+	}
 	if err := p.log.Reset(offset); err != nil {
 		return err
 	}

@@ -155,7 +155,18 @@ func (p *Partition) ReadReplica(follower int32, currentEpoch int32, fetchOffset,
 	if fetchOffset == leo {
 		return &logstore.Slice{NextOffset: fetchOffset}, nil
 	}
-	return p.read(fetchOffset, maxBytes, leo)
+	t := p.leaderThrottleFor(follower)
+	if t == nil {
+		return p.read(fetchOffset, maxBytes, leo)
+	}
+	if t.wait(time.Now()) > 0 {
+		// Over leader.replication.throttled.rate: no data for now, as Kafka
+		// answers a throttled replica.
+		return &logstore.Slice{NextOffset: fetchOffset}, nil
+	}
+	// The bytes count when the answer is sent (ReplicaSent), as Kafka records
+	// them: a fetch may still leave this read out.
+	return p.read(fetchOffset, min(maxBytes, int64(t.partMaxBytes())), leo)
 }
 
 // updateFollower records a follower's fetch: its log end offset and log start

@@ -147,7 +147,8 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
-	throttle followerThrottle // follower.replication.throttled.rate
+	throttle       byteThrottle // follower.replication.throttled.rate
+	leaderThrottle byteThrottle // leader.replication.throttled.rate
 
 	mu struct {
 		sync.RWMutex
@@ -392,6 +393,7 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		}
 		p.fenced.Store(m.fenced.Load())
 		p.sessionValid, p.selfEpoch = m.cfg.SessionValid, m.cfg.SelfEpoch
+		p.leaderThrottle = &m.leaderThrottle
 		m.mu.parts[tp] = p
 		m.mu.specs[tp] = newAppliedSpec(state[tp], t.Config)
 		added = append(added, p)
@@ -680,3 +682,7 @@ func (m *Manager) Close() error {
 	})
 	return errors.Join(errs...)
 }
+
+// SetCleaner applies the Threads, DedupeBufferSize, IOBytesPerSecond and
+// Backoff of cc to the running log cleaner (dynamic broker configs).
+func (m *Manager) SetCleaner(cc compaction.CleanerConfig) { m.cleaner.Reconfigure(cc) }

@@ -87,7 +87,8 @@ func (m *Manager) isrLoop() {
 	}
 }
 
-// checkpointLoop writes every partition's high watermark every few seconds.
+// checkpointLoop writes every partition's high watermark and producer state
+// snapshot every few seconds.
 func (m *Manager) checkpointLoop() {
 	defer m.wg.Done()
 	t := time.NewTicker(5 * time.Second)
@@ -101,6 +102,9 @@ func (m *Manager) checkpointLoop() {
 		for _, p := range m.Partitions() {
 			if err := p.checkpointHW(); err != nil {
 				p.logger.Warn("high watermark checkpoint", "err", err)
+			}
+			if err := p.snapshotProducers(); err != nil {
+				p.logger.Warn("producer state snapshot", "err", err)
 			}
 		}
 	}

@@ -35,6 +35,9 @@ type PartitionConfig struct {
 	// batch as produced and as stored.
 	Recompress bool
 	Codec      compress.Codec
+	// Level is the level Codec compresses at: compression.gzip.level,
+	// compression.lz4.level or compression.zstd.level (compress.CompressLevel).
+	Level int
 	// MinInsyncReplicas is min.insync.replicas: an acks=all produce is refused
 	// (NOT_ENOUGH_REPLICAS) while the ISR is smaller (default 1).
 	MinInsyncReplicas int
@@ -48,6 +51,9 @@ type PartitionConfig struct {
 	// FollowerThrottledReplicas is follower.replication.throttled.replicas: the
 	// replicas whose fetches are throttled while out of sync (throttle.go).
 	FollowerThrottledReplicas string
+	// LeaderThrottledReplicas is leader.replication.throttled.replicas: the
+	// replicas whose answers to out-of-sync followers are throttled (throttle.go).
+	LeaderThrottledReplicas string
 }
 
 // TimestampBounds are message.timestamp.before.max.ms and
@@ -90,7 +96,7 @@ const maxRecompressBytes = 128 << 20
 
 // recompress returns the batch b with its records compressed by cfg.Codec.
 func recompress(b []byte, cfg *PartitionConfig) ([]byte, error) {
-	out, err := batch.Recompress(b, cfg.Codec, maxRecompressBytes)
+	out, err := batch.Recompress(b, cfg.Codec, cfg.Level, maxRecompressBytes)
 	switch {
 	case errors.Is(err, compress.ErrTooLarge):
 		return nil, fmt.Errorf("the records decompress to more than %d bytes: %w", maxRecompressBytes, kerr.InvalidRecord)
@@ -115,13 +121,35 @@ type AppendResult struct {
 }
 
 // Store is the persistent per-partition data a replica needs: the log index that
-// logstore uses, and the high-watermark checkpoint.
+// logstore uses, the high-watermark checkpoint, and the producer state
+// (producer_store.go). Delete removes the producer state too.
 type Store interface {
 	logstore.Index
 	// HighWatermark returns the last checkpointed high watermark, ok=false if none.
 	HighWatermark() (hw int64, ok bool, err error)
 	// SetHighWatermark checkpoints the high watermark (need not be durable).
 	SetHighWatermark(hw int64) error
+	// ProducerSnapshot returns the latest producer-state snapshot and the log
+	// end offset it was taken at, ok=false if none.
+	ProducerSnapshot() (offset int64, snapshot []byte, ok bool, err error)
+	// AbortedTxnRecords calls fn with every recorded aborted transaction, by
+	// marker offset.
+	AbortedTxnRecords(fn func(abortedRecord) error) error
+	// UpdateProducerState applies u atomically.
+	UpdateProducerState(u ProducerStateUpdate) error
+}
+
+// ProducerStateUpdate is one atomic change of a partition's stored producer
+// state (offsets.ProducerStateUpdate): the aborted transactions whose marker
+// offsets are in the Drop ranges [lo, hi) are deleted, then Aborted recorded,
+// then the snapshot set or deleted; Sync makes it durable before it returns.
+type ProducerStateUpdate = struct {
+	Drop                        [][2]int64
+	Aborted                     []abortedRecord
+	SetSnapshot, DeleteSnapshot bool
+	SnapshotOffset              int64
+	Snapshot                    []byte
+	Sync                        bool
 }
 
 type role int
@@ -148,6 +176,9 @@ type Partition struct {
 	store  Store
 	logger *slog.Logger
 	cfg    atomic.Pointer[PartitionConfig]
+	// leaderThrottle is the broker's leader.replication.throttled.rate budget
+	// (throttle.go); nil in tests that open a partition alone: no throttle.
+	leaderThrottle *byteThrottle
 
 	leaderEpoch  atomic.Int32
 	leader       atomic.Bool  // the partition state names this broker as leader
@@ -168,6 +199,9 @@ type Partition struct {
 	txns          *txnIndex      // see txnIndex for its locking
 	epochs        *epochCache    // guarded by appendMu
 	appendFailing bool           // the last append failed (for logging); guarded by appendMu
+	// snapOffset is the offset of the Store's producer snapshot, -1: none
+	// (producer_store.go); guarded by appendMu.
+	snapOffset int64
 
 	stateMu sync.Mutex
 	st      replicaState // guarded by stateMu
@@ -223,18 +257,19 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		return nil, err
 	}
 	p := &Partition{
-		Topic:     topic,
-		ID:        id,
-		TopicID:   topicID,
-		self:      self,
-		log:       l,
-		store:     store,
-		logger:    logger.With("topic", topic, "partition", id),
-		producers: newProducerStates(),
-		txns:      newTxnIndex(),
-		epochs:    epochs,
-		waiters:   make(map[chan<- struct{}]struct{}),
-		st:        replicaState{leaderID: -1},
+		Topic:      topic,
+		ID:         id,
+		TopicID:    topicID,
+		self:       self,
+		log:        l,
+		store:      store,
+		logger:     logger.With("topic", topic, "partition", id),
+		producers:  newProducerStates(),
+		txns:       newTxnIndex(),
+		epochs:     epochs,
+		snapOffset: -1,
+		waiters:    make(map[chan<- struct{}]struct{}),
+		st:         replicaState{leaderID: -1},
 	}
 	p.cfg.Store(&cfg)
 	// Epochs past the log end belong to records recovery dropped.
@@ -242,16 +277,17 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		l.Close()
 		return nil, err
 	}
-	// Idempotent producers' and transactions' state is rebuilt from the log.
-	if err := l.ScanHeaders(l.LogStartOffset(), func(h batch.Header) error {
-		if err := p.observeLocked(&h, nil); err != nil {
-			return err
+	// Idempotent producers' and transactions' state: the Store's snapshot and
+	// the log after it (the whole log when the epochs are rebuilt too).
+	var each func(h *batch.Header)
+	if rebuildEpochs {
+		each = func(h *batch.Header) {
+			if h.LeaderEpoch > epochs.latest() {
+				epochs.entries = append(epochs.entries, epochEntry{h.LeaderEpoch, h.BaseOffset})
+			}
 		}
-		if rebuildEpochs && h.LeaderEpoch > epochs.latest() {
-			epochs.entries = append(epochs.entries, epochEntry{h.LeaderEpoch, h.BaseOffset})
-		}
-		return nil
-	}); err != nil {
+	}
+	if err := p.restoreProducersLocked(rebuildEpochs, each); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("rebuild producer state of %s-%d: %w", topic, id, err)
 	}
@@ -649,7 +685,7 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 func (p *Partition) applyRetention(now time.Time) error {
 	n, err := p.log.ApplyRetention(now)
 	if n > 0 {
-		p.txns.forgetBefore(p.log.LogStartOffset())
+		p.forgetAbortedBefore(p.log.LogStartOffset())
 		p.logger.Info("retention deleted segments", "segments", n, "log_start_offset", p.log.LogStartOffset())
 	}
 	return err
@@ -670,7 +706,7 @@ func (p *Partition) checkpointHW() error {
 
 func (p *Partition) close() error {
 	p.stopSyncer()
-	return errors.Join(p.checkpointHW(), p.log.Close())
+	return errors.Join(p.checkpointHW(), p.snapshotProducers(), p.log.Close())
 }
 
 func (p *Partition) delete() error {

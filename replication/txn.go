@@ -5,8 +5,10 @@ package replication
 // stable offset (LSO: below the first open transaction's first record, and below the
 // high watermark), and the aborted transactions that read_committed consumers skip.
 // All of it is derived from the log: batches carry their producer and the
-// transactional flag, markers are control batches (internal/batch/control.go), so
-// it is rebuilt whenever producer state is (open, truncation).
+// transactional flag, markers are control batches (internal/batch/control.go).
+// The aborted transactions and snapshots of the rest are kept in the partition's
+// Store so that an open reads only the log after the latest snapshot
+// (producer_store.go).
 
 import (
 	"bytes"
@@ -44,7 +46,7 @@ type OpenTxn struct {
 type txnIndex struct {
 	mu      sync.Mutex
 	open    map[int64]OpenTxn // by producer id
-	aborted []AbortedTxn      // by LastOffset
+	aborted []abortedRecord   // by LastOffset
 	// firstUnstable is the first offset of the earliest open transaction,
 	// math.MaxInt64 when none is open.
 	firstUnstable int64
@@ -61,11 +63,19 @@ func newTxnIndex() *txnIndex {
 		coordinatorEpochs: make(map[int64]int32)}
 }
 
+// abortedRecord is an aborted transaction as the Store keeps it: with the last
+// stable offset once its marker was appended (Kafka's .txnindex entry), the
+// first offset of any transaction aborted later.
+type abortedRecord = struct {
+	ProducerID, FirstOffset, LastOffset, LastStableOffset int64
+}
+
 // observe notes one batch appended to (or read back from) the log. raw returns the
-// whole batch; it is called for control batches only.
-func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time.Time) error {
+// whole batch; it is called for control batches only. It returns the aborted
+// transaction an abort marker ends.
+func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time.Time) (*abortedRecord, error) {
 	if !h.Transactional() {
-		return nil
+		return nil, nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -73,42 +83,45 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 		if h.RecordCount == 0 {
 			// Left empty by the log cleaner, which compacts only decided
 			// transactions: it may have removed the marker (compaction/markers.go).
-			return nil
+			return nil, nil
 		}
 		if _, ok := x.open[h.ProducerID]; !ok {
 			x.open[h.ProducerID] = OpenTxn{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, FirstOffset: h.BaseOffset, Started: now}
 			x.firstUnstable = min(x.firstUnstable, h.BaseOffset)
 		}
-		return nil
+		return nil, nil
 	}
 	x.markers[h.ProducerID]++
 	if h.RecordCount == 0 {
-		return nil // a marker the cleaner removed, its header left (compaction/markers.go)
+		return nil, nil // a marker the cleaner removed, its header left (compaction/markers.go)
 	}
 	b, err := raw()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	typ, coordinatorEpoch, err := batch.ParseControl(b)
 	if err != nil {
-		return fmt.Errorf("control batch at %d: %w", h.BaseOffset, err)
+		return nil, fmt.Errorf("control batch at %d: %w", h.BaseOffset, err)
 	}
 	if coordinatorEpoch >= 0 {
 		x.coordinatorEpochs[h.ProducerID] = coordinatorEpoch
 	}
 	t, ok := x.open[h.ProducerID]
 	if !ok {
-		return nil // a marker for a transaction that wrote nothing here
+		return nil, nil // a marker for a transaction that wrote nothing here
 	}
 	delete(x.open, h.ProducerID)
-	if typ == batch.ControlAbort {
-		x.aborted = append(x.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: t.FirstOffset, LastOffset: h.BaseOffset})
-	}
 	x.firstUnstable = math.MaxInt64
 	for _, o := range x.open {
 		x.firstUnstable = min(x.firstUnstable, o.FirstOffset)
 	}
-	return nil
+	if typ != batch.ControlAbort {
+		return nil, nil
+	}
+	a := abortedRecord{ProducerID: h.ProducerID, FirstOffset: t.FirstOffset, LastOffset: h.BaseOffset,
+		LastStableOffset: min(x.firstUnstable, h.BaseOffset+1)}
+	x.aborted = append(x.aborted, a)
+	return &a, nil
 }
 
 // TxnVerification reports whether a transactional batch of producer pid needs
@@ -141,7 +154,9 @@ func (x *txnIndex) reset() {
 }
 
 // abortedIn returns the aborted transactions whose records may be in [from, to):
-// those ending at or after from that started before to.
+// those ending at or after from that started before to. Every transaction
+// aborted after one whose last stable offset is at or past to started at or
+// after it, so the search stops there, as Kafka's does.
 func (x *txnIndex) abortedIn(from, to int64) []AbortedTxn {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -149,7 +164,10 @@ func (x *txnIndex) abortedIn(from, to int64) []AbortedTxn {
 	var out []AbortedTxn
 	for _, a := range x.aborted[i:] {
 		if a.FirstOffset < to {
-			out = append(out, a)
+			out = append(out, AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset})
+		}
+		if a.LastStableOffset >= to {
+			break
 		}
 	}
 	return out
@@ -167,7 +185,9 @@ func (x *txnIndex) forgetBefore(offset int64) {
 func (x *txnIndex) forget(txns []AbortedTxn) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.aborted = slices.DeleteFunc(x.aborted, func(a AbortedTxn) bool { return slices.Contains(txns, a) })
+	x.aborted = slices.DeleteFunc(x.aborted, func(a abortedRecord) bool {
+		return slices.Contains(txns, AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset})
+	})
 }
 
 // LastStableOffset is the offset below which every transaction is decided and
@@ -269,19 +289,20 @@ func (p *Partition) readBatch(h *batch.Header) ([]byte, error) {
 	return buf.Bytes()[:h.Size()], nil
 }
 
-// rebuildProducersLocked derives producer and transaction state from the whole log
-// again (after a truncation). The caller holds appendMu.
-func (p *Partition) rebuildProducersLocked() error {
-	p.producers = newProducerStates()
-	p.txns.reset()
-	return p.log.ScanHeaders(p.log.LogStartOffset(), func(h batch.Header) error {
-		return p.observeLocked(&h, nil)
-	})
+// observeLocked keeps producer and transaction state in step with a batch
+// appended to the log, and records an aborted transaction it ends in the Store;
+// raw is the batch when the caller has it. The caller holds appendMu.
+func (p *Partition) observeLocked(h *batch.Header, raw []byte) error {
+	a, err := p.noteLocked(h, raw)
+	if err != nil || a == nil {
+		return err
+	}
+	return p.store.UpdateProducerState(ProducerStateUpdate{Aborted: []abortedRecord{*a}})
 }
 
-// observeLocked keeps producer and transaction state in step with a batch in the
-// log; raw is the batch when the caller has it. The caller holds appendMu.
-func (p *Partition) observeLocked(h *batch.Header, raw []byte) error {
+// noteLocked is observeLocked without the Store: it returns the aborted
+// transaction the batch ends. The caller holds appendMu.
+func (p *Partition) noteLocked(h *batch.Header, raw []byte) (*abortedRecord, error) {
 	p.producers.record(h)
 	return p.txns.observe(h, func() ([]byte, error) {
 		if raw != nil {
@@ -374,6 +395,17 @@ func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
 // ForgetAbortedTxns drops aborted transactions whose records the cleaner
 // removed: their markers go after delete.retention.ms, and a read_committed
 // reader told of one without its marker would skip its producer's later records.
-func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) { t.txns.forget(txns) }
+func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) {
+	t.txns.forget(txns)
+	// Durably: an open keeps the stored entries below its snapshot without
+	// reading the log, so one that came back would stay after the marker went.
+	u := ProducerStateUpdate{Sync: true}
+	for _, a := range txns {
+		u.Drop = append(u.Drop, [2]int64{a.LastOffset, a.LastOffset + 1})
+	}
+	if err := t.store.UpdateProducerState(u); err != nil {
+		t.logger.Warn("forgetting aborted transactions in the index", "err", err) // back at the next open
+	}
+}
 
 var _ compaction.TxnTarget = stableTarget{}

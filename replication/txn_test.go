@@ -234,6 +234,9 @@ func TestTxnMarkersCompacted(t *testing.T) {
 		appendOff(batchtest.Keyed(batchtest.Plain, time.Now().UnixMilli(), compress.None, false,
 			batchtest.KV{Key: []byte("filler"), Value: bytes.Repeat([]byte("f"), 300)}))
 	}
+	if st := storedAborted(t, p); len(st) != 0 {
+		t.Fatalf("the cleaner forgot the aborted transaction, the Store still has %+v", st)
+	}
 	hw := p.HighWatermark()
 	closeAll(t, m, db)
 

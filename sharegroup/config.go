@@ -36,6 +36,13 @@ const (
 	DefaultMaxRecordLocks     = 2000             // group.share.partition.max.record.locks
 	DefaultHeartbeatInterval  = 5 * time.Second  // group.share.heartbeat.interval.ms
 	DefaultSessionTimeout     = 45 * time.Second // group.share.session.timeout.ms
+	// The bounds of a group's share.session.timeout.ms and
+	// share.heartbeat.interval.ms: group.share.min/max.session.timeout.ms and
+	// group.share.min/max.heartbeat.interval.ms.
+	DefaultMinSessionTimeout    = 45 * time.Second
+	DefaultMaxSessionTimeout    = 60 * time.Second
+	DefaultMinHeartbeatInterval = 5 * time.Second
+	DefaultMaxHeartbeatInterval = 15 * time.Second
 )
 
 // Settings are one group's effective share settings: the broker's, overridden by
@@ -45,6 +52,9 @@ type Settings struct {
 	RecordLockDuration time.Duration
 	DeliveryCountLimit int16
 	MaxRecordLocks     int
+	// SessionTimeout and HeartbeatInterval: share.session.timeout.ms and
+	// share.heartbeat.interval.ms.
+	SessionTimeout, HeartbeatInterval time.Duration
 	// DeadLetterTopic is errors.deadletterqueue.topic.name (KIP-1191); "" drops
 	// archived records, as Kafka does.
 	DeadLetterTopic string
@@ -70,6 +80,10 @@ type Config struct {
 	// HeartbeatInterval and SessionTimeout: group.share.heartbeat.interval.ms and
 	// group.share.session.timeout.ms.
 	HeartbeatInterval, SessionTimeout time.Duration
+	// MinSessionTimeout, MaxSessionTimeout, MinHeartbeatInterval and
+	// MaxHeartbeatInterval bound a group's share.session.timeout.ms and
+	// share.heartbeat.interval.ms (group.share.min/max.*).
+	MinSessionTimeout, MaxSessionTimeout, MinHeartbeatInterval, MaxHeartbeatInterval time.Duration
 	// GroupConfigs returns a group's config overrides (share.auto.offset.reset,
 	// share.record.lock.duration.ms, share.delivery.count.limit,
 	// errors.deadletterqueue.topic.name); nil: none.
@@ -101,6 +115,17 @@ func (c *Config) setDefaults() {
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.MinSessionTimeout, DefaultMinSessionTimeout}, {&c.MaxSessionTimeout, DefaultMaxSessionTimeout},
+		{&c.MinHeartbeatInterval, DefaultMinHeartbeatInterval}, {&c.MaxHeartbeatInterval, DefaultMaxHeartbeatInterval},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 10 * time.Second
 	}
@@ -118,6 +143,8 @@ const (
 	ConfigRecordLockDuration = "share.record.lock.duration.ms"
 	ConfigDeliveryCountLimit = "share.delivery.count.limit"
 	ConfigDeadLetterTopic    = "errors.deadletterqueue.topic.name"
+	ConfigSessionTimeout     = "share.session.timeout.ms"
+	ConfigHeartbeatInterval  = "share.heartbeat.interval.ms"
 )
 
 // settings resolves a group's settings.
@@ -127,6 +154,8 @@ func (c *Config) settings(group string) Settings {
 		RecordLockDuration: c.RecordLockDuration,
 		DeliveryCountLimit: c.DeliveryCountLimit,
 		MaxRecordLocks:     c.MaxRecordLocks,
+		SessionTimeout:     c.SessionTimeout,
+		HeartbeatInterval:  c.HeartbeatInterval,
 	}
 	if c.GroupConfigs == nil {
 		return s
@@ -142,6 +171,12 @@ func (c *Config) settings(group string) Settings {
 		s.DeliveryCountLimit = int16(v)
 	}
 	s.DeadLetterTopic = cfg[ConfigDeadLetterTopic]
+	if v, ok := parseInt(cfg[ConfigSessionTimeout]); ok && v > 0 {
+		s.SessionTimeout = time.Duration(v) * time.Millisecond
+	}
+	if v, ok := parseInt(cfg[ConfigHeartbeatInterval]); ok && v > 0 {
+		s.HeartbeatInterval = time.Duration(v) * time.Millisecond
+	}
 	return s
 }
 

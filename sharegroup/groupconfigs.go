@@ -13,6 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"skiff/groups"
 )
 
 // configKeyVersion is the first byte of a group-config key (a share-partition
@@ -60,8 +63,10 @@ type GroupConfigSpec struct {
 	Validate      func(v string) error
 }
 
-// GroupConfigSpecs are the group configs, sorted by name.
-func GroupConfigSpecs(brokerLock int64, brokerLimit int16) []GroupConfigSpec {
+// GroupConfigSpecs are the group configs of share groups, sorted by name, with
+// the broker's defaults in cfg.
+func GroupConfigSpecs(cfg Config) []GroupConfigSpec {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	positive := func(max int64) func(string) error {
 		return func(v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -84,8 +89,11 @@ func GroupConfigSpecs(brokerLock int64, brokerLimit int16) []GroupConfigSpec {
 			}
 			return nil
 		}},
-		{Name: ConfigDeliveryCountLimit, Default: strconv.Itoa(int(brokerLimit)), Int: true, Validate: positive(1 << 14)},
-		{Name: ConfigRecordLockDuration, Default: strconv.FormatInt(brokerLock, 10), Int: true, Validate: positive(1 << 31)},
+		{Name: ConfigDeliveryCountLimit, Default: strconv.Itoa(int(cfg.DeliveryCountLimit)), Int: true, Validate: positive(1 << 14)},
+		{Name: ConfigRecordLockDuration, Default: ms(cfg.RecordLockDuration), Int: true, Validate: positive(1 << 31)},
+		// Checked together, against the broker's bounds (ValidateGroupConfigs).
+		{Name: ConfigSessionTimeout, Default: ms(cfg.SessionTimeout), Int: true, Validate: func(string) error { return nil }},
+		{Name: ConfigHeartbeatInterval, Default: ms(cfg.HeartbeatInterval), Int: true, Validate: func(string) error { return nil }},
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
@@ -98,8 +106,9 @@ func (s *TopicStore) GroupConfigs(group string) map[string]string {
 	return s.mu.configs[group]
 }
 
-// SetGroupConfigs replaces a group's overrides (nil or empty: none) and returns
-// once this node's tail has read the write back.
+// SetGroupConfigs replaces a group's overrides (nil or empty: none, written as a
+// tombstone, which compaction removes) and returns once this node's tail has read
+// the write back.
 func (s *TopicStore) SetGroupConfigs(ctx context.Context, group string, c map[string]string) error {
 	if err := s.start(ctx); err != nil {
 		return err
@@ -109,7 +118,11 @@ func (s *TopicStore) SetGroupConfigs(ctx context.Context, group string, c map[st
 		return err
 	}
 	p := configPartition(group, n)
-	res := s.cl.ProduceSync(ctx, kgoRecord(encodeConfigKey(group), encodeConfigs(c), p))
+	var value []byte
+	if len(c) > 0 {
+		value = encodeConfigs(c)
+	}
+	res := s.cl.ProduceSync(ctx, kgoRecord(encodeConfigKey(group), value, p))
 	if err := res.FirstErr(); err != nil {
 		return err
 	}
@@ -168,7 +181,7 @@ func (m *Manager) DescribeGroupConfigs(group string) []GroupConfigEntry {
 }
 
 func (m *Manager) groupConfigSpecs() []GroupConfigSpec {
-	return GroupConfigSpecs(int64(m.cfg.RecordLockDuration.Milliseconds()), m.cfg.DeliveryCountLimit)
+	return GroupConfigSpecs(m.cfg)
 }
 
 // ValidateGroupConfigs checks a group's new overrides: an unknown name or a bad
@@ -184,5 +197,10 @@ func (m *Manager) ValidateGroupConfigs(c map[string]string) error {
 			return err
 		}
 	}
-	return nil
+	return groups.Timeouts{
+		Session: ConfigSessionTimeout, Heartbeat: ConfigHeartbeatInterval, Broker: "group.share",
+		SessionDefault: m.cfg.SessionTimeout, HeartbeatDefault: m.cfg.HeartbeatInterval,
+		MinSession: m.cfg.MinSessionTimeout, MaxSession: m.cfg.MaxSessionTimeout,
+		MinHeartbeat: m.cfg.MinHeartbeatInterval, MaxHeartbeat: m.cfg.MaxHeartbeatInterval,
+	}.Validate(c)
 }

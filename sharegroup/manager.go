@@ -261,7 +261,20 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 
 	out := newFetchAnswer()
 	defer out.fill(resp)
-	// Acknowledgements first: they may make records available to this fetch.
+	// Acknowledgements first: they may make records available to this fetch. They
+	// are answered once durable; their write starts after the first acquisition,
+	// so that one write carries both.
+	acked := make(map[*sharePartition]uint64)
+	var ackedParts []*kmsg.ShareFetchResponseTopicPartition
+	var ackedSPs []*sharePartition
+	defer func() {
+		for i, sp := range ackedSPs {
+			sp.saveSoon()
+			if c := sp.waitSaved(ctx, acked[sp]); c != 0 && ackedParts[i].AcknowledgeErrorCode == 0 {
+				ackedParts[i].AcknowledgeErrorCode = c
+			}
+		}
+	}()
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := tidp{t.TopicID, p.Partition}
@@ -282,7 +295,12 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 				continue
 			}
 			sp := m.partition(Key{group, tp.id, tp.p}, r.Topic, r.Log)
-			rp.AcknowledgeErrorCode = sp.acknowledge(ctx, member, acks)
+			v, code := sp.applyAcks(ctx, member, acks)
+			rp.AcknowledgeErrorCode = code
+			if v != 0 {
+				acked[sp] = v
+				ackedParts, ackedSPs = append(ackedParts, rp), append(ackedSPs, sp)
+			}
 		}
 	}
 	for _, f := range req.ForgottenTopicsData {
@@ -299,7 +317,7 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 	}
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	deadline := m.now().Add(wait)
-	for {
+	for pass := 0; ; pass++ {
 		budget := fetchBudget{records: maxRecords, bytes: int64(req.MaxBytes)}
 		if budget.bytes <= 0 {
 			budget.bytes = 1 << 30
@@ -325,6 +343,9 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 				continue
 			}
 			if len(a.Ranges) > 0 {
+				if _, ok := acked[sp]; !ok || pass > 0 {
+					sp.saveLater()
+				}
 				got = true
 				rp := out.partition(tp)
 				rp.Records = append(rp.Records, a.Records...)
@@ -343,6 +364,11 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 				// The member's own unacknowledged records fill the window, and its
 				// acknowledgements can only come with its next request.
 				deadline = minTime(deadline, m.now().Add(selfBlockedWait))
+			}
+		}
+		if pass == 0 {
+			for _, sp := range ackedSPs {
+				sp.saveSoon() // the acknowledgements with this pass's acquisitions
 			}
 		}
 		left := deadline.Sub(m.now())

@@ -62,7 +62,7 @@ type Client struct{ ID, Host string }
 // Heartbeat serves ShareGroupHeartbeat for a group this node coordinates.
 func (c *Coordinator) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
-	resp.HeartbeatIntervalMillis = int32(c.cfg.HeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(c.cfg.settings(req.GroupID).HeartbeatInterval / time.Millisecond)
 	fail := func(e *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatResponse {
 		resp.ErrorCode, resp.ErrorMessage = e.Code, &msg
 		return resp
@@ -164,8 +164,12 @@ func sameAssignment(a, b map[[16]byte][]int32) bool {
 // expireLocked removes members not heard from within the session timeout.
 func (c *Coordinator) expireLocked(now time.Time) {
 	for _, g := range c.mu.groups {
+		if len(g.members) == 0 {
+			continue
+		}
+		timeout := c.cfg.settings(g.name).SessionTimeout
 		for id, m := range g.members {
-			if now.Sub(m.lastSeen) > c.cfg.SessionTimeout {
+			if now.Sub(m.lastSeen) > timeout {
 				delete(g.members, id)
 				g.epoch++
 				go c.onLeave(g.name, id)

@@ -6,7 +6,6 @@ package sharegroup
 // SPSO is done; everything at or above SPEO has not been delivered yet.
 
 import (
-	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,33 +39,65 @@ type Archived struct {
 type window struct {
 	start int64 // SPSO
 	end   int64 // SPEO
-	recs  map[int64]*inflight
+	// recs holds the records start..end-1 (recs[o-start]): one slice rather than an
+	// entry per record keeps the scans of every fetch cheap and the heap small.
+	recs     []inflight
+	acquired int       // records in stateAcquired
+	expiry   time.Time // no lock ends before it (a lower bound) while acquired > 0
 }
 
 func newWindow(st State) *window {
-	w := &window{start: st.StartOffset, end: st.StartOffset, recs: make(map[int64]*inflight)}
+	w := &window{start: st.StartOffset, end: st.StartOffset}
 	for _, r := range st.Runs {
+		w.grow(r.Last + 1)
 		for o := max(r.First, st.StartOffset); o <= r.Last; o++ {
-			w.recs[o] = &inflight{state: r.State, count: r.Count}
+			*w.at(o) = inflight{state: r.State, count: r.Count}
 		}
-		w.end = max(w.end, r.Last+1)
 	}
 	w.advance()
 	return w
 }
 
+// at returns the record at offset o, or nil outside the window.
+func (w *window) at(o int64) *inflight {
+	if o < w.start || o >= w.end {
+		return nil
+	}
+	return &w.recs[o-w.start]
+}
+
+// grow moves SPEO up to end, the new records available and never delivered.
+func (w *window) grow(end int64) {
+	for ; w.end < end; w.end++ {
+		w.recs = append(w.recs, inflight{})
+	}
+}
+
+// lock acquires r for member until deadline.
+func (w *window) lock(r *inflight, member string, deadline time.Time) {
+	if w.acquired == 0 || deadline.Before(w.expiry) {
+		w.expiry = deadline
+	}
+	r.state, r.owner, r.deadline = stateAcquired, member, deadline
+	w.acquired++
+}
+
+// unlock ends r's lock, leaving it in state.
+func (w *window) unlock(r *inflight, state uint8) {
+	if r.state == stateAcquired {
+		w.acquired--
+	}
+	r.state, r.owner, r.deadline = state, "", time.Time{}
+}
+
 // runs returns the window as stored: acquired records count as available.
 func (w *window) runs() []Run {
-	offs := make([]int64, 0, len(w.recs))
-	for o, r := range w.recs {
-		if r.state != stateAvailable || r.count > 0 {
-			offs = append(offs, o)
-		}
-	}
-	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
 	var out []Run
-	for _, o := range offs {
-		r := w.recs[o]
+	for i := range w.recs {
+		r, o := &w.recs[i], w.start+int64(i)
+		if r.state == stateAvailable && r.count == 0 {
+			continue
+		}
 		st := r.state
 		if st == stateAcquired {
 			st = stateAvailable
@@ -82,26 +113,42 @@ func (w *window) runs() []Run {
 
 // advance moves SPSO past the records that are done.
 func (w *window) advance() {
-	for w.start < w.end {
-		r := w.recs[w.start]
-		if r == nil || (r.state != stateAcknowledged && r.state != stateArchived) {
-			return
-		}
-		delete(w.recs, w.start)
-		w.start++
+	n := 0
+	for n < len(w.recs) && (w.recs[n].state == stateAcknowledged || w.recs[n].state == stateArchived) {
+		n++
 	}
+	if n == 0 {
+		return
+	}
+	w.start += int64(n)
+	if n == len(w.recs) {
+		w.recs = w.recs[:0] // reuse the array
+		return
+	}
+	w.recs = w.recs[n:]
 }
 
 // expire returns acquired records whose lock has ended to available, or archives
 // them once their delivery count reached limit. It reports whether anything changed.
 func (w *window) expire(now time.Time, limit int16, archived *[]Archived) bool {
+	if w.acquired == 0 || now.Before(w.expiry) {
+		return false
+	}
 	changed := false
-	for o, r := range w.recs {
-		if r.state == stateAcquired && !now.Before(r.deadline) {
-			w.release(o, r, limit, archived)
+	var next time.Time
+	for i := range w.recs {
+		r := &w.recs[i]
+		if r.state != stateAcquired {
+			continue
+		}
+		if !now.Before(r.deadline) {
+			w.release(w.start+int64(i), r, limit, archived)
 			changed = true
+		} else if next.IsZero() || r.deadline.Before(next) {
+			next = r.deadline
 		}
 	}
+	w.expiry = next
 	if changed {
 		w.advance()
 	}
@@ -109,22 +156,21 @@ func (w *window) expire(now time.Time, limit int16, archived *[]Archived) bool {
 }
 
 func (w *window) release(o int64, r *inflight, limit int16, archived *[]Archived) {
-	r.owner, r.deadline = "", time.Time{}
 	if r.count >= limit {
-		r.state = stateArchived
+		w.unlock(r, stateArchived)
 		*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: ReasonDeliveryLimit})
 		return
 	}
-	r.state = stateAvailable
+	w.unlock(r, stateAvailable)
 }
 
 // releaseMember returns every record member holds to available (a member that
 // left or whose share session closed).
 func (w *window) releaseMember(member string, limit int16, archived *[]Archived) bool {
 	changed := false
-	for o, r := range w.recs {
-		if r.state == stateAcquired && r.owner == member {
-			w.release(o, r, limit, archived)
+	for i := range w.recs {
+		if r := &w.recs[i]; r.state == stateAcquired && r.owner == member {
+			w.release(w.start+int64(i), r, limit, archived)
 			changed = true
 		}
 	}
@@ -134,22 +180,31 @@ func (w *window) releaseMember(member string, limit int16, archived *[]Archived)
 	return changed
 }
 
+// holds reports whether member holds a record of the window.
+func (w *window) holds(member string) bool {
+	if w.acquired == 0 {
+		return false
+	}
+	for i := range w.recs {
+		if r := &w.recs[i]; r.state == stateAcquired && r.owner == member {
+			return true
+		}
+	}
+	return false
+}
+
 // acquireAvailable acquires up to max available records inside the window, in
 // offset order, for member until deadline, and returns their offsets.
 func (w *window) acquireAvailable(member string, max int, deadline time.Time) []int64 {
 	var offs []int64
-	for o := w.start; o < w.end && len(offs) < max; o++ {
-		r := w.recs[o]
-		if r == nil {
-			r = &inflight{}
-			w.recs[o] = r
-		}
+	for i := 0; i < len(w.recs) && len(offs) < max; i++ {
+		r := &w.recs[i]
 		if r.state != stateAvailable {
 			continue
 		}
-		r.state, r.owner, r.deadline = stateAcquired, member, deadline
+		w.lock(r, member, deadline)
 		r.count++
-		offs = append(offs, o)
+		offs = append(offs, w.start+int64(i))
 	}
 	return offs
 }
@@ -159,15 +214,18 @@ func (w *window) acquireAvailable(member string, max int, deadline time.Time) []
 // batches, which no consumer sees).
 func (w *window) acquireNew(first, last int64, member string, deadline time.Time, skip bool) []int64 {
 	var offs []int64
-	for o := max(first, w.end); o <= last; o++ {
+	from := max(first, w.end)
+	w.grow(last + 1)
+	for o := from; o <= last; o++ {
+		r := w.at(o)
 		if skip {
-			w.recs[o] = &inflight{state: stateArchived}
+			r.state = stateArchived
 			continue
 		}
-		w.recs[o] = &inflight{state: stateAcquired, owner: member, deadline: deadline, count: 1}
+		w.lock(r, member, deadline)
+		r.count = 1
 		offs = append(offs, o)
 	}
-	w.end = max(w.end, last+1)
 	if skip {
 		w.advance()
 	}
@@ -189,7 +247,7 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 		return types[o-first]
 	}
 	for o := first; o <= last; o++ {
-		r := w.recs[o]
+		r := w.at(o)
 		if t := typeAt(o); t < AckGap || t > AckRenew {
 			return kerr.InvalidRequest.Code
 		}
@@ -198,17 +256,17 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 		}
 	}
 	for o := first; o <= last; o++ {
-		r := w.recs[o]
+		r := w.at(o)
 		switch typeAt(o) {
 		case AckAccept, AckGap:
-			r.state, r.owner, r.deadline = stateAcknowledged, "", time.Time{}
+			w.unlock(r, stateAcknowledged)
 		case AckRelease:
 			w.release(o, r, limit, archived)
 		case AckReject:
-			r.state, r.owner, r.deadline = stateArchived, "", time.Time{}
+			w.unlock(r, stateArchived)
 			*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: ReasonRejected})
 		case AckRenew:
-			r.deadline = deadline
+			r.deadline = deadline // later than before: w.expiry stays a lower bound
 		}
 	}
 	w.advance()
@@ -217,8 +275,8 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 
 // counts returns how many records of the window are in each state.
 func (w *window) counts() (available, acquired, acknowledged, archived int) {
-	for _, r := range w.recs {
-		switch r.state {
+	for i := range w.recs {
+		switch w.recs[i].state {
 		case stateAvailable:
 			available++
 		case stateAcquired:
@@ -232,13 +290,11 @@ func (w *window) counts() (available, acquired, acknowledged, archived int) {
 	return
 }
 
-// earliestDeadline is the soonest lock end, or zero when nothing is acquired.
+// earliestDeadline is the soonest lock end (at most: a lower bound), or zero when
+// nothing is acquired.
 func (w *window) earliestDeadline() time.Time {
-	var t time.Time
-	for _, r := range w.recs {
-		if r.state == stateAcquired && (t.IsZero() || r.deadline.Before(t)) {
-			t = r.deadline
-		}
+	if w.acquired == 0 {
+		return time.Time{}
 	}
-	return t
+	return w.expiry
 }

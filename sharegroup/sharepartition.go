@@ -56,6 +56,8 @@ type sharePartition struct {
 		changedC chan struct{} // closed when records become available; replaced
 		dead     bool          // replaced by a newer leadership
 		deleted  bool          // the state is deleted (DeleteShareGroupOffsets)
+		// saveTimer: a write of acquisitions is scheduled (saveLater).
+		saveTimer bool
 	}
 }
 
@@ -142,10 +144,38 @@ func (sp *sharePartition) stateLocked() State {
 // changedLocked notes a change of the window to be saved, and wakes fetches
 // waiting for available records.
 func (sp *sharePartition) changedLocked() uint64 {
-	sp.mu.version++
 	close(sp.mu.changedC)
 	sp.mu.changedC = make(chan struct{})
+	return sp.acquiredLocked()
+}
+
+// acquiredLocked notes a change to be saved that makes no record available (an
+// acquisition): waiting fetches would find nothing new, so they sleep on.
+func (sp *sharePartition) acquiredLocked() uint64 {
+	sp.mu.version++
 	return sp.mu.version
+}
+
+// acquisitionWriteDelay bounds how long an acquisition (its delivery count) waits
+// to be written when no acknowledgement's write carries it sooner: a fetch
+// carrying acknowledgements writes its acquisitions with them, in one write.
+const acquisitionWriteDelay = 50 * time.Millisecond
+
+// saveLater writes the window within acquisitionWriteDelay.
+func (sp *sharePartition) saveLater() {
+	sp.mu.Lock()
+	if sp.mu.saveTimer {
+		sp.mu.Unlock()
+		return
+	}
+	sp.mu.saveTimer = true
+	sp.mu.Unlock()
+	time.AfterFunc(acquisitionWriteDelay, func() {
+		sp.mu.Lock()
+		sp.mu.saveTimer = false
+		sp.mu.Unlock()
+		sp.saveSoon()
+	})
 }
 
 // saveSoon starts a write of the window unless one is in flight (which then
@@ -227,8 +257,24 @@ func (sp *sharePartition) expireLocked(now time.Time) {
 // acknowledge applies a member's acknowledgement batches and waits until they are
 // durable. The answer is 0 or the first error met.
 func (sp *sharePartition) acknowledge(ctx context.Context, member string, acks []AckBatch) int16 {
-	if code := sp.waitLoaded(ctx); code != 0 {
+	v, code := sp.applyAcks(ctx, member, acks)
+	if v == 0 {
 		return code
+	}
+	sp.saveSoon()
+	if c := sp.waitSaved(ctx, v); c != 0 && code == 0 {
+		code = c
+	}
+	return code
+}
+
+// applyAcks applies a member's acknowledgement batches to the window, and returns
+// the change that makes them durable once saved (0 when nothing was applied) and
+// the first error met. The caller starts the write (saveSoon) and waits for it
+// (waitSaved) before it answers.
+func (sp *sharePartition) applyAcks(ctx context.Context, member string, acks []AckBatch) (uint64, int16) {
+	if code := sp.waitLoaded(ctx); code != 0 {
+		return 0, code
 	}
 	s := sp.m.groupSettings(sp.key.Group)
 	now := sp.m.now()
@@ -244,11 +290,7 @@ func (sp *sharePartition) acknowledge(ctx context.Context, member string, acks [
 	v := sp.changedLocked()
 	sp.mu.Unlock()
 	sp.m.deadLetter(ctx, sp, archived) // copied before the archival is durable
-	sp.saveSoon()
-	if c := sp.waitSaved(ctx, v); c != 0 && code == 0 {
-		code = c
-	}
-	return code
+	return v, code
 }
 
 // releaseMember returns a member's acquired records (its session closed).
@@ -306,6 +348,15 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 	defer sp.mu.Unlock()
 	sp.expireLocked(now)
 	w := sp.mu.w
+	start, end := w.start, w.end
+	defer func() {
+		switch {
+		case w.start != start: // control records archived: room in the window
+			sp.changedLocked()
+		case w.end != end:
+			sp.acquiredLocked() // written with the fetch's acknowledgements, or by saveLater
+		}
+	}()
 	offs := w.acquireAvailable(member, maxRecords, deadline)
 	var out Acquired
 	if len(offs) > 0 {
@@ -314,7 +365,7 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 		}
 	}
 	for len(offs) < maxRecords && int(w.end-w.start) < s.MaxRecordLocks && w.end < sp.log.HighWatermark() {
-		raw, err := readLog(sp.log, w.end, maxBytes)
+		raw, err := readLog(sp.log, w.end, min(maxBytes, acquireReadBytes))
 		aborted := abortedBatch(sp.log, w.end, raw)
 		if err != nil {
 			return Acquired{}, errCode(err)
@@ -354,8 +405,9 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 		return Acquired{}, 0
 	}
 	out.Ranges = rangesOf(w, offs)
-	sp.changedLocked()
-	go sp.saveSoon() // delivery counts survive a failover, without holding the fetch
+	if w.end == end {
+		sp.acquiredLocked() // acquired again: the delivery counts changed
+	}
 	return out, 0
 }
 
@@ -367,7 +419,7 @@ func (sp *sharePartition) readRanges(out *Acquired, offs []int64, maxBytes int64
 		if o < next {
 			continue
 		}
-		raw, err := readLog(sp.log, o, maxBytes)
+		raw, err := readLog(sp.log, o, 1) // the batch holding o
 		if err != nil {
 			return err
 		}
@@ -393,7 +445,7 @@ func (sp *sharePartition) readRanges(out *Acquired, offs []int64, maxBytes int64
 func rangesOf(w *window, offs []int64) []AcquiredRange {
 	var out []AcquiredRange
 	for _, o := range offs {
-		c := w.recs[o].count
+		c := w.at(o).count
 		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == c {
 			out[n-1].Last = o
 			continue
@@ -431,6 +483,12 @@ func abortedBatch(l Log, offset int64, raw []byte) func(batch.Header) bool {
 	}
 }
 
+// acquireReadBytes bounds one read of new records: an acquisition takes at most
+// max_records (500 from franz-go), and a fetch's max_bytes (50 MiB from franz-go)
+// read whole would copy the log up to its end for a few hundred records. The
+// acquisition reads again while it has room.
+const acquireReadBytes = 1 << 20
+
 // readLog reads whole batches from offset, up to maxBytes (the first always).
 func readLog(l Log, offset, maxBytes int64) ([]byte, error) {
 	sl, err := l.ReadStable(offset, maxBytes)
@@ -439,6 +497,7 @@ func readLog(l Log, offset, maxBytes int64) ([]byte, error) {
 	}
 	defer sl.Release()
 	var buf bytes.Buffer
+	buf.Grow(int(sl.Bytes))
 	if _, err := sl.WriteTo(&buf); err != nil {
 		return nil, err
 	}
@@ -468,13 +527,5 @@ func (sp *sharePartition) blockedBy(member string) bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	w := sp.mu.w
-	if int(w.end-w.start) < limit {
-		return false
-	}
-	for _, r := range w.recs {
-		if r.state == stateAcquired && r.owner == member {
-			return true
-		}
-	}
-	return false
+	return int(w.end-w.start) >= limit && w.holds(member)
 }

@@ -145,6 +145,10 @@ func (s *TopicStore) tail() {
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
 				if group, ok := decodeConfigKey(r.Key); ok {
+					if r.Value == nil { // the group was deleted
+						delete(s.mu.configs, group)
+						continue
+					}
 					c, err := decodeConfigs(r.Value)
 					if err != nil {
 						s.cfg.Logger.Warn("corrupt share group config record", "partition", r.Partition, "offset", r.Offset, "err", err)
@@ -334,3 +338,8 @@ func (s *TopicStore) Close() error {
 	}
 	return nil
 }
+
+// StatePartition is the partition of a state topic of n partitions that holds
+// key's state: the one FindCoordinator with key type 2 (share) names the leader
+// of.
+func StatePartition(key Key, n int32) int32 { return partitionOf(key, n) }

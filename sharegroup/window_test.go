@@ -35,8 +35,8 @@ func TestWindowLifecycle(t *testing.T) {
 		t.Fatalf("archived %+v, want 12 rejected", archived)
 	}
 	// 11 is redelivered to b, counted twice.
-	if got := w.acquireAvailable("b", 10, now.Add(lock)); len(got) != 1 || got[0] != 11 || w.recs[11].count != 2 {
-		t.Fatalf("redelivered %v (count %d), want 11 delivered twice", got, w.recs[11].count)
+	if got := w.acquireAvailable("b", 10, now.Add(lock)); len(got) != 1 || got[0] != 11 || w.at(11).count != 2 {
+		t.Fatalf("redelivered %v (count %d), want 11 delivered twice", got, w.at(11).count)
 	}
 	// Locks end: 11, 13, 14 are available again.
 	archived = nil
@@ -46,12 +46,15 @@ func TestWindowLifecycle(t *testing.T) {
 	if got := w.acquireAvailable("c", 10, now.Add(2*lock)); len(got) != 3 {
 		t.Fatalf("after expiry c acquired %v, want 11, 13, 14", got)
 	}
+	if _, acquired, _, _ := w.counts(); acquired != 3 || w.acquired != 3 || w.earliestDeadline().After(now.Add(2*lock)) {
+		t.Fatalf("%d acquired, counted %d, earliest lock end %v; want 3, 3 and at most %v", acquired, w.acquired, w.earliestDeadline(), now.Add(2*lock))
+	}
 	// RENEW keeps a lock past its first deadline.
 	if code := w.acknowledge("c", 13, 13, []int8{AckRenew}, now.Add(3*lock), 5, &archived); code != 0 {
 		t.Fatal(code)
 	}
 	w.expire(now.Add(2*lock), 5, &archived) // 11 and 14 end, 13 was renewed
-	if r := w.recs[13]; r.state != stateAcquired || r.owner != "c" {
+	if r := w.at(13); r.state != stateAcquired || r.owner != "c" {
 		t.Fatalf("renewed record 13: %+v, want still acquired by c", r)
 	}
 	if code := w.acknowledge("c", 13, 13, []int8{AckAccept}, now, 5, &archived); code != 0 {
@@ -59,7 +62,7 @@ func TestWindowLifecycle(t *testing.T) {
 	}
 	// d takes 11 and 14 (delivered a fourth and third time) and accepts them: the
 	// window empties up to SPEO.
-	if got := w.acquireAvailable("d", 10, now.Add(4*lock)); len(got) != 2 || w.recs[11].count != 4 || w.recs[14].count != 3 {
+	if got := w.acquireAvailable("d", 10, now.Add(4*lock)); len(got) != 2 || w.at(11).count != 4 || w.at(14).count != 3 {
 		t.Fatalf("d acquired %v", got)
 	}
 	if code := w.acknowledge("d", 11, 11, []int8{AckAccept}, now, 5, &archived); code != 0 {
@@ -67,6 +70,9 @@ func TestWindowLifecycle(t *testing.T) {
 	}
 	if code := w.acknowledge("d", 14, 14, []int8{AckGap}, now, 5, &archived); code != 0 {
 		t.Fatal(code)
+	}
+	if w.acquired != 0 || !w.earliestDeadline().IsZero() {
+		t.Fatalf("%d counted acquired after every record was done", w.acquired)
 	}
 	if w.start != 15 || w.end != 15 || len(w.recs) != 0 {
 		t.Fatalf("SPSO %d SPEO %d, %d in flight; want 15, 15, 0", w.start, w.end, len(w.recs))
@@ -84,16 +90,16 @@ func TestWindowDeliveryLimit(t *testing.T) {
 		w.acknowledge("a", 0, 0, []int8{AckRelease}, now, 3, &archived)
 		w.acquireAvailable("a", 1, now)
 	}
-	if w.recs[0].count != 3 {
-		t.Fatalf("count %d, want 3", w.recs[0].count)
+	if w.at(0).count != 3 {
+		t.Fatalf("count %d, want 3", w.at(0).count)
 	}
 	w.acknowledge("a", 0, 0, []int8{AckRelease}, now, 3, &archived)
 	w.expire(now.Add(time.Hour), 3, &archived) // record 1's lock ends at count 1: available
 	if len(archived) != 1 || archived[0].Offset != 0 || archived[0].Reason != ReasonDeliveryLimit {
 		t.Fatalf("archived %+v, want offset 0 over its delivery count", archived)
 	}
-	if w.start != 1 || w.recs[1].state != stateAvailable {
-		t.Fatalf("SPSO %d, record 1 %+v", w.start, w.recs[1])
+	if w.start != 1 || w.at(1).state != stateAvailable {
+		t.Fatalf("SPSO %d, record 1 %+v", w.start, w.at(1))
 	}
 }
 
@@ -116,13 +122,13 @@ func TestWindowDurableState(t *testing.T) {
 	}
 	want := map[int64]uint8{5: stateAvailable, 6: stateAcknowledged, 7: stateArchived, 8: stateAvailable, 9: stateAvailable}
 	for o, s := range want {
-		if r := w2.recs[o]; r == nil || r.state != s || r.count != 1 {
+		if r := w2.at(o); r == nil || r.state != s || r.count != 1 {
 			t.Errorf("offset %d: %+v, want state %d delivered once", o, r, s)
 		}
 	}
 	// A redelivery after the failover counts the first delivery.
-	if offs := w2.acquireAvailable("b", 10, now); len(offs) != 3 || w2.recs[5].count != 2 {
-		t.Fatalf("acquired %v, count %d; want 5, 8, 9 delivered a second time", offs, w2.recs[5].count)
+	if offs := w2.acquireAvailable("b", 10, now); len(offs) != 3 || w2.at(5).count != 2 {
+		t.Fatalf("acquired %v, count %d; want 5, 8, 9 delivered a second time", offs, w2.at(5).count)
 	}
 }
 

@@ -220,7 +220,12 @@ func testTopicReassign(t *testing.T, b string) {
 	mustContain(t, "reassign", out, topic+"/0: moving to ", topic+"/1: moving to ")
 	if os.Getenv("SKIFF_TEST_BROKERS") == "" {
 		mustContain(t, "reassign --list", skiffOK(t, nil, "topic", "reassign", "--list", "-b", b), "no reassignment in progress")
+		// The moves are done: nothing to cancel (e2e.TestReassignCancel cancels a move).
+		mustContain(t, "reassign --cancel", skiffOK(t, []byte(plan), "topic", "reassign", "--cancel", "-", "-b", b), topic+"/0: no reassignment in progress")
+		mustContain(t, "reassign --cancel-all", skiffOK(t, nil, "topic", "reassign", "--cancel-all", "-b", b), "no reassignment in progress")
 	}
+	mustContain(t, "reassign --cancel --verify", skiffErr(t, []byte(plan), "topic", "reassign", "--cancel", "--verify", "-", "-b", b), "go with no other mode")
+	mustContain(t, "reassign --cancel-all with a plan", skiffErr(t, nil, "topic", "reassign", "--cancel-all", "plan.json", "-b", b), "--cancel-all takes none")
 	if os.Getenv("SKIFF_TEST_BROKERS") == "" { // the throttle rates are set for every broker
 		testReassignThrottle(t, b, topic, plan)
 	}

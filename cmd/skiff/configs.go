@@ -4,6 +4,7 @@ package main
 // alter and describe; their operations are client's (client/configs.go).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,6 +59,12 @@ func runTopicAlterConfig(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	return alterConfigsOf(c, "topic", name, (*client.Client).AlterTopicConfigs)
+}
+
+// alterConfigsOf applies the --set and --delete changes to the configs of kind
+// name with alter.
+func alterConfigsOf(c *cli.Context, kind, name string, alter func(*client.Client, context.Context, string, client.ConfigChanges) error) error {
 	changes, err := alterations(c)
 	if err != nil {
 		return err
@@ -67,10 +74,10 @@ func runTopicAlterConfig(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	if err := k.AlterTopicConfigs(ctx, name, changes); err != nil {
+	if err := alter(k, ctx, name, changes); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "altered configs of topic %s\n", name)
+	fmt.Fprintf(c.App.Writer, "altered configs of %s %s\n", kind, name)
 	return nil
 }
 

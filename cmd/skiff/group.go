@@ -1,7 +1,8 @@
 package main
 
-// skiff group list|describe|delete|reset-offsets: consumer group administration
-// through the Kafka admin API (kadm), as kafka-consumer-groups.sh does it.
+// skiff group list|describe|delete|reset-offsets|alter-config|describe-config:
+// consumer group administration through the Kafka admin API (kadm), as
+// kafka-consumer-groups.sh and kafka-configs.sh --entity-type groups do it.
 
 import (
 	"errors"
@@ -23,6 +24,8 @@ func groupCommand() *cli.Command {
 			groupDescribeCommand(),
 			groupDeleteCommand(),
 			groupResetOffsetsCommand(),
+			groupAlterConfigCommand(),
+			groupDescribeConfigCommand(),
 		},
 	}
 }
@@ -52,10 +55,19 @@ func groupDescribeCommand() *cli.Command {
 			"assignor, and each member's epoch, assigned and target partitions.\n" +
 			"A share group (KIP-932) shows its state, epoch, members with their assigned\n" +
 			"partitions (shared by every member), and each share-partition's start\n" +
-			"offset (SPSO: every record below it is done) and lag.",
+			"offset (SPSO: every record below it is done) and lag. With --http (a node's\n" +
+			"HTTP address, as skiff cluster takes it) it also shows each share-partition's\n" +
+			"end offset (SPEO), in-flight and acquired records and leader: figures only\n" +
+			"the leaders hold, which no Kafka API carries, gathered by that node from\n" +
+			"every node's admin API (GET /v1/share-partitions).",
 		HideHelpCommand: true,
-		Flags:           clientFlags(),
-		Action:          runGroupDescribe,
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "http", EnvVars: []string{"SKIFF_HTTP"},
+				Usage: "for a share group, ask the node at `HOST:PORT` (its HTTP port; https://HOST:PORT with http-tls) for in-flight and acquired records"},
+			&cli.StringFlag{Name: "http-token-file", EnvVars: []string{"SKIFF_HTTP_TOKEN_FILE"},
+				Usage: "with --http: send the bearer token on the first line of `FILE` (default: SKIFF_HTTP_TOKEN)"},
+		),
+		Action: runGroupDescribe,
 	})
 }
 
@@ -136,6 +148,11 @@ func runGroupDescribe(c *cli.Context) error {
 	if d, ok, err := k.DescribeShareGroup(ctx, group); err != nil {
 		return err
 	} else if ok {
+		if c.String("http") != "" {
+			if err := addInFlight(c, &d); err != nil {
+				return err
+			}
+		}
 		return client.WriteShareGroupDescription(c.App.Writer, d)
 	}
 	l, err := k.DescribeGroup(ctx, group)
@@ -221,5 +238,82 @@ func runGroupResetOffsets(c *cli.Context) error {
 		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "reset %s of %s for group %s\n", countOf(n, "partition"), topic, group)
+	return nil
+}
+
+func groupAlterConfigCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:      "alter-config",
+		Usage:     "change a group's configs (share.*, consumer.*)",
+		ArgsUsage: "GROUP",
+		Description: "Sets (--set KEY=VALUE) and deletes (--delete KEY: back to the broker's\n" +
+			"default) configs of GROUP, all at once or none (IncrementalAlterConfigs on the\n" +
+			"GROUP resource, as kafka-configs.sh --entity-type groups). A share group takes\n" +
+			"share.auto.offset.reset, share.record.lock.duration.ms, share.delivery.count.limit,\n" +
+			"share.session.timeout.ms, share.heartbeat.interval.ms and\n" +
+			"errors.deadletterqueue.topic.name; a KIP-848 consumer group\n" +
+			"consumer.session.timeout.ms and consumer.heartbeat.interval.ms\n" +
+			"(docs/share-groups.md). A value the broker refuses exits 1 with its message.",
+		HideHelpCommand: true,
+		Flags:           append(clientFlags(), alterFlags()...),
+		Action:          runGroupAlterConfig,
+	})
+}
+
+func groupDescribeConfigCommand() *cli.Command {
+	return flagsAnywhere(&cli.Command{
+		Name:      "describe-config",
+		Usage:     "show a group's configs: value and source (group or default)",
+		ArgsUsage: "GROUP",
+		Description: "Prints every config of GROUP (DescribeConfigs on the GROUP resource): the\n" +
+			"group's own value (source group) or the broker's default (source default).",
+		HideHelpCommand: true,
+		Flags:           clientFlags(),
+		Action:          runGroupDescribeConfig,
+	})
+}
+
+func runGroupAlterConfig(c *cli.Context) error {
+	group, err := groupName(c)
+	if err != nil {
+		return err
+	}
+	return alterConfigsOf(c, "group", group, (*client.Client).AlterGroupConfigs)
+}
+
+func runGroupDescribeConfig(c *cli.Context) error {
+	group, err := groupName(c)
+	if err != nil {
+		return err
+	}
+	k, ctx, done, err := adminFromFlags(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	configs, err := k.DescribeGroupConfigs(ctx, group)
+	if err != nil {
+		return err
+	}
+	return client.WriteGroupConfigs(c.App.Writer, configs)
+}
+
+// addInFlight asks the node of --http for the share-partitions' in-flight
+// figures of d's group.
+func addInFlight(c *cli.Context, d *client.ShareGroupDescription) error {
+	a, err := adminClientFrom(c)
+	if err != nil {
+		return err
+	}
+	ans, err := a.SharePartitions(c.Context, d.Group.GroupID)
+	if err != nil {
+		return err
+	}
+	stats := make([]client.SharePartitionStats, len(ans.Partitions))
+	for i, p := range ans.Partitions {
+		stats[i] = client.SharePartitionStats{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+			StartOffset: p.StartOffset, EndOffset: p.EndOffset, Lag: p.Lag, InFlight: p.InFlight, Acquired: p.Acquired}
+	}
+	d.AddInFlight(stats, ans.Errors)
 	return nil
 }

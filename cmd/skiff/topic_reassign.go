@@ -21,7 +21,7 @@ func topicReassignCommand() *cli.Command {
 	return flagsAnywhere(&cli.Command{
 		Name:      "reassign",
 		Usage:     "move partition replicas between nodes with a JSON plan",
-		ArgsUsage: "PLAN.json | - | --generate TOPIC... | --list",
+		ArgsUsage: "PLAN.json | - | --generate TOPIC... | --list | --cancel PLAN.json | --cancel-all",
 		Description: "Moves the replicas of each partition in the plan (the JSON of\n" +
 			"kafka-reassign-partitions.sh: {\"version\":1,\"partitions\":[{\"topic\":\"orders\",\n" +
 			"\"partition\":0,\"replicas\":[2,3]}]}, from a file or - for stdin). The controller\n" +
@@ -34,7 +34,10 @@ func topicReassignCommand() *cli.Command {
 			"leader/follower.replication.throttled.rate on every node and the moved topics'\n" +
 			"leader/follower.replication.throttled.replicas, as kafka-reassign-partitions.sh\n" +
 			"does. --verify PLAN.json says which moves are done and, once all are, clears the\n" +
-			"throttle (run it until it does: a throttle left in place slows later moves).",
+			"throttle (run it until it does: a throttle left in place slows later moves).\n" +
+			"--cancel PLAN.json stops the moves of the plan still in progress (each partition\n" +
+			"goes back to its replicas from before) and clears the throttle, as\n" +
+			"kafka-reassign-partitions.sh --cancel does; --cancel-all stops every move.",
 		HideHelpCommand: true,
 		Flags: append(clientFlags(),
 			&cli.BoolFlag{Name: "generate", Usage: "print a balanced plan for the topics named instead of moving anything"},
@@ -42,6 +45,8 @@ func topicReassignCommand() *cli.Command {
 			&cli.BoolFlag{Name: "list", Usage: "print the reassignments in progress"},
 			&cli.Int64Flag{Name: "throttle", Usage: "copy at most `BYTES` per second per node while moving"},
 			&cli.BoolFlag{Name: "verify", Usage: "say which moves of the plan are done; clear the throttle when all are"},
+			&cli.BoolFlag{Name: "cancel", Usage: "stop the moves of the plan still in progress and clear the throttle"},
+			&cli.BoolFlag{Name: "cancel-all", Usage: "stop every move in progress and clear the throttle"},
 		),
 		Action: runTopicReassign,
 	})
@@ -59,14 +64,25 @@ func runTopicReassign(c *cli.Context) error {
 		}
 	}
 	generate, list := c.Bool("generate"), c.Bool("list")
+	cancelPlan, cancelAll := c.Bool("cancel"), c.Bool("cancel-all")
+	modes := 0
+	for _, on := range []bool{generate, list, cancelPlan, cancelAll, c.Bool("verify"), c.IsSet("throttle")} {
+		if on {
+			modes++
+		}
+	}
 	switch {
+	case (cancelPlan || cancelAll) && modes > 1:
+		return errors.New("--cancel and --cancel-all go with no other mode")
+	case cancelAll && c.Args().Len() > 0:
+		return fmt.Errorf("unexpected argument %q: --cancel-all takes none", c.Args().First())
 	case generate && list:
 		return errors.New("give --generate or --list, not both")
 	case generate && c.Args().Len() == 0:
 		return errors.New("--generate needs the topics to move: skiff topic reassign --generate TOPIC...")
 	case list && c.Args().Len() > 0:
 		return fmt.Errorf("unexpected argument %q: --list takes none", c.Args().First())
-	case !generate && !list && c.Args().Len() != 1:
+	case !generate && !list && !cancelAll && c.Args().Len() != 1:
 		return errors.New("give the plan: skiff topic reassign PLAN.json (or - for stdin)")
 	case !generate && len(to) > 0:
 		return errors.New("--to goes with --generate")
@@ -76,7 +92,7 @@ func runTopicReassign(c *cli.Context) error {
 		return errors.New("--verify goes with a plan")
 	}
 	var plan client.ReassignmentPlan
-	if !generate && !list {
+	if !generate && !list && !cancelAll {
 		var in io.Reader = c.App.Reader
 		if name := c.Args().First(); name != "-" {
 			f, err := os.Open(name)
@@ -99,6 +115,10 @@ func runTopicReassign(c *cli.Context) error {
 	switch {
 	case list:
 		return k.ListReassignments(ctx, c.App.Writer)
+	case cancelAll:
+		return k.CancelReassignment(ctx, c.App.Writer, nil)
+	case cancelPlan:
+		return k.CancelReassignment(ctx, c.App.Writer, &plan)
 	case generate:
 		plan, err := k.GenerateReassignment(ctx, c.Args().Slice(), to)
 		if err != nil {

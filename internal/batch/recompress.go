@@ -14,7 +14,7 @@ import (
 // decompress to limit bytes at most (compress.ErrTooLarge); input that does not
 // decompress is an error wrapping compress.ErrCorrupt. When b already uses c, b
 // itself is returned.
-func Recompress(b []byte, c compress.Codec, limit int) ([]byte, error) {
+func Recompress(b []byte, c compress.Codec, level, limit int) ([]byte, error) {
 	attrs := binary.BigEndian.Uint16(b[offAttributes:])
 	from := compress.Codec(attrs & AttrCompressionMask)
 	if from == c {
@@ -30,7 +30,7 @@ func Recompress(b []byte, c compress.Codec, limit int) ([]byte, error) {
 	}
 	out := make([]byte, HeaderSize, HeaderSize+len(raw)/2)
 	copy(out, b[:HeaderSize])
-	if out, err = compress.Compress(c, format, out, raw); err != nil {
+	if out, err = compress.CompressLevel(c, format, level, out, raw); err != nil {
 		return nil, err
 	}
 	binary.BigEndian.PutUint32(out[offBatchLength:], uint32(len(out)-LogOverhead))

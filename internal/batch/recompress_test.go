@@ -18,7 +18,7 @@ var allCodecs = []compress.Codec{compress.None, compress.Gzip, compress.Snappy, 
 func compressed(t *testing.T, c compress.Codec, values ...string) []byte {
 	t.Helper()
 	plain := batchtest.Strings(batchtest.Producer{ID: 7, Epoch: 2, Sequence: 10}, 1000, values...)
-	b, err := batch.Recompress(plain, c, 1<<20)
+	b, err := batch.Recompress(plain, c, compress.DefaultLevel(c), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestRecompress(t *testing.T) {
 	for _, from := range allCodecs {
 		src := compressed(t, from, values...)
 		for _, to := range allCodecs {
-			got, err := batch.Recompress(src, to, 1<<20)
+			got, err := batch.Recompress(src, to, compress.DefaultLevel(to), 1<<20)
 			if err != nil {
 				t.Fatalf("%v to %v: %v", from, to, err)
 			}
@@ -49,7 +49,7 @@ func TestRecompress(t *testing.T) {
 				h.RecordCount != w.RecordCount || h.Attributes&^batch.AttrCompressionMask != w.Attributes {
 				t.Fatalf("%v to %v: header %+v, want that of %+v", from, to, h, w)
 			}
-			back, err := batch.Recompress(got, compress.None, 1<<20)
+			back, err := batch.Recompress(got, compress.None, compress.DefaultLevel(compress.None), 1<<20)
 			if err != nil || !bytes.Equal(back, want) {
 				t.Fatalf("%v to %v and back to none: %v, equal %v", from, to, err, bytes.Equal(back, want))
 			}
@@ -59,12 +59,12 @@ func TestRecompress(t *testing.T) {
 		}
 	}
 	big := compressed(t, compress.Zstd, values...)
-	if _, err := batch.Recompress(big, compress.Gzip, 100); !errors.Is(err, compress.ErrTooLarge) {
+	if _, err := batch.Recompress(big, compress.Gzip, compress.DefaultLevel(compress.Gzip), 100); !errors.Is(err, compress.ErrTooLarge) {
 		t.Fatalf("over the limit: %v", err)
 	}
 	bad := compressed(t, compress.LZ4, values...)
 	binary.BigEndian.PutUint32(bad[batch.HeaderSize:], 0xdeadbeef) // not an lz4 frame any more
-	if _, err := batch.Recompress(bad, compress.None, 1<<20); !errors.Is(err, compress.ErrCorrupt) {
+	if _, err := batch.Recompress(bad, compress.None, compress.DefaultLevel(compress.None), 1<<20); !errors.Is(err, compress.ErrCorrupt) {
 		t.Fatalf("corrupt lz4: %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func BenchmarkRecompress(b *testing.B) {
 			src, c := plain, to
 			if dir == "from" {
 				var err error
-				if src, err = batch.Recompress(plain, to, 1<<20); err != nil {
+				if src, err = batch.Recompress(plain, to, compress.DefaultLevel(to), 1<<20); err != nil {
 					b.Fatal(err)
 				}
 				c = compress.None
@@ -90,7 +90,7 @@ func BenchmarkRecompress(b *testing.B) {
 			b.Run(fmt.Sprintf("%s-%v", dir, to), func(b *testing.B) {
 				b.SetBytes(int64(len(plain)))
 				for range b.N {
-					if _, err := batch.Recompress(src, c, 1<<20); err != nil {
+					if _, err := batch.Recompress(src, c, compress.DefaultLevel(c), 1<<20); err != nil {
 						b.Fatal(err)
 					}
 				}

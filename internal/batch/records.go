@@ -106,6 +106,13 @@ func Records(b []byte, fn func(Record) error) error {
 	return d.Records(b, fn)
 }
 
+// Keys calls fn with the key and offset of every record of one whole batch b,
+// like Records (Decoder.Keys).
+func Keys(b []byte, fn func(key []byte, offset int64) error) error {
+	var d Decoder
+	return d.Keys(b, fn)
+}
+
 // A Decoder reads the records of batches like Records, reusing its
 // decompression buffer from one batch to the next: a Record's Key and Value of a
 // compressed batch stay valid until the next call. The zero Decoder is ready to
@@ -116,6 +123,47 @@ type Decoder struct {
 
 // Records is the package function Records with d's buffer.
 func (d *Decoder) Records(b []byte, fn func(Record) error) error {
+	return d.each(b, func(h *Header, i int32, rec []byte) error {
+		r, err := parseRecord(rec, h)
+		if err != nil {
+			return badRecord(i, err)
+		}
+		return fn(r)
+	})
+}
+
+// Keys calls fn with the key (nil for a null key) and offset of every record of
+// one whole batch b, like Records but reading only as far as the key of each
+// record: its value and headers are skipped unchecked (a reader that needs them
+// reads the batch with Records). It is what the cleaner's key map reads.
+func (d *Decoder) Keys(b []byte, fn func(key []byte, offset int64) error) error {
+	return d.each(b, func(h *Header, i int32, rec []byte) error {
+		if len(rec) < 1 {
+			return badRecord(i, errors.New("empty"))
+		}
+		_, k := binary.Varint(rec[1:]) // after the attributes
+		if k <= 0 {
+			return badRecord(i, errors.New("bad timestamp delta"))
+		}
+		rec = rec[1+k:]
+		offDelta, k := binary.Varint(rec)
+		if k <= 0 || offDelta < 0 || offDelta > int64(h.LastOffsetDelta) {
+			return badRecord(i, errors.New("bad offset delta"))
+		}
+		key, _, err := readBytes(rec[k:])
+		if err != nil {
+			return badRecord(i, fmt.Errorf("key: %v", err))
+		}
+		return fn(key, h.BaseOffset+offDelta)
+	})
+}
+
+func badRecord(i int32, err error) error { return fmt.Errorf("%w: record %d: %v", ErrRecord, i, err) }
+
+// each calls fn with the bytes of record i of batch b (after its length), for
+// every record in order, decompressing them first if need be; fn's error ends
+// the walk and is returned as it is.
+func (d *Decoder) each(b []byte, fn func(h *Header, i int32, rec []byte) error) error {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return err
@@ -138,11 +186,7 @@ func (d *Decoder) Records(b []byte, fn func(Record) error) error {
 		}
 		rec := rest[k : k+int(n)]
 		rest = rest[k+int(n):]
-		r, err := parseRecord(rec, &h)
-		if err != nil {
-			return fmt.Errorf("%w: record %d: %v", ErrRecord, i, err)
-		}
-		if err := fn(r); err != nil {
+		if err := fn(&h, i, rec); err != nil {
 			return err
 		}
 	}

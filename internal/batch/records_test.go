@@ -3,12 +3,14 @@ package batch_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
 	"skiff/internal/batchtest"
+	"skiff/internal/compress"
 )
 
 // TestBuildRecords: a built batch passes Check, franz-go's decoder reads the same
@@ -103,6 +105,43 @@ func TestRecordsErrors(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	if err := batch.Records(good, func(batch.Record) error { return stop }); err != stop {
+		t.Errorf("callback error: %v", err)
+	}
+}
+
+// TestKeys: Keys reads the keys and offsets Records reads, of plain and
+// compressed batches, and refuses what Records refuses in the keys' part.
+func TestKeys(t *testing.T) {
+	kvs := []batchtest.KV{{Key: []byte("k1"), Value: []byte("v1")}, {Key: nil, Value: []byte("v")}, {Key: []byte("k3"), Value: nil}}
+	for _, c := range []compress.Codec{compress.None, compress.Gzip, compress.LZ4, compress.Zstd, compress.Snappy} {
+		b := batchtest.Keyed(batchtest.Plain, 7, c, false, kvs...)
+		batch.SetBaseOffset(b, 40)
+		var want, got []string
+		var d batch.Decoder
+		if err := d.Records(b, func(r batch.Record) error {
+			want = append(want, fmt.Sprintf("%q@%d nil=%v", r.Key, r.Offset, r.Key == nil))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Keys(b, func(key []byte, offset int64) error {
+			got = append(got, fmt.Sprintf("%q@%d nil=%v", key, offset, key == nil))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 3 || got[0] != `"k1"@40 nil=false` {
+			t.Fatalf("%v: Keys read %v, Records %v", c, got, want)
+		}
+	}
+	good := batch.Build(1, []batch.Record{{Key: []byte("k"), Value: []byte("v")}})
+	long := append([]byte(nil), good...)
+	long[batch.HeaderSize+4] = 0x7e // a key length running past the end
+	if err := batch.Keys(long, func([]byte, int64) error { return nil }); !errors.Is(err, batch.ErrRecord) {
+		t.Errorf("key length: %v", err)
+	}
+	stop := errors.New("stop")
+	if err := batch.Keys(good, func([]byte, int64) error { return stop }); err != stop {
 		t.Errorf("callback error: %v", err)
 	}
 }

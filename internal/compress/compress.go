@@ -292,6 +292,82 @@ func Compress(c Codec, f Format, dst, src []byte) ([]byte, error) {
 
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
+// Kafka's defaults of compression.gzip.level, compression.lz4.level and
+// compression.zstd.level (KIP-390), the levels at which the broker compresses
+// under compression.type.
+const (
+	DefaultGzipLevel = -1 // the codec's default: 6, as Java's Deflater
+	DefaultLZ4Level  = 9
+	DefaultZstdLevel = 3
+)
+
+// DefaultLevel is Kafka's default level of codec c (0 for those without levels).
+func DefaultLevel(c Codec) int {
+	switch c {
+	case Gzip:
+		return DefaultGzipLevel
+	case LZ4:
+		return DefaultLZ4Level
+	case Zstd:
+		return DefaultZstdLevel
+	}
+	return 0
+}
+
+// CompressLevel is Compress at level, in Kafka's terms (KIP-390): gzip 1 to 9,
+// or -1 for its default; lz4 1 (its fast compressor) to 17 (high compression;
+// 9 and above compress alike here); zstd -131072 to 22 (in four steps here:
+// below 3, 3 to 5, 6 to 9, 10 and above). Snappy and None have no levels.
+func CompressLevel(c Codec, f Format, level int, dst, src []byte) ([]byte, error) {
+	switch c {
+	case Gzip, LZ4:
+		return compressStream(leveledPool(c, level), dst, src)
+	case Zstd:
+		return zstdEncoderAt(zstd.EncoderLevelFromZstd(level)).EncodeAll(src, dst), nil
+	}
+	return Compress(c, f, dst, src)
+}
+
+// leveledPools holds a pool of writers per codec (gzip, lz4) and level.
+var leveledPools sync.Map // leveled -> *sync.Pool
+
+type leveled struct {
+	c     Codec
+	level int
+}
+
+func leveledPool(c Codec, level int) *sync.Pool {
+	if c == Gzip && (level < 1 || level > 9) {
+		level = 6 // Kafka's -1 is Java's Deflater default
+	}
+	if c == LZ4 {
+		level = min(max(level, 1), 9) // pierrec/lz4 stops at 9
+	}
+	if p, ok := leveledPools.Load(leveled{c, level}); ok {
+		return p.(*sync.Pool)
+	}
+	p := &sync.Pool{New: func() any {
+		if c == Gzip {
+			w, err := gzip.NewWriterLevel(nil, level)
+			if err != nil {
+				panic(err) // only for invalid levels
+			}
+			return w
+		}
+		lv := lz4.Fast // Kafka's level 1: the fast compressor
+		if level > 1 {
+			lv = lz4.Level1 << (level - 1)
+		}
+		w := lz4.NewWriter(nil)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.CompressionLevelOption(lv)); err != nil {
+			panic(err) // only for invalid options
+		}
+		return w
+	}}
+	p2, _ := leveledPools.LoadOrStore(leveled{c, level}, p)
+	return p2.(*sync.Pool)
+}
+
 // streamWriter is a pooled compressing writer (gzip, lz4).
 type streamWriter interface {
 	io.WriteCloser
@@ -337,12 +413,27 @@ var lz4Writers = sync.Pool{New: func() any {
 	return w
 }}
 
-// zstdEncoder encodes whole frames (EncodeAll), safe for concurrent use; the
-// window matches what Kafka clients use, so that any consumer can decode it.
-var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
-	e, err := zstd.NewWriter(nil, zstd.WithWindowSize(64<<10), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
-	if err != nil {
-		panic(err) // only for invalid options
-	}
-	return e
-})
+// zstdEncoder encodes whole frames (EncodeAll) at zstd's default level.
+func zstdEncoder() *zstd.Encoder { return zstdEncoderAt(zstd.SpeedDefault) }
+
+// zstdEncoders are the encoders of zstdEncoderAt, made once for each level.
+var zstdEncoders [zstd.SpeedBestCompression + 1]struct {
+	once sync.Once
+	e    *zstd.Encoder
+}
+
+// zstdEncoderAt returns an encoder of whole frames (EncodeAll) at level, safe
+// for concurrent use; the window matches what Kafka clients use, so that any
+// consumer can decode it.
+func zstdEncoderAt(level zstd.EncoderLevel) *zstd.Encoder {
+	z := &zstdEncoders[level]
+	z.once.Do(func() {
+		e, err := zstd.NewWriter(nil, zstd.WithWindowSize(64<<10), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true),
+			zstd.WithEncoderLevel(level))
+		if err != nil {
+			panic(err) // only for invalid options
+		}
+		z.e = e
+	})
+	return z.e
+}

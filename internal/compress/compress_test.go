@@ -184,3 +184,41 @@ func FuzzDecompress(f *testing.F) {
 		}
 	})
 }
+
+// TestLevels: a higher level makes compressible text smaller with gzip, lz4 and
+// zstd (Kafka's bounds: the lowest against the highest level), every level
+// decompresses to the input, and the defaults are Kafka's.
+func TestLevels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	words := []string{"offset", "partition", "broker", "leader", "replica", "segment", "compaction", "consumer",
+		"producer", "record", "batch", "topic", "group", "commit", "fetch", "epoch", "sequence", "cleaner"}
+	var text []byte
+	for len(text) < 256<<10 {
+		text = fmt.Appendf(text, "%s %d ", words[rng.IntN(len(words))], rng.IntN(1000))
+	}
+	for _, tc := range []struct {
+		c          Codec
+		low, high  int
+		defaultLvl int
+	}{{Gzip, 1, 9, -1}, {LZ4, 1, 17, 9}, {Zstd, -5, 22, 3}} {
+		if d := DefaultLevel(tc.c); d != tc.defaultLvl {
+			t.Errorf("%v: default level %d, want %d", tc.c, d, tc.defaultLvl)
+		}
+		size := map[int]int{}
+		for _, level := range []int{tc.low, tc.defaultLvl, tc.high} {
+			out, err := CompressLevel(tc.c, Plain, level, []byte("x"), text)
+			if err != nil {
+				t.Fatalf("%v level %d: %v", tc.c, level, err)
+			}
+			back, err := Decompress(tc.c, nil, out[1:], len(text))
+			if err != nil || !bytes.Equal(back, text) || out[0] != 'x' {
+				t.Fatalf("%v level %d: round trip: %v", tc.c, level, err)
+			}
+			size[level] = len(out)
+		}
+		if size[tc.high] >= size[tc.low] {
+			t.Errorf("%v: level %d gave %d bytes, level %d %d", tc.c, tc.high, size[tc.high], tc.low, size[tc.low])
+		}
+		t.Logf("%v: %d bytes at level %d, %d at %d (default), %d at %d", tc.c, size[tc.low], tc.low, size[tc.defaultLvl], tc.defaultLvl, size[tc.high], tc.high)
+	}
+}
