@@ -24,7 +24,7 @@ func (l *Log) recover() error {
 	if err := l.applyRecovery(p, st); err != nil {
 		return err
 	}
-	return l.recordRecovered(p, st.metas)
+	return l.recordRecovered(p, st.metas, st.in.recoveryPoint)
 }
 
 // applyRecovery carries out the file changes of plan p, made from st, in the
@@ -134,7 +134,7 @@ func (l *Log) finishSwaps(p recoveryPlan) error {
 // recordRecovered makes the kept segments durable where recovery checked them
 // and records them, the log start offset and the recovery point in the index
 // (metas is what it held before), then publishes the log's bounds.
-func (l *Log) recordRecovered(p recoveryPlan, metas map[int64]SegmentMeta) error {
+func (l *Log) recordRecovered(p recoveryPlan, metas map[int64]SegmentMeta, recorded int64) error {
 	if p.create {
 		metas = map[int64]SegmentMeta{p.logStart: l.active().meta()} // recorded by createSegment
 	}
@@ -154,8 +154,14 @@ func (l *Log) recordRecovered(p recoveryPlan, metas map[int64]SegmentMeta) error
 			}
 		}
 	}
-	if err := l.syncDir(); err != nil { // removals above
-		return err
+	if p.removes() || len(p.sync) > 0 || recorded < l.active().next {
+		// Removals above, or segments recorded as synced for the first time (the
+		// directory entry of one rolled before a crash may not be). Otherwise the
+		// run that recorded the recovery point synced the directory first, and
+		// one fsync per partition at every start was most of opening 10,000.
+		if err := l.syncDir(); err != nil {
+			return err
+		}
 	}
 	if err := l.idx.SetLogStartOffset(p.logStart, false); err != nil {
 		return fmt.Errorf("record log start offset: %w", err)

@@ -47,7 +47,7 @@ type cutAt struct {
 // cleaned, finish the swaps (remove replaced, fsync the directory, rename swaps,
 // fsync the directory), remove expired, stop with err, remove unfollow and
 // fsync the directory, cut, remove stale, create, fdatasync sync, fsync the
-// directory.
+// directory (unless nothing was removed and nothing newly recorded as synced).
 type recoveryPlan struct {
 	resetIndex bool    // no segment file: a new log, whatever the index holds is left over from an older one
 	cleaned    []int64 // .cleaned files of rewrites that never reached their commit point: removed
@@ -63,6 +63,13 @@ type recoveryPlan struct {
 	create     bool    // a new empty segment is created at logStart (stale or no files: nothing kept)
 	sync       []int64 // kept files that were checked: fdatasynced before they are recorded
 	logStart   int64   // the log start offset from now on
+}
+
+// removes reports whether p removes or renames segment files without a directory
+// fsync of its own after them (unfollow and create have one).
+func (p recoveryPlan) removes() bool {
+	return len(p.cleaned) > 0 || len(p.replaced) > 0 || len(p.swaps) > 0 || len(p.expired) > 0 ||
+		len(p.stale) > 0 || p.cut != nil
 }
 
 // planRecovery decides what recovery does with the segment files in.files. Of

@@ -300,3 +300,44 @@ func rangeInts(from, to int64) []int64 {
 	}
 	return out
 }
+
+// A new partition's log resets its index: with nothing recorded, Delete must
+// write nothing (a range deletion per new partition made each later iterator
+// fragment them all again).
+func TestLogIndexDeleteEmptyWritesNothing(t *testing.T) {
+	d := openT(t, t.TempDir(), Options{})
+	defer d.Close()
+	walBytes := func() uint64 { return d.db.Metrics().WAL.BytesIn }
+	before := walBytes()
+	if err := d.LogIndex("fresh-0").Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if after := walBytes(); after != before {
+		t.Fatalf("Delete of an empty index wrote %d WAL bytes", after-before)
+	}
+	x := d.LogIndex("used-0")
+	if err := x.SetLogStartOffset(5, false); err != nil {
+		t.Fatal(err)
+	}
+	before = walBytes()
+	if err := x.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if walBytes() == before {
+		t.Fatal("Delete of a used index wrote nothing")
+	}
+	if ls, _ := x.LogStartOffset(); ls != 0 {
+		t.Fatalf("after Delete: log start %d, want 0", ls)
+	}
+	// Producer state alone is something to delete too.
+	y := d.LogIndex("producers-0")
+	if err := y.UpdateProducerState(ProducerStateUpdate{SetSnapshot: true, SnapshotOffset: 3, Snapshot: []byte("s")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := y.ProducerSnapshot(); err != nil || ok {
+		t.Fatalf("after Delete: producer snapshot ok=%v, %v; want none", ok, err)
+	}
+}

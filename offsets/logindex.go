@@ -328,15 +328,30 @@ func (x *LogIndex) SetHighWatermark(hw int64) error {
 
 // Delete removes everything recorded for the partition, its producer state
 // included, durably (a partition created again under the same name must not
-// inherit its log start offset or its producers).
+// inherit its log start offset or its producers). When nothing is recorded (a new
+// partition's log resets its index) it writes nothing: every range deletion in
+// Pebble's memtable is fragmented again by each iterator made after it, so one
+// per new partition made creating thousands of partitions cost the square of
+// their number, and its WAL fsync was one more per partition.
 func (x *LogIndex) Delete() error {
 	return x.with(func(db *pebble.DB) error {
+		ap, pk := x.abortedPrefix(), x.producerKey()
+		recorded := false
+		for _, r := range [][2][]byte{{x.prefix, prefixEnd(x.prefix)}, {ap, prefixEnd(ap)}, {pk, append(x.producerKey(), 0)}} {
+			found, err := anyKey(db, r[0], r[1])
+			if err != nil {
+				return err
+			}
+			recorded = recorded || found
+		}
+		if !recorded {
+			return nil
+		}
 		b := db.NewBatch()
 		defer b.Close()
-		ap := x.abortedPrefix()
 		err := errors.Join(
 			b.DeleteRange(x.prefix, prefixEnd(x.prefix), nil),
-			b.Delete(x.producerKey(), nil),
+			b.Delete(pk, nil),
 			b.DeleteRange(ap, prefixEnd(ap), nil),
 		)
 		if err != nil {
@@ -344,4 +359,14 @@ func (x *LogIndex) Delete() error {
 		}
 		return b.Commit(pebble.Sync)
 	})
+}
+
+// anyKey reports whether db holds a key in [lo, hi).
+func anyKey(db *pebble.DB, lo, hi []byte) (bool, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	return found, it.Close()
 }

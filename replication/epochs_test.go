@@ -3,9 +3,12 @@ package replication
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"skiff/internal/batchtest"
 )
 
 func TestEpochCache(t *testing.T) {
@@ -64,5 +67,39 @@ func TestEpochCache(t *testing.T) {
 	}
 	if _, err := decodeEpochs(b[:len(b)-1]); !errors.Is(err, errEpochsCorrupt) {
 		t.Fatalf("truncated: %v", err)
+	}
+}
+
+// TestLeaderEpochSavedAtFirstAppend: becoming leader records the new epoch in
+// memory only; the checkpoint gets it before the epoch's first batch is appended.
+func TestLeaderEpochSavedAtFirstAppend(t *testing.T) {
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	defer closeAll(t, m, db)
+	s := spec("t", 1, 1)
+	s.Partitions[0].LeaderEpoch = 2
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	if e, end := p.EndOffsetForEpoch(2); e != 2 || end != 0 {
+		t.Fatalf("epoch 2 in memory: (%d, %d), want (2, 0)", e, end)
+	}
+	folder := filepath.Join(dir, "topics", "t-0")
+	saved := func() int32 {
+		c, err := loadEpochs(vfs.Default, folder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.latest()
+	}
+	if e := saved(); e != -1 {
+		t.Fatalf("checkpoint holds epoch %d before any append, want none", e)
+	}
+	if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, "a"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if e := saved(); e != 2 {
+		t.Fatalf("checkpoint holds epoch %d after the first append, want 2", e)
 	}
 }

@@ -75,9 +75,7 @@ func (p *Partition) applyState(s PartitionSpec) int32 {
 // end, every follower is given a full lag period to catch up.
 func (p *Partition) becomeLeader(s PartitionSpec) {
 	p.appendMu.Lock()
-	if err := p.epochs.assign(s.LeaderEpoch, p.log.LogEndOffset()); err != nil {
-		p.logger.Error("recording the leader epoch", "leader_epoch", s.LeaderEpoch, "err", err)
-	}
+	p.epochs.assignUnsaved(s.LeaderEpoch, p.log.LogEndOffset()) // saved by the first append of the epoch
 	p.leaderStart.Store(p.log.LogEndOffset())
 	p.appendMu.Unlock()
 	now := time.Now()

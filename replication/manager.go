@@ -157,10 +157,16 @@ type Manager struct {
 		// ones whose ISR can change (the ISR loop visits them several times a second).
 		replicated []*Partition
 		offline    map[topicPartition]offlinePartition // replicas whose log cannot be opened
-		topics     map[string][16]byte
-		applied    int64
-		changed    chan struct{} // closed and replaced when applied moves
-		closed     bool
+		// specs is what Apply last gave each served partition: a metadata change
+		// applies itself only to the partitions whose state or config it changed.
+		specs map[topicPartition]appliedSpec
+		// straysChecked: no folder of a partition that no topic has is left (the
+		// first Apply deletes them, and so does any Apply that deletes partitions).
+		straysChecked bool
+		topics        map[string][16]byte
+		applied       int64
+		changed       chan struct{} // closed and replaced when applied moves
+		closed        bool
 	}
 	fenced  atomic.Bool // no partition leads while set (the broker has no session)
 	metrics Metrics
@@ -268,6 +274,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.parts = make(map[topicPartition]*Partition)
 	m.mu.offline = make(map[topicPartition]offlinePartition)
+	m.mu.specs = make(map[topicPartition]appliedSpec)
 	m.mu.topics = make(map[string][16]byte)
 	m.mu.changed = make(chan struct{})
 	cc := cfg.Cleaner
@@ -320,7 +327,9 @@ func (m *Manager) replicatedPartitions() []*Partition {
 // Apply makes the local replicas match topics, the whole set of topics at metadata
 // revision rev: it opens missing partitions, updates configs, and deletes the data of
 // partitions whose topic is gone or was recreated with another id. Folders that
-// belong to no topic are deleted too, since the metadata is complete.
+// belong to no topic are deleted too, since the metadata is complete. A partition
+// whose state and config are those of the last Apply is not visited again, so a
+// change costs what it changed (and a comparison per partition).
 func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -336,14 +345,20 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			state[topicPartition{t.Name, ps.ID}] = ps
 		}
 	}
-	var kept []*Partition
+	var changed []*Partition
+	removed := false
 	for tp, p := range m.mu.parts {
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
-			kept = append(kept, p)
+			if a := newAppliedSpec(state[tp], t.Config); !a.equal(m.mu.specs[tp]) {
+				changed = append(changed, p)
+				m.mu.specs[tp] = a
+			}
 			continue
 		}
+		removed = true
 		delete(m.mu.parts, tp)
+		delete(m.mu.specs, tp)
 		m.follow(p, -1)
 		if err := p.delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", PartitionKey(tp.topic, tp.id), err))
@@ -353,6 +368,7 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	for tp, off := range m.mu.offline {
 		if t, ok := want[tp]; !ok || t.ID != off.topicID {
 			delete(m.mu.offline, tp) // the topic is gone (or another one has its name)
+			removed = true
 		}
 	}
 	var open []topicPartition
@@ -363,7 +379,7 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 			open = append(open, tp)
 		}
 	}
-	if m.applyAll(kept, want, state, true) {
+	if m.applyAll(changed, want, state, true) {
 		m.cleaner.Wake()
 	}
 	var added []*Partition
@@ -379,17 +395,26 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		p.sessionValid, p.selfEpoch = m.cfg.SessionValid, m.cfg.SelfEpoch
 		p.leaderThrottle = &m.leaderThrottle
 		m.mu.parts[tp] = p
+		m.mu.specs[tp] = newAppliedSpec(state[tp], t.Config)
 		added = append(added, p)
 	}
 	m.applyAll(added, want, state, false)
-	m.mu.replicated = m.mu.replicated[:0]
-	for tp, p := range m.mu.parts {
-		if len(state[tp].Replicas) > 1 {
-			m.mu.replicated = append(m.mu.replicated, p)
+	if removed || len(changed) > 0 || len(added) > 0 {
+		m.mu.replicated = m.mu.replicated[:0]
+		for tp, p := range m.mu.parts {
+			if len(state[tp].Replicas) > 1 {
+				m.mu.replicated = append(m.mu.replicated, p)
+			}
 		}
 	}
-	if err := m.removeStrayLocked(want); err != nil {
-		errs = append(errs, err)
+	if removed || !m.mu.straysChecked {
+		// Listing the topics folder costs as much as the partitions it holds:
+		// only when a folder may be left without a topic.
+		m.mu.straysChecked = len(errs) == 0
+		if err := m.removeStrayLocked(want); err != nil {
+			m.mu.straysChecked = false
+			errs = append(errs, err)
+		}
 	}
 	if rev > m.mu.applied {
 		m.mu.applied = rev
@@ -397,6 +422,24 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		m.mu.changed = make(chan struct{})
 	}
 	return errors.Join(errs...)
+}
+
+// appliedSpec is the state and config Apply gave a served partition.
+type appliedSpec struct {
+	st  PartitionSpec
+	cfg PartitionConfig // without its logger and FS, made anew by every Apply
+}
+
+func newAppliedSpec(st PartitionSpec, cfg PartitionConfig) appliedSpec {
+	cfg.Log.Logger, cfg.Log.FS = nil, nil
+	return appliedSpec{st: st, cfg: cfg}
+}
+
+func (a appliedSpec) equal(b appliedSpec) bool {
+	x, y := a.st, b.st
+	return a.cfg == b.cfg && x.ID == y.ID && x.Leader == y.Leader && x.LeaderEpoch == y.LeaderEpoch &&
+		x.LeaderBrokerEpoch == y.LeaderBrokerEpoch && x.PartitionEpoch == y.PartitionEpoch &&
+		slices.Equal(x.Replicas, y.Replicas) && slices.Equal(x.ISR, y.ISR)
 }
 
 // Offline returns why the local replica of topic/id is offline (its log could not

@@ -1,7 +1,11 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"skiff/internal/batchtest"
@@ -72,6 +76,76 @@ func TestApplyManyPartitions(t *testing.T) {
 		}
 		if err := m.Offline(p.Topic, p.ID); err != nil {
 			t.Errorf("%s offline: %v", key, err)
+		}
+	}
+}
+
+// TestApplyTouchesOnlyChanges: a metadata change applies itself only to the
+// partitions whose state or config it changed (creating topic after topic made
+// every Apply visit every partition), and a stray folder is still removed.
+func TestApplyTouchesOnlyChanges(t *testing.T) {
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	defer closeAll(t, m, db)
+	a := spec("a", 1, 4)
+	if err := m.Apply(1, []TopicSpec{a}); err != nil {
+		t.Fatal(err)
+	}
+	configs := func() map[int32]*PartitionConfig {
+		out := map[int32]*PartitionConfig{}
+		for i := range int32(4) {
+			out[i] = m.Partition("a", i).cfg.Load()
+		}
+		return out
+	}
+	before := configs()
+	if err := m.Apply(2, []TopicSpec{a, spec("b", 2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Partition("b", 1) == nil {
+		t.Fatal("b-1 not opened")
+	}
+	if after := configs(); !maps.Equal(before, after) {
+		t.Fatal("adding topic b applied the config of topic a's partitions again")
+	}
+
+	// A change of one partition's state reaches that partition only.
+	a.Partitions[2].LeaderEpoch = 5
+	if err := m.Apply(3, []TopicSpec{a, spec("b", 2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if e := m.Partition("a", 2).LeaderEpoch(); e != 5 {
+		t.Fatalf("a-2 leader epoch %d, want 5", e)
+	}
+	after := configs()
+	for i := range int32(4) {
+		if (after[i] != before[i]) != (i == 2) {
+			t.Errorf("a-%d: config applied again %v, want %v", i, after[i] != before[i], i == 2)
+		}
+	}
+
+	// A config change reaches every partition of the topic.
+	a.Config.MaxMessageBytes = 1000
+	if err := m.Apply(4, []TopicSpec{a, spec("b", 2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(4) {
+		if got := m.Partition("a", i).cfg.Load().MaxMessageBytes; got != 1000 {
+			t.Errorf("a-%d: max message bytes %d, want 1000", i, got)
+		}
+	}
+
+	// Deleting topic b removes its folders, and a stray one with them.
+	stray := filepath.Join(dir, "topics", "gone-0")
+	if err := os.MkdirAll(stray, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(5, []TopicSpec{a}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{stray, filepath.Join(dir, "topics", "b-0")} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after b was deleted: %v, want it gone", d, err)
 		}
 	}
 }

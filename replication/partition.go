@@ -463,7 +463,11 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 // producer and transaction state, and releases appendMu, which the caller holds.
 func (p *Partition) appendLocked(records []byte, h *batch.Header) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
-	base, err := p.log.Append(records, p.leaderEpoch.Load())
+	err := p.epochs.saveUnsaved() // the log must not hold an epoch its checkpoint lacks
+	var base int64
+	if err == nil {
+		base, err = p.log.Append(records, p.leaderEpoch.Load())
+	}
 	if err != nil {
 		if !p.appendFailing {
 			p.appendFailing = true // logged once per run of failures

@@ -7,6 +7,10 @@
 // rounds), and writes the table and an SVG chart where asked.
 //
 //	go run ./scripts/scaling -skiff ./skiff -partitions 100,1000,5000,10000 -rounds 3 -svg docs/scaling.svg
+//
+// With -baseline BIN every round runs that binary too, alternating which goes
+// first, and the output adds a table of the new build's medians over the
+// baseline's (same-run ratios).
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 func main() {
 	var (
 		bin     = flag.String("skiff", "./skiff", "the skiff binary to measure")
+		base    = flag.String("baseline", "", "also measure this skiff `binary` in every round, as the baseline")
 		counts  = flag.String("partitions", "100,1000,5000,10000", "partition counts, comma-separated")
 		rounds  = flag.Int("rounds", 3, "rounds per partition count")
 		work    = flag.String("dir", os.TempDir(), "where the data directories go (each is deleted after its round)")
@@ -32,11 +37,18 @@ func main() {
 		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
 		conns   = flag.Int("connections", 0, "instead of partition counts: hold `N` idle client connections to a node without topics")
+		data    = flag.Float64("data", 0, "instead of partition counts: fill one partition with `GB` gigabytes and time /readyz after SIGKILL")
+		segs    = flag.Int("segments", 1000, "with -data: how many segments the data fills")
+		cluster = flag.Int("cluster-topics", 0, "instead of partition counts: a 3-node cluster creates `N` topics of 6 partitions with 3 replicas")
 	)
 	flag.Parse()
 	ns, err := parseCounts(*counts)
 	if err != nil {
 		log.Fatal(err)
+	}
+	builds := []struct{ name, bin string }{{"", *bin}}
+	if *base != "" {
+		builds = []struct{ name, bin string }{{"base", *base}, {"new", *bin}}
 	}
 	if *conns > 0 {
 		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
@@ -54,30 +66,76 @@ func main() {
 		}
 		return
 	}
+	if *cluster > 0 {
+		for r := 1; r <= *rounds; r++ {
+			for i := range builds {
+				b := builds[(i+r-1)%len(builds)]
+				dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+				if err != nil {
+					log.Fatal(err)
+				}
+				res, err := measureCluster(context.Background(), config{bin: b.bin, work: dir}, *cluster, 6)
+				res.Build, res.Round = b.name, r
+				line, _ := json.Marshal(res)
+				fmt.Println(string(line))
+				if err != nil {
+					log.Fatalf("%s cluster, round %d: %v (data and logs kept in %s)", b.name, r, err, dir)
+				}
+				if err := os.RemoveAll(dir); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}
+		return
+	}
+	if *data > 0 {
+		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		rs, err := measureData(context.Background(), config{bin: *bin, work: dir}, builds, *data, *segs, *rounds)
+		for _, r := range rs {
+			line, _ := json.Marshal(r)
+			fmt.Println(string(line))
+		}
+		if err != nil {
+			log.Fatalf("%g GB: %v (data and log kept in %s)", *data, err, dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	var all []result
 	for _, n := range ns {
 		for r := 1; r <= *rounds; r++ {
-			dir, err := os.MkdirTemp(*work, "skiff-scaling-")
-			if err != nil {
-				log.Fatal(err)
-			}
-			res, err := measure(context.Background(), config{bin: *bin, work: dir, partitions: n, idle: *idle, produce: *produce})
-			if err != nil {
-				log.Fatalf("%d partitions, round %d: %v (data and log kept in %s)", n, r, err, dir)
-			}
-			res.Round = r
-			line, _ := json.Marshal(res)
-			fmt.Println(string(line))
-			all = append(all, res)
-			if err := os.RemoveAll(dir); err != nil {
-				log.Fatal(err)
+			for i := range builds {
+				b := builds[(i+r-1)%len(builds)] // alternate which build goes first
+				dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+				if err != nil {
+					log.Fatal(err)
+				}
+				res, err := measure(context.Background(), config{bin: b.bin, work: dir, partitions: n, idle: *idle, produce: *produce})
+				if err != nil {
+					log.Fatalf("%s %d partitions, round %d: %v (data and log kept in %s)", b.name, n, r, err, dir)
+				}
+				res.Round, res.Build = r, b.name
+				line, _ := json.Marshal(res)
+				fmt.Println(string(line))
+				all = append(all, res)
+				if err := os.RemoveAll(dir); err != nil {
+					log.Fatal(err)
+				}
 			}
 		}
 	}
 	rows := medians(all)
 	md := markdownTable(rows)
+	if *base != "" {
+		md += "\n" + ratioTable(rows)
+	}
 	fmt.Print(md)
-	for _, f := range []struct{ path, text string }{{*table, md}, {*svg, chart(rows)}} {
+	for _, f := range []struct{ path, text string }{{*table, md}, {*svg, chart(ofBuild(rows, builds[len(builds)-1].name))}} {
 		if f.path == "" {
 			continue
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,17 +20,22 @@ type config struct {
 
 // result is one round at one partition count.
 type result struct {
-	Partitions     int     `json:"partitions"`
-	Round          int     `json:"round"`
-	CreateSeconds  float64 `json:"create_seconds"`
-	IdleRSSMB      float64 `json:"idle_rss_mb"`
-	IdleCPUPercent float64 `json:"idle_cpu_percent"` // of one core
-	OpenFiles      int     `json:"open_files"`
-	Threads        int64   `json:"threads"`
-	ProduceMBps    float64 `json:"produce_mb_per_s"`
-	StopSeconds    float64 `json:"sigterm_stop_seconds"`
-	RestartSeconds float64 `json:"restart_ready_seconds"`
-	KillSeconds    float64 `json:"sigkill_ready_seconds"`
+	Build         string  `json:"build,omitempty"` // "base" or "new" with -baseline
+	Partitions    int     `json:"partitions"`
+	Round         int     `json:"round"`
+	CreateSeconds float64 `json:"create_seconds"`
+	// CreatePerTopicSeconds: the last CreateTopics request (up to ten topics of
+	// 100) on a node holding all the other partitions, to every partition led,
+	// per topic: what one more topic costs at this count.
+	CreatePerTopicSeconds float64 `json:"create_per_topic_seconds"`
+	IdleRSSMB             float64 `json:"idle_rss_mb"`
+	IdleCPUPercent        float64 `json:"idle_cpu_percent"` // of one core
+	OpenFiles             int     `json:"open_files"`
+	Threads               int64   `json:"threads"`
+	ProduceMBps           float64 `json:"produce_mb_per_s"`
+	StopSeconds           float64 `json:"sigterm_stop_seconds"`
+	RestartSeconds        float64 `json:"restart_ready_seconds"`
+	KillSeconds           float64 `json:"sigkill_ready_seconds"`
 }
 
 const partitionsPerTopic = 100
@@ -82,7 +88,9 @@ func measure(ctx context.Context, cfg config) (res result, err error) {
 // in all, and waits until every partition has a leader. It returns each topic's
 // partition count.
 func createTopics(ctx context.Context, addr string, count int, res *result) (map[string]int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	// A short metadata age: kadm answers Metadata from a response up to this
+	// old, which added 5 s (the default) to every wait for leaders.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +109,19 @@ func createTopics(ctx context.Context, addr string, count int, res *result) (map
 	for t := range topics {
 		names = append(names, t)
 	}
+	slices.Sort(names)
 	for len(names) > 0 {
 		batch := names[:min(perRequest, len(names))]
 		names = names[len(batch):]
+		last := len(names) == 0
+		if last {
+			// Time the last request alone: the earlier ones first have every
+			// partition led.
+			if err := waitLed(ctx, adm, topics, batch); err != nil {
+				return nil, err
+			}
+		}
+		lastBegan := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		resp, err := adm.CreateTopics(cctx, topics[batch[0]], 1, nil, batch...)
 		cancel()
@@ -113,24 +131,38 @@ func createTopics(ctx context.Context, addr string, count int, res *result) (map
 		if err := resp.Error(); err != nil {
 			return nil, err
 		}
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		md, err := adm.Metadata(ctx)
-		if err == nil && allLed(md, topics) {
-			break
+		if last {
+			if err := waitLed(ctx, adm, topics, nil); err != nil {
+				return nil, err
+			}
+			res.CreatePerTopicSeconds = time.Since(lastBegan).Seconds() / float64(len(batch))
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("partitions without a leader after 5 minutes (last error %v)", err)
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval
 	}
 	res.CreateSeconds = time.Since(began).Seconds()
 	return topics, nil
 }
 
-func allLed(md kadm.Metadata, topics map[string]int32) bool {
+// waitLed polls Metadata until every partition of topics but those named in
+// except has a leader.
+func waitLed(ctx context.Context, adm *kadm.Client, topics map[string]int32, except []string) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		md, err := adm.Metadata(ctx)
+		if err == nil && allLed(md, topics, except) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("partitions without a leader after 5 minutes (last error %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval
+	}
+}
+
+func allLed(md kadm.Metadata, topics map[string]int32, except []string) bool {
 	for t, n := range topics {
+		if slices.Contains(except, t) {
+			continue
+		}
 		td, ok := md.Topics[t]
 		if !ok || td.Err != nil || int32(len(td.Partitions)) != n {
 			return false

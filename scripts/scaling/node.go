@@ -20,6 +20,7 @@ type node struct {
 	bin, data            string
 	kafka, http          string
 	etcdClient, etcdPeer string
+	extra                []string // more serve flags
 	cmd                  *exec.Cmd
 	exited               chan error
 }
@@ -52,8 +53,9 @@ func (n *node) start(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	defer logf.Close()
-	n.cmd = exec.Command(n.bin, "serve", "--data-dir", n.data, "--listen", n.kafka, "--http", n.http,
-		"--etcd-client", n.etcdClient, "--etcd-peer", n.etcdPeer, "--log-format", "json", "--pprof")
+	args := []string{"serve", "--data-dir", n.data, "--listen", n.kafka, "--http", n.http,
+		"--etcd-client", n.etcdClient, "--etcd-peer", n.etcdPeer, "--log-format", "json", "--pprof"}
+	n.cmd = exec.Command(n.bin, append(args, n.extra...)...)
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	began := time.Now()
 	if err := n.cmd.Start(); err != nil {

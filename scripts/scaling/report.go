@@ -22,20 +22,27 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// medians groups results by partition count (in the order first seen) and takes
-// the median of each measure.
+// group is the rounds of one build at one partition count.
+type group struct {
+	build      string
+	partitions int
+}
+
+// medians groups results by build and partition count (in the order first
+// seen) and takes the median of each measure.
 func medians(rs []result) []row {
-	var order []int
-	by := map[int][]result{}
+	var order []group
+	by := map[group][]result{}
 	for _, r := range rs {
-		if _, ok := by[r.Partitions]; !ok {
-			order = append(order, r.Partitions)
+		k := group{r.Build, r.Partitions}
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
 		}
-		by[r.Partitions] = append(by[r.Partitions], r)
+		by[k] = append(by[k], r)
 	}
 	var rows []row
-	for _, n := range order {
-		g := by[n]
+	for _, k := range order {
+		g := by[k]
 		med := func(f func(result) float64) float64 {
 			xs := make([]float64, len(g))
 			for i, r := range g {
@@ -44,16 +51,18 @@ func medians(rs []result) []row {
 			return median(xs)
 		}
 		rows = append(rows, row{Rounds: len(g), result: result{
-			Partitions:     n,
-			CreateSeconds:  med(func(r result) float64 { return r.CreateSeconds }),
-			IdleRSSMB:      med(func(r result) float64 { return r.IdleRSSMB }),
-			IdleCPUPercent: med(func(r result) float64 { return r.IdleCPUPercent }),
-			OpenFiles:      int(med(func(r result) float64 { return float64(r.OpenFiles) })),
-			Threads:        int64(med(func(r result) float64 { return float64(r.Threads) })),
-			ProduceMBps:    med(func(r result) float64 { return r.ProduceMBps }),
-			StopSeconds:    med(func(r result) float64 { return r.StopSeconds }),
-			RestartSeconds: med(func(r result) float64 { return r.RestartSeconds }),
-			KillSeconds:    med(func(r result) float64 { return r.KillSeconds }),
+			Build:                 k.build,
+			Partitions:            k.partitions,
+			CreateSeconds:         med(func(r result) float64 { return r.CreateSeconds }),
+			CreatePerTopicSeconds: med(func(r result) float64 { return r.CreatePerTopicSeconds }),
+			IdleRSSMB:             med(func(r result) float64 { return r.IdleRSSMB }),
+			IdleCPUPercent:        med(func(r result) float64 { return r.IdleCPUPercent }),
+			OpenFiles:             int(med(func(r result) float64 { return float64(r.OpenFiles) })),
+			Threads:               int64(med(func(r result) float64 { return float64(r.Threads) })),
+			ProduceMBps:           med(func(r result) float64 { return r.ProduceMBps }),
+			StopSeconds:           med(func(r result) float64 { return r.StopSeconds }),
+			RestartSeconds:        med(func(r result) float64 { return r.RestartSeconds }),
+			KillSeconds:           med(func(r result) float64 { return r.KillSeconds }),
 		}})
 	}
 	return rows
@@ -61,14 +70,55 @@ func medians(rs []result) []row {
 
 func markdownTable(rows []row) string {
 	var b strings.Builder
-	b.WriteString("| partitions | rounds | idle RSS (MB) | idle CPU (% of a core) | open files | produce (MB/s) | SIGTERM stop (s) | ready after restart (s) | ready after SIGKILL (s) | create (s) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| build | partitions | rounds | idle RSS (MB) | idle CPU (% of a core) | open files | produce (MB/s) | SIGTERM stop (s) | ready after restart (s) | ready after SIGKILL (s) | create (s) | create per topic at the end (s) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %d | %.0f | %.2f | %d | %.1f | %.2f | %.2f | %.2f | %.1f |\n",
-			r.Partitions, r.Rounds, r.IdleRSSMB, r.IdleCPUPercent, r.OpenFiles, r.ProduceMBps,
-			r.StopSeconds, r.RestartSeconds, r.KillSeconds, r.CreateSeconds)
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.2f | %d | %.1f | %.2f | %.2f | %.2f | %.1f | %.3f |\n",
+			r.Build, r.Partitions, r.Rounds, r.IdleRSSMB, r.IdleCPUPercent, r.OpenFiles, r.ProduceMBps,
+			r.StopSeconds, r.RestartSeconds, r.KillSeconds, r.CreateSeconds, r.CreatePerTopicSeconds)
 	}
 	return b.String()
+}
+
+// ratioTable divides the "new" build's medians by the "base" build's, per
+// partition count.
+func ratioTable(rows []row) string {
+	base := map[int]row{}
+	for _, r := range ofBuild(rows, "base") {
+		base[r.Partitions] = r
+	}
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	var b strings.Builder
+	b.WriteString("| partitions | new / base: idle RSS | idle CPU | SIGTERM stop | ready after restart | ready after SIGKILL | create | create per topic at the end |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, n := range ofBuild(rows, "new") {
+		o, ok := base[n.Partitions]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", n.Partitions,
+			ratio(n.IdleRSSMB, o.IdleRSSMB), ratio(n.IdleCPUPercent, o.IdleCPUPercent),
+			ratio(n.StopSeconds, o.StopSeconds), ratio(n.RestartSeconds, o.RestartSeconds),
+			ratio(n.KillSeconds, o.KillSeconds), ratio(n.CreateSeconds, o.CreateSeconds),
+			ratio(n.CreatePerTopicSeconds, o.CreatePerTopicSeconds))
+	}
+	return b.String()
+}
+
+// ofBuild returns the rows of one build.
+func ofBuild(rows []row, build string) []row {
+	var out []row
+	for _, r := range rows {
+		if r.Build == build {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // panel is one small chart: a measure against the partition count.
@@ -95,10 +145,11 @@ func chart(rows []row) string {
 			{"SIGTERM stop", "#2ca02c", func(r row) float64 { return r.StopSeconds }},
 		}},
 		{title: "produce (MB/s)", series: []series{{"produce", "#1f77b4", func(r row) float64 { return r.ProduceMBps }}}},
+		{title: "create: seconds per topic of 100 at the end", series: []series{{"create", "#1f77b4", func(r row) float64 { return r.CreatePerTopicSeconds }}}},
 	}
 	const w, h, pad = 360, 240, 48
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", 2*w, 2*h)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", 2*w, (len(panels)+1)/2*h)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	for i, p := range panels {
 		x0, y0 := float64(i%2*w), float64(i/2*h)

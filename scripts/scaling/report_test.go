@@ -26,7 +26,7 @@ func TestMediansTableAndChart(t *testing.T) {
 		t.Errorf("1000 partitions (even count: mean of the middle two): %+v", r)
 	}
 	table := markdownTable(rows)
-	if !strings.Contains(table, "| 100 | 3 | 45 | 0.00 |") || !strings.Contains(table, "| 1000 | 2 | 65 | 1.00 |") {
+	if !strings.Contains(table, "|  | 100 | 3 | 45 | 0.00 |") || !strings.Contains(table, "|  | 1000 | 2 | 65 | 1.00 |") {
 		t.Errorf("table:\n%s", table)
 	}
 	svg := chart(rows)
@@ -44,8 +44,8 @@ func TestMediansTableAndChart(t *testing.T) {
 			polylines++
 		}
 	}
-	if polylines != 6 { // RSS, CPU, three times, produce
-		t.Errorf("%d polylines, want 6", polylines)
+	if polylines != 7 { // RSS, CPU, three times, produce, create per topic
+		t.Errorf("%d polylines, want 7", polylines)
 	}
 	if strings.Contains(svg, "NaN") || strings.Contains(svg, "Inf") {
 		t.Errorf("chart has NaN or Inf coordinates:\n%s", svg)
@@ -60,5 +60,24 @@ func TestParseCounts(t *testing.T) {
 		if _, err := parseCounts(bad); err == nil {
 			t.Errorf("parseCounts(%q): no error", bad)
 		}
+	}
+}
+
+func TestRatioTable(t *testing.T) {
+	rs := []result{
+		{Build: "base", Partitions: 1000, RestartSeconds: 4, CreatePerTopicSeconds: 0.5},
+		{Build: "new", Partitions: 1000, RestartSeconds: 3, CreatePerTopicSeconds: 0.25},
+		{Build: "new", Partitions: 5000, RestartSeconds: 3},
+	}
+	rows := medians(rs)
+	if len(rows) != 3 || len(ofBuild(rows, "new")) != 2 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	table := ratioTable(rows)
+	if !strings.Contains(table, "| 1000 | - | - | - | 0.75 | - | - | 0.50 |") {
+		t.Errorf("ratio table:\n%s", table)
+	}
+	if strings.Contains(table, "| 5000 |") {
+		t.Errorf("ratio table has a count without a baseline:\n%s", table)
 	}
 }
