@@ -202,6 +202,10 @@ type Partition struct {
 	// snapOffset is the offset of the Store's producer snapshot, -1: none
 	// (producer_store.go); guarded by appendMu.
 	snapOffset int64
+	// abortUnrecorded: an aborted transaction's Store write failed, so no
+	// snapshot may pass it until an open or restore records it again;
+	// guarded by appendMu.
+	abortUnrecorded bool
 
 	stateMu sync.Mutex
 	st      replicaState // guarded by stateMu

@@ -169,7 +169,11 @@ func (p *Partition) restoreProducersLocked(full bool, each func(h *batch.Header)
 	from := start
 	u := ProducerStateUpdate{Drop: [][2]int64{{0, math.MaxInt64}}}
 	switch {
-	case !ok || full:
+	case !ok:
+	case full:
+		// A snapshot past the log end must not outlive its replacement's
+		// write: the log may grow past it again under another history.
+		u.Sync = off > end
 	case off < start || off > end:
 		// Behind the log start (retention or DeleteRecords), or past the log
 		// end (an unsynced tail lost): the whole log decides, and the snapshot
@@ -218,7 +222,7 @@ func (p *Partition) restoreProducersLocked(full bool, each func(h *batch.Header)
 	if err := p.store.UpdateProducerState(u); err != nil {
 		return err
 	}
-	p.snapOffset = end
+	p.snapOffset, p.abortUnrecorded = end, false
 	return nil
 }
 
@@ -240,7 +244,9 @@ func (p *Partition) snapshotProducers() error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	end := p.log.LogEndOffset()
-	if end == p.snapOffset {
+	if end == p.snapOffset || p.abortUnrecorded {
+		// An aborted transaction the Store missed must stay above the
+		// snapshot, where the next open replays it from the log.
 		return nil
 	}
 	// Written under appendMu: a truncation's drop must not be overtaken by an

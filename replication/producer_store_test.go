@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -363,6 +364,12 @@ func TestProducerStateCrash(t *testing.T) {
 // and a power failure takes every unsynced Pebble write, the stale snapshot must
 // not describe the new history.
 func TestProducerSnapshotPastLogEnd(t *testing.T) {
+	for _, full := range []bool{false, true} { // full: a damaged epoch checkpoint forces a whole-log replay
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) { testProducerSnapshotPastLogEnd(t, full) })
+	}
+}
+
+func testProducerSnapshotPastLogEnd(t *testing.T, full bool) {
 	for seed := range uint64(6) {
 		fs := newCrashFS(t, seed+1)
 		spec := txnCrashSpec()
@@ -377,15 +384,13 @@ func TestProducerSnapshotPastLogEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		stale := p.LogEndOffset()
-		// Make the snapshot durable, then take the log's tail away behind the
-		// partition's back, as a power failure takes an unsynced tail.
-		if err := p.store.UpdateProducerState(ProducerStateUpdate{Sync: true}); err != nil {
-			t.Fatal(err)
-		}
+		// Take the log's tail away behind the partition's back, as a power
+		// failure takes an unsynced tail (Truncate's synced Pebble write makes
+		// the snapshot durable too).
 		p.appendMu.Lock()
 		err := p.log.Truncate(h.boundaries[len(h.boundaries)/2])
 		if err == nil {
-			err = p.restoreProducersLocked(false, nil)
+			err = p.restoreProducersLocked(full, nil)
 		}
 		p.appendMu.Unlock()
 		if err != nil {
@@ -406,4 +411,67 @@ func TestProducerSnapshotPastLogEnd(t *testing.T) {
 		n2.close(t)
 		n.close(t)
 	}
+}
+
+// refusingStore fails the writes of aborted transactions while refuse is set.
+type refusingStore struct {
+	Store
+	refuse  bool
+	refused []int64 // marker offsets of the refused writes
+}
+
+func (s *refusingStore) UpdateProducerState(u ProducerStateUpdate) error {
+	if s.refuse && len(u.Aborted) > 0 {
+		for _, a := range u.Aborted {
+			s.refused = append(s.refused, a.LastOffset)
+		}
+		return errors.New("disk full")
+	}
+	return s.Store.UpdateProducerState(u)
+}
+
+// TestProducerSnapshotHeldBelowUnrecordedAbort: when the Store misses an aborted
+// transaction, no snapshot passes its marker, so the next open replays it from
+// the log instead of trusting the Store below the snapshot.
+func TestProducerSnapshotHeldBelowUnrecordedAbort(t *testing.T) {
+	fs := newCrashFS(t, 1)
+	spec := txnCrashSpec()
+	spec.Config.Flush = FlushAlways
+	n := startCrashNode(t, fs, spec)
+	p := n.m.Partition("t", 0)
+	rs := &refusingStore{Store: p.store, refuse: true}
+	p.appendMu.Lock()
+	p.store = rs
+	p.appendMu.Unlock()
+	h := &txnHistory{t: t, rng: rand.New(rand.NewPCG(3, 9)), p: p, noTruncate: true}
+	for i := 0; len(rs.refused) == 0; i++ {
+		if i > 2000 {
+			t.Fatal("no transaction was aborted")
+		}
+		h.step(false)
+	}
+	p.appendMu.Lock()
+	rs.refuse = false
+	p.appendMu.Unlock()
+	for range 20 {
+		h.step(false)
+	}
+	if err := p.snapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	off, _, ok, err := rs.Store.ProducerSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok && off > rs.refused[0] {
+		t.Fatalf("a snapshot at %d passed the unrecorded abort marker at %d", off, rs.refused[0])
+	}
+	waitFor(t, "the log synced", func() bool { return p.log.SyncedOffset() >= p.LogEndOffset() })
+	n2 := startCrashNode(t, fs.Restart(), spec)
+	p2 := n2.m.Partition("t", 0)
+	if got, want := viewOf(p2), rebuiltView(t, p2); !reflect.DeepEqual(got, want) {
+		t.Fatalf("state after a restart\n%+v\nwant (whole log)\n%+v", got, want)
+	}
+	n2.close(t)
+	n.close(t)
 }

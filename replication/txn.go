@@ -297,7 +297,11 @@ func (p *Partition) observeLocked(h *batch.Header, raw []byte) error {
 	if err != nil || a == nil {
 		return err
 	}
-	return p.store.UpdateProducerState(ProducerStateUpdate{Aborted: []abortedRecord{*a}})
+	if err := p.store.UpdateProducerState(ProducerStateUpdate{Aborted: []abortedRecord{*a}}); err != nil {
+		p.abortUnrecorded = true
+		return err
+	}
+	return nil
 }
 
 // noteLocked is observeLocked without the Store: it returns the aborted

@@ -214,8 +214,13 @@ func (w *window) acquireAvailable(member string, max int, deadline time.Time) []
 // batches, which no consumer sees).
 func (w *window) acquireNew(first, last int64, member string, deadline time.Time, skip bool) []int64 {
 	var offs []int64
-	from := max(first, w.end)
+	gap, from := w.end, max(first, w.end)
 	w.grow(last + 1)
+	for o := gap; o < from; o++ {
+		// Offsets the log skips (compaction removed their batches): no record
+		// to deliver, so they are done, not available.
+		w.at(o).state = stateArchived
+	}
 	for o := from; o <= last; o++ {
 		r := w.at(o)
 		if skip {
@@ -226,7 +231,7 @@ func (w *window) acquireNew(first, last int64, member string, deadline time.Time
 		r.count = 1
 		offs = append(offs, o)
 	}
-	if skip {
+	if skip || gap < from {
 		w.advance()
 	}
 	return offs
@@ -266,7 +271,10 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 			w.unlock(r, stateArchived)
 			*archived = append(*archived, Archived{Offset: o, Count: r.count, Reason: ReasonRejected})
 		case AckRenew:
-			r.deadline = deadline // later than before: w.expiry stays a lower bound
+			r.deadline = deadline
+			if deadline.Before(w.expiry) { // a group's lock duration may have shrunk
+				w.expiry = deadline
+			}
 		}
 	}
 	w.advance()

@@ -154,3 +154,48 @@ func TestStateCodec(t *testing.T) {
 		t.Fatal("a short key was accepted")
 	}
 }
+
+// TestWindowGapArchived: offsets the log skips (compacted away) between the
+// window's end and the next batch are done at once: never handed out as
+// available, and not kept in the window once nothing is before them.
+func TestWindowGapArchived(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := newWindow(State{StartOffset: 0})
+	if got := w.acquireNew(0, 1, "a", now.Add(time.Minute), false); len(got) != 2 {
+		t.Fatalf("acquired %v", got)
+	}
+	if got := w.acquireNew(1000, 1001, "a", now.Add(time.Minute), false); len(got) != 2 || got[0] != 1000 {
+		t.Fatalf("acquired %v past the gap", got)
+	}
+	if got := w.acquireAvailable("b", 500, now.Add(time.Minute)); len(got) != 0 {
+		t.Fatalf("offsets of the gap handed out: %d of them, first %d", len(got), got[0])
+	}
+	var archived []Archived
+	if code := w.acknowledge("a", 0, 1, []int8{AckAccept}, now, 5, &archived); code != 0 {
+		t.Fatal(code)
+	}
+	if w.start != 1000 || len(w.recs) != 2 {
+		t.Fatalf("after the records before the gap were accepted: start %d, %d in the window; want 1000, 2", w.start, len(w.recs))
+	}
+	// Past an empty window's end, the gap is not stored at all.
+	w.acknowledge("a", 1000, 1001, []int8{AckAccept}, now, 5, &archived)
+	w.acquireNew(5000, 5000, "a", now.Add(time.Minute), false)
+	if w.start != 5000 || len(w.recs) != 1 {
+		t.Fatalf("a gap past an empty window: start %d, %d in the window", w.start, len(w.recs))
+	}
+}
+
+// TestWindowRenewShorterLock: a RENEW to a deadline before the earliest known
+// lock end (the group's lock duration was lowered) still expires on time.
+func TestWindowRenewShorterLock(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := newWindow(State{StartOffset: 0})
+	w.acquireNew(0, 0, "a", now.Add(time.Minute), false)
+	var archived []Archived
+	if code := w.acknowledge("a", 0, 0, []int8{AckRenew}, now.Add(time.Second), 5, &archived); code != 0 {
+		t.Fatal(code)
+	}
+	if !w.expire(now.Add(2*time.Second), 5, &archived) {
+		t.Fatal("the renewed lock did not expire at its shorter deadline")
+	}
+}
