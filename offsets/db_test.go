@@ -341,3 +341,34 @@ func TestLogIndexDeleteEmptyWritesNothing(t *testing.T) {
 		t.Fatalf("after Delete: producer snapshot ok=%v, %v; want none", ok, err)
 	}
 }
+
+// TestDropOnlyWhereRecorded: dropping a range of aborted transactions that holds
+// none writes nothing (every partition open drops one, and each range deletion
+// costs every later iterator); a range that holds some deletes them.
+func TestDropOnlyWhereRecorded(t *testing.T) {
+	d := openT(t, t.TempDir(), Options{})
+	defer d.Close()
+	walBytes := func() uint64 { return d.db.Metrics().WAL.BytesIn }
+	x := d.LogIndex("t-0")
+	before := walBytes()
+	if err := x.UpdateProducerState(ProducerStateUpdate{Drop: [][2]int64{{0, math.MaxInt64}}, Sync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if after := walBytes(); after != before {
+		t.Fatalf("dropping an empty range wrote %d WAL bytes", after-before)
+	}
+	recs := []AbortedTxnRecord{{ProducerID: 1, FirstOffset: 2, LastOffset: 5}, {ProducerID: 1, FirstOffset: 7, LastOffset: 9}}
+	if err := x.UpdateProducerState(ProducerStateUpdate{Aborted: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.UpdateProducerState(ProducerStateUpdate{Drop: [][2]int64{{6, math.MaxInt64}}}); err != nil {
+		t.Fatal(err)
+	}
+	var left []int64
+	if err := x.AbortedTxnRecords(func(a AbortedTxnRecord) error { left = append(left, a.LastOffset); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0] != 5 {
+		t.Fatalf("after dropping [6, max): %v, want [5]", left)
+	}
+}

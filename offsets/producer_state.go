@@ -98,7 +98,17 @@ func (x *LogIndex) UpdateProducerState(u ProducerStateUpdate) error {
 			if r[0] >= r[1] {
 				continue
 			}
-			errs = append(errs, b.DeleteRange(key(ap, uint64(max(r[0], 0))), key(ap, uint64(max(r[1], 0))), nil))
+			lo, hi := key(ap, uint64(max(r[0], 0))), key(ap, uint64(max(r[1], 0)))
+			// Only a range that holds a record: every range deletion is
+			// fragmented again by each later iterator (see Delete), and every
+			// partition open drops one.
+			found, err := anyKey(db, lo, hi)
+			if err != nil {
+				return err
+			}
+			if found {
+				errs = append(errs, b.DeleteRange(lo, hi, nil))
+			}
 		}
 		for _, a := range u.Aborted {
 			v := make([]byte, 0, abortedValueSize)
