@@ -94,6 +94,9 @@ func (t *byteThrottle) charge(now time.Time, n int) {
 // partition p's replica on broker.
 func throttledHere(list string, p, broker int32) bool {
 	list = strings.TrimSpace(list)
+	if list == "" { // most topics: no allocation on the fetch path
+		return false
+	}
 	if list == "*" {
 		return true
 	}
@@ -112,7 +115,9 @@ func (p *Partition) followerThrottled(broker int32) bool {
 // leader.replication.throttled.replicas and follower is not in the ISR; nil
 // otherwise.
 func (p *Partition) leaderThrottleFor(follower int32) *byteThrottle {
-	if p.leaderThrottle == nil || !p.leaderThrottle.limits() || !throttledHere(p.cfg.Load().LeaderThrottledReplicas, p.ID, p.self) || slices.Contains(p.ISR(), follower) {
+	// The topic's list first: it is empty for almost every partition, and
+	// limits takes the broker-wide throttle's lock.
+	if p.leaderThrottle == nil || !throttledHere(p.cfg.Load().LeaderThrottledReplicas, p.ID, p.self) || !p.leaderThrottle.limits() || slices.Contains(p.ISR(), follower) {
 		return nil
 	}
 	return p.leaderThrottle

@@ -126,3 +126,14 @@ func TestLeaderThrottle(t *testing.T) {
 		t.Fatalf("bytes sent to a follower in the ISR moved the budget from %v to %v", before, after)
 	}
 }
+
+// TestThrottledHereEmptyListFree: the check runs for every partition of every
+// follower fetch; a topic without a throttled-replicas list costs no allocation.
+func TestThrottledHereEmptyListFree(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { throttledHere("", 3, 2) }); n != 0 {
+		t.Fatalf("%v allocations for an empty list", n)
+	}
+	if !throttledHere("1:1, 3:2", 3, 2) || throttledHere("1:1", 3, 2) || !throttledHere(" * ", 0, 9) {
+		t.Fatal("throttledHere answers wrong")
+	}
+}
