@@ -135,7 +135,7 @@ func (n *Node) peerSharePartitions(r *http.Request, addr, group string) ([]Share
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
 	}
-	resp, err := n.consoleClient().Do(req)
+	resp, err := n.peerHTTP().Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,7 @@ type Node struct {
 	httpDelays    *auth.FailureDelays // of failed HTTP authentications, per client address
 	console       *console.Console    // nil when turned off
 	consoleKey    []byte              // /skiff/console-key, read before Ready
+	peerHTTP      func() *http.Client // asks other nodes' HTTP ports, made once (admin_shares.go)
 	kafkaMetrics  *kafkaapi.Metrics
 	acl           *acl.Authorizer // nil without --authorizer acl
 	applyEnd      chan struct{}   // closed when the metadata apply loop has ended
@@ -158,6 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		view:       newView(),
 		httpDelays: auth.NewFailureDelays(cfg.AuthFailureDelay),
 	}
+	n.peerHTTP = sync.OnceValue(n.consoleClient) // after n.tls is set: first used once serving
 	defer func() {
 		if err != nil {
 			n.Close()
