@@ -86,7 +86,14 @@ func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.Creat
 				}
 			}
 			if err == nil && !r.validateOnly {
-				err = mutations.admit()
+				if qerr := mutations.admit(); qerr != nil {
+					// The topic's own error comes before the quota's, as in Kafka.
+					v := r
+					v.validateOnly = true
+					if _, err = s.createTopic(ctx, v); err == nil {
+						err = qerr
+					}
+				}
 			}
 			if err == nil {
 				var tp cluster.Topic

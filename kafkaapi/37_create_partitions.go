@@ -131,8 +131,12 @@ func (s *Server) createPartitions(ctx context.Context, topic string, count int32
 		return err
 	}
 	if _, known := snap.Topic(topic); known {
-		if err := mutations.admit(); err != nil {
-			return err
+		if qerr := mutations.admit(); qerr != nil {
+			// The request's own error comes before the quota's, as in Kafka.
+			if err := s.createPartitions(ctx, topic, count, assignment, true, mutations); err != nil {
+				return err
+			}
+			return qerr
 		}
 	}
 	_, rev, err := s.meta.CreatePartitions(ctx, topic, count, place)

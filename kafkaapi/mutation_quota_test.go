@@ -142,8 +142,9 @@ func mutationCreateTopics(t *testing.T, c, qc *kconn, v int16, strict bool) int3
 		}
 		return resp
 	}
-	big, small := topicName(t, "big"), topicName(t, "small")
-	sizes := map[string]int32{big: mutationBurst + 1, small: 1}
+	big, small, dup := topicName(t, "big"), topicName(t, "small"), topicName(t, "dup")
+	createTopic(t, c, dup, 1, nil)
+	sizes := map[string]int32{big: mutationBurst + 1, small: 1, dup: 1}
 	if v >= 1 { // validate_only does not count
 		resp := create(true, map[string]int32{big: 1000}, big)
 		wantCode(t, "validate_only", resp.Topics[0].ErrorCode, 0)
@@ -151,8 +152,10 @@ func mutationCreateTopics(t *testing.T, c, qc *kconn, v int16, strict bool) int3
 			t.Fatalf("validate_only of 1000 partitions throttled %d ms", resp.ThrottleMillis)
 		}
 	}
-	resp := create(false, sizes, big, small)
+	resp := create(false, sizes, big, small, dup)
 	wantCode(t, "the topic asked for within the quota", resp.Topics[0].ErrorCode, 0)
+	// In debt or not, a topic's own error comes first, as in Kafka.
+	wantCode(t, "an existing topic asked for in debt", resp.Topics[2].ErrorCode, kerr.TopicAlreadyExists.Code)
 	ms := wantThrottled(t, v, 2, strict, resp.ThrottleMillis)
 	if strict {
 		wantQuotaRefusal(t, "the topic asked for in debt", resp.Topics[1].ErrorCode, resp.Topics[1].ErrorMessage)
@@ -195,19 +198,22 @@ func mutationDeleteTopics(t *testing.T, c, qc *kconn, v int16, strict bool) int3
 }
 
 func mutationCreatePartitions(t *testing.T, c, qc *kconn, v int16, strict bool) int32 {
-	big, small := topicName(t, "big"), topicName(t, "small")
+	big, small, shrunk := topicName(t, "big"), topicName(t, "small"), topicName(t, "shrunk")
 	createTopic(t, c, big, 1, nil)
 	createTopic(t, c, small, 1, nil)
+	createTopic(t, c, shrunk, 2, nil)
 	vo := qc.do(createPartitionsRequest(v, true, growTopic(big, 1000))).(*kmsg.CreatePartitionsResponse)
 	wantCode(t, "validate_only", vo.Topics[0].ErrorCode, 0)
 	if vo.ThrottleMillis != 0 {
 		t.Fatalf("validate_only of 999 partitions throttled %d ms", vo.ThrottleMillis)
 	}
-	resp := qc.do(createPartitionsRequest(v, false, growTopic(big, mutationBurst+2), growTopic(small, 2))).(*kmsg.CreatePartitionsResponse)
-	if len(resp.Topics) != 2 {
-		t.Fatalf("%d answers for 2 topics", len(resp.Topics))
+	resp := qc.do(createPartitionsRequest(v, false, growTopic(big, mutationBurst+2), growTopic(small, 2), growTopic(shrunk, 1))).(*kmsg.CreatePartitionsResponse)
+	if len(resp.Topics) != 3 {
+		t.Fatalf("%d answers for 3 topics", len(resp.Topics))
 	}
 	wantCode(t, "the partitions added within the quota", resp.Topics[0].ErrorCode, 0)
+	// In debt or not, a request's own error comes first, as in Kafka.
+	wantCode(t, "a count not above the current one, in debt", resp.Topics[2].ErrorCode, kerr.InvalidPartitions.Code)
 	ms := wantThrottled(t, v, 0, strict, resp.ThrottleMillis)
 	want := int32(2)
 	if strict {
