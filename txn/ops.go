@@ -150,7 +150,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		return code, nil
 	}
 	sh.mu.Lock()
-	m := sh.txns[id]
+	m := sh.awaitCompletion(ctx, id, pid, epoch)
 	if code := checkProducerLocked(m, pid, epoch); code != 0 {
 		sh.mu.Unlock()
 		return code, nil
@@ -199,9 +199,10 @@ const OffsetsTopic = "__consumer_offsets"
 // EndTxn commits (commit set) or aborts the transaction of id: the decision is
 // recorded (PrepareCommit / PrepareAbort), then markers are written to every
 // partition of the transaction, then it is recorded complete. EndTxn answers once
-// the markers are written, or once CommitTimeout has passed with the decision
-// recorded (the markers are then written in the background; the producer's next
-// transaction waits for them with CONCURRENT_TRANSACTIONS).
+// the decision is committed, as Kafka does; the markers are written in the
+// background, and the producer's next AddPartitionsToTxn or AddOffsetsToTxn
+// waits for them (awaitCompletion). A retry of the decision answers once they
+// are written.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
 	sh, code := c.shardFor(id)
 	if code != 0 {
@@ -239,7 +240,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		return waitCode(err)
 	}
 	sh.startCompletion(m)
-	return sh.waitComplete(ctx, m, done)
+	return 0
 }
 
 // waitComplete waits until m reaches state done, ctx ends or CommitTimeout

@@ -1,0 +1,122 @@
+package txn
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"skiff/internal/batch"
+)
+
+// gatedMarkers holds every WriteMarkers call until open is closed.
+type gatedMarkers struct {
+	markerLog
+	open chan struct{}
+}
+
+func (g *gatedMarkers) write(ctx context.Context, ms []Marker) error {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.markerLog.write(ctx, ms)
+}
+
+// TestNextTransactionWaitsForMarkers: EndTxn answers once the decision is
+// committed, before the markers are written; the producer's next AddPartitions
+// waits for them instead of getting CONCURRENT_TRANSACTIONS, and the complete
+// state goes into the log in one batch with the new transaction's state, after
+// the markers.
+func TestNextTransactionWaitsForMarkers(t *testing.T) {
+	log := newLog(t)
+	g := &gatedMarkers{open: make(chan struct{})}
+	c := newTestCoordinator(&markerLog{})
+	c.cfg.WriteMarkers = g.write
+	defer c.Close()
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, epoch, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if code != 0 {
+		t.Fatalf("init: %d", code)
+	}
+	parts := []TopicPartition{{"out", 0}, {"out", 1}}
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts); code != 0 {
+		t.Fatalf("add partitions: %d", code)
+	}
+	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+		t.Fatalf("end: %d", code)
+	}
+	if n := g.count(); n != 0 {
+		t.Fatalf("%d markers written before EndTxn answered; the gate is closed", n)
+	}
+	if d, _ := c.Describe("app"); d.State != PrepareCommit {
+		t.Fatalf("state after EndTxn: %s, want PrepareCommit", StateName(d.State))
+	}
+
+	added := make(chan int16, 1)
+	go func() {
+		code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts[:1])
+		added <- code
+	}()
+	sh, _ := c.shardFor("app")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sh.mu.Lock()
+		waiting := sh.txns["app"].awaiting
+		sh.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the next AddPartitions did not wait for the markers")
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	close(g.open)
+	select {
+	case code := <-added:
+		if code != 0 {
+			t.Fatalf("next add partitions: %d, want 0 once the markers are written", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next AddPartitions did not answer after the markers were written")
+	}
+	if n := g.count(); n != len(parts) {
+		t.Fatalf("%d markers written, want %d", n, len(parts))
+	}
+	if d, _ := c.Describe("app"); d.State != Ongoing || len(d.Partitions) != 1 {
+		t.Fatalf("state of the next transaction: %+v, want Ongoing with one partition", d)
+	}
+
+	// The log's last batch: CompleteCommit of the first transaction, then the
+	// second one Ongoing.
+	s, err := log.ReadCommitted(log.LogStartOffset(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_, err = s.WriteTo(&buf)
+	s.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last []State
+	if err := batch.Split(buf.Bytes(), func(_ batch.Header, raw []byte) error {
+		last = last[:0]
+		return batch.Records(raw, func(r batch.Record) error {
+			_, m, err := parseRecord(r)
+			if err == nil {
+				last = append(last, m.state)
+			}
+			return err
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(last) != 2 || last[0] != CompleteCommit || last[1] != Ongoing {
+		t.Fatalf("last batch of __transaction_state holds states %v, want [CompleteCommit Ongoing]", last)
+	}
+}
