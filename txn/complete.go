@@ -97,16 +97,18 @@ func (sh *shard) complete(m *txnMeta) {
 }
 
 // awaitCompletion returns the state of transactional id once the transaction
-// its producer (pid, epoch) ended has its markers written, or ctx ends, or
-// CommitTimeout passes: the producer's next transaction waits here rather than
-// get CONCURRENT_TRANSACTIONS, which clients answer with a backoff. It is called
-// and returns with sh.mu held.
+// its producer ended has its markers written, or ctx ends, or CommitTimeout
+// passes: the producer's next request waits here rather than get
+// CONCURRENT_TRANSACTIONS, which clients answer with a backoff. Only producer
+// pid (any when negative) at epoch (any when negative) waits; others get their
+// answer at once. It is called and returns with sh.mu held.
 func (sh *shard) awaitCompletion(ctx context.Context, id string, pid int64, epoch int16) *txnMeta {
 	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
 	for {
 		m := sh.txns[id]
-		if m == nil || m.pid != pid || m.epoch != epoch || (m.state != PrepareCommit && m.state != PrepareAbort) {
+		if m == nil || (pid >= 0 && m.pid != pid) || (epoch >= 0 && m.epoch != epoch) ||
+			(m.state != PrepareCommit && m.state != PrepareAbort) {
 			return m
 		}
 		m.awaiting++

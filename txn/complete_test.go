@@ -61,20 +61,7 @@ func TestNextTransactionWaitsForMarkers(t *testing.T) {
 		code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts[:1])
 		added <- code
 	}()
-	sh, _ := c.shardFor("app")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		sh.mu.Lock()
-		waiting := sh.txns["app"].awaiting
-		sh.mu.Unlock()
-		if waiting == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the next AddPartitions did not wait for the markers")
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
-	}
+	waitAwaiting(t, c, "app")
 	close(g.open)
 	select {
 	case code := <-added:
@@ -118,5 +105,68 @@ func TestNextTransactionWaitsForMarkers(t *testing.T) {
 	}
 	if len(last) != 2 || last[0] != CompleteCommit || last[1] != Ongoing {
 		t.Fatalf("last batch of __transaction_state holds states %v, want [CompleteCommit Ongoing]", last)
+	}
+}
+
+// TestInitWaitsForMarkers: a producer that re-initializes right after EndTxn
+// (franz-go does after an abort) waits for the markers, then gets its new epoch
+// instead of CONCURRENT_TRANSACTIONS.
+func TestInitWaitsForMarkers(t *testing.T) {
+	log := newLog(t)
+	g := &gatedMarkers{open: make(chan struct{})}
+	c := newTestCoordinator(&markerLog{})
+	c.cfg.WriteMarkers = g.write
+	defer c.Close()
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, epoch, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+		t.Fatalf("add partitions: %d", code)
+	}
+	if code := c.EndTxn(ctx, "app", pid, epoch, false); code != 0 {
+		t.Fatalf("abort: %d", code)
+	}
+	type result struct {
+		pid   int64
+		epoch int16
+		code  int16
+	}
+	inited := make(chan result, 1)
+	go func() {
+		p, e, code := c.InitProducerID(ctx, "app", time.Minute, pid, epoch)
+		inited <- result{p, e, code}
+	}()
+	waitAwaiting(t, c, "app")
+	close(g.open)
+	select {
+	case r := <-inited:
+		if r.code != 0 || r.pid != pid || r.epoch != epoch+1 {
+			t.Fatalf("init after the markers: %+v, want producer %d epoch %d", r, pid, epoch+1)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("init did not answer after the markers were written")
+	}
+	if d, _ := c.Describe("app"); d.State != Empty || d.Epoch != epoch+1 {
+		t.Fatalf("state after init: %+v, want Empty at epoch %d", d, epoch+1)
+	}
+}
+
+// waitAwaiting waits until a request waits for the completion of id.
+func waitAwaiting(t *testing.T, c *Coordinator, id string) {
+	t.Helper()
+	sh, _ := c.shardFor(id)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sh.mu.Lock()
+		waiting := sh.txns[id].awaiting
+		sh.mu.Unlock()
+		if waiting == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request waited for the markers of %s", id)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
 	}
 }

@@ -15,7 +15,8 @@ import (
 // fences every older producer of the id (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH
 // from then on). A transaction left open by the previous producer is aborted first:
 // the answer is then CONCURRENT_TRANSACTIONS, and the client asks again. pid and
-// epoch are the producer's own (-1 for a new producer, KIP-360).
+// epoch are the producer's own (-1 for a new producer, KIP-360). While the markers
+// of an ended transaction of the id are being written it waits for them.
 func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout time.Duration, pid int64, epoch int16) (int64, int16, int16) {
 	if timeout <= 0 || timeout > c.cfg.MaxTimeout {
 		return -1, -1, codeInvalidTimeout
@@ -25,7 +26,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		return -1, -1, code
 	}
 	sh.mu.Lock()
-	m := sh.txns[id]
+	// A transaction being ended (by this producer, or aborted by the coordinator)
+	// is waited for; the new epoch then follows its complete state.
+	m := sh.awaitCompletion(ctx, id, pid, -1)
 	if m == nil {
 		// A new id: allocate its producer id, record it at epoch 0.
 		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1, pending: true}
