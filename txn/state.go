@@ -105,7 +105,9 @@ type txnMeta struct {
 	// completeUnwritten: the state is CompleteCommit or CompleteAbort, and its
 	// record was left to the next change of this id, which a request was waiting
 	// to make: that change appends both records in one batch, so one sync covers
-	// them (complete.go). In memory only.
+	// them (complete.go). Should that request change nothing, the record waits
+	// for the id's next change; a coordinator elected meanwhile finds the
+	// transaction prepared and writes its markers again. In memory only.
 	completeUnwritten bool
 }
 
