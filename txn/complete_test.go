@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"skiff/internal/batch"
+	"skiff/replication"
 )
 
 // gatedMarkers holds every WriteMarkers call until open is closed.
@@ -24,19 +25,27 @@ func (g *gatedMarkers) write(ctx context.Context, ms []Marker) error {
 	return g.markerLog.write(ctx, ms)
 }
 
+// gatedCoordinator returns a loaded coordinator of partition 0, whose markers
+// wait for the gate, and its log.
+func gatedCoordinator(t *testing.T) (*Coordinator, *gatedMarkers, *replication.Partition) {
+	t.Helper()
+	log := newLog(t)
+	g := &gatedMarkers{open: make(chan struct{})}
+	c := newTestCoordinator(&markerLog{})
+	c.cfg.WriteMarkers = g.write
+	t.Cleanup(func() { c.Close() })
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	return c, g, log
+}
+
 // TestNextTransactionWaitsForMarkers: EndTxn answers once the decision is
 // committed, before the markers are written; the producer's next AddPartitions
 // waits for them instead of getting CONCURRENT_TRANSACTIONS, and the complete
 // state goes into the log in one batch with the new transaction's state, after
 // the markers.
 func TestNextTransactionWaitsForMarkers(t *testing.T) {
-	log := newLog(t)
-	g := &gatedMarkers{open: make(chan struct{})}
-	c := newTestCoordinator(&markerLog{})
-	c.cfg.WriteMarkers = g.write
-	defer c.Close()
-	c.Elect(0, 0, log)
-	waitLoaded(t, c)
+	c, g, log := gatedCoordinator(t)
 	ctx := context.Background()
 	pid, epoch, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	if code != 0 {
@@ -112,13 +121,7 @@ func TestNextTransactionWaitsForMarkers(t *testing.T) {
 // (franz-go does after an abort) waits for the markers, then gets its new epoch
 // instead of CONCURRENT_TRANSACTIONS.
 func TestInitWaitsForMarkers(t *testing.T) {
-	log := newLog(t)
-	g := &gatedMarkers{open: make(chan struct{})}
-	c := newTestCoordinator(&markerLog{})
-	c.cfg.WriteMarkers = g.write
-	defer c.Close()
-	c.Elect(0, 0, log)
-	waitLoaded(t, c)
+	c, g, _ := gatedCoordinator(t)
 	ctx := context.Background()
 	pid, epoch, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
