@@ -40,7 +40,8 @@ type shareTarget struct {
 // changeShareStates applies every target of group at its partition's leader: here
 // directly, elsewhere with one request per leader, the leaders in parallel. A
 // partition without a leader, or whose leader cannot be reached, gets
-// LEADER_NOT_AVAILABLE (retriable: ask again once the partition has a leader).
+// LEADER_NOT_AVAILABLE (retriable: ask again once the partition has a leader);
+// one whose leader does not answer before ctx ends REQUEST_TIMED_OUT.
 func (s *Server) changeShareStates(ctx context.Context, group string, ts []*shareTarget) {
 	byLeader := map[int32][]*shareTarget{}
 	for _, t := range ts {
@@ -144,8 +145,12 @@ func (s *Server) sendShareStates(ctx context.Context, leader int32, group string
 	if err := errors.Join(errs...); err != nil {
 		s.logger.Debug("change share-partition states at their leader", "group", group, "broker", leader, "err", err)
 	}
-	for _, t := range byTP { // unanswered: the leader could not be reached
-		t.Code = kerr.LeaderNotAvailable.Code
+	code := kerr.LeaderNotAvailable.Code // unanswered: the leader could not be reached
+	if ctx.Err() != nil {
+		code = kerr.RequestTimedOut.Code // or did not answer in time
+	}
+	for _, t := range byTP {
+		t.Code = code
 	}
 }
 
