@@ -50,7 +50,6 @@ package kafkaapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -154,14 +153,18 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 		return nil
 	}
 	if len(waits) > 0 {
-		defer c.waitedSince(time.Now())
-		ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
-		defer cancel()
-		for _, w := range waits {
-			if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
-				w.pr.ErrorCode = kerr.RequestTimedOut.Code
-				if code := errorCode(err); code != kerr.UnknownServerError.Code {
-					w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
+		// The connection's loop runs the wait, on its own goroutine unless
+		// the client is throttled (pipeline.go), and then answers.
+		timeout := requestTimeout(req.TimeoutMillis)
+		c.ackWait = func(parent context.Context) {
+			ctx, cancel := context.WithTimeout(parent, timeout)
+			defer cancel()
+			for _, w := range waits {
+				if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
+					w.pr.ErrorCode = kerr.RequestTimedOut.Code
+					if code := errorCode(err); code != kerr.UnknownServerError.Code {
+						w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
+					}
 				}
 			}
 		}
