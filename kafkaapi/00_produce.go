@@ -50,6 +50,7 @@ package kafkaapi
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,9 +157,11 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 		// The connection's loop runs the wait, on its own goroutine unless
 		// the client is throttled (pipeline.go), and then answers.
 		timeout := requestTimeout(req.TimeoutMillis)
+		waitFrom := time.Now()
 		c.ackWait = func(parent context.Context) {
 			ctx, cancel := context.WithTimeout(parent, timeout)
 			defer cancel()
+			defer func() { s.metrics.ackWait.Observe(time.Since(waitFrom).Seconds()) }()
 			for _, w := range waits {
 				if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
 					w.pr.ErrorCode = kerr.RequestTimedOut.Code
