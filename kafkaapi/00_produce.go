@@ -26,6 +26,11 @@ package kafkaapi
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
+// A waiting request does not hold its connection (pipeline.go): the Produce
+// requests a client pipelines behind it are read and appended meanwhile, in
+// request order, and answered in request order; any other request is read then
+// but handled only once every earlier answer is written.
+//
 // Transactions: a transactional producer's batches carry the transactional flag and
 // open its transaction on the partition (replication/txn.go) until the coordinator's
 // marker. Before the first batch of a producer's transaction on a partition, the
