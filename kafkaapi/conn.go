@@ -111,6 +111,13 @@ func (c *conn) stopReading() {
 	c.mu.Unlock()
 }
 
+// stopping reports whether stopReading was called.
+func (c *conn) stopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
 // armRead sets the deadline of the next reads to now+d unless the connection is
 // stopping.
 func (c *conn) armRead(d time.Duration) bool {
@@ -137,12 +144,13 @@ func (c *conn) serve() {
 		return
 	}
 	c.acks.init(c.ctx)
-	refused := false
-	defer func() { c.endAcks(refused) }()
+	owed := false // the answers in flight are written even as the loop ends
+	defer func() { c.endAcks(owed) }()
 	for {
 		frame, err := c.readFrame()
 		if err != nil {
-			refused = errors.Is(err, errRefused)
+			// A refused request or a shutdown still owes the answers in flight.
+			owed = errors.Is(err, errRefused) || c.stopping()
 			return
 		}
 		err = c.handle(frame)
@@ -151,8 +159,8 @@ func (c *conn) serve() {
 			err = c.rawSASL()
 		}
 		if err != nil {
-			refused = errors.Is(err, errRefused)
-			if !refused {
+			owed = errors.Is(err, errRefused)
+			if !owed {
 				c.logger.Warn("closing connection", "err", err)
 			}
 			return

@@ -88,10 +88,10 @@ func (c *conn) deferAnswer(hdr RequestHeader, resp kmsg.Response, wait func(cont
 }
 
 // endAcks finishes the answers in flight when the loop ends: written if the
-// connection is still good (refused is true: the loop refused a later
-// request, whose answers before it are still owed), abandoned if it is not.
-func (c *conn) endAcks(refused bool) {
-	if !refused {
+// connection is still good (owed is true: the loop refused a later request, or
+// the server is stopping), abandoned if it is not (the client went away).
+func (c *conn) endAcks(owed bool) {
+	if !owed {
 		c.acks.cancel()
 	}
 	c.acks.drain()
