@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/binary"
-	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -84,7 +82,10 @@ func TestAcksAllPipelined(t *testing.T) {
 	})
 	resume()
 	for i, req := range reqs {
-		corr, resp := readFrameAs(t, nc, req)
+		corr, resp, err := readRawAnswer(nc, req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if corr != int32(i+1) {
 			t.Fatalf("answer %d has correlation id %d, want %d (answers must keep request order)", i, corr, i+1)
 		}
@@ -104,35 +105,6 @@ func produceOne(topic, value string) *kmsg.ProduceRequest {
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{
 		{Partition: 0, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), value)}}}}
 	return req
-}
-
-// rawFrame is req (a non-flexible version) framed with correlation id corr and a
-// null client id.
-func rawFrame(req kmsg.Request, corr int32) []byte {
-	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
-	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
-	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
-	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
-	frame = req.AppendTo(frame)
-	return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
-}
-
-// readFrameAs reads one answer to a request like req: its correlation id and body.
-func readFrameAs(t *testing.T, nc net.Conn, req kmsg.Request) (int32, kmsg.Response) {
-	t.Helper()
-	var hdr [8]byte
-	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(hdr[:4])-4)
-	if _, err := io.ReadFull(nc, body); err != nil {
-		t.Fatal(err)
-	}
-	resp := req.ResponseKind()
-	if err := resp.ReadFrom(body); err != nil {
-		t.Fatal(err)
-	}
-	return int32(binary.BigEndian.Uint32(hdr[4:])), resp
 }
 
 // leaderLogEnd is partition 0's log end offset on its leader (-1 if not known).
