@@ -3,7 +3,9 @@
 # started with the serve args in $ARGS (e.g. "--replica-fetch-min-bytes 65536
 # --replica-fetch-wait-max 2ms"), beside one fresh node: produce throughput with the
 # nodes' CPU per GB, and acks=all latency at 20 MB/s with linger 0. One JSON line
-# per command appended to $OUT, tagged with $TAG. RATE_ONLY=1 runs only the 20 MB/s one.
+# per command appended to $OUT, tagged with $TAG, with the three nodes' Produce and Fetch
+# requests of each RF 3 run and the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds)
+# of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one.
 #   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY)
 set -eu
 R=$1
