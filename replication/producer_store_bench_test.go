@@ -86,7 +86,7 @@ func BenchmarkPartitionOpen(b *testing.B) {
 
 	key := PartitionKey("t", 0)
 	open := func(b *testing.B) {
-		p, err := openPartition(vfs.Default, filepath.Join(dir, "topics", key), "t", 0, s.ID, s.Config, db.LogIndex(key), 0, slog.New(slog.DiscardHandler))
+		p, err := openPartition(vfs.Default, filepath.Join(dir, "topics", key), "t", 0, s.ID, s.Config, db.LogIndex(key), 0, 0, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}
