@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 )
@@ -19,30 +18,67 @@ import (
 // snapshotVersion is the first byte of a snapshot (part of the format).
 const snapshotVersion = 1
 
-// snapRow is what a snapshot holds of one producer id.
+// snapRow is what a snapshot holds of one producer id (no pointers: copying
+// one under appendMu allocates nothing).
 type snapRow struct {
-	entry         *producerEntry // nil: no idempotence state
-	open          OpenTxn
-	hasOpen       bool
+	pid           int64
+	hasEntry      bool // idempotence state: epoch, lastMs, batches
+	epoch         int16
+	nBatches      uint8
+	lastMs        int64
+	batches       [maxBatchesRetained]batchRecord
+	hasOpen       bool // a transaction open since openFirst, at openEpoch
+	openEpoch     int16
+	openFirst     int64
 	markers       uint64 // 0: none
-	coordEpoch    int32
 	hasCoordEpoch bool
+	coordEpoch    int32
 }
 
 func (r *snapRow) empty() bool {
-	return r.entry == nil && !r.hasOpen && r.markers == 0 && !r.hasCoordEpoch
+	return !r.hasEntry && !r.hasOpen && r.markers == 0 && !r.hasCoordEpoch
+}
+
+// snapRows is a set of rows by producer id.
+type snapRows struct {
+	idx  map[int64]int // into rows
+	rows []snapRow
+}
+
+func newSnapRows(n int) *snapRows {
+	return &snapRows{idx: make(map[int64]int, n), rows: make([]snapRow, 0, n)}
+}
+
+// set adds r, or removes its producer id when r is empty.
+func (s *snapRows) set(r *snapRow) {
+	i, ok := s.idx[r.pid]
+	switch {
+	case ok && r.empty():
+		last := len(s.rows) - 1
+		s.rows[i] = s.rows[last]
+		s.idx[s.rows[i].pid] = i
+		s.rows = s.rows[:last]
+		delete(s.idx, r.pid)
+	case ok:
+		s.rows[i] = *r
+	case !r.empty():
+		s.idx[r.pid] = len(s.rows)
+		s.rows = append(s.rows, *r)
+	}
 }
 
 // snapshotState is a partition's snapshot bookkeeping.
 type snapshotState struct {
-	// mu makes one snapshot at a time; it guards rows and is taken before appendMu.
-	mu   sync.Mutex
-	rows map[int64]snapRow // the state at the latest capture, by producer id
+	// mu makes one snapshot at a time; it guards rows and changed (a buffer of
+	// captureSnapshot) and is taken before appendMu.
+	mu      sync.Mutex
+	rows    *snapRows // the state at the latest capture
+	changed []snapRow
 	// dirty holds the producer ids changed since the latest capture, and fresh
 	// the rows of a restore since, which the next capture takes whole; guarded
 	// by appendMu.
 	dirty map[int64]struct{}
-	fresh map[int64]snapRow
+	fresh *snapRows
 	// storeMu orders the snapshot writes with the truncations' and restores'
 	// Store writes (taken after appendMu, or alone). gen counts truncations and
 	// restores, written under both locks; offset is the Store's snapshot offset
@@ -53,34 +89,36 @@ type snapshotState struct {
 }
 
 func newSnapshotState() snapshotState {
-	return snapshotState{rows: map[int64]snapRow{}, dirty: map[int64]struct{}{}, offset: -1}
+	return snapshotState{rows: newSnapRows(0), dirty: map[int64]struct{}{}, offset: -1}
 }
 
-// rowLocked returns the snapshot row of producer pid. The caller holds appendMu
-// and txns.mu.
-func (p *Partition) rowLocked(pid int64) snapRow {
-	var r snapRow
+// rowLocked sets r to the row of producer pid. The caller holds appendMu and
+// txns.mu.
+func (p *Partition) rowLocked(pid int64, r *snapRow) {
+	*r = snapRow{pid: pid}
 	if e := p.producers.m[pid]; e != nil {
-		c := *e
-		c.batches = slices.Clone(e.batches)
-		r.entry = &c
+		r.hasEntry, r.epoch, r.lastMs = true, e.epoch, e.lastMs
+		r.nBatches = uint8(copy(r.batches[:], e.batches))
 	}
 	x := p.txns
-	r.open, r.hasOpen = x.open[pid]
+	if t, ok := x.open[pid]; ok {
+		r.hasOpen, r.openEpoch, r.openFirst = true, t.Epoch, t.FirstOffset
+	}
 	r.markers = x.markers[pid]
 	r.coordEpoch, r.hasCoordEpoch = x.coordinatorEpochs[pid]
-	return r
 }
 
 // allRowsLocked returns the rows of every producer. The caller holds appendMu.
-func (p *Partition) allRowsLocked() map[int64]snapRow {
+func (p *Partition) allRowsLocked() *snapRows {
 	x := p.txns
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	rows := make(map[int64]snapRow, len(p.producers.m))
+	rows := newSnapRows(len(p.producers.m))
+	var r snapRow
 	add := func(pid int64) {
-		if _, ok := rows[pid]; !ok {
-			rows[pid] = p.rowLocked(pid)
+		if _, ok := rows.idx[pid]; !ok {
+			p.rowLocked(pid, &r)
+			rows.set(&r)
 		}
 	}
 	for pid := range p.producers.m {
@@ -109,23 +147,17 @@ func (p *Partition) changedLocked(pid int64) {
 // restartSnapshotsLocked hands the snapshotter the rows of the whole state, as
 // a restore left it, and voids a snapshot captured before. The caller holds
 // appendMu and snap.storeMu.
-func (p *Partition) restartSnapshotsLocked(rows map[int64]snapRow) {
+func (p *Partition) restartSnapshotsLocked(rows *snapRows) {
 	p.snap.fresh = rows
-	clear(p.snap.dirty)
+	p.snap.dirty = make(map[int64]struct{})
 	p.snap.gen++
 }
 
-// pidRow is a changed row; gone: the producer id has no state left.
-type pidRow struct {
-	pid  int64
-	row  snapRow
-	gone bool
-}
-
-// captureSnapshot copies, under appendMu, what changed since the latest
-// capture, with the log end it is the state at; ok is false when nothing
-// changed or no snapshot may be taken.
-func (p *Partition) captureSnapshot() (end int64, changed []pidRow, gen uint64, ok bool) {
+// captureSnapshot copies, under appendMu, the rows changed since the latest
+// capture (into snap.changed), with the log end they are the state at; ok is
+// false when nothing changed or no snapshot may be taken. The caller holds
+// snap.mu.
+func (p *Partition) captureSnapshot() (end int64, gen uint64, ok bool) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	s := &p.snap
@@ -139,37 +171,43 @@ func (p *Partition) captureSnapshot() (end int64, changed []pidRow, gen uint64, 
 	if (same && len(s.dirty) == 0) || p.abortUnrecorded {
 		// An aborted transaction the Store missed must stay above the
 		// snapshot, where the next open replays it from the log.
-		return 0, nil, 0, false
+		return 0, 0, false
 	}
-	changed = make([]pidRow, 0, len(s.dirty))
+	if cap(s.changed) < len(s.dirty) {
+		s.changed = make([]snapRow, 0, len(s.dirty))
+	}
+	s.changed = s.changed[:len(s.dirty)]
+	i := 0
 	p.txns.mu.Lock()
 	for pid := range s.dirty {
-		r := p.rowLocked(pid)
-		changed = append(changed, pidRow{pid: pid, row: r, gone: r.empty()})
+		p.rowLocked(pid, &s.changed[i])
+		i++
 	}
 	p.txns.mu.Unlock()
-	clear(s.dirty)
-	return end, changed, s.gen, true
+	s.dirty = make(map[int64]struct{}) // clear would cost the most it ever held
+	return end, s.gen, true
 }
 
 // snapshotProducers writes a snapshot of the producer state at the log end if
 // anything changed since the last one. Only the capture holds appendMu.
 func (p *Partition) snapshotProducers() error {
-	s := &p.snap
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	end, changed, gen, ok := p.captureSnapshot()
+	p.snap.mu.Lock()
+	defer p.snap.mu.Unlock()
+	end, gen, ok := p.captureSnapshot()
 	if !ok {
 		return nil
 	}
-	for _, c := range changed {
-		if c.gone {
-			delete(s.rows, c.pid)
-		} else {
-			s.rows[c.pid] = c.row
-		}
+	return p.writeSnapshot(end, gen)
+}
+
+// writeSnapshot brings the rows up to the latest capture and writes them. The
+// caller holds snap.mu.
+func (p *Partition) writeSnapshot(end int64, gen uint64) error {
+	s := &p.snap
+	for i := range s.changed {
+		s.rows.set(&s.changed[i])
 	}
-	b := encodeSnapshot(s.rows)
+	b := encodeSnapshot(s.rows.rows)
 	s.storeMu.Lock()
 	defer s.storeMu.Unlock()
 	if s.gen != gen {
@@ -185,47 +223,69 @@ func (p *Partition) snapshotProducers() error {
 }
 
 // encodeSnapshot returns rows in the snapshot layout of meta-index.md.
-func encodeSnapshot(rows map[int64]snapRow) []byte {
-	be := binary.BigEndian
-	var prods, opens, marks, coords []byte
+func encodeSnapshot(rows []snapRow) []byte {
+	size := 1 + 4*4
 	var nProds, nOpens, nMarks, nCoords uint32
-	for pid, r := range rows {
-		if e := r.entry; e != nil {
+	for i := range rows {
+		r := &rows[i]
+		if r.hasEntry {
 			nProds++
-			prods = be.AppendUint64(prods, uint64(pid))
-			prods = be.AppendUint16(prods, uint16(e.epoch))
-			prods = be.AppendUint64(prods, uint64(e.lastMs))
-			prods = append(prods, byte(len(e.batches)))
-			for _, b := range e.batches {
-				prods = be.AppendUint32(prods, uint32(b.firstSeq))
-				prods = be.AppendUint32(prods, uint32(b.lastSeq))
-				prods = be.AppendUint64(prods, uint64(b.baseOffset))
-				prods = be.AppendUint64(prods, uint64(b.lastOffset))
-			}
+			size += 19 + 24*int(r.nBatches)
 		}
 		if r.hasOpen {
 			nOpens++
-			opens = be.AppendUint64(opens, uint64(pid))
-			opens = be.AppendUint16(opens, uint16(r.open.Epoch))
-			opens = be.AppendUint64(opens, uint64(r.open.FirstOffset))
+			size += 18
 		}
 		if r.markers != 0 {
 			nMarks++
-			marks = be.AppendUint64(marks, uint64(pid))
-			marks = be.AppendUint64(marks, r.markers)
+			size += 16
 		}
 		if r.hasCoordEpoch {
 			nCoords++
-			coords = be.AppendUint64(coords, uint64(pid))
-			coords = be.AppendUint32(coords, uint32(r.coordEpoch))
+			size += 12
 		}
 	}
-	b := make([]byte, 0, 1+4*4+len(prods)+len(opens)+len(marks)+len(coords))
+	be := binary.BigEndian
+	b := make([]byte, 0, size)
 	b = append(b, snapshotVersion)
-	b = append(be.AppendUint32(b, nProds), prods...)
-	b = append(be.AppendUint32(b, nOpens), opens...)
-	b = append(be.AppendUint32(b, nMarks), marks...)
-	return append(be.AppendUint32(b, nCoords), coords...)
+	b = be.AppendUint32(b, nProds)
+	for i := range rows {
+		if r := &rows[i]; r.hasEntry {
+			b = be.AppendUint64(b, uint64(r.pid))
+			b = be.AppendUint16(b, uint16(r.epoch))
+			b = be.AppendUint64(b, uint64(r.lastMs))
+			b = append(b, r.nBatches)
+			for _, x := range r.batches[:r.nBatches] {
+				b = be.AppendUint32(b, uint32(x.firstSeq))
+				b = be.AppendUint32(b, uint32(x.lastSeq))
+				b = be.AppendUint64(b, uint64(x.baseOffset))
+				b = be.AppendUint64(b, uint64(x.lastOffset))
+			}
+		}
+	}
+	b = be.AppendUint32(b, nOpens)
+	for i := range rows {
+		if r := &rows[i]; r.hasOpen {
+			b = be.AppendUint64(b, uint64(r.pid))
+			b = be.AppendUint16(b, uint16(r.openEpoch))
+			b = be.AppendUint64(b, uint64(r.openFirst))
+		}
+	}
+	b = be.AppendUint32(b, nMarks)
+	for i := range rows {
+		if r := &rows[i]; r.markers != 0 {
+			b = be.AppendUint64(b, uint64(r.pid))
+			b = be.AppendUint64(b, r.markers)
+		}
+	}
+	b = be.AppendUint32(b, nCoords)
+	for i := range rows {
+		if r := &rows[i]; r.hasCoordEpoch {
+			b = be.AppendUint64(b, uint64(r.pid))
+			b = be.AppendUint32(b, uint32(r.coordEpoch))
+		}
+	}
+	return b
 }
 
 // errBadSnapshot: a snapshot does not decode (the whole log is replayed instead).

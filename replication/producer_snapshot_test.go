@@ -96,8 +96,8 @@ func TestExpiryPrunesMarkerState(t *testing.T) {
 	// without its producer.
 	p.appendMu.Lock()
 	rows := p.allRowsLocked()
-	rows[7] = snapRow{markers: 1, coordEpoch: 3, hasCoordEpoch: true}
-	err := p.store.UpdateProducerState(ProducerStateUpdate{SetSnapshot: true, SnapshotOffset: p.LogEndOffset(), Snapshot: encodeSnapshot(rows)})
+	rows.set(&snapRow{pid: 7, markers: 1, coordEpoch: 3, hasCoordEpoch: true})
+	err := p.store.UpdateProducerState(ProducerStateUpdate{SetSnapshot: true, SnapshotOffset: p.LogEndOffset(), Snapshot: encodeSnapshot(rows.rows)})
 	if err == nil {
 		err = p.restoreProducersLocked(false, nil)
 	}

@@ -5,8 +5,13 @@ package replication
 //   - every aborted transaction is recorded when its marker is appended (leader or
 //     follower), without fsync;
 //   - a snapshot of the producers, open transactions and marker state, taken at
-//     the log end, is written at every open, every few seconds while the log end
-//     moves, and at close, without fsync.
+//     the log end, is written at every open, every few seconds while the state
+//     changes, and at close, without fsync (producer_snapshot.go: only the
+//     producers changed since the last one are copied under appendMu).
+//
+// A producer idle past producer.id.expiration.ms with no transaction open is
+// forgotten (with its marker count and coordinator epoch) by the retention
+// check and by every restore, as Kafka's snapshot load skips expired ones.
 //
 // An open restores the snapshot when it lies within the log (log start <= its
 // offset <= log end), keeps the recorded aborted transactions below it, and
@@ -98,7 +103,7 @@ func (p *Partition) restoreProducersLocked(full bool, each func(h *batch.Header)
 	}
 	p.pruneTxnProducersLocked()
 	rows := p.allRowsLocked()
-	u.SetSnapshot, u.SnapshotOffset, u.Snapshot = true, end, encodeSnapshot(rows)
+	u.SetSnapshot, u.SnapshotOffset, u.Snapshot = true, end, encodeSnapshot(rows.rows)
 	p.snap.storeMu.Lock()
 	defer p.snap.storeMu.Unlock()
 	p.restartSnapshotsLocked(rows)
