@@ -36,6 +36,16 @@ func stateOnly(v producerView) producerView {
 	return v
 }
 
+// setStore makes s the Store of p (snapshots write outside appendMu, under
+// snap.storeMu).
+func setStore(p *Partition, s Store) {
+	p.appendMu.Lock()
+	p.snap.storeMu.Lock()
+	p.store = s
+	p.snap.storeMu.Unlock()
+	p.appendMu.Unlock()
+}
+
 // oldTxnBatch is a transactional batch of producer pid at epoch 0 from
 // sequence seq, stamped at ts (Unix ms).
 func oldTxnBatch(pid int64, seq int32, ts int64) []byte {
@@ -217,9 +227,7 @@ func TestForgetAbortedRacingRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := &hookStore{Store: p.store}
-	p.appendMu.Lock()
-	p.store = hs
-	p.appendMu.Unlock()
+	setStore(p, hs)
 	hs.before = func() { // the restore of a follower's truncation, say
 		p.appendMu.Lock()
 		defer p.appendMu.Unlock()
@@ -320,9 +328,7 @@ func TestSnapshotWriteOutsideAppendLock(t *testing.T) {
 	p := m.Partition("t", 0)
 	mustAppend(t, p, txnBatch(3, 0, 0, "a"))
 	bs := &blockingStore{Store: p.store, armed: make(chan struct{}), entered: make(chan struct{}), release: make(chan struct{})}
-	p.appendMu.Lock()
-	p.store = bs
-	p.appendMu.Unlock()
+	setStore(p, bs)
 	close(bs.armed)
 	snapDone := make(chan error, 1)
 	go func() { snapDone <- p.snapshotProducers() }()
