@@ -36,6 +36,17 @@ func stateOnly(v producerView) producerView {
 	return v
 }
 
+// newTestPartition is partition t-0 of a Manager closed when the test ends.
+func newTestPartition(t *testing.T) *Partition {
+	t.Helper()
+	m, db := newManager(t, t.TempDir())
+	t.Cleanup(func() { closeAll(t, m, db) })
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	return m.Partition("t", 0)
+}
+
 // setStore makes s the Store of p (snapshots write outside appendMu, under
 // snap.storeMu).
 func setStore(p *Partition, s Store) {
@@ -68,12 +79,7 @@ func mustAppend(t *testing.T, p *Partition, b []byte) {
 // a snapshot that still has them for a producer without state loses them when
 // restored.
 func TestExpiryPrunesMarkerState(t *testing.T) {
-	m, db := newManager(t, t.TempDir())
-	defer closeAll(t, m, db)
-	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	p := m.Partition("t", 0)
+	p := newTestPartition(t)
 	for _, pid := range []int64{7, 8} {
 		mustAppend(t, p, txnBatch(pid, 0, 0, "a"))
 		if _, err := p.WriteMarker(pid, 0, true, 3); err != nil {
@@ -216,12 +222,7 @@ func abortTxns(t *testing.T, p *Partition, n int) []AbortedTxn {
 // TestForgetAbortedRacingRestore: a restore that reads the Store while the
 // cleaner forgets an aborted transaction does not keep it in memory.
 func TestForgetAbortedRacingRestore(t *testing.T) {
-	m, db := newManager(t, t.TempDir())
-	defer closeAll(t, m, db)
-	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	p := m.Partition("t", 0)
+	p := newTestPartition(t)
 	aborted := abortTxns(t, p, 2)
 	if err := p.snapshotProducers(); err != nil { // the entries are below it: a restore takes them from the Store
 		t.Fatal(err)
@@ -248,12 +249,7 @@ func TestForgetAbortedRacingRestore(t *testing.T) {
 // TestForgetAbortedConcurrentRestores runs the cleaner's forgetting against a
 // loop of restores (meant for -race): the Store and memory agree at the end.
 func TestForgetAbortedConcurrentRestores(t *testing.T) {
-	m, db := newManager(t, t.TempDir())
-	defer closeAll(t, m, db)
-	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	p := m.Partition("t", 0)
+	p := newTestPartition(t)
 	aborted := abortTxns(t, p, 8)
 	if err := p.snapshotProducers(); err != nil {
 		t.Fatal(err)
@@ -320,12 +316,7 @@ func (s *blockingStore) UpdateProducerState(u ProducerStateUpdate) error {
 // TestSnapshotWriteOutsideAppendLock: appends go on while a snapshot is being
 // written.
 func TestSnapshotWriteOutsideAppendLock(t *testing.T) {
-	m, db := newManager(t, t.TempDir())
-	defer closeAll(t, m, db)
-	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	p := m.Partition("t", 0)
+	p := newTestPartition(t)
 	mustAppend(t, p, txnBatch(3, 0, 0, "a"))
 	bs := &blockingStore{Store: p.store, armed: make(chan struct{}), entered: make(chan struct{}), release: make(chan struct{})}
 	setStore(p, bs)
