@@ -72,6 +72,9 @@ type Store interface {
 type Config struct {
 	// Store keeps the share-partition states (required for a Manager).
 	Store Store
+	// MemberLog keeps the membership of share groups (a Coordinator's); nil:
+	// in memory only.
+	MemberLog MemberLog
 	// RecordLockDuration, DeliveryCountLimit, MaxRecordLocks: the broker's
 	// group.share.* settings (defaults above).
 	RecordLockDuration time.Duration
