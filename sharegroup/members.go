@@ -191,7 +191,10 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbe
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	resp.HeartbeatIntervalMillis = int32(c.cfg.settings(req.GroupID).HeartbeatInterval / time.Millisecond)
 	fail := func(e *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatResponse {
-		resp.ErrorCode, resp.ErrorMessage = e.Code, &msg
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
 		return resp
 	}
 	if req.GroupID == "" {
