@@ -213,7 +213,11 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbe
 	now := c.cfg.Clock()
 	c.expireOthers(req.GroupID, now)
 	g := c.lockGroup(req.GroupID, req.MemberEpoch == 0, partition)
-	if g == nil {
+	switch {
+	case g == nil && req.MemberEpoch == -1:
+		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1 // left already
+		return resp
+	case g == nil:
 		return fail(kerr.UnknownMemberID, "member "+req.MemberID+" is not in group "+req.GroupID)
 	}
 	recs := c.expireLocked(g, now)

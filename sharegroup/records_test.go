@@ -179,6 +179,9 @@ func TestMembershipRebuiltFromRecords(t *testing.T) {
 	if left := e.log.stored(); len(left) != 0 {
 		t.Fatalf("%d records left after the group was deleted", len(left))
 	}
+	if r := e.heartbeat(c2, "m1", -1); r.ErrorCode != 0 || r.MemberEpoch != -1 || c2.Has("sg") {
+		t.Errorf("leaving a deleted group: %v, epoch %d, group made again %v", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch, c2.Has("sg"))
+	}
 }
 
 // sortedGroup orders what Describe takes from maps.
