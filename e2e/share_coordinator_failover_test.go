@@ -29,7 +29,7 @@ func (l *membershipLog) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lost = append(l.lost, fmt.Sprint(append([]any{msg}, keyvals...)...))
+	l.lost = append(l.lost, fmt.Sprintf("%s %v", msg, keyvals))
 }
 
 // describeShareGroup describes group through any of seeds, retrying until it
