@@ -307,12 +307,16 @@ func (w *window) acquireAvailable(member string, max int, deadline time.Time) []
 func (w *window) acquireNew(first, last int64, member string, deadline time.Time, skip bool) []int64 {
 	var offs []int64
 	gap, from := w.end, max(first, w.end)
+	if from > last {
+		return nil
+	}
 	// Offsets the log skips (compaction removed their batches): no record to
 	// deliver, so they are done, not available; a gap, however long, is a range.
 	w.skip(from)
 	w.grow(last + 1)
+	sg := &w.segs[len(w.segs)-1] // grow made [from, last] the end of the last segment
 	for o := from; o <= last; o++ {
-		r := w.at(o)
+		r := &sg.recs[o-sg.first]
 		if skip {
 			r.state = stateArchived
 			continue
