@@ -42,3 +42,6 @@ func (l *Log) Users() []int {
 	}
 	return us
 }
+
+// Peak returns the most segment files the cache's logs had open at once.
+func (c *FileCache) Peak() int64 { return c.peak.Load() }

@@ -28,6 +28,7 @@ type FileCache struct {
 	open     atomic.Int64 // segment files open: pinned, in use or idle
 	opened   atomic.Int64 // files opened again after they had been closed (misses)
 	evicted  atomic.Int64 // idle files closed because the cache was full
+	peak     atomic.Int64 // the most open at once (tests)
 
 	mu  sync.Mutex
 	lru list.List // idle open files (*segFile), least recently used at the front
@@ -63,6 +64,13 @@ func (c *FileCache) Reopened() int64 { return c.opened.Load() }
 // Evicted returns how many idle files the cache closed to stay within its
 // capacity.
 func (c *FileCache) Evicted() int64 { return c.evicted.Load() }
+
+// opening counts a file opened.
+func (c *FileCache) opening() {
+	n := c.open.Add(1)
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+}
 
 var (
 	defaultCacheOnce sync.Once
@@ -104,7 +112,7 @@ type segFile struct {
 // newOpenSegFile wraps f, just opened or created at path, with one user (the
 // caller's), not pinned.
 func newOpenSegFile(c *FileCache, fs vfs.FS, f vfs.File, path string) *segFile {
-	c.open.Add(1)
+	c.opening()
 	return &segFile{path: path, fs: fs, cache: c, f: f, users: 1}
 }
 
@@ -123,7 +131,7 @@ func (s *segFile) acquire() (vfs.File, error) {
 			return nil, err
 		}
 		s.f = f
-		s.cache.open.Add(1)
+		s.cache.opening()
 		s.cache.opened.Add(1)
 	} else if s.users == 0 {
 		s.cache.mu.Lock()
