@@ -229,8 +229,8 @@ type syncTarget struct {
 	active     *segment
 	files      []vfs.File // of rolled, then of active
 	dirChanges int64      // the directory needs a sync if this exceeds dirSynced
-	end        int64 // log end offset
-	written    int64 // bytes written
+	end        int64      // log end offset
+	written    int64      // bytes written
 	gen        uint64
 }
 
