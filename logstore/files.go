@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -127,6 +128,14 @@ func (s *segFile) acquire() (vfs.File, error) {
 			return nil, errFileGone
 		}
 		f, err := s.fs.OpenReadWrite(s.path, vfs.WriteCategoryUnspecified)
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			// Out of descriptors (a Fetch of thousands of partitions holds a file
+			// for each until it is written): close every idle one and try again.
+			// Idle files are in the LRU, and a file being opened is not, so this
+			// waits on no segFile.mu held by another open.
+			s.cache.evictTo(0)
+			f, err = s.fs.OpenReadWrite(s.path, vfs.WriteCategoryUnspecified)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +179,7 @@ func (s *segFile) release() error {
 	c.mu.Unlock()
 	s.mu.Unlock()
 	if over {
-		c.evict()
+		c.evictTo(c.capacity)
 	}
 	return nil
 }
@@ -242,13 +251,13 @@ func (s *segFile) retire() error {
 	return errors.Join(uerr, s.closeLocked())
 }
 
-// evict closes least recently used idle files until the cache is within its
-// capacity. A file picked may have been acquired meanwhile; it is then left
-// open (its last release hands it back).
-func (c *FileCache) evict() {
+// evictTo closes least recently used idle files until at most n are left. A
+// file picked may have been acquired meanwhile; it is then left open (its last
+// release hands it back).
+func (c *FileCache) evictTo(n int) {
 	for {
 		c.mu.Lock()
-		if c.lru.Len() <= c.capacity {
+		if c.lru.Len() <= n {
 			c.mu.Unlock()
 			return
 		}
