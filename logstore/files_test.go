@@ -349,23 +349,12 @@ func beginRewriteQuiet(l *logstore.Log, segs []logstore.SegmentInfo, want []appe
 		return nil, nil
 	}
 	end := rw.End()
-	i := 0
-	for _, base := range bases {
-		if err := l.ScanSegment(base, func(h batch.Header, b []byte) error {
-			if h.NextOffset() == end || keep(i) {
-				if err := rw.Append(b); err != nil {
-					return err
-				}
-			}
-			i++
-			return nil
-		}); err != nil {
-			_ = rw.Abort()
-			return nil, nil
-		}
+	if err := appendKept(l, rw, bases, keep); err != nil {
+		_ = rw.Abort()
+		return nil, nil
 	}
 	var kept []appended
-	i = 0
+	i := 0
 	for _, a := range want {
 		if a.base < bases[0] || a.next > end || a.next == end || keep(i) {
 			kept = append(kept, a)
