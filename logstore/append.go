@@ -291,21 +291,30 @@ func (l *Log) syncedLocked(t syncTarget) {
 		return
 	}
 	l.dirSynced = max(l.dirSynced, t.dirChanges)
+	// The flags change under mu too: Segments and the cleaner read them holding
+	// only mu.
+	var sealed []SegmentMeta
+	var files []*segFile
+	l.mu.Lock()
 	for _, s := range t.rolled {
 		if !s.unsynced {
 			continue // a Sync that ran meanwhile recorded it
 		}
 		s.unsynced = false
-		if err := l.idx.PutSegment(s.meta()); err != nil {
-			l.log.Warn("recording a rolled segment in the index", "file", s.file.path, "err", err)
-		}
-		_ = s.file.unpin() // sealed: opened again when read, if the cache closes it
+		sealed, files = append(sealed, s.meta()), append(files, s.file)
 	}
 	pending := false
 	for _, s := range l.mu.segs {
 		pending = pending || s.unsynced
 	}
+	l.mu.Unlock()
 	l.rolledUnsynced.Store(pending)
+	for i, m := range sealed {
+		if err := l.idx.PutSegment(m); err != nil {
+			l.log.Warn("recording a rolled segment in the index", "file", files[i].path, "err", err)
+		}
+		_ = files[i].unpin() // sealed: opened again when read, if the cache closes it
+	}
 }
 
 // syncAllLocked fdatasyncs everything unsynced while holding appendMu (Close).
