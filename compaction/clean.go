@@ -300,13 +300,23 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	if len(w.recs) == total && hasHorizon == tombstones {
 		return b, nil // unchanged
 	}
-	f := compress.FormatOf(h.Codec(), b[batch.HeaderSize:])
-	out, err := w.rb.Rebuild(w.out[:0], h, w.recs, newHorizon, f)
+	out, err := w.rebuild(h, b, newHorizon, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("compaction: rebuild batch %d: %w", h.BaseOffset, err)
 	}
 	w.out = out
 	return out, nil
+}
+
+// rebuild writes batch h (bytes b) again with the records of w.recs and delete
+// horizon horizon (batch.NoHorizon: none), in the compressed form b had, at
+// the topic's level when b's codec is the topic's compression.type.
+func (w *worker) rebuild(h *batch.Header, b []byte, horizon int64, cfg Config) ([]byte, error) {
+	f := compress.FormatOf(h.Codec(), b[batch.HeaderSize:])
+	if cfg.LevelCodec != compress.None && h.Codec() == cfg.LevelCodec {
+		return w.rb.RebuildLevel(w.out[:0], h, w.recs, horizon, f, cfg.Level)
+	}
+	return w.rb.Rebuild(w.out[:0], h, w.recs, horizon, f)
 }
 
 // emptied is what stays of batch h when none of its records does: nothing, or
