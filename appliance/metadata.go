@@ -83,6 +83,10 @@ func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replicat
 	ms := func(name string) time.Duration { return time.Duration(get(name)) * time.Millisecond }
 	cc := compaction.Config{Compact: compact, MinLag: ms(cluster.ConfigMinCompactionLagMs),
 		DeleteRetention: ms(cluster.ConfigDeleteRetentionMs), SegmentBytes: segmentBytes}
+	if compression != cluster.CompressionProducer {
+		cc.LevelCodec = brokerCodecs[compression]
+		cc.Level = codecLevel(cc.LevelCodec, get)
+	}
 	cc.MinCleanableRatio, _ = strconv.ParseFloat(cluster.EffectiveTopicConfig(t, defaults, cluster.ConfigMinCleanableRatio), 64)
 	if lag := get(cluster.ConfigMaxCompactionLagMs); lag < math.MaxInt64/int64(time.Millisecond) {
 		cc.MaxLag = time.Duration(lag) * time.Millisecond

@@ -97,7 +97,7 @@ var topicConfigs = []ConfigSpec{
 		Doc:  "Level of the lz4 compression the broker applies under compression.type=lz4: 1 is lz4's fast compressor, 2 and above its high compression (levels 9 to 17 compress alike in Skiff).",
 		rule: intRule(32, 1, 17)},
 	{Name: ConfigCompressionType, Type: ConfigTypeString, Default: CompressionProducer, BrokerName: "compression.type",
-		Doc:  "producer: batches are kept as the producer compressed them. uncompressed, gzip, snappy, lz4 or zstd: the broker recompresses every batch produced with another codec before appending it (snappy in the xerial framing, as Kafka writes it), gzip, lz4 and zstd at compression.<codec>.level.",
+		Doc:  "producer: batches are kept as the producer compressed them. uncompressed, gzip, snappy, lz4 or zstd: the broker recompresses every batch produced with another codec before appending it (snappy in the xerial framing, as Kafka writes it), gzip, lz4 and zstd at compression.<codec>.level; the log cleaner, which compresses a batch it rewrites with the batch's own codec, uses that level for batches of this codec too.",
 		rule: oneOf(CompressionUncompressed, "zstd", "lz4", "snappy", "gzip", CompressionProducer)},
 	{Name: ConfigCompressionZstdLevel, Type: ConfigTypeInt, Default: "3", BrokerName: "compression.zstd.level",
 		Doc:  "Level of the zstd compression the broker applies under compression.type=zstd (in Skiff four steps: below 3, 3 to 5, 6 to 9, 10 and above).",

@@ -65,8 +65,9 @@ func BenchmarkClean(b *testing.B) {
 }
 
 // BenchmarkPassPhases times the two CPU phases of a pass over one log of
-// SKIFF_BENCH_KEYS keys (default 200,000) written 10 times in batches of 100
-// records of 100-byte values, uncompressed, without writing anything: "map"
+// SKIFF_BENCH_KEYS keys (default 200,000) written 10 times in batches of
+// SKIFF_BENCH_BATCH (default 100) records of 100-byte values, uncompressed,
+// without writing anything: "map"
 // builds the key map over it, "filter" decides what of every batch stays (the
 // map built once). The log is filled once; its bytes per second are bytes of
 // log read.
@@ -78,7 +79,14 @@ func BenchmarkPassPhases(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	const rounds, perBatch = 10, 100
+	perBatch := 100
+	if s := os.Getenv("SKIFF_BENCH_BATCH"); s != "" {
+		var err error
+		if perBatch, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const rounds = 10
 	cfg := compactCfg()
 	cfg.SegmentBytes = 1 << 30
 	tg := newTargetSized(b, cfg, 1<<30)
@@ -122,7 +130,7 @@ func BenchmarkPassPhases(b *testing.B) {
 		for range b.N {
 			var st passStats
 			for _, s := range sp.segs {
-				err := tg.l.ScanSegment(s.Base, func(h batch.Header, bb []byte) error {
+				err := tg.l.ScanSegmentSkipping(s.Base, w.dropsWhole, func(h batch.Header, bb []byte) error {
 					_, err := w.filter(&h, bb, end, cfg, tg.producers, now, &st)
 					return err
 				})

@@ -200,7 +200,10 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 	}()
 	end := rw.End()
 	for _, s := range g {
-		err := l.ScanSegment(s.Base, func(h batch.Header, b []byte) error {
+		// What is dropped whole is decided from its header: its records are
+		// not read (nor their CRC checked: the map pass checked those of the
+		// dirty segments).
+		err := l.ScanSegmentSkipping(s.Base, w.dropsWhole, func(h batch.Header, b []byte) error {
 			st.bytesRead += int64(len(b))
 			out, err := w.filter(&h, b, end, cfg, producers, now, st)
 			if err != nil {
@@ -222,6 +225,18 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 	return rw.Commit()
 }
 
+// dropsWhole reports whether every record of the data batch h goes, which its
+// header tells: it is of an aborted transaction, or the key map covers it and
+// none of its records is the latest of its key. filter reads nothing else of
+// such a batch.
+func (w *worker) dropsWhole(h *batch.Header) bool {
+	if h.Control() {
+		return false
+	}
+	m := w.m
+	return w.isAborted(h) || m.covers(h.BaseOffset) && m.covers(h.LastOffset()) && !m.anyCurrent(h.BaseOffset, h.LastOffset())
+}
+
 // filter decides what of batch b (header h) stays in a segment that ends at
 // end: nil for nothing, b itself when all of it stays, else the batch rebuilt
 // with the records that stay, or emptied (Kafka's LogCleaner.cleanInto and
@@ -234,7 +249,8 @@ func (w *worker) rewrite(ctx context.Context, l *logstore.Log, g []logstore.Segm
 // A batch left without records is kept, empty, when it holds the last sequence
 // of a producer active in the last ProducerIDExpiration, or when it ends the
 // segment (so that segment files still tile the offsets); else it goes. Batches
-// whose records do not parse stay whole. Transaction markers: markers.go.
+// whose records do not parse stay whole. Transaction markers: markers.go. b
+// may be nil when dropsWhole(h).
 func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, producers map[int64]int64,
 	now time.Time, st *passStats) ([]byte, error) {
 	nowMs := now.UnixMilli()
@@ -254,7 +270,7 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	total, tombstones := 0, false
 	m := w.m
 	var err error
-	if m.covers(h.BaseOffset) && m.covers(h.LastOffset()) && !m.anyCurrent(h.BaseOffset, h.LastOffset()) {
+	if w.dropsWhole(h) {
 		total = int(h.RecordCount) // every record replaced: nothing to read
 	} else {
 		err = w.dec.Records(b, func(r batch.Record) error {
@@ -300,13 +316,23 @@ func (w *worker) filter(h *batch.Header, b []byte, end int64, cfg Config, produc
 	if len(w.recs) == total && hasHorizon == tombstones {
 		return b, nil // unchanged
 	}
-	f := compress.FormatOf(h.Codec(), b[batch.HeaderSize:])
-	out, err := w.rb.Rebuild(w.out[:0], h, w.recs, newHorizon, f)
+	out, err := w.rebuild(h, b, newHorizon, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("compaction: rebuild batch %d: %w", h.BaseOffset, err)
 	}
 	w.out = out
 	return out, nil
+}
+
+// rebuild writes batch h (bytes b) again with the records of w.recs and delete
+// horizon horizon (batch.NoHorizon: none), in the compressed form b had, at
+// the topic's level when b's codec is the topic's compression.type.
+func (w *worker) rebuild(h *batch.Header, b []byte, horizon int64, cfg Config) ([]byte, error) {
+	f := compress.FormatOf(h.Codec(), b[batch.HeaderSize:])
+	if cfg.LevelCodec != compress.None && h.Codec() == cfg.LevelCodec {
+		return w.rb.RebuildLevel(w.out[:0], h, w.recs, horizon, f, cfg.Level)
+	}
+	return w.rb.Rebuild(w.out[:0], h, w.recs, horizon, f)
 }
 
 // emptied is what stays of batch h when none of its records does: nothing, or

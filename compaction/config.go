@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"skiff/internal/compress"
 	"skiff/logstore"
 )
 
@@ -47,6 +48,15 @@ type Config struct {
 	// SegmentBytes is segment.bytes: the cleaner merges consecutive segments into
 	// one while their sizes add up to at most this.
 	SegmentBytes int64
+	// LevelCodec and Level: a batch the cleaner recompresses (every batch it
+	// rebuilds keeps its own codec) is compressed at Level when its codec is
+	// LevelCodec, the topic's compression.type, and Level its
+	// compression.<codec>.level: KIP-390's levels apply where the broker
+	// compresses. Other batches, and every batch with LevelCodec None
+	// (compression.type producer or uncompressed), are compressed at their
+	// codec library's default level.
+	LevelCodec compress.Codec
+	Level      int
 }
 
 // A Target is a log the cleaner may compact: a local partition replica.

@@ -14,9 +14,13 @@
 //     consecutive segments up to segment.bytes, each into one segment
 //     (logstore.Rewrite), keeping a record if it is past the map or the latest
 //     of its key and not a tombstone past its delete horizon, decompressing and
-//     recompressing batches with their own codec, and a transaction marker
-//     until nothing of its transaction is left and its delete horizon passed
-//     (markers.go);
+//     recompressing batches with their own codec (at the topic's
+//     compression.<codec>.level when that codec is its compression.type), and
+//     a transaction marker until nothing of its transaction is left and its
+//     delete horizon passed (markers.go). A batch the map shows wholly replaced
+//     is dropped from its header: its records are not read again
+//     (logstore.ScanSegmentSkipping), and their CRC was checked by step 1 when
+//     the segment was dirty;
 //  3. move the cleaner point to the end of the map.
 //
 // Offsets never change: batches keep their base offset, last offset delta,

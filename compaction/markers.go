@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"skiff/internal/batch"
-	"skiff/internal/compress"
 )
 
 // Transaction markers (control batches) go once nothing of their transaction is
@@ -72,7 +71,7 @@ func (w *worker) filterMarker(h *batch.Header, b []byte, end int64, cfg Config, 
 		st.undecodable++
 		return b, nil
 	}
-	out, err := w.rb.Rebuild(w.out[:0], h, w.recs, horizon, compress.FormatOf(h.Codec(), b[batch.HeaderSize:]))
+	out, err := w.rebuild(h, b, horizon, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("compaction: rebuild marker %d: %w", h.BaseOffset, err)
 	}

@@ -96,6 +96,15 @@ const scanChunk = 1 << 20
 // holds the file open while it reads, so retention or a Rewrite meanwhile does
 // not disturb it.
 func (l *Log) ScanSegment(base int64, fn func(h batch.Header, b []byte) error) error {
+	return l.ScanSegmentSkipping(base, nil, fn)
+}
+
+// ScanSegmentSkipping is ScanSegment, except that a batch for which skip
+// (when not nil) returns true is passed to fn with nil bytes: of it only the
+// header was read and checked (its length, record count and offsets), not its
+// CRC; and when the batches are large (scanSkipMin) its records are not read
+// at all. The log cleaner's rewrite skips the batches it drops whole.
+func (l *Log) ScanSegmentSkipping(base int64, skip func(h *batch.Header) bool, fn func(h batch.Header, b []byte) error) error {
 	l.mu.RLock()
 	i := slices.IndexFunc(l.mu.segs, func(s *segment) bool { return s.base == base })
 	if l.mu.closed || i < 0 || i == len(l.mu.segs)-1 {
@@ -113,14 +122,10 @@ func (l *Log) ScanSegment(base int64, fn func(h batch.Header, b []byte) error) e
 	}
 	defer sf.release()
 
-	cr := chunkReader{f: f, size: size, buf: make([]byte, 0, scanChunk)}
+	sc := segScanner{cr: chunkReader{f: f, size: size, buf: make([]byte, 0, scanChunk)}, skip: skip}
 	pos, expect := int64(0), base
 	for pos < size {
-		b, err := cr.batchAt(pos)
-		var h batch.Header
-		if err == nil {
-			h, err = batch.Check(b)
-		}
+		h, b, err := sc.next(pos)
 		if err == nil {
 			err = checkBase(sf.path, pos, &h, expect, false)
 		}
@@ -134,8 +139,69 @@ func (l *Log) ScanSegment(base int64, fn func(h batch.Header, b []byte) error) e
 		if err := fn(h, b); err != nil {
 			return err
 		}
-		pos += int64(len(b))
+		pos += h.Size()
 		expect = h.NextOffset()
+	}
+	return nil
+}
+
+// scanSkipMin is the batch size from which a scan that skips batches reads the
+// next batch's header alone before its bytes: below it, one chunk read covers
+// many batches and costs less than a read per header.
+const scanSkipMin = 64 << 10
+
+// segScanner reads the batches of a segment file for ScanSegmentSkipping.
+type segScanner struct {
+	cr   chunkReader
+	skip func(h *batch.Header) bool
+	last int64 // size of the batch before
+}
+
+// next returns the header of the batch at pos and its bytes, nil when skipped.
+// When it may skip, it reads the header first: from the chunk read if that
+// holds it, alone if the batch before was large, else with a new chunk.
+func (s *segScanner) next(pos int64) (batch.Header, []byte, error) {
+	if s.skip != nil {
+		if !s.cr.holds(pos, batch.HeaderSize) && s.last < scanSkipMin {
+			if err := s.cr.fill(pos, batch.HeaderSize); err != nil {
+				return batch.Header{}, nil, err
+			}
+		}
+		var h batch.Header
+		var err error
+		if s.cr.holds(pos, batch.HeaderSize) {
+			h, err = batch.ParseHeader(s.cr.buf[pos-s.cr.off:])
+		} else {
+			h, err = readHeaderAt(s.cr.f, pos, s.cr.size)
+		}
+		if err == nil {
+			err = checkSkipped(&h, pos, s.cr.size)
+		}
+		if err != nil {
+			return h, nil, err
+		}
+		s.last = h.Size()
+		if s.skip(&h) {
+			return h, nil, nil
+		}
+	}
+	b, err := s.cr.batchAt(pos)
+	if err != nil {
+		return batch.Header{}, nil, err
+	}
+	h, err := batch.Check(b)
+	return h, b, err
+}
+
+// checkSkipped checks what Check would of a batch at pos whose bytes are not
+// read, but its CRC: that it lies within the file's size and its record count
+// fits its offsets.
+func checkSkipped(h *batch.Header, pos, size int64) error {
+	if h.Size() < batch.HeaderSize || h.Size() > size-pos {
+		return fmt.Errorf("%w: batch of %d bytes at %d, file of %d", batch.ErrLength, h.Size(), pos, size)
+	}
+	if h.RecordCount < 0 || h.LastOffsetDelta < 0 || h.RecordCount > h.LastOffsetDelta+1 {
+		return fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d", batch.ErrRecordCount, h.LastOffsetDelta, h.RecordCount)
 	}
 	return nil
 }
@@ -167,9 +233,14 @@ func (c *chunkReader) batchAt(pos int64) ([]byte, error) {
 	return c.buf[i : i+n], nil
 }
 
+// holds reports whether buf holds the n bytes at pos.
+func (c *chunkReader) holds(pos, n int64) bool {
+	return pos >= c.off && pos+n <= c.off+int64(len(c.buf))
+}
+
 // fill makes sure buf holds the n bytes at pos.
 func (c *chunkReader) fill(pos, n int64) error {
-	if pos >= c.off && pos+n <= c.off+int64(len(c.buf)) {
+	if c.holds(pos, n) {
 		return nil
 	}
 	if n > c.size-pos {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -504,4 +506,77 @@ func TestReplicaAcrossGaps(t *testing.T) {
 		}
 	}
 	t.Fatal("no gap")
+}
+
+// TestScanSegmentSkipping: the batches skip selects are handed over without
+// their bytes and without their CRC checked (each one's body is corrupted on
+// disk, which a full scan reports), small and large alike; the others whole, as
+// ScanSegment hands them over.
+func TestScanSegmentSkipping(t *testing.T) {
+	cfg := smallCfg()
+	cfg.SegmentBytes = 5 << 20 // the 24 batches, not the filler after them
+	dir := t.TempDir()
+	l := openLog(t, dir, cfg, logstore.NewMemIndex())
+	defer closeLog(t, l)
+	var want []appended
+	for i := range 24 {
+		b := makeBatch(t, 1+i%3, []int{100, 300_000, 5, 90_000}[i%4], int64(i))
+		if _, err := l.Append(b, 1); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, appendedOf(t, b))
+	}
+	if _, err := l.Append(makeBatch(t, 1, 1_000_000, 99), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Skip every batch of an odd index but the first four, and corrupt the
+	// last byte of each on disk.
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%020d.log", 0)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := map[int64]bool{}
+	var pos int64
+	for i, a := range want {
+		pos += int64(len(a.raw))
+		if i%2 == 1 && i > 4 {
+			skipped[a.base] = true
+			if _, err := f.WriteAt([]byte{^a.raw[len(a.raw)-1]}, pos-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if segs := l.Segments(); len(segs) != 2 || segs[0].Next != want[len(want)-1].next {
+		t.Fatalf("segments %+v: want all batches in the first", segs)
+	}
+	var got []appended
+	err = l.ScanSegmentSkipping(0, func(h *batch.Header) bool { return skipped[h.BaseOffset] }, func(h batch.Header, b []byte) error {
+		if skipped[h.BaseOffset] != (b == nil) {
+			t.Fatalf("batch %d: skipped %v, bytes %d", h.BaseOffset, skipped[h.BaseOffset], len(b))
+		}
+		got = append(got, appended{base: h.BaseOffset, next: h.NextOffset(), maxTs: h.MaxTimestamp, raw: bytes.Clone(b)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d batches, want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.base != w.base || g.next != w.next || g.maxTs != w.maxTs || !skipped[w.base] && !bytes.Equal(g.raw, w.raw) {
+			t.Fatalf("batch %d: got %d..%d, want %d..%d (or other bytes)", i, g.base, g.next, w.base, w.next)
+		}
+	}
+	var ce *logstore.CorruptionError
+	if err := l.ScanSegment(0, func(batch.Header, []byte) error { return nil }); !errors.As(err, &ce) || !errors.Is(err, batch.ErrCRC) {
+		t.Fatalf("a full scan of the corrupted segment: %v", err)
+	}
 }

@@ -36,8 +36,8 @@
 //
 // A Log is safe for concurrent use. Writers (Append, AppendReplica, Truncate,
 // ApplyRetention, Sync, Close, Delete) are serialised by appendMu; readers (Read,
-// OffsetForTimestamp, ScanHeaders, ScanSegment) run concurrently with each other
-// and with the writer. A Rewrite (clean.go) builds its segment without locks and
+// OffsetForTimestamp, ScanHeaders, ScanSegment, ScanSegmentSkipping) run
+// concurrently with each other and with the writer. A Rewrite (clean.go) builds its segment without locks and
 // swaps it in under cleanMu, which the writers that remove segments also take,
 // so that appends go on during its fsyncs. Lock order:
 //

@@ -230,8 +230,10 @@ func TestBenchTransactional(t *testing.T) {
 
 // TestBenchCompact runs skiff bench compact against a broker whose cleaner looks
 // for work every 100 ms: one pass compacts the written-over topic (timed by the
-// broker's metrics, with its baseline), the produce load runs with and without
-// cleaning, and the compacted topic holds every key at its final value.
+// broker's metrics, with its baseline), reading the segment once for its key map
+// and then little more than the batches it keeps (the others are dropped from
+// their headers), the produce load runs with and without cleaning, and the
+// compacted topic holds every key at its final value.
 func TestBenchCompact(t *testing.T) {
 	n := testnode.Start(t, "--log-cleaner-backoff", "100ms")
 	out := skiffOK(t, nil, "bench", "compact", "-b", n.Addr, "--http", n.HTTPAddr, "--dir", t.TempDir(),
@@ -241,7 +243,7 @@ func TestBenchCompact(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if r.Records != 100_000 || r.KeysRead != 20_000 || r.RecordsRead != 20_000 || r.SegmentBytes < 100_000*100 ||
-		r.CleanSeconds <= 0 || r.CleanRead < 2*r.SegmentBytes-1<<20 || r.CleanWritten > r.SegmentBytes/3 ||
+		r.CleanSeconds <= 0 || r.CleanRead < r.SegmentBytes || r.CleanRead > r.SegmentBytes*3/2 || r.CleanWritten > r.SegmentBytes/3 ||
 		r.ReadWriteSeconds <= 0 || r.CleanRatio <= 0 || r.Security != "PLAINTEXT" || r.ProduceAloneMBPerSec <= 0 || r.ProduceCleaningMBPerSec <= 0 || r.LoadSeconds <= 0 ||
 		len(r.Rounds) != 2 || r.ProduceRatioMin > r.ProduceRatio || r.ProduceRatio > r.ProduceRatioMax {
 		t.Fatalf("bench compact: %+v", r)

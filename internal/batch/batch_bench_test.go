@@ -7,6 +7,7 @@ import (
 
 	"skiff/internal/batch"
 	"skiff/internal/batchtest"
+	"skiff/internal/compress"
 )
 
 // benchSizes are whole-batch sizes from a lone record to a full default
@@ -94,5 +95,28 @@ func BenchmarkSplit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkKeys walks the keys of a batch of 100 records with 13-byte keys and
+// 100-byte values, uncompressed: what the cleaner's key map pass reads of every
+// batch of a log.
+func BenchmarkKeys(b *testing.B) {
+	kvs := make([]batchtest.KV, 100)
+	for i := range kvs {
+		kvs[i] = batchtest.KV{Key: fmt.Appendf(nil, "key-%09d", i), Value: make([]byte, 100)}
+	}
+	bb := batchtest.Keyed(batchtest.Plain, 1, compress.None, false, kvs...)
+	var d batch.Decoder
+	b.SetBytes(int64(len(bb)))
+	for b.Loop() {
+		n := 0
+		err := d.Keys(bb, func(key []byte, offset int64) error {
+			n += len(key)
+			return nil
+		})
+		if err != nil || n != 13*len(kvs) {
+			b.Fatalf("%d key bytes, %v", n, err)
+		}
 	}
 }

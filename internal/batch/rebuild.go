@@ -32,7 +32,19 @@ const NoHorizon = math.MinInt64
 // (KIP-534); otherwise baseTimestamp is the first record's timestamp. The
 // maxTimestamp is the largest record timestamp, or h's for a LogAppendTime
 // batch (Kafka keeps the broker's time). recs must not be empty: see AppendEmpty.
+// The records are compressed at their codec library's default level.
 func (rb *Rebuilder) Rebuild(dst []byte, h *Header, recs []Record, horizon int64, f compress.Format) ([]byte, error) {
+	return rb.rebuild(dst, h, recs, horizon, f, 0, false)
+}
+
+// RebuildLevel is Rebuild compressing at level, in Kafka's terms
+// (compress.CompressLevel).
+func (rb *Rebuilder) RebuildLevel(dst []byte, h *Header, recs []Record, horizon int64, f compress.Format, level int) ([]byte, error) {
+	return rb.rebuild(dst, h, recs, horizon, f, level, true)
+}
+
+func (rb *Rebuilder) rebuild(dst []byte, h *Header, recs []Record, horizon int64, f compress.Format,
+	level int, leveled bool) ([]byte, error) {
 	if len(recs) == 0 {
 		panic("batch: Rebuild with no records")
 	}
@@ -63,7 +75,13 @@ func (rb *Rebuilder) Rebuild(dst []byte, h *Header, recs []Record, horizon int64
 
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
-	out, err := compress.Compress(h.Codec(), f, dst, raw)
+	var out []byte
+	var err error
+	if leveled {
+		out, err = compress.CompressLevel(h.Codec(), f, level, dst, raw)
+	} else {
+		out, err = compress.Compress(h.Codec(), f, dst, raw)
+	}
 	if err != nil {
 		return dst[:start], err
 	}
