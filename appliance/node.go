@@ -128,6 +128,7 @@ type Node struct {
 	acl           *acl.Authorizer // nil without --authorizer acl
 	applyEnd      chan struct{}   // closed when the metadata apply loop has ended
 	applyStarted  bool
+	applied       appliedSpecs // what applyMetadata last built; used by it alone
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
 	stop          chan struct{} // closed by Close
