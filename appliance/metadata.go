@@ -68,8 +68,8 @@ func (n *Node) topicSpec(snap *cluster.Snapshot, t cluster.Topic, d cluster.Brok
 
 // appliedSpecs keeps the topic specs applyMetadata built from a snapshot, so
 // that the next snapshot builds again only the topics it changed: a restart
-// that moves the leadership of 10,000 partitions in 40 batches otherwise built
-// all of them 40 times.
+// that moves the leadership of 10,000 partitions in batches otherwise built
+// all of them again for each batch.
 type appliedSpecs struct {
 	snap     *cluster.Snapshot
 	defaults cluster.BrokerDefaults
