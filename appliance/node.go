@@ -287,6 +287,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.sessionEnd, n.clockEnd = make(chan struct{}), make(chan struct{})
 	go n.watchClock()
 	go n.sessionLoop(self)
+	// The controller plans from the cache: only once it holds this registration,
+	// or its first plan takes this broker for gone after a clean stop and leaves
+	// the partitions it led without a leader (a wave of writes, and /readyz
+	// answering before they are led again).
+	if err := n.cache.WaitRevision(ctx, sess.Epoch()); err != nil {
+		return nil, fmt.Errorf("wait for broker %d's registration in the cluster metadata: %w", n.id, err)
+	}
 	n.controller = cluster.StartController(n.store, n.cache, cluster.ControllerConfig{
 		BrokerID:          n.id,
 		Session:           n.session.Load,
