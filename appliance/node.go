@@ -17,9 +17,10 @@
 //     leaders of __consumer_offsets partitions to the group coordinator);
 //  7. register the broker under its session lease, start the loops that fence the
 //     node while its session is in doubt and re-register it after a loss
-//     (session.go), start campaigning for controller, and wait until the metadata
-//     cache lists it (else Metadata would name no broker and CreateTopics would count
-//     none);
+//     (session.go), start campaigning for controller once the metadata cache holds
+//     the registration (the controller plans from the cache), and wait until the
+//     cache lists it with a controller that has led its partitions again (else
+//     Metadata would name no broker and CreateTopics would count none);
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
