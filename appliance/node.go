@@ -19,8 +19,9 @@
 //     node while its session is in doubt and re-register it after a loss
 //     (session.go), start campaigning for controller once the metadata cache holds
 //     the registration (the controller plans from the cache), and wait until the
-//     cache lists it with a controller that has led its partitions again (else
-//     Metadata would name no broker and CreateTopics would count none);
+//     cache lists it, names a controller and shows no partition led by its previous
+//     registration (else Metadata would name no broker and CreateTopics would count
+//     none);
 //  8. serve Kafka; Ready is closed.
 //
 // Shutdown order (Close), each step after the previous one ends:
