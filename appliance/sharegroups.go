@@ -47,6 +47,7 @@ func (n *Node) startShareGroups() {
 		MaxHeartbeatInterval: c.ShareMaxHeartbeatInterval,
 		GroupConfigs:         n.shareStore.GroupConfigs,
 		DeadLetter:           n.shareStore.DeadLetter,
+		MemberLog:            n.groups,
 		Logger:               n.logger,
 	}
 	n.shares = sharegroup.NewManager(cfg)
@@ -54,6 +55,7 @@ func (n *Node) startShareGroups() {
 		t, ok := n.cache.Topic(name)
 		return sharegroup.TopicInfo{ID: t.ID, Partitions: t.Partitions}, ok
 	}, n.shares.ReleaseMember)
+	n.groups.SetShareGroups(n.shareGroups)
 }
 
 // shareKafkaConfig adds the share groups to the Kafka server's configuration.

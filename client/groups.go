@@ -127,7 +127,7 @@ func (k *Client) DeleteGroup(ctx context.Context, group string, ifExists bool) (
 		}
 		return false, fmt.Errorf("group %q does not exist (use --if-exists to accept that)", group)
 	case errors.Is(r.Err, kerr.NonEmptyGroup):
-		return false, fmt.Errorf("group %q has active members: stop its consumers first (`skiff group describe %s` lists them)", group, group)
+		return false, activeMembers(group)
 	case r.Err != nil:
 		return false, fmt.Errorf("delete group %q: %w", group, r.Err)
 	}

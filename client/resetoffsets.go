@@ -5,6 +5,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ResetTo is where ResetOffsets moves each partition's committed offset.
@@ -36,7 +38,8 @@ type ResetOptions struct {
 
 // ResetOffsets commits new offsets of every partition of o.Topic for o.Group,
 // which must have no active members, after printing each partition's old and
-// new offset to o.Out. It returns the number of partitions.
+// new offset to o.Out. It returns the number of partitions. For a share group
+// the offsets are the share-partitions' start offsets (AlterShareGroupOffsets).
 func (k *Client) ResetOffsets(ctx context.Context, o ResetOptions) (int, error) {
 	partitions, err := k.TopicPartitions(ctx, o.Topic)
 	if err != nil {
@@ -44,22 +47,42 @@ func (k *Client) ResetOffsets(ctx context.Context, o ResetOptions) (int, error) 
 	}
 	ctx, cancel := k.RequestCtx(ctx)
 	defer cancel()
-	if err := k.checkInactive(ctx, o.Group); err != nil {
+	share, isShare, err := k.DescribeShareGroup(ctx, o.Group)
+	switch {
+	case err != nil:
 		return 0, err
+	case isShare && len(share.Group.Members) > 0:
+		return 0, activeMembers(o.Group)
+	case !isShare:
+		if err := k.checkInactive(ctx, o.Group); err != nil {
+			return 0, err
+		}
 	}
 	next, err := k.resetTargets(ctx, o, partitions)
 	if err != nil {
 		return 0, err
 	}
-	old, err := k.admin.FetchOffsetsForTopics(ctx, o.Group, o.Topic)
-	if err != nil {
-		return 0, fmt.Errorf("fetch the committed offsets of group %q: %w", o.Group, k.Explain(err))
+	old := make(kadm.Offsets)
+	if isShare {
+		for _, p := range share.Partitions {
+			old.Add(kadm.Offset{Topic: p.Topic, Partition: p.Partition, At: p.StartOffset})
+		}
+	} else {
+		fetched, err := k.admin.FetchOffsetsForTopics(ctx, o.Group, o.Topic)
+		if err != nil {
+			return 0, fmt.Errorf("fetch the committed offsets of group %q: %w", o.Group, k.Explain(err))
+		}
+		fetched.Each(func(r kadm.OffsetResponse) {
+			if r.Err == nil {
+				old.Add(r.Offset)
+			}
+		})
 	}
 	tw := tabwriter.NewWriter(o.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tOLD\tNEW")
 	for _, p := range partitions {
 		was := "-"
-		if r, ok := old.Lookup(o.Topic, p); ok && r.Err == nil && r.At >= 0 {
+		if r, ok := old.Lookup(o.Topic, p); ok && r.At >= 0 {
 			was = strconv.FormatInt(r.At, 10)
 		}
 		n, _ := next.Lookup(o.Topic, p)
@@ -71,7 +94,30 @@ func (k *Client) ResetOffsets(ctx context.Context, o ResetOptions) (int, error) 
 	if o.DryRun {
 		return len(partitions), nil
 	}
+	if isShare {
+		return len(partitions), k.alterShareOffsets(ctx, o.Group, next)
+	}
 	return len(partitions), k.commitOffsets(ctx, o.Group, next)
+}
+
+// alterShareOffsets sets the start offsets of a share group's share-partitions.
+func (k *Client) alterShareOffsets(ctx context.Context, group string, offs kadm.Offsets) error {
+	rs, err := k.admin.AlterShareGroupOffsets(ctx, group, offs)
+	if err == nil {
+		err = rs.Error()
+	}
+	switch {
+	case errors.Is(err, kerr.NonEmptyGroup):
+		return activeMembers(group)
+	case err != nil:
+		return fmt.Errorf("set the start offsets of share group %q: %w", group, k.Explain(err))
+	}
+	return nil
+}
+
+// activeMembers is the refusal to change a group that has members.
+func activeMembers(group string) error {
+	return fmt.Errorf("group %q has active members: stop its consumers first (`skiff group describe %s` lists them)", group, group)
 }
 
 // resetTargets lists the topic's offsets and returns each partition's new offset.

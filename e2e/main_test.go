@@ -169,28 +169,41 @@ func sendRaw(addr string, req kmsg.Request, timeout time.Duration) (net.Conn, er
 		return nil, err
 	}
 	nc.SetDeadline(time.Now().Add(timeout))
-	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
-	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
-	frame = binary.BigEndian.AppendUint32(frame, 1)
-	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
-	frame = req.AppendTo(frame)
-	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+	if _, err := nc.Write(rawFrame(req, 1)); err != nil {
 		nc.Close()
 		return nil, err
 	}
 	return nc, nil
 }
 
+// rawFrame is req (a non-flexible version of it) framed with correlation id corr
+// and a null client id.
+func rawFrame(req kmsg.Request, corr int32) []byte {
+	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
+	frame = req.AppendTo(frame)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
+}
+
 // readRaw reads the answer to req, sent by sendRaw, from nc.
 func readRaw(nc net.Conn, req kmsg.Request) (kmsg.Response, error) {
+	_, resp, err := readRawAnswer(nc, req)
+	return resp, err
+}
+
+// readRawAnswer reads the next answer from nc, to a request like req: its
+// correlation id and body.
+func readRawAnswer(nc net.Conn, req kmsg.Request) (int32, kmsg.Response, error) {
 	var hdr [8]byte
 	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	body := make([]byte, binary.BigEndian.Uint32(hdr[:4])-4)
 	if _, err := io.ReadFull(nc, body); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	resp := req.ResponseKind()
-	return resp, resp.ReadFrom(body)
+	return int32(binary.BigEndian.Uint32(hdr[4:])), resp, resp.ReadFrom(body)
 }

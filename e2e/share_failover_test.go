@@ -28,15 +28,15 @@ type confirmingTally struct {
 // confirmingConsumer polls as a share group member, accepts every record, flushes
 // the acknowledgements after each poll and counts them confirmed when no
 // acknowledgement failed meanwhile.
-func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic, group, name string, tally *confirmingTally) {
+func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic, group, name string, tally *confirmingTally, opts ...kgo.Opt) {
 	var ackErrs atomic.Int64
-	cl := newClient(t, seeds[0],
+	cl := newClient(t, seeds[0], append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID(name),
 		kgo.ShareGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ShareMaxRecords(50),
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			for _, r := range rs {
 				if r.Err != nil {
@@ -44,7 +44,7 @@ func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic
 				}
 			}
 		}),
-	)
+	}, opts...)...)
 	go func() {
 		for ctx.Err() == nil {
 			fs := cl.PollFetches(ctx)
@@ -84,12 +84,29 @@ func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic
 // at least once, and no record whose acceptance the broker confirmed is delivered
 // again.
 func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
+	const topic = "share-failover"
+	shareKillRun(t, topic, "share-failover-group", func(seeds []string) int32 {
+		md, err := metadata(t, seeds[0], topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md.Topics[topic].Partitions[0].Leader
+	})
+}
+
+// shareKillRun starts three nodes, a topic of one partition with RF 3 and three
+// share consumers of group (with consumerOpts), and produces a steady stream of
+// records; once a fifth are accepted it SIGKILLs the node victim names. Every
+// acknowledged produce must be accepted, and no record whose acceptance the
+// broker confirmed may be delivered again. It returns the addresses of the nodes
+// left.
+func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string) int32, consumerOpts ...kgo.Opt) []string {
 	nodes := testnode.StartCluster(t, 3, append(clusterArgs, "--group-share-record-lock-duration", "3s")...)
 	var seeds []string
 	for _, n := range nodes {
 		seeds = append(seeds, n.Addr)
 	}
-	const topic, group, records = "share-failover", "share-failover-group", 3000
+	const records = 3000
 	createTopicRF(t, seeds[0], topic, 1, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -100,7 +117,7 @@ func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	for i := range 3 {
-		confirmingConsumer(cctx, t, seeds, topic, group, "c"+strconv.Itoa(i), tally)
+		confirmingConsumer(cctx, t, seeds, topic, group, "c"+strconv.Itoa(i), tally, consumerOpts...)
 	}
 	// A steady stream of records (10 every 20 ms) while the consumers work.
 	produced := make(chan error, 1)
@@ -124,16 +141,18 @@ func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
 	}
 	poll(t, time.Minute, "a fifth of the records accepted", func() bool { return accepted() >= records/5 })
 
-	md, err := metadata(t, seeds[0], topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := md.Topics[topic].Partitions[0].Leader
+	id := victim(seeds)
+	var left []string
 	for _, n := range nodes {
-		if n.ID == leader {
+		if n.ID == id {
 			n.Kill()
-			t.Logf("killed node %d, the leader of %s-0, with %d records accepted", n.ID, topic, accepted())
+			t.Logf("killed node %d with %d records accepted", n.ID, accepted())
+		} else {
+			left = append(left, n.Addr)
 		}
+	}
+	if len(left) != 2 {
+		t.Fatalf("no node %d to kill", id)
 	}
 	if err := <-produced; err != nil {
 		t.Fatal(err)
@@ -152,4 +171,5 @@ func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
 		}
 	}
 	t.Logf("all %d records accepted %v after the last was produced; %d accepted more than once (their acceptance unconfirmed)", records, took.Round(time.Millisecond), dup)
+	return left
 }

@@ -23,6 +23,7 @@
 // the handler's goroutine waits for them.
 //
 // Lock order: group.mu, then Coordinator.mu; group.mu, then shard.appendMu.
+// Coordinator.mu, then the share coordinator's map lock (LoadShareGroups).
 // shard.mu is taken alone. No lock is held while waiting for a record to be applied.
 package groups
 
@@ -239,6 +240,8 @@ type Coordinator struct {
 		groups map[string]*group
 		expiry Timer
 		closed bool
+		// shareGroups loads the share groups of the partitions led here.
+		shareGroups ShareGroups
 	}
 	followers follow.Appliers[FollowLog] // partitions followed here (follow.go)
 }
@@ -356,6 +359,9 @@ func (c *Coordinator) Resign(id int32) {
 		g.mu.Lock()
 		g.unloadLocked(kerr.NotCoordinator.Code)
 		g.mu.Unlock()
+	}
+	if sg := c.shareLoader(); sg != nil {
+		sg.DropShareGroups(id)
 	}
 	c.logger.Debug("group coordinator: resigned offsets partition", "partition", id)
 }

@@ -180,6 +180,8 @@ type env struct {
 	// topics are the topics that exist and their partition counts (setTopic).
 	topicsMu sync.Mutex
 	topics   map[string]int32
+	// shareGroups, when set, loads the share groups of each coordinator started.
+	shareGroups ShareGroups
 }
 
 // setTopic makes a topic exist with n partitions (n 0: deletes it).
@@ -230,6 +232,9 @@ func (e *env) start() {
 	cfg.DB = e.db
 	e.c = New(cfg)
 	e.c.SetOffsetsTopic(1)
+	if e.shareGroups != nil {
+		e.c.SetShareGroups(e.shareGroups)
+	}
 	e.c.Elect(0, 0, e.log)
 	waitFor(e.t, "partition 0 loaded", func() bool { _, code := e.c.shardFor("x"); return code == 0 })
 }

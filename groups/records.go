@@ -10,7 +10,8 @@ package groups
 //	                value GroupMetadataValue v3 (protocol type, generation, protocol, leader,
 //	                                             current state timestamp, members); null: deleted
 //
-// KIP-848 consumer groups add Kafka's record types 3 and 5..8 (consumer_records.go).
+// KIP-848 consumer groups add Kafka's record types 3 and 5..8 (consumer_records.go),
+// share groups 9..15 (share_records.go).
 //
 // Versions written must not change; every version Kafka has written (keys 0..2,
 // offset values 0..4, group values 0..4) is read.
@@ -100,6 +101,12 @@ func applyRecord(b *offsets.GroupBatch, r batch.Record, ts int64) error {
 		b.SetGroup(k.Group, r.Value, ts)
 	case 4:
 		// Kafka's consumer group partition metadata (deprecated in 4.1): not needed.
+	case 9, 10, 11, 12, 13, 14, 15:
+		// Share group records (share_records.go), kept as Kafka's KIP-848 ones.
+		if len(r.Key) < 4 {
+			return errors.New("share group record key shorter than its group")
+		}
+		b.SetGroupRecord(r.Key, r.Value)
 	case recConsumerGroup, recConsumerMember, recConsumerTargetMeta, recConsumerTarget, recConsumerCurrent:
 		if _, _, _, err := parseConsumerKey(r.Key); err != nil {
 			return fmt.Errorf("consumer group record key: %w", err)

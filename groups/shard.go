@@ -359,7 +359,12 @@ func (sh *shard) load() error {
 		return fmt.Errorf("load offsets of partition %d: %w", sh.id, err)
 	}
 	cl := consumerLoader{groups: make(map[string]*consumerGroup)}
+	var shares shareRecordCollector
 	err = sh.store.GroupRecords(func(key, value []byte) error {
+		if isShareRecord(key) {
+			shares.add(key, value)
+			return nil
+		}
 		if err := cl.add(key, value); err != nil {
 			c.logger.Warn("group coordinator: skipping unreadable consumer group record", "partition", sh.id, "err", err)
 		}
@@ -380,6 +385,10 @@ func (sh *shard) load() error {
 	defer c.mu.Unlock()
 	if c.mu.shards[sh.id] != sh {
 		return errors.New("resigned while loading")
+	}
+	if c.mu.shareGroups != nil {
+		// Under c.mu: a Resign (which drops them) cannot come between.
+		c.mu.shareGroups.LoadShareGroups(sh.id, shares)
 	}
 	for name, g := range loaded {
 		if old := c.mu.groups[name]; old != nil && old.sh == sh {

@@ -26,6 +26,11 @@ package kafkaapi
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
 //
+// A waiting request does not hold its connection (pipeline.go): the Produce
+// requests a client pipelines behind it are read and appended meanwhile, in
+// request order, and answered in request order; any other request is read then
+// but handled only once every earlier answer is written.
+//
 // Transactions: a transactional producer's batches carry the transactional flag and
 // open its transaction on the partition (replication/txn.go) until the coordinator's
 // marker. Before the first batch of a producer's transaction on a partition, the
@@ -154,14 +159,20 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 		return nil
 	}
 	if len(waits) > 0 {
-		defer c.waitedSince(time.Now())
-		ctx, cancel := context.WithTimeout(c.ctx, requestTimeout(req.TimeoutMillis))
-		defer cancel()
-		for _, w := range waits {
-			if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
-				w.pr.ErrorCode = kerr.RequestTimedOut.Code
-				if code := errorCode(err); code != kerr.UnknownServerError.Code {
-					w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
+		// The connection's loop runs the wait, on its own goroutine unless
+		// the client is throttled (pipeline.go), and then answers.
+		timeout := requestTimeout(req.TimeoutMillis)
+		waitFrom := time.Now()
+		c.ackWait = func(parent context.Context) {
+			ctx, cancel := context.WithTimeout(parent, timeout)
+			defer cancel()
+			defer func() { s.metrics.ackWait.Observe(time.Since(waitFrom).Seconds()) }()
+			for _, w := range waits {
+				if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
+					w.pr.ErrorCode = kerr.RequestTimedOut.Code
+					if code := errorCode(err); code != kerr.UnknownServerError.Code {
+						w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
+					}
 				}
 			}
 		}

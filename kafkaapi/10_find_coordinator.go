@@ -13,6 +13,8 @@ package kafkaapi
 // compacted (cleanup.policy=compact). Creating them on first use rather than at
 // node start lets every broker of a new cluster register first, so the replicas
 // spread.
+// A creation that fails answers every key of the request needing that topic with
+// COORDINATOR_NOT_AVAILABLE: it is tried once per request, not once per key.
 // While the partition has no live leader the answer is COORDINATOR_NOT_AVAILABLE,
 // and the client asks again; so it is while this node's view of the cluster may be
 // stale (as in Metadata), and when it would name itself but does not lead the
@@ -58,8 +60,9 @@ func init() {
 
 func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	tried := topicCreations{}
 	if req.Version < 4 {
-		co := s.findCoordinator(c, req.Version, req.CoordinatorType, req.CoordinatorKey)
+		co := s.findCoordinator(c, tried, req.Version, req.CoordinatorType, req.CoordinatorKey)
 		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = co.ErrorCode, co.NodeID, co.Host, co.Port
 		if req.Version >= 1 {
 			resp.ErrorMessage = co.ErrorMessage
@@ -67,13 +70,14 @@ func (s *Server) handleFindCoordinator(c *conn, _ *RequestHeader, req *kmsg.Find
 		return resp
 	}
 	for _, key := range req.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, s.findCoordinator(c, req.Version, req.CoordinatorType, key))
+		resp.Coordinators = append(resp.Coordinators, s.findCoordinator(c, tried, req.Version, req.CoordinatorType, key))
 	}
 	return resp
 }
 
-// findCoordinator answers for one key of type keyType.
-func (s *Server) findCoordinator(c *conn, version int16, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+// findCoordinator answers for one key of type keyType; tried holds the request's
+// failed creations of internal topics.
+func (s *Server) findCoordinator(c *conn, tried topicCreations, version int16, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	co := kmsg.NewFindCoordinatorResponseCoordinator()
 	co.Key, co.NodeID, co.Port = key, -1, -1
 	fail := func(code *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -118,11 +122,17 @@ func (s *Server) findCoordinator(c *conn, version int16, keyType int8, key strin
 	}
 	t, ok := s.cache.Topic(topic)
 	if !ok {
-		ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
-		defer cancel()
 		var err error
-		if t, err = s.createInternalTopic(ctx, topic, partitions, rf, configs); err != nil {
-			c.logger.Warn("create "+topic, "err", err)
+		t, err = tried.create(topic, func() (cluster.Topic, error) {
+			ctx, cancel := context.WithTimeout(c.ctx, metadataWriteTimeout)
+			defer cancel()
+			t, err := s.createInternalTopic(ctx, topic, partitions, rf, configs)
+			if err != nil {
+				c.logger.Warn("create "+topic, "err", err)
+			}
+			return t, err
+		})
+		if err != nil {
 			return fail(kerr.CoordinatorNotAvailable, "the internal topic "+topic+" is being created: "+err.Error())
 		}
 	}
@@ -141,6 +151,23 @@ func (s *Server) findCoordinator(c *conn, version int16, keyType int8, key strin
 	}
 	co.NodeID, co.Host, co.Port = b.ID, host, port
 	return co
+}
+
+// topicCreations are the internal topics one request failed to create: the
+// request's other keys needing the same topic are answered at once rather than
+// each waiting up to metadataWriteTimeout again.
+type topicCreations map[string]error
+
+// create calls fn unless the creation of topic failed before in this request.
+func (tc topicCreations) create(topic string, fn func() (cluster.Topic, error)) (cluster.Topic, error) {
+	if err, failed := tc[topic]; failed {
+		return cluster.Topic{}, err
+	}
+	t, err := fn()
+	if err != nil {
+		tc[topic] = err
+	}
+	return t, err
 }
 
 // parseShareCoordinatorKey reads a share coordinator key, KIP-932's

@@ -9,7 +9,8 @@ package kafkaapi
 //
 // A share group (package sharegroup) is deleted the same way: NON_EMPTY_GROUP
 // while it has members, else its share-partition states are deleted
-// (kafkaapi/share.go; those led by other nodes are not yet).
+// at their partitions' leaders (kafkaapi/share.go, share_states.go); a state that
+// cannot be deleted (LEADER_NOT_AVAILABLE: its leader is down) keeps the group.
 //
 // A deleted group's configs (the GROUP config resource) are deleted with it, as
 // in Kafka (share_configs.go).

@@ -6,8 +6,11 @@ package kafkaapi
 // heartbeats, and leaves (epoch -1); every member is assigned every partition of
 // the topics it subscribes to (package sharegroup). A group this node does not
 // coordinate is NOT_COORDINATOR; an unknown member UNKNOWN_MEMBER_ID; a stale epoch
-// FENCED_MEMBER_EPOCH. Membership is in memory: after a failover members join
-// again.
+// FENCED_MEMBER_EPOCH (the member's previous epoch is accepted: its last answer
+// may have been lost). A heartbeat that changes the group is answered once its
+// records are committed in the group's partition of __consumer_offsets, from which
+// the next coordinator loads the group (COORDINATOR_LOAD_IN_PROGRESS meanwhile):
+// members keep their ids and epochs across a failover.
 //
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED), and
 // DESCRIBE on each subscribed topic (TOPIC_AUTHORIZATION_FAILED).
@@ -48,5 +51,5 @@ func (s *Server) handleShareGroupHeartbeat(c *conn, hdr *RequestHeader, req *kms
 		return resp
 	}
 	gc := groupClient(c, hdr)
-	return s.cfg.ShareGroups.Heartbeat(req, sharegroup.Client{ID: gc.ID, Host: gc.Host})
+	return s.cfg.ShareGroups.Heartbeat(c.ctx, req, sharegroup.Client{ID: gc.ID, Host: gc.Host})
 }

@@ -10,9 +10,11 @@ package kafkaapi
 // Authorization, as in Kafka: ALTER on the group (GROUP_AUTHORIZATION_FAILED), READ
 // on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 //
-// Not implemented: a partition led by another node than the group's coordinator
-// answers NOT_LEADER_OR_FOLLOWER (the share-partition lives at the partition's
-// leader, and there is no broker-to-broker request for it yet).
+// The share-partition lives at its partition's leader: one led by another node is
+// changed there, with InitializeShareGroupState (share_states.go). A partition
+// without a leader, or whose leader cannot be reached, answers
+// LEADER_NOT_AVAILABLE (retriable); an unknown topic or partition
+// UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
@@ -21,7 +23,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/acl"
-	"skiff/sharegroup"
 )
 
 func init() {
@@ -46,27 +47,33 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, _ *RequestHeader, req *km
 	s.cfg.ShareGroups.Ensure(req.GroupID)
 	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
 	defer cancel()
-	for _, t := range req.Topics {
+	var targets []*shareTarget
+	var at [][2]int // where each target's code goes: topic and partition index
+	for ti, t := range req.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		info, _ := s.cache.Topic(t.Topic)
+		info, exists := s.cache.Topic(t.Topic)
 		rt.TopicID = info.ID
 		allowed := c.allowed(acl.OpRead, acl.ResourceTopic, t.Topic)
-		for _, p := range t.Partitions {
+		for pi, p := range t.Partitions {
 			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			lp, code := s.localPartition(t.Topic, p.Partition)
 			switch {
 			case !allowed:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			case code != 0:
-				rp.ErrorCode = code
+			case !exists || p.Partition < 0 || p.Partition >= info.Partitions:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				rp.ErrorCode = s.cfg.Shares.ResetStart(ctx, sharegroup.Key{Group: req.GroupID, TopicID: info.ID, Partition: p.Partition}, t.Topic, lp, p.StartOffset)
+				targets = append(targets, &shareTarget{Topic: t.Topic, ID: info.ID, Partition: p.Partition, Start: p.StartOffset})
+				at = append(at, [2]int{ti, pi})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	s.changeShareStates(ctx, req.GroupID, targets)
+	for i, t := range targets {
+		resp.Topics[at[i][0]].Partitions[at[i][1]].ErrorCode = t.Code
 	}
 	return resp
 }

@@ -9,8 +9,10 @@ package kafkaapi
 // Authorization, as in Kafka: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ
 // on each topic (TOPIC_AUTHORIZATION_FAILED).
 //
-// Not implemented: partitions led by another node than the group's coordinator
-// answer NOT_LEADER_OR_FOLLOWER for their topic (see AlterShareGroupOffsets).
+// Each partition's state is deleted at its leader, here or on another node with
+// DeleteShareGroupState (share_states.go); a topic's error is the first of its
+// partitions' (LEADER_NOT_AVAILABLE, retriable, for a partition without a
+// reachable leader).
 
 import (
 	"context"
@@ -19,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/acl"
-	"skiff/sharegroup"
 )
 
 func init() {
@@ -46,7 +47,9 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, _ *RequestHeader, req *k
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
 	defer cancel()
-	for _, t := range req.Topics {
+	targets := map[int][]*shareTarget{} // by topic index in the answer
+	var all []*shareTarget
+	for i, t := range req.Topics {
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
 		info, ok := s.cache.Topic(t.Topic)
@@ -57,16 +60,21 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, _ *RequestHeader, req *k
 		case !ok:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		default:
-			for p := int32(0); p < info.Partitions && rt.ErrorCode == 0; p++ {
-				lp, code := s.localPartition(t.Topic, p)
-				if code != 0 {
-					rt.ErrorCode = code
-					break
-				}
-				rt.ErrorCode = s.cfg.Shares.DeleteState(ctx, sharegroup.Key{Group: req.GroupID, TopicID: info.ID, Partition: p}, t.Topic, lp)
+			for p := range info.Partitions {
+				st := &shareTarget{Topic: t.Topic, ID: info.ID, Partition: p, Start: deleteShareState}
+				targets[i] = append(targets[i], st)
+				all = append(all, st)
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	s.changeShareStates(ctx, req.GroupID, all)
+	for i, ts := range targets {
+		for _, t := range ts {
+			if resp.Topics[i].ErrorCode == 0 {
+				resp.Topics[i].ErrorCode = t.Code
+			}
+		}
 	}
 	return resp
 }

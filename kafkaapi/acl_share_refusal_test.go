@@ -167,3 +167,40 @@ func shareOffsetsRefusals() []refusal {
 			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 	}
 }
+
+func init() { extraShareRefusals = append(extraShareRefusals, shareStateRefusals()...) }
+
+// shareStateRefusals: the node-to-node keys 83 and 86 need CLUSTER_ACTION on the
+// cluster, as in Kafka.
+func shareStateRefusals() []refusal {
+	clusterAction := "ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"
+	firstCode := func(resp kmsg.Response) []int16 {
+		switch r := resp.(type) {
+		case *kmsg.InitializeShareGroupStateResponse:
+			return []int16{r.Topics[0].Partitions[0].ErrorCode}
+		case *kmsg.DeleteShareGroupStateResponse:
+			return []int16{r.Topics[0].Partitions[0].ErrorCode}
+		}
+		return []int16{-1}
+	}
+	return []refusal{
+		{name: "InitializeShareGroupState needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrInitializeShareGroupStateRequest()
+				req.GroupID = r.group
+				req.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: runTopicID(r),
+					Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
+				return req
+			},
+			codes: firstCode, grants: []string{clusterAction}},
+		{name: "DeleteShareGroupState needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupStateRequest()
+				req.GroupID = r.group
+				req.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{TopicID: runTopicID(r),
+					Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+				return req
+			},
+			codes: firstCode, grants: []string{clusterAction}},
+	}
+}

@@ -27,7 +27,9 @@ var errRefused = errors.New("kafkaapi: request refused")
 const responseBufSize = 4 << 10
 
 // conn is one client connection. Its loop reads a frame, handles it and writes the
-// answer before reading the next, so responses are in request order.
+// answer before reading the next, so responses are in request order; a Produce
+// waiting for its acknowledgement answers from a goroutine, still in order
+// (pipeline.go).
 type conn struct {
 	srv      *Server
 	listener *Listener
@@ -51,6 +53,12 @@ type conn struct {
 	held  int64
 
 	fw *FrameWriter // Fetch responses
+
+	// acks holds the answers of Produce requests waiting for their
+	// acknowledgement while the loop reads on (pipeline.go); ackWait is the
+	// wait the Produce handler in hand left to do (nil: none).
+	acks    ackPipe
+	ackWait func(context.Context)
 
 	sasl saslState // SASL listeners: the client's authentication
 	// shareID names the connection to share sessions; shared is set once a share
@@ -103,6 +111,13 @@ func (c *conn) stopReading() {
 	c.mu.Unlock()
 }
 
+// stopping reports whether stopReading was called.
+func (c *conn) stopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
 // armRead sets the deadline of the next reads to now+d unless the connection is
 // stopping.
 func (c *conn) armRead(d time.Duration) bool {
@@ -128,9 +143,14 @@ func (c *conn) serve() {
 	if c.listener.Protocol.TLS() && !c.handshakeTLS() {
 		return
 	}
+	c.acks.init(c.ctx)
+	owed := false // the answers in flight are written even as the loop ends
+	defer func() { c.endAcks(owed) }()
 	for {
 		frame, err := c.readFrame()
 		if err != nil {
+			// A refused request or a shutdown still owes the answers in flight.
+			owed = errors.Is(err, errRefused) || c.stopping()
 			return
 		}
 		err = c.handle(frame)
@@ -139,7 +159,8 @@ func (c *conn) serve() {
 			err = c.rawSASL()
 		}
 		if err != nil {
-			if !errors.Is(err, errRefused) {
+			owed = errors.Is(err, errRefused)
+			if !owed {
 				c.logger.Warn("closing connection", "err", err)
 			}
 			return
@@ -259,6 +280,9 @@ func (c *conn) logReadErr(what string, err error, midFrame bool) {
 // means the connection must be closed (the stream cannot be trusted any more).
 func (c *conn) handle(frame []byte) error {
 	d, err := decodeFrame(frame, c.srv.cfg.MaxPartitionsPerRequest)
+	if (d.req == nil || d.hdr.Key != 0) && !c.acks.drain() {
+		return errRefused // an answer in flight could not be written (logged)
+	}
 	switch {
 	case errors.Is(err, errTooManyPartitions):
 		c.refuse("too_many_partitions", "closing connection: request names too many partitions (max-partitions-per-request)",
@@ -297,7 +321,19 @@ func (c *conn) handle(frame []byte) error {
 		return a.write(c.srv, c, &hdr, d.req)
 	}
 	resp := a.handle(c.srv, c, &hdr, d.req)
-	th := c.requestThrottle(&hdr)
+	wait := c.ackWait
+	c.ackWait = nil
+	th := c.requestThrottle(&hdr) // before the wait: the wait is not the handler's time
+	if wait != nil {
+		if th == 0 {
+			c.deferAnswer(hdr, resp, wait)
+			return nil
+		}
+		wait(c.ctx) // a throttled client is answered inline, and muted after the answer
+	}
+	if !c.acks.drain() {
+		return errRefused // an answer in flight could not be written (logged)
+	}
 	if resp != nil { // nil: acks=0 produce, no answer at all
 		setThrottle(resp, th)
 		if err := c.writeResponse(&hdr, resp); err != nil {

@@ -50,7 +50,8 @@ func metric(t *testing.T, addr, name string) float64 {
 	return 0
 }
 
-// TestMetricsAndHealth checks that a Fetch that returns records sends them with
+// TestMetricsAndHealth checks that acks=all produce requests are counted in
+// skiff_produce_ack_wait_seconds, that a Fetch that returns records sends them with
 // sendfile (counted in skiff_fetch_bytes_sendfile_total, none copied through user
 // space) once the frame is larger than smallFrame, and that /healthz and /readyz
 // answer 200 on a serving node.
@@ -59,8 +60,13 @@ func TestMetricsAndHealth(t *testing.T) {
 	c := dial(t, n.KafkaAddr())
 	topic := topicName(t, "")
 	createTopic(t, c, topic, 1, nil)
+	waitsBefore := metric(t, n.HTTPAddr(), "skiff_produce_ack_wait_seconds_count")
 	mustProduce(t, c, topic, 0, makeBatch(noProducer, "zero", "copy"))
 	mustProduce(t, c, topic, 0, makeBatch(noProducer, strings.Repeat("s", 40<<10))) // over smallFrame (32 KiB): sendfile
+	// Both are acks=all: each wait is observed before its answer is written.
+	if waits := metric(t, n.HTTPAddr(), "skiff_produce_ack_wait_seconds_count"); waits < waitsBefore+2 {
+		t.Errorf("skiff_produce_ack_wait_seconds_count went from %v to %v over two acks=all produce requests", waitsBefore, waits)
+	}
 
 	sentBefore := metric(t, n.HTTPAddr(), "skiff_fetch_bytes_sendfile_total")
 	copiedBefore := metric(t, n.HTTPAddr(), "skiff_fetch_bytes_copied_total")

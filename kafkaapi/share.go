@@ -73,8 +73,8 @@ func (s *Server) writesShareState(c *conn, hdr *RequestHeader, topic string) boo
 }
 
 // deleteShareGroup deletes group when it is a share group this node coordinates
-// (ok true, with the code to answer), with the states of its share-partitions led
-// here. ok is false for any other group.
+// (ok true, with the code to answer), with the states of its share-partitions,
+// at their leaders (share_states.go). ok is false for any other group.
 func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
 	if s.cfg.ShareGroups == nil || s.coordinatesGroup(group) != 0 {
 		return 0, false
@@ -91,14 +91,26 @@ func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
 	if !s.cfg.ShareGroups.Has(group) && len(keys) == 0 {
 		return 0, false
 	}
+	if s.cfg.ShareGroups.Members(group) > 0 {
+		return kerr.NonEmptyGroup.Code, true
+	}
+	// The states first, at their leaders: a state that could not be deleted
+	// keeps the group, so that deleting it again finishes the work.
+	names := s.topicNames()
+	var ts []*shareTarget
+	for _, k := range keys {
+		if name, ok := names[k.TopicID]; ok { // a deleted topic's states are moot
+			ts = append(ts, &shareTarget{Topic: name, ID: k.TopicID, Partition: k.Partition, Start: deleteShareState})
+		}
+	}
+	s.changeShareStates(ctx, group, ts)
+	for _, t := range ts {
+		if t.Code != 0 && t.Code != kerr.UnknownTopicOrPartition.Code {
+			return t.Code, true
+		}
+	}
 	if code := s.cfg.ShareGroups.Delete(group); code != 0 && code != kerr.GroupIDNotFound.Code {
 		return code, true
-	}
-	names := s.topicNames()
-	for _, k := range keys {
-		if lp, code := s.localPartition(names[k.TopicID], k.Partition); code == 0 {
-			s.cfg.Shares.DeleteState(ctx, k, names[k.TopicID], lp)
-		}
 	}
 	return 0, true
 }

@@ -403,6 +403,7 @@ func conformAlterShareGroupOffsets(t *testing.T, c *kconn, versions []int16) {
 				t.Errorf("start offset %d, want 7", p.StartOffset)
 			}
 			wantCode(t, "beyond the end", alterShareOffset(c, v, group, topic, 11).Topics[0].Partitions[0].ErrorCode, kerr.OffsetOutOfRange.Code)
+			wantCode(t, "unknown topic", alterShareOffset(c, v, group, topic+"-none", 0).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition.Code)
 			// A member makes the group non-empty.
 			shareHeartbeat(c, 1, group, "m1", 0, []string{topic})
 			wantCode(t, "with a member", alterShareOffset(c, v, group, topic, 3).ErrorCode, kerr.NonEmptyGroup.Code)

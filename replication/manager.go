@@ -579,7 +579,7 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 	meta := fs.PathJoin(dir, metadataFile)
 	if b, err := fileutil.ReadFile(fs, meta); err == nil && strings.TrimSpace(string(b)) != "topic_id: "+id {
 		m.logger.Info("deleting partition of an older topic with the same name", "dir", dir)
-		if p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger); err == nil {
+		if p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.cfg.ProducerIDExpiration, m.logger); err == nil {
 			if err := p.delete(); err != nil {
 				return nil, fmt.Errorf("delete old %s: %w", key, err)
 			}
@@ -587,7 +587,7 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 			return nil, fmt.Errorf("delete old %s: %w", key, err)
 		}
 	}
-	p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.logger)
+	p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.cfg.ProducerIDExpiration, m.logger)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
 	}

@@ -199,13 +199,14 @@ type Partition struct {
 	txns          *txnIndex      // see txnIndex for its locking
 	epochs        *epochCache    // guarded by appendMu
 	appendFailing bool           // the last append failed (for logging); guarded by appendMu
-	// snapOffset is the offset of the Store's producer snapshot, -1: none
-	// (producer_store.go); guarded by appendMu.
-	snapOffset int64
 	// abortUnrecorded: an aborted transaction's Store write failed, so no
 	// snapshot may pass it until an open or restore records it again;
 	// guarded by appendMu.
 	abortUnrecorded bool
+	// producerExpiry is producer.id.expiration.ms, applied when the state is
+	// restored (0: none).
+	producerExpiry time.Duration
+	snap           snapshotState // producer_snapshot.go
 
 	stateMu sync.Mutex
 	st      replicaState // guarded by stateMu
@@ -244,7 +245,8 @@ type followerProgress struct {
 	lastFetchTime time.Time
 }
 
-func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg PartitionConfig, store Store, self int32, logger *slog.Logger) (*Partition, error) {
+func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg PartitionConfig, store Store, self int32,
+	producerExpiry time.Duration, logger *slog.Logger) (*Partition, error) {
 	cfg.Log.FS = fs
 	l, err := logstore.Open(dir, cfg.Log, store)
 	if err != nil {
@@ -273,7 +275,8 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		producers:      newProducerStates(),
 		txns:           newTxnIndex(),
 		epochs:         epochs,
-		snapOffset:     -1,
+		producerExpiry: producerExpiry,
+		snap:           newSnapshotState(),
 		waiters:        make(map[chan<- struct{}]struct{}),
 		replicaWaiters: make(map[chan<- struct{}]struct{}),
 		st:             replicaState{leaderID: -1},

@@ -27,7 +27,7 @@ type peers struct {
 // errManagerClosed: BrokerRequest after Close.
 var errManagerClosed = errors.New("replication: manager closed")
 
-// BrokerRequest sends req (a non-flexible version, set by the caller) to broker id
+// BrokerRequest sends req (at the version the caller set, flexible or not) to broker id
 // and returns its answer. It fails when ctx ends (the request is then abandoned
 // and its connection closed) or the broker cannot be reached.
 func (m *Manager) BrokerRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {

@@ -440,9 +440,7 @@ func TestProducerSnapshotHeldBelowUnrecordedAbort(t *testing.T) {
 	n := startCrashNode(t, fs, spec)
 	p := n.m.Partition("t", 0)
 	rs := &refusingStore{Store: p.store, refuse: true}
-	p.appendMu.Lock()
-	p.store = rs
-	p.appendMu.Unlock()
+	setStore(p, rs)
 	h := &txnHistory{t: t, rng: rand.New(rand.NewPCG(3, 9)), p: p, noTruncate: true}
 	for i := 0; len(rs.refused) == 0; i++ {
 		if i > 2000 {

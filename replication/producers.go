@@ -112,12 +112,13 @@ func (s *producerStates) record(h *batch.Header) {
 }
 
 // expire forgets the producers whose latest batch is older than cutoffMs (Unix
-// ms) and for which keep is false (a transaction open), and returns how many.
-func (s *producerStates) expire(cutoffMs int64, keep func(pid int64) bool) int {
+// ms) and for which keep is false (a transaction open), telling gone of each.
+func (s *producerStates) expire(cutoffMs int64, keep func(pid int64) bool, gone func(pid int64)) int {
 	n := 0
 	for pid, e := range s.m {
 		if e.lastMs < cutoffMs && !keep(pid) {
 			delete(s.m, pid)
+			gone(pid)
 			n++
 		}
 	}

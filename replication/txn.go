@@ -307,6 +307,7 @@ func (p *Partition) observeLocked(h *batch.Header, raw []byte) error {
 // noteLocked is observeLocked without the Store: it returns the aborted
 // transaction the batch ends. The caller holds appendMu.
 func (p *Partition) noteLocked(h *batch.Header, raw []byte) (*abortedRecord, error) {
+	p.changedLocked(h.ProducerID)
 	p.producers.record(h)
 	return p.txns.observe(h, func() ([]byte, error) {
 		if raw != nil {
@@ -379,12 +380,44 @@ func (p *Partition) Producers() []ProducerInfo {
 func (p *Partition) expireProducers(cutoff time.Time) int {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.txns.mu.Lock()
-	defer p.txns.mu.Unlock()
-	return p.producers.expire(cutoff.UnixMilli(), func(pid int64) bool {
-		_, open := p.txns.open[pid]
+	return p.expireProducersLocked(cutoff.UnixMilli())
+}
+
+// expireProducersLocked is expireProducers with cutoff in Unix ms. A forgotten
+// producer's marker count and coordinator epoch go with it, as its whole entry
+// does in Kafka: what no transaction of it needs any more would otherwise stay
+// in every snapshot. The caller holds appendMu.
+func (p *Partition) expireProducersLocked(cutoffMs int64) int {
+	x := p.txns
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return p.producers.expire(cutoffMs, func(pid int64) bool {
+		_, open := x.open[pid]
 		return open
+	}, func(pid int64) {
+		delete(x.markers, pid)
+		delete(x.coordinatorEpochs, pid)
+		p.changedLocked(pid)
 	})
+}
+
+// pruneTxnProducersLocked drops the marker counts and coordinator epochs of
+// producers without state (kept by snapshots written before expiry pruned
+// them). The caller holds appendMu.
+func (p *Partition) pruneTxnProducersLocked() {
+	x := p.txns
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for pid := range x.markers {
+		if p.producers.m[pid] == nil {
+			delete(x.markers, pid)
+		}
+	}
+	for pid := range x.coordinatorEpochs {
+		if p.producers.m[pid] == nil {
+			delete(x.coordinatorEpochs, pid)
+		}
+	}
 }
 
 // stableTarget is what the log cleaner sees of a partition: nothing at or above
@@ -400,9 +433,11 @@ func (t stableTarget) HighWatermark() int64 { return t.LastStableOffset() }
 // removed: their markers go after delete.retention.ms, and a read_committed
 // reader told of one without its marker would skip its producer's later records.
 func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) {
-	t.txns.forget(txns)
 	// Durably: an open keeps the stored entries below its snapshot without
 	// reading the log, so one that came back would stay after the marker went.
+	// The Store first, then memory under appendMu: a restore (which holds it)
+	// that read the entries before the Store forgot them is over before memory
+	// forgets, and one after never sees them.
 	u := ProducerStateUpdate{Sync: true}
 	for _, a := range txns {
 		u.Drop = append(u.Drop, [2]int64{a.LastOffset, a.LastOffset + 1})
@@ -410,6 +445,9 @@ func (t stableTarget) ForgetAbortedTxns(txns []AbortedTxn) {
 	if err := t.store.UpdateProducerState(u); err != nil {
 		t.logger.Warn("forgetting aborted transactions in the index", "err", err) // back at the next open
 	}
+	t.appendMu.Lock()
+	t.txns.forget(txns)
+	t.appendMu.Unlock()
 }
 
 var _ compaction.TxnTarget = stableTarget{}

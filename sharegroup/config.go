@@ -9,8 +9,8 @@
 //     group's __consumer_offsets partition, as for classic groups: membership
 //     (ShareGroupHeartbeat), assignment (every member is assigned every partition
 //     of the topics it subscribes to, so many members share one partition) and
-//     ShareGroupDescribe. Membership lives in memory; members join again after a
-//     failover, as franz-go does on UNKNOWN_MEMBER_ID.
+//     ShareGroupDescribe. Membership is kept in the group's __consumer_offsets
+//     partition (records.go) and loaded by the next coordinator after a failover.
 //   - the share-partition (Manager), on the leader of each topic partition: the
 //     in-flight window between the start offset (SPSO) and end offset (SPEO), the
 //     share sessions, ShareFetch and ShareAcknowledge.
@@ -72,6 +72,9 @@ type Store interface {
 type Config struct {
 	// Store keeps the share-partition states (required for a Manager).
 	Store Store
+	// MemberLog keeps the membership of share groups (a Coordinator's); nil:
+	// in memory only.
+	MemberLog MemberLog
 	// RecordLockDuration, DeliveryCountLimit, MaxRecordLocks: the broker's
 	// group.share.* settings (defaults above).
 	RecordLockDuration time.Duration

@@ -96,3 +96,32 @@ func TestFailedLoadRetried(t *testing.T) {
 		t.Fatalf("stats %+v, want one share-partition with SPSO = SPEO = 7", st)
 	}
 }
+
+// TestReloadInSameEpochWritesNewer: a share-partition loaded again in the leader
+// epoch that wrote its state (here after a deletion, as AlterShareGroupOffsets
+// after DeleteShareGroupOffsets does) writes states that readers take as newer
+// than the stored one; otherwise the new start offset would be ignored by every
+// reader of the state topic, and lost at the next failover.
+func TestReloadInSameEpochWritesNewer(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	stored := State{LeaderEpoch: emptyLog{}.LeaderEpoch(), Seq: 5, Deleted: true}
+	store := &flakyStore{state: stored}
+	m := NewManager(Config{Store: store})
+	key := Key{Group: "g", Partition: 0}
+	if code := m.ResetStart(context.Background(), key, "t", emptyLog{}, 0); code != 0 {
+		t.Fatalf("reset answered %d", code)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.saved) == 0 {
+		t.Fatal("nothing saved")
+	}
+	for _, st := range store.saved {
+		if !st.newer(stored) {
+			t.Errorf("saved %+v, not newer than the stored %+v", st, stored)
+		}
+	}
+	if last := store.saved[len(store.saved)-1]; last.Deleted || last.StartOffset != 0 {
+		t.Errorf("last saved %+v, want a live state at 0", last)
+	}
+}

@@ -3,15 +3,28 @@ package sharegroup
 // Share group membership at the group coordinator: ShareGroupHeartbeat and
 // ShareGroupDescribe. Every member is assigned every partition of the topics it
 // subscribes to (the share-partitions divide the records, not the partitions).
+//
+// Membership is kept in the group's partition of __consumer_offsets (records.go),
+// through MemberLog: a heartbeat that changes the group is answered once its
+// records are committed, and the node that coordinates the partition next loads
+// the groups from them (LoadShareGroups), so members keep their ids, epochs and
+// assignments across a failover.
+//
+// Lock order: a group's mu, then Coordinator.mu. MemberLog is called with a
+// group's mu held; LoadShareGroups and DropShareGroups take only Coordinator.mu.
 
 import (
+	"context"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/internal/batch"
 )
 
 // TopicInfo is what the coordinator knows of a topic.
@@ -20,18 +33,42 @@ type TopicInfo struct {
 	Partitions int32
 }
 
+// MemberLog keeps share group membership: the group coordinator (package groups),
+// which appends to a group's partition of __consumer_offsets.
+type MemberLog interface {
+	// ShareShard returns the partition of group when this node coordinates it and
+	// has loaded it, else the code to answer.
+	ShareShard(group string) (int32, int16)
+	// AppendShareRecords appends records of group (called with the group's lock
+	// held); wait, called without it, returns once they are committed, or the
+	// code to answer.
+	AppendShareRecords(group string, recs []batch.Record) (wait func(context.Context) int16)
+}
+
+// flushTimeout bounds the wait for records written outside a request.
+const flushTimeout = 10 * time.Second
+
 type member struct {
 	id, clientID, host, rack string
-	epoch                    int32
+	epoch, prevEpoch         int32
 	subscribed               []string
 	assigned                 map[[16]byte][]int32
 	lastSeen                 time.Time
 }
 
 type shareGroup struct {
-	name    string
+	mu        sync.Mutex
+	name      string
+	partition int32 // of __consumer_offsets; -1 without a MemberLog
+	// dead: the group was dropped (its coordination moved) or deleted; a request
+	// that locked it looks the group up again.
+	dead    atomic.Bool
 	epoch   int32
 	members map[string]*member
+}
+
+func newShareGroup(name string) *shareGroup {
+	return &shareGroup{name: name, partition: -1, members: make(map[string]*member)}
 }
 
 // Coordinator is the membership side of share groups on this node.
@@ -56,15 +93,108 @@ func NewCoordinator(cfg Config, topic func(string) (TopicInfo, bool), onLeave fu
 	return c
 }
 
+// LoadShareGroups replaces the share groups of __consumer_offsets partition id
+// with those its records hold (groups.ShareGroups): their members get a whole
+// session timeout from now to heartbeat. Unreadable records are logged and
+// skipped.
+func (c *Coordinator) LoadShareGroups(id int32, records []batch.Record) {
+	l := newLoader()
+	for _, r := range records {
+		if err := l.add(r.Key, r.Value); err != nil {
+			c.cfg.Logger.Warn("share group coordinator: skipping an unreadable record", "partition", id, "err", err)
+		}
+	}
+	now := c.cfg.Clock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(id)
+	for name, g := range l.finish() {
+		g.partition = id
+		for _, m := range g.members {
+			m.lastSeen = now
+		}
+		c.mu.groups[name] = g
+	}
+}
+
+// DropShareGroups forgets the share groups of partition id, which this node no
+// longer coordinates (groups.ShareGroups).
+func (c *Coordinator) DropShareGroups(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(id)
+}
+
+func (c *Coordinator) dropLocked(id int32) {
+	for name, g := range c.mu.groups {
+		if g.partition == id {
+			g.dead.Store(true)
+			delete(c.mu.groups, name)
+		}
+	}
+}
+
+// lockGroup returns group name locked, creating it if create is set (nil when
+// it does not exist and create is not set).
+func (c *Coordinator) lockGroup(name string, create bool, partition int32) *shareGroup {
+	for {
+		c.mu.Lock()
+		g := c.mu.groups[name]
+		if g == nil {
+			if !create {
+				c.mu.Unlock()
+				return nil
+			}
+			g = newShareGroup(name)
+			g.partition = partition
+			c.mu.groups[name] = g
+		}
+		c.mu.Unlock()
+		g.mu.Lock()
+		if !g.dead.Load() {
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
+
+// appendLocked writes a group's records and returns the wait for them; nil when
+// there is nothing to write or no MemberLog.
+func (c *Coordinator) appendLocked(g *shareGroup, recs []batch.Record) func(context.Context) int16 {
+	if len(recs) == 0 || c.cfg.MemberLog == nil {
+		return nil
+	}
+	return c.cfg.MemberLog.AppendShareRecords(g.name, recs)
+}
+
+// waitBackground waits for records written outside a request (the removal of
+// members whose session timed out), logging a failure.
+func (c *Coordinator) waitBackground(group string, wait func(context.Context) int16) {
+	if wait == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		if code := wait(ctx); code != 0 {
+			c.cfg.Logger.Info("share group coordinator: a removal of timed-out members is not written", "group", group, "err", kerr.ErrorForCode(code))
+		}
+	}()
+}
+
 // Client identifies where a heartbeat came from.
 type Client struct{ ID, Host string }
 
-// Heartbeat serves ShareGroupHeartbeat for a group this node coordinates.
-func (c *Coordinator) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client) *kmsg.ShareGroupHeartbeatResponse {
+// Heartbeat serves ShareGroupHeartbeat for a group this node coordinates. A
+// heartbeat that changes the group is answered once the change is committed.
+func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest, cl Client) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	resp.HeartbeatIntervalMillis = int32(c.cfg.settings(req.GroupID).HeartbeatInterval / time.Millisecond)
 	fail := func(e *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatResponse {
-		resp.ErrorCode, resp.ErrorMessage = e.Code, &msg
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
 		return resp
 	}
 	if req.GroupID == "" {
@@ -73,40 +203,69 @@ func (c *Coordinator) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client)
 	if req.MemberID == "" {
 		return fail(kerr.InvalidRequest, "MemberId can't be empty.")
 	}
-	now := c.cfg.Clock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.expireLocked(now)
-	g := c.mu.groups[req.GroupID]
-	if g == nil {
-		g = &shareGroup{name: req.GroupID, members: make(map[string]*member)}
-		c.mu.groups[req.GroupID] = g
+	partition := int32(-1)
+	if c.cfg.MemberLog != nil {
+		var code int16
+		if partition, code = c.cfg.MemberLog.ShareShard(req.GroupID); code != 0 {
+			return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+		}
 	}
+	now := c.cfg.Clock()
+	c.expireOthers(req.GroupID, now)
+	g := c.lockGroup(req.GroupID, req.MemberEpoch == 0, partition)
+	switch {
+	case g == nil && req.MemberEpoch == -1:
+		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1 // left already
+		return resp
+	case g == nil:
+		return fail(kerr.UnknownMemberID, "member "+req.MemberID+" is not in group "+req.GroupID)
+	}
+	recs := c.expireLocked(g, now)
+	recs, e, msg := c.heartbeatLocked(g, req, cl, now, resp, recs)
+	wait := c.appendLocked(g, recs)
+	g.mu.Unlock()
+	if e != nil {
+		if wait != nil {
+			wait(ctx)
+		}
+		return fail(e, msg)
+	}
+	if wait != nil {
+		if code := wait(ctx); code != 0 {
+			resp.Assignment = nil
+			return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+		}
+	}
+	return resp
+}
+
+// heartbeatLocked applies a heartbeat to g, adding the records of its changes to
+// recs; e is set when the heartbeat is refused.
+func (c *Coordinator) heartbeatLocked(g *shareGroup, req *kmsg.ShareGroupHeartbeatRequest, cl Client, now time.Time,
+	resp *kmsg.ShareGroupHeartbeatResponse, recs []batch.Record) (_ []batch.Record, e *kerr.Error, msg string) {
 	m := g.members[req.MemberID]
 	switch {
 	case req.MemberEpoch == -1:
 		if m != nil {
-			delete(g.members, req.MemberID)
-			g.epoch++
-			go c.onLeave(g.name, req.MemberID)
+			recs = append(recs, c.removeLocked(g, req.MemberID)...)
 		}
 		resp.MemberID, resp.MemberEpoch = &req.MemberID, -1
-		return resp
+		return recs, nil, ""
 	case req.MemberEpoch == 0:
 		if req.SubscribedTopicNames == nil && m == nil {
-			return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+			return recs, kerr.InvalidRequest, "SubscribedTopicNames must be set in first request."
 		}
 		if m == nil {
 			m = &member{id: req.MemberID}
 			g.members[req.MemberID] = m
 		}
 		m.assigned = nil // send the assignment again
-		m.epoch = 0
 	case m == nil:
-		return fail(kerr.UnknownMemberID, "member "+req.MemberID+" is not in group "+req.GroupID)
-	case req.MemberEpoch != m.epoch:
-		return fail(kerr.FencedMemberEpoch, "the member epoch is not the current one")
+		return recs, kerr.UnknownMemberID, "member " + req.MemberID + " is not in group " + req.GroupID
+	case req.MemberEpoch != m.epoch && req.MemberEpoch != m.prevEpoch:
+		return recs, kerr.FencedMemberEpoch, "the member epoch is not the current one"
 	}
+	old := *m
 	m.clientID, m.host, m.lastSeen = cl.ID, cl.Host, now
 	if req.RackID != nil {
 		m.rack = *req.RackID
@@ -115,13 +274,24 @@ func (c *Coordinator) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client)
 		m.subscribed = slices.Clone(req.SubscribedTopicNames)
 		sort.Strings(m.subscribed)
 	}
+	if m.clientID != old.clientID || m.host != old.host || m.rack != old.rack || !slices.Equal(m.subscribed, old.subscribed) {
+		recs = append(recs, memberRecord(g.name, m))
+	}
 	want := c.assignmentOf(m.subscribed)
+	// A member answered with an old epoch (its last answer was lost) gets its
+	// assignment again, as one joining.
+	resend := req.MemberEpoch != m.epoch
 	if m.assigned == nil || !sameAssignment(m.assigned, want) {
 		g.epoch++
-		m.epoch = g.epoch
+		m.prevEpoch, m.epoch = m.epoch, g.epoch
 		m.assigned = want
+		recs = append(recs, groupEpochRecord(g.name, g.epoch), targetRecord(g.name, m),
+			targetMetaRecord(g.name, g.epoch), currentRecord(g.name, m))
+		resend = true
+	}
+	if resend {
 		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
-		for id, ps := range want {
+		for id, ps := range m.assigned {
 			tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
 			tp.TopicID, tp.Partitions = id, ps
 			a.TopicPartitions = append(a.TopicPartitions, tp)
@@ -129,7 +299,17 @@ func (c *Coordinator) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client)
 		resp.Assignment = &a
 	}
 	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
-	return resp
+	return recs, nil, ""
+}
+
+// removeLocked removes a member (it left or timed out) and returns the records
+// of its removal.
+func (c *Coordinator) removeLocked(g *shareGroup, id string) []batch.Record {
+	delete(g.members, id)
+	g.epoch++
+	go c.onLeave(g.name, id)
+	recs := memberTombstones(g.name, id)
+	return append(recs, groupEpochRecord(g.name, g.epoch), targetMetaRecord(g.name, g.epoch))
 }
 
 // assignmentOf is every partition of the subscribed topics that exist.
@@ -161,62 +341,100 @@ func sameAssignment(a, b map[[16]byte][]int32) bool {
 	return true
 }
 
-// expireLocked removes members not heard from within the session timeout.
-func (c *Coordinator) expireLocked(now time.Time) {
-	for _, g := range c.mu.groups {
-		if len(g.members) == 0 {
-			continue
-		}
-		timeout := c.cfg.settings(g.name).SessionTimeout
-		for id, m := range g.members {
-			if now.Sub(m.lastSeen) > timeout {
-				delete(g.members, id)
-				g.epoch++
-				go c.onLeave(g.name, id)
-			}
+// expireLocked removes the members of g not heard from within the session
+// timeout and returns the records of their removal.
+func (c *Coordinator) expireLocked(g *shareGroup, now time.Time) []batch.Record {
+	if len(g.members) == 0 {
+		return nil
+	}
+	timeout := c.cfg.settings(g.name).SessionTimeout
+	var recs []batch.Record
+	for id, m := range g.members {
+		if now.Sub(m.lastSeen) > timeout {
+			recs = append(recs, c.removeLocked(g, id)...)
 		}
 	}
+	return recs
+}
+
+// snapshot returns the groups known here.
+func (c *Coordinator) snapshot() []*shareGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := make([]*shareGroup, 0, len(c.mu.groups))
+	for _, g := range c.mu.groups {
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// expireOthers expires the members of every group but skip (whose heartbeat does
+// it), skipping groups busy with a request; their removals are written in the
+// background.
+func (c *Coordinator) expireOthers(skip string, now time.Time) {
+	for _, g := range c.snapshot() {
+		if g.name == skip || !g.mu.TryLock() {
+			continue
+		}
+		var wait func(context.Context) int16
+		if !g.dead.Load() {
+			wait = c.appendLocked(g, c.expireLocked(g, now))
+		}
+		g.mu.Unlock()
+		c.waitBackground(g.name, wait)
+	}
+}
+
+// readGroup calls fn with group name locked, after expiring its members; ok is
+// false when the group is unknown here.
+func (c *Coordinator) readGroup(name string, fn func(g *shareGroup)) (ok bool) {
+	now := c.cfg.Clock()
+	c.expireOthers(name, now)
+	g := c.lockGroup(name, false, -1)
+	if g == nil {
+		return false
+	}
+	wait := c.appendLocked(g, c.expireLocked(g, now))
+	fn(g)
+	g.mu.Unlock()
+	c.waitBackground(name, wait)
+	return true
 }
 
 // Describe answers ShareGroupDescribe for one group: ok false when the group is
 // unknown here.
 func (c *Coordinator) Describe(name string, topicName func([16]byte) string) (kmsg.ShareGroupDescribeResponseGroup, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.expireLocked(c.cfg.Clock())
 	rg := kmsg.NewShareGroupDescribeResponseGroup()
 	rg.GroupID = name
-	g := c.mu.groups[name]
-	if g == nil {
-		return rg, false
-	}
-	rg.GroupState = "Empty"
-	if len(g.members) > 0 {
-		rg.GroupState = "Stable"
-	}
-	rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor = g.epoch, g.epoch, "simple"
-	ids := make([]string, 0, len(g.members))
-	for id := range g.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		m := g.members[id]
-		rm := kmsg.NewShareGroupDescribeResponseGroupMember()
-		rm.MemberID, rm.ClientID, rm.ClientHost, rm.MemberEpoch = m.id, m.clientID, m.host, m.epoch
-		if m.rack != "" {
-			r := m.rack
-			rm.RackID = &r
+	ok := c.readGroup(name, func(g *shareGroup) {
+		rg.GroupState = "Empty"
+		if len(g.members) > 0 {
+			rg.GroupState = "Stable"
 		}
-		rm.SubscribedTopicNames = slices.Clone(m.subscribed)
-		for tid, ps := range m.assigned {
-			tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
-			tp.TopicID, tp.Topic, tp.Partitions = tid, topicName(tid), ps
-			rm.Assignment.TopicPartitions = append(rm.Assignment.TopicPartitions, tp)
+		rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor = g.epoch, g.epoch, "simple"
+		ids := make([]string, 0, len(g.members))
+		for id := range g.members {
+			ids = append(ids, id)
 		}
-		rg.Members = append(rg.Members, rm)
-	}
-	return rg, true
+		sort.Strings(ids)
+		for _, id := range ids {
+			m := g.members[id]
+			rm := kmsg.NewShareGroupDescribeResponseGroupMember()
+			rm.MemberID, rm.ClientID, rm.ClientHost, rm.MemberEpoch = m.id, m.clientID, m.host, m.epoch
+			if m.rack != "" {
+				r := m.rack
+				rm.RackID = &r
+			}
+			rm.SubscribedTopicNames = slices.Clone(m.subscribed)
+			for tid, ps := range m.assigned {
+				tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+				tp.TopicID, tp.Topic, tp.Partitions = tid, topicName(tid), ps
+				rm.Assignment.TopicPartitions = append(rm.Assignment.TopicPartitions, tp)
+			}
+			rg.Members = append(rg.Members, rm)
+		}
+	})
+	return rg, ok
 }
 
 // Groups returns the names of the share groups known here.
@@ -231,20 +449,31 @@ func (c *Coordinator) Groups() []string {
 	return out
 }
 
-// Delete removes an empty share group: NON_EMPTY_GROUP while it has members,
-// GROUP_ID_NOT_FOUND when unknown.
+// Delete removes an empty share group, and its records: NON_EMPTY_GROUP while
+// it has members, GROUP_ID_NOT_FOUND when unknown.
 func (c *Coordinator) Delete(name string) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.expireLocked(c.cfg.Clock())
-	g := c.mu.groups[name]
-	switch {
-	case g == nil:
+	now := c.cfg.Clock()
+	g := c.lockGroup(name, false, -1)
+	if g == nil {
 		return kerr.GroupIDNotFound.Code
-	case len(g.members) > 0:
+	}
+	recs := c.expireLocked(g, now)
+	if len(g.members) > 0 {
+		wait := c.appendLocked(g, recs)
+		g.mu.Unlock()
+		c.waitBackground(name, wait)
 		return kerr.NonEmptyGroup.Code
 	}
-	delete(c.mu.groups, name)
+	// The tombstones are appended before the group leaves the map: a group of
+	// the same name made next writes after them.
+	c.appendLocked(g, append(recs, groupTombstones(name)...))
+	g.dead.Store(true)
+	c.mu.Lock()
+	if c.mu.groups[name] == g {
+		delete(c.mu.groups, name)
+	}
+	c.mu.Unlock()
+	g.mu.Unlock()
 	return 0
 }
 
@@ -258,43 +487,35 @@ func (c *Coordinator) Has(name string) bool {
 
 // Members returns how many members group has (0 when unknown).
 func (c *Coordinator) Members(name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.expireLocked(c.cfg.Clock())
-	if g := c.mu.groups[name]; g != nil {
-		return len(g.members)
-	}
-	return 0
+	n := 0
+	c.readGroup(name, func(g *shareGroup) { n = len(g.members) })
+	return n
 }
 
 // Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does.
 func (c *Coordinator) Ensure(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.groups[name] == nil {
-		c.mu.groups[name] = &shareGroup{name: name, members: make(map[string]*member)}
+	partition := int32(-1)
+	if c.cfg.MemberLog != nil {
+		partition, _ = c.cfg.MemberLog.ShareShard(name)
 	}
+	c.lockGroup(name, true, partition).mu.Unlock()
 }
 
 // ListGroups lists the share groups known here, with protocol type and group type
 // "share" and their state (kafkaapi.GroupLister); ListGroups filters them.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.expireLocked(c.cfg.Clock())
-	names := make([]string, 0, len(c.mu.groups))
-	for n := range c.mu.groups {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupType, g.GroupState = n, "share", "share", "Empty"
-		if len(c.mu.groups[n].members) > 0 {
-			g.GroupState = "Stable"
+	for _, n := range c.Groups() {
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupType, lg.GroupState = n, "share", "share", "Empty"
+		if !c.readGroup(n, func(g *shareGroup) {
+			if len(g.members) > 0 {
+				lg.GroupState = "Stable"
+			}
+		}) {
+			continue
 		}
-		resp.Groups = append(resp.Groups, g)
+		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
 }

@@ -1,6 +1,7 @@
 package sharegroup
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestGroupSessionAndHeartbeatConfigs(t *testing.T) {
 	join := func(group, member string) *kmsg.ShareGroupHeartbeatResponse {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
 		req.GroupID, req.MemberID, req.SubscribedTopicNames = group, member, []string{"t"}
-		resp := c.Heartbeat(req, Client{ID: "c", Host: "h"})
+		resp := c.Heartbeat(context.Background(), req, Client{ID: "c", Host: "h"})
 		if resp.ErrorCode != 0 {
 			t.Fatalf("join %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))
 		}

@@ -6,6 +6,7 @@ package sharegroup
 // SPSO is done; everything at or above SPEO has not been delivered yet.
 
 import (
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,18 +40,39 @@ type Archived struct {
 type window struct {
 	start int64 // SPSO
 	end   int64 // SPEO
-	// recs holds the records start..end-1 (recs[o-start]): one slice rather than an
-	// entry per record keeps the scans of every fetch cheap and the heap small.
-	recs     []inflight
+	// segs hold the records start..end-1 in offset order, in segments of
+	// consecutive offsets (one slice each rather than an entry per record keeps
+	// the scans of every fetch cheap and the heap small). The offsets between two
+	// segments are a gap: offsets the log skips (compaction removed their
+	// batches), archived, held as a range rather than one entry per offset. The
+	// first segment starts at SPSO (it may be empty, its array kept for reuse).
+	segs     []segment
 	acquired int       // records in stateAcquired
 	expiry   time.Time // no lock ends before it (a lower bound) while acquired > 0
 }
 
+// segment is a run of consecutive offsets of the window, from first.
+type segment struct {
+	first int64
+	recs  []inflight
+}
+
+func (s *segment) end() int64 { return s.first + int64(len(s.recs)) }
+
 func newWindow(st State) *window {
 	w := &window{start: st.StartOffset, end: st.StartOffset}
 	for _, r := range st.Runs {
+		if r.Last < w.end {
+			continue
+		}
+		if r.State == stateArchived && r.Count == 0 {
+			// Never delivered and done: a gap (or control records), kept as a range.
+			w.grow(r.First)
+			w.skip(r.Last + 1)
+			continue
+		}
 		w.grow(r.Last + 1)
-		for o := max(r.First, st.StartOffset); o <= r.Last; o++ {
+		for o := max(r.First, w.start); o <= r.Last; o++ {
 			*w.at(o) = inflight{state: r.State, count: r.Count}
 		}
 	}
@@ -58,19 +80,52 @@ func newWindow(st State) *window {
 	return w
 }
 
-// at returns the record at offset o, or nil outside the window.
+// at returns the record at offset o, or nil outside the window or in a gap.
 func (w *window) at(o int64) *inflight {
 	if o < w.start || o >= w.end {
 		return nil
 	}
-	return &w.recs[o-w.start]
+	// The segment holding o: the last one starting at or below it (usually the
+	// first of one or two).
+	i := sort.Search(len(w.segs), func(i int) bool { return w.segs[i].first > o }) - 1
+	if i < 0 || o >= w.segs[i].end() {
+		return nil
+	}
+	return &w.segs[i].recs[o-w.segs[i].first]
+}
+
+// size is how many records the window holds one by one (not those of gaps).
+func (w *window) size() int {
+	n := 0
+	for i := range w.segs {
+		n += len(w.segs[i].recs)
+	}
+	return n
 }
 
 // grow moves SPEO up to end, the new records available and never delivered.
 func (w *window) grow(end int64) {
-	for ; w.end < end; w.end++ {
-		w.recs = append(w.recs, inflight{})
+	if w.end >= end {
+		return
 	}
+	if n := len(w.segs); n == 0 || w.segs[n-1].end() != w.end {
+		w.segs = append(w.segs, segment{first: w.end})
+	}
+	last := &w.segs[len(w.segs)-1]
+	for ; w.end < end; w.end++ {
+		last.recs = append(last.recs, inflight{})
+	}
+}
+
+// skip moves SPEO up to end over a gap: offsets with no record, done.
+func (w *window) skip(end int64) {
+	if w.end >= end {
+		return
+	}
+	if n := len(w.segs); n > 0 && len(w.segs[n-1].recs) == 0 {
+		w.segs[n-1].first = end // an empty segment moves past the gap
+	}
+	w.end = end
 }
 
 // lock acquires r for member until deadline.
@@ -90,42 +145,68 @@ func (w *window) unlock(r *inflight, state uint8) {
 	r.state, r.owner, r.deadline = state, "", time.Time{}
 }
 
-// runs returns the window as stored: acquired records count as available.
+// runs returns the window as stored: acquired records count as available, a gap
+// is one run of archived offsets never delivered.
 func (w *window) runs() []Run {
 	var out []Run
-	for i := range w.recs {
-		r, o := &w.recs[i], w.start+int64(i)
-		if r.state == stateAvailable && r.count == 0 {
+	add := func(first, last int64, st uint8, count int16) {
+		if n := len(out); n > 0 && out[n-1].Last == first-1 && out[n-1].State == st && out[n-1].Count == count {
+			out[n-1].Last = last
+			return
+		}
+		out = append(out, Run{First: first, Last: last, State: st, Count: count})
+	}
+	next := w.start
+	for si := range w.segs {
+		sg := &w.segs[si]
+		if len(sg.recs) == 0 {
 			continue
 		}
-		st := r.state
-		if st == stateAcquired {
-			st = stateAvailable
+		if sg.first > next {
+			add(next, sg.first-1, stateArchived, 0)
 		}
-		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].State == st && out[n-1].Count == r.count {
-			out[n-1].Last = o
-			continue
+		for i := range sg.recs {
+			r, o := &sg.recs[i], sg.first+int64(i)
+			if r.state == stateAvailable && r.count == 0 {
+				continue
+			}
+			st := r.state
+			if st == stateAcquired {
+				st = stateAvailable
+			}
+			add(o, o, st, r.count)
 		}
-		out = append(out, Run{First: o, Last: o, State: st, Count: r.count})
+		next = sg.end()
+	}
+	if next < w.end {
+		add(next, w.end-1, stateArchived, 0)
 	}
 	return out
 }
 
-// advance moves SPSO past the records that are done.
+// advance moves SPSO past the records that are done, and past the gaps after
+// them.
 func (w *window) advance() {
-	n := 0
-	for n < len(w.recs) && (w.recs[n].state == stateAcknowledged || w.recs[n].state == stateArchived) {
-		n++
+	for len(w.segs) > 0 {
+		sg := &w.segs[0]
+		n := 0
+		for n < len(sg.recs) && (sg.recs[n].state == stateAcknowledged || sg.recs[n].state == stateArchived) {
+			n++
+		}
+		if n < len(sg.recs) {
+			sg.first += int64(n)
+			sg.recs = sg.recs[n:]
+			w.start = sg.first
+			return
+		}
+		if len(w.segs) == 1 {
+			// Everything is done: keep the array for the records to come.
+			*sg = segment{first: w.end, recs: sg.recs[:0]}
+			break
+		}
+		w.segs = w.segs[1:]
 	}
-	if n == 0 {
-		return
-	}
-	w.start += int64(n)
-	if n == len(w.recs) {
-		w.recs = w.recs[:0] // reuse the array
-		return
-	}
-	w.recs = w.recs[n:]
+	w.start = w.end
 }
 
 // expire returns acquired records whose lock has ended to available, or archives
@@ -136,16 +217,19 @@ func (w *window) expire(now time.Time, limit int16, archived *[]Archived) bool {
 	}
 	changed := false
 	var next time.Time
-	for i := range w.recs {
-		r := &w.recs[i]
-		if r.state != stateAcquired {
-			continue
-		}
-		if !now.Before(r.deadline) {
-			w.release(w.start+int64(i), r, limit, archived)
-			changed = true
-		} else if next.IsZero() || r.deadline.Before(next) {
-			next = r.deadline
+	for si := range w.segs {
+		sg := &w.segs[si]
+		for i := range sg.recs {
+			r := &sg.recs[i]
+			if r.state != stateAcquired {
+				continue
+			}
+			if !now.Before(r.deadline) {
+				w.release(sg.first+int64(i), r, limit, archived)
+				changed = true
+			} else if next.IsZero() || r.deadline.Before(next) {
+				next = r.deadline
+			}
 		}
 	}
 	w.expiry = next
@@ -168,10 +252,13 @@ func (w *window) release(o int64, r *inflight, limit int16, archived *[]Archived
 // left or whose share session closed).
 func (w *window) releaseMember(member string, limit int16, archived *[]Archived) bool {
 	changed := false
-	for i := range w.recs {
-		if r := &w.recs[i]; r.state == stateAcquired && r.owner == member {
-			w.release(w.start+int64(i), r, limit, archived)
-			changed = true
+	for si := range w.segs {
+		sg := &w.segs[si]
+		for i := range sg.recs {
+			if r := &sg.recs[i]; r.state == stateAcquired && r.owner == member {
+				w.release(sg.first+int64(i), r, limit, archived)
+				changed = true
+			}
 		}
 	}
 	if changed {
@@ -185,9 +272,11 @@ func (w *window) holds(member string) bool {
 	if w.acquired == 0 {
 		return false
 	}
-	for i := range w.recs {
-		if r := &w.recs[i]; r.state == stateAcquired && r.owner == member {
-			return true
+	for si := range w.segs {
+		for i := range w.segs[si].recs {
+			if r := &w.segs[si].recs[i]; r.state == stateAcquired && r.owner == member {
+				return true
+			}
 		}
 	}
 	return false
@@ -197,14 +286,17 @@ func (w *window) holds(member string) bool {
 // offset order, for member until deadline, and returns their offsets.
 func (w *window) acquireAvailable(member string, max int, deadline time.Time) []int64 {
 	var offs []int64
-	for i := 0; i < len(w.recs) && len(offs) < max; i++ {
-		r := &w.recs[i]
-		if r.state != stateAvailable {
-			continue
+	for si := 0; si < len(w.segs) && len(offs) < max; si++ {
+		sg := &w.segs[si]
+		for i := 0; i < len(sg.recs) && len(offs) < max; i++ {
+			r := &sg.recs[i]
+			if r.state != stateAvailable {
+				continue
+			}
+			w.lock(r, member, deadline)
+			r.count++
+			offs = append(offs, sg.first+int64(i))
 		}
-		w.lock(r, member, deadline)
-		r.count++
-		offs = append(offs, w.start+int64(i))
 	}
 	return offs
 }
@@ -215,14 +307,16 @@ func (w *window) acquireAvailable(member string, max int, deadline time.Time) []
 func (w *window) acquireNew(first, last int64, member string, deadline time.Time, skip bool) []int64 {
 	var offs []int64
 	gap, from := w.end, max(first, w.end)
-	w.grow(last + 1)
-	for o := gap; o < from; o++ {
-		// Offsets the log skips (compaction removed their batches): no record
-		// to deliver, so they are done, not available.
-		w.at(o).state = stateArchived
+	if from > last {
+		return nil
 	}
+	// Offsets the log skips (compaction removed their batches): no record to
+	// deliver, so they are done, not available; a gap, however long, is a range.
+	w.skip(from)
+	w.grow(last + 1)
+	sg := &w.segs[len(w.segs)-1] // grow made [from, last] the end of the last segment
 	for o := from; o <= last; o++ {
-		r := w.at(o)
+		r := &sg.recs[o-sg.first]
 		if skip {
 			r.state = stateArchived
 			continue
@@ -281,20 +375,24 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 	return 0
 }
 
-// counts returns how many records of the window are in each state.
+// counts returns how many records of the window are in each state (the offsets
+// of gaps are archived).
 func (w *window) counts() (available, acquired, acknowledged, archived int) {
-	for i := range w.recs {
-		switch w.recs[i].state {
-		case stateAvailable:
-			available++
-		case stateAcquired:
-			acquired++
-		case stateAcknowledged:
-			acknowledged++
-		case stateArchived:
-			archived++
+	for si := range w.segs {
+		for i := range w.segs[si].recs {
+			switch w.segs[si].recs[i].state {
+			case stateAvailable:
+				available++
+			case stateAcquired:
+				acquired++
+			case stateAcknowledged:
+				acknowledged++
+			case stateArchived:
+				archived++
+			}
 		}
 	}
+	archived += int(w.end-w.start) - w.size()
 	return
 }
 

@@ -81,6 +81,7 @@ func (sp *sharePartition) load() {
 		sp.m.logger.Warn("share partition load failed", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
 		return
 	}
+	stored := st
 	fresh := !ok || st.Deleted
 	if fresh {
 		st = State{StartOffset: sp.log.LastStableOffset()}
@@ -93,6 +94,12 @@ func (sp *sharePartition) load() {
 	}
 	sp.mu.Lock()
 	sp.mu.w = newWindow(st)
+	if ok && stored.LeaderEpoch == sp.epoch {
+		// Loaded again in the epoch that wrote it (after DeleteState, or a failed
+		// load): the writes go on from its number, else readers would keep the
+		// stored state as newer than every write of this window.
+		sp.mu.seq = stored.Seq
+	}
 	sp.mu.version++
 	sp.mu.Unlock()
 	sp.saveSoon()

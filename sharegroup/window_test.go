@@ -1,6 +1,7 @@
 package sharegroup
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -74,8 +75,8 @@ func TestWindowLifecycle(t *testing.T) {
 	if w.acquired != 0 || !w.earliestDeadline().IsZero() {
 		t.Fatalf("%d counted acquired after every record was done", w.acquired)
 	}
-	if w.start != 15 || w.end != 15 || len(w.recs) != 0 {
-		t.Fatalf("SPSO %d SPEO %d, %d in flight; want 15, 15, 0", w.start, w.end, len(w.recs))
+	if w.start != 15 || w.end != 15 || w.size() != 0 {
+		t.Fatalf("SPSO %d SPEO %d, %d in flight; want 15, 15, 0", w.start, w.end, w.size())
 	}
 }
 
@@ -174,14 +175,14 @@ func TestWindowGapArchived(t *testing.T) {
 	if code := w.acknowledge("a", 0, 1, []int8{AckAccept}, now, 5, &archived); code != 0 {
 		t.Fatal(code)
 	}
-	if w.start != 1000 || len(w.recs) != 2 {
-		t.Fatalf("after the records before the gap were accepted: start %d, %d in the window; want 1000, 2", w.start, len(w.recs))
+	if w.start != 1000 || w.size() != 2 {
+		t.Fatalf("after the records before the gap were accepted: start %d, %d in the window; want 1000, 2", w.start, w.size())
 	}
 	// Past an empty window's end, the gap is not stored at all.
 	w.acknowledge("a", 1000, 1001, []int8{AckAccept}, now, 5, &archived)
 	w.acquireNew(5000, 5000, "a", now.Add(time.Minute), false)
-	if w.start != 5000 || len(w.recs) != 1 {
-		t.Fatalf("a gap past an empty window: start %d, %d in the window", w.start, len(w.recs))
+	if w.start != 5000 || w.size() != 1 {
+		t.Fatalf("a gap past an empty window: start %d, %d in the window", w.start, w.size())
 	}
 }
 
@@ -197,5 +198,66 @@ func TestWindowRenewShorterLock(t *testing.T) {
 	}
 	if !w.expire(now.Add(2*time.Second), 5, &archived) {
 		t.Fatal("the renewed lock did not expire at its shorter deadline")
+	}
+}
+
+// TestWindowGapBehindAcquiredIsARange: a long gap of compacted-away offsets
+// behind records still acquired is held as a range, not an entry per offset:
+// the window holds only the records, reads the gap's offsets as done (counted
+// archived, never handed out, not acknowledgeable), stores the gap as one run,
+// and a window loaded from that state is the same. Once the records before the
+// gap are done, SPSO moves past the gap at once.
+func TestWindowGapBehindAcquiredIsARange(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lock := now.Add(time.Minute)
+	const gapEnd = 100_000_000 // 100 M offsets compacted away
+	w := newWindow(State{StartOffset: 0})
+	w.acquireNew(0, 2, "a", lock, false)
+	if got := w.acquireNew(gapEnd, gapEnd+1, "a", lock, false); len(got) != 2 || got[0] != gapEnd {
+		t.Fatalf("acquired %v past the gap", got)
+	}
+	w.grow(gapEnd + 5) // three more, available
+	if w.start != 0 || w.end != gapEnd+5 || w.size() != 8 {
+		t.Fatalf("SPSO %d SPEO %d, %d records held; want 0, %d, 8", w.start, w.end, w.size(), gapEnd+5)
+	}
+	if r := w.at(50_000); r != nil {
+		t.Fatalf("an offset of the gap is held: %+v", r)
+	}
+	if r := w.at(gapEnd + 1); r == nil || r.state != stateAcquired || r.owner != "a" {
+		t.Fatalf("record past the gap: %+v", r)
+	}
+	if avail, acq, _, arch := w.counts(); avail != 3 || acq != 5 || arch != gapEnd-3 {
+		t.Fatalf("counts: %d available, %d acquired, %d archived; want 3, 5, %d", avail, acq, arch, gapEnd-3)
+	}
+	var archived []Archived
+	if code := w.acknowledge("a", 2, 4, []int8{AckAccept}, now, 5, &archived); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("acknowledging offsets of the gap: %d, want INVALID_RECORD_STATE", code)
+	}
+	if got := w.acquireAvailable("b", 10, lock); len(got) != 3 || got[0] != gapEnd+2 {
+		t.Fatalf("available records handed out: %v", got)
+	}
+
+	runs := w.runs()
+	gap := Run{First: 3, Last: gapEnd - 1, State: stateArchived}
+	if len(runs) != 3 || runs[1] != gap {
+		t.Fatalf("stored runs %+v; want the gap as one run %+v", runs, gap)
+	}
+	st, err := decodeState(encodeState(State{StartOffset: w.start, Runs: runs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := newWindow(st)
+	if w2.start != 0 || w2.end != gapEnd+5 || w2.size() != 8 || !reflect.DeepEqual(w2.runs(), runs) {
+		t.Fatalf("loaded window: SPSO %d SPEO %d, %d held, runs %+v", w2.start, w2.end, w2.size(), w2.runs())
+	}
+	if r := w2.at(1); r == nil || r.state != stateAvailable || r.count != 1 {
+		t.Fatalf("a record acquired before the load: %+v, want available, delivered once", r)
+	}
+
+	if code := w.acknowledge("a", 0, 2, []int8{AckAccept}, now, 5, &archived); code != 0 {
+		t.Fatalf("accept: %d", code)
+	}
+	if w.start != gapEnd || w.size() != 5 || len(w.segs) != 1 {
+		t.Fatalf("after the records before the gap were accepted: SPSO %d, %d held in %d segments; want %d, 5, 1", w.start, w.size(), len(w.segs), gapEnd)
 	}
 }

@@ -87,13 +87,15 @@ func groupDeleteCommand() *cli.Command {
 func groupResetOffsetsCommand() *cli.Command {
 	return flagsAnywhere(&cli.Command{
 		Name:      "reset-offsets",
-		Usage:     "set a group's committed offsets of a topic",
+		Usage:     "set a group's committed offsets of a topic (a share group's start offsets)",
 		ArgsUsage: "GROUP",
 		Description: "Commits new offsets for every partition of --topic in GROUP, which must have\n" +
 			"no active members (stop its consumers first). Give exactly one of --to-earliest,\n" +
 			"--to-latest, --to-offset N (clamped to each partition's log) or --to-datetime\n" +
 			"RFC3339 (the first record at or after that time; the log end if there is none).\n" +
-			"Prints each partition's old and new offset; --dry-run commits nothing.",
+			"Prints each partition's old and new offset; --dry-run commits nothing.\n" +
+			"For a share group, the offsets are its share-partitions' start offsets\n" +
+			"(AlterShareGroupOffsets): the next member gets the records from there.",
 		HideHelpCommand: true,
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` whose offsets to reset (required)"},

@@ -7,6 +7,16 @@ import json
 import statistics
 import sys
 
+def bucket_quantile(buckets, q):
+    """The upper bound of the cumulative histogram bucket holding quantile q."""
+    bs = sorted(((float(b["le"]), b["n"]) for b in buckets), key=lambda x: x[0])
+    total = bs[-1][1] if bs else 0
+    for le, n in bs:
+        if total and n >= q * total:
+            return le
+    return float("nan")
+
+
 runs = {}
 for line in open(sys.argv[1]):
     d = json.loads(line)
@@ -14,7 +24,8 @@ for line in open(sys.argv[1]):
 
 rows = {}
 for (tag, r), m in sorted(runs.items()):
-    one, rf3, rate = m.get("one"), m.get("rf3"), m.get("rf3_20mbs")
+    one, rf3, rate, waits = m.get("one"), m.get("rf3"), m.get("rf3_20mbs"), m.get("ack_wait")
+    reqs, rate_reqs = m.get("rf3_requests"), m.get("rf3_20mbs_requests")
     vals = rows.setdefault(tag, {})
     if one and rf3:
         vals.setdefault("RF3 MB/s", []).append(rf3["mb_per_sec"])
@@ -23,11 +34,20 @@ for (tag, r), m in sorted(runs.items()):
         vals.setdefault("RF3 s CPU/GB (3 nodes)", []).append(rf3["broker_cpu_seconds_per_gb"])
         vals.setdefault("RF3 / one node, CPU/GB", []).append(
             rf3["broker_cpu_seconds_per_gb"] / one["broker_cpu_seconds_per_gb"])
+    if rf3 and reqs:  # the three nodes' requests handled during the RF 3 run
+        vals.setdefault("RF3 Produce requests per GB", []).append(reqs["Produce"] / (rf3["bytes"] / 1e9))
+        vals.setdefault("RF3 Fetch requests per GB", []).append(reqs["Fetch"] / (rf3["bytes"] / 1e9))
     if rate:
         vals.setdefault("20 MB/s linger 0: 3 nodes' CPU s per 10 s", []).append(rate["broker_cpu_seconds"] * 10 / rate["seconds"])
         vals.setdefault("20 MB/s linger 0: p99 ms", []).append(rate["produce_latency"]["p99_ms"])
         vals.setdefault("20 MB/s linger 0: p50 ms", []).append(rate["produce_latency"]["p50_ms"])
         vals.setdefault("20 MB/s linger 0: sender lag ms", []).append(rate.get("max_send_lag_ms") or 0)
+    if rate and rate_reqs:
+        vals.setdefault("20 MB/s: Produce requests per s (3 nodes)", []).append(rate_reqs["Produce"] / rate["seconds"])
+        vals.setdefault("20 MB/s: Fetch requests per s (3 nodes)", []).append(rate_reqs["Fetch"] / rate["seconds"])
+    if waits:  # the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds), at bucket bounds
+        for q in (0.5, 0.99):
+            vals.setdefault("20 MB/s: leaders' ack wait p%d ms (<=)" % round(q * 100), []).append(bucket_quantile(waits, q) * 1000)
 
 for tag, vals in rows.items():
     print(tag)

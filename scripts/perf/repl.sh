@@ -3,7 +3,9 @@
 # started with the serve args in $ARGS (e.g. "--replica-fetch-min-bytes 65536
 # --replica-fetch-wait-max 2ms"), beside one fresh node: produce throughput with the
 # nodes' CPU per GB, and acks=all latency at 20 MB/s with linger 0. One JSON line
-# per command appended to $OUT, tagged with $TAG. RATE_ONLY=1 runs only the 20 MB/s one.
+# per command appended to $OUT, tagged with $TAG, with the three nodes' Produce and Fetch
+# requests of each RF 3 run and the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds)
+# of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one.
 #   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY)
 set -eu
 R=$1
@@ -30,5 +32,21 @@ start c1; C1=$KAFKA; HC1=$HTTP; J=$EC
 start c2 --join $J; HC2=$HTTP
 start c3 --join $J; HC3=$HTTP
 H="--http $HC1 --http $HC2 --http $HC3"
-[ -n "${RATE_ONLY:-}" ] || "$SKIFF" bench produce -b $C1 $H -t rf3 -r 3 --config min.insync.replicas=2 -d $D --json | rec rf3
+# The three nodes' Produce and Fetch requests so far, as {"Produce": N, "Fetch": M}.
+requests() { for h in $HC1 $HC2 $HC3; do curl -s "http://$h/metrics"; done |
+  awk -F'[" ]' '/^skiff_requests_total\{api="(Produce|Fetch)"\}/ { c[$2] += $NF }
+       END { printf "{\"Produce\":%d,\"Fetch\":%d}\n", c["Produce"], c["Fetch"] }'; }
+if [ -z "${RATE_ONLY:-}" ]; then
+  Q0=$(requests)
+  "$SKIFF" bench produce -b $C1 $H -t rf3 -r 3 --config min.insync.replicas=2 -d $D --json | rec rf3
+  jq -n --argjson b "$Q0" --argjson a "$(requests)" '{Produce: ($a.Produce - $b.Produce), Fetch: ($a.Fetch - $b.Fetch)}' | rec rf3_requests
+fi
+# The three nodes' skiff_produce_ack_wait_seconds buckets summed ({} on a build without it):
+# the 20 MB/s run's acknowledgement waits on the leaders, from append to acknowledged.
+ackwait() { for h in $HC1 $HC2 $HC3; do curl -s "http://$h/metrics"; done |
+  awk '/^skiff_produce_ack_wait_seconds_bucket/ { match($0, /le="[^"]*"/); c[substr($0, RSTART+4, RLENGTH-5)] += $NF }
+       END { printf "{"; n = 0; for (k in c) printf "%s\"%s\":%d", (n++ ? "," : ""), k, c[k]; print "}" }'; }
+W0=$(ackwait); Q0=$(requests)
 "$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger 0 --json | rec rf3_20mbs
+jq -n --argjson b "$W0" --argjson a "$(ackwait)" '[$a | to_entries[] | {le: .key, n: (.value - ($b[.key] // 0))}]' | rec ack_wait
+jq -n --argjson b "$Q0" --argjson a "$(requests)" '{Produce: ($a.Produce - $b.Produce), Fetch: ($a.Fetch - $b.Fetch)}' | rec rf3_20mbs_requests
