@@ -291,8 +291,20 @@ func TestTxnReadCommittedAcrossRestart(t *testing.T) {
 			}
 		}
 	}
+	// markersWritten waits until no transaction is open on part: EndTxn answers
+	// once the decision is recorded, and the markers follow.
+	markersWritten := func(part *replication.Partition) {
+		t.Helper()
+		for len(part.OpenTxns()) > 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("transactions still open: %+v", part.OpenTxns())
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
 	write(n.KafkaAddr(), 6, 0)
 	part := n.parts.Partition(topic, 0)
+	markersWritten(part)
 	aborted, producers, hw := part.AbortedTxns(0, math.MaxInt64), part.Producers(), part.HighWatermark()
 	if len(aborted) != 2 {
 		t.Fatalf("aborted transactions before the restart: %+v, want 2", aborted)
@@ -318,6 +330,7 @@ func TestTxnReadCommittedAcrossRestart(t *testing.T) {
 	}
 	readCommitted("after the restart", n.KafkaAddr(), hw)
 	write(n.KafkaAddr(), 3, 6)
+	markersWritten(part)
 	if got := part.AbortedTxns(0, math.MaxInt64); len(got) != 3 {
 		t.Fatalf("aborted transactions after more rounds: %+v, want 3", got)
 	}

@@ -9,7 +9,8 @@ package kafkaapi
 // A transactional producer is answered by the transaction coordinator of its id
 // (package txn): its producer id at a new epoch, which fences older producers of the
 // id; a transaction the previous one left open is aborted first
-// (CONCURRENT_TRANSACTIONS meanwhile); transaction_timeout_ms above
+// (CONCURRENT_TRANSACTIONS meanwhile), and one being ended, whose markers are
+// being written, is waited for; transaction_timeout_ms above
 // transaction.max.timeout.ms gets INVALID_TRANSACTION_TIMEOUT. From v3 the producer
 // may give its current producer id and epoch (KIP-360): a mismatch is
 // PRODUCER_FENCED.

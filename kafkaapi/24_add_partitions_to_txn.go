@@ -6,7 +6,9 @@ package kafkaapi
 // starts if none is open; the answer comes once the transaction's state is
 // committed to __transaction_state. A partition of an unknown topic gets
 // UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; a stale epoch
-// INVALID_PRODUCER_EPOCH; a transaction being ended CONCURRENT_TRANSACTIONS.
+// INVALID_PRODUCER_EPOCH. While the markers of the producer's previous
+// transaction are being written the request waits for them (up to the
+// coordinator's commit timeout, then CONCURRENT_TRANSACTIONS).
 //
 // v4 batches several transactional ids (transactions); an entry with verify_only
 // adds nothing and answers, per partition, whether it is in the id's open

@@ -3,11 +3,12 @@ package kafkaapi
 // EndTxn, key 26, versions 0..3.
 //
 // Behaviour (package txn): the producer's transaction is committed (commit true) or
-// aborted: the decision is recorded in __transaction_state, commit or abort markers
-// are written to every partition of the transaction, and the answer comes once they
-// are (or, with the decision recorded, after the coordinator's commit timeout; the
-// markers are then written in the background and the producer's next transaction
-// waits with CONCURRENT_TRANSACTIONS). Repeating the same decision succeeds; the
+// aborted: the decision is recorded in __transaction_state, and the answer comes
+// once that record is committed, as in Kafka; commit or abort markers are then
+// written to every partition of the transaction in the background, and the
+// producer's next AddPartitionsToTxn or AddOffsetsToTxn waits for them (up to the
+// coordinator's commit timeout, then CONCURRENT_TRANSACTIONS). Repeating the same
+// decision succeeds once the markers are written; the
 // other decision gets INVALID_TXN_STATE, as does ending a transaction that has no
 // partitions.
 //

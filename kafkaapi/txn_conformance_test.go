@@ -190,9 +190,9 @@ func conformEndTxn(t *testing.T, c *kconn, versions []int16) {
 				t.Fatalf("LSO with the transaction open: %d, want 0", lso)
 			}
 			wantCode(t, "commit", f.end(t, c, v, true), 0)
-			if lso := listOffset(t, c, f.topic, 1); lso != 3 {
-				t.Fatalf("LSO after the commit: %d, want 3 (two records and the marker)", lso)
-			}
+			// EndTxn answers once the decision is recorded; the marker follows.
+			waitFor(t, 10*time.Second, "the LSO after the commit to reach 3 (two records and the marker)",
+				func() bool { return listOffset(t, c, f.topic, 1) == 3 })
 			wantCode(t, "commit again", f.end(t, c, v, true), 0)
 			wantCode(t, "abort after commit", f.end(t, c, v, false), kerr.InvalidTxnState.Code)
 		})
@@ -304,9 +304,8 @@ func conformTxnOffsetCommit(t *testing.T, c *kconn, versions []int16) {
 			stable.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: f.topic, Partitions: []int32{0}}}
 			wantCode(t, "require_stable while pending", c.do(stable).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0].ErrorCode, kerr.UnstableOffsetCommit.Code)
 			wantCode(t, "commit", f.end(t, c, 0, true), 0)
-			if o := fetch(); o != 42 {
-				t.Fatalf("offset after the commit: %d, want 42", o)
-			}
+			// EndTxn answers once the decision is recorded; the marker follows.
+			waitFor(t, 10*time.Second, "the offset after the commit to be 42", func() bool { return fetch() == 42 })
 			p := c.do(stable).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
 			if p.ErrorCode != 0 || p.Offset != 42 {
 				t.Fatalf("require_stable after the commit: %s offset %d, want 42", errName(p.ErrorCode), p.Offset)

@@ -4,6 +4,7 @@ package txn
 // the complete state; and aborting transactions open longer than their timeout.
 
 import (
+	"context"
 	"time"
 
 	"skiff/internal/batch"
@@ -63,15 +64,27 @@ func (sh *shard) complete(m *txnMeta) {
 		next.state = CompleteCommit
 	}
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
-	// The complete state takes effect once appended, before it is committed:
-	// every later change of this id is appended after it and answered only once
-	// committed, which commits this record too; and a coordinator that finds the
-	// transaction still prepared writes its markers again, which partitions ignore.
+	// The complete state takes effect once the markers are written, before its
+	// record is committed: every later change of this id is appended after it and
+	// answered only once committed, which commits this record too; and a
+	// coordinator that finds the transaction still prepared writes its markers
+	// again, which partitions ignore. When the producer already waits to start
+	// its next transaction, the record is left to that change (transition), so
+	// that both take one append and one sync instead of two in a row.
+	sh.mu.Lock()
+	if m.awaiting > 0 {
+		m.set(next)
+		m.pending, m.completeUnwritten = false, true
+		sh.mu.Unlock()
+		sh.notifyChanged()
+		return
+	}
+	sh.mu.Unlock()
 	for {
 		_, err := sh.appendStates(next)
 		if err == nil {
 			sh.mu.Lock()
-			*m = *next
+			m.set(next)
 			m.pending = false
 			sh.mu.Unlock()
 			sh.notifyChanged()
@@ -79,6 +92,40 @@ func (sh *shard) complete(m *txnMeta) {
 		}
 		if !retry("recording a transaction complete", err) {
 			return
+		}
+	}
+}
+
+// awaitCompletion returns the state of transactional id once the transaction
+// its producer ended has its markers written, or ctx ends, or CommitTimeout
+// passes: the producer's next request waits here rather than get
+// CONCURRENT_TRANSACTIONS, which clients answer with a backoff. Only producer
+// pid (any when negative) at epoch (any when negative) waits; others get their
+// answer at once. It is called and returns with sh.mu held.
+func (sh *shard) awaitCompletion(ctx context.Context, id string, pid int64, epoch int16) *txnMeta {
+	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	for {
+		m := sh.txns[id]
+		if m == nil || (pid >= 0 && m.pid != pid) || (epoch >= 0 && m.epoch != epoch) ||
+			(m.state != PrepareCommit && m.state != PrepareAbort) {
+			return m
+		}
+		m.awaiting++
+		changed := sh.changed
+		sh.mu.Unlock()
+		var done bool
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			done = true
+		case <-sh.ctx.Done():
+			done = true
+		}
+		sh.mu.Lock()
+		m.awaiting--
+		if done {
+			return sh.txns[id]
 		}
 	}
 }

@@ -20,7 +20,10 @@
 // are idempotent: a partition ignores a marker for a transaction not open there).
 //
 // Each transaction has at most one change in flight (txnMeta.pending): requests that
-// would change it meanwhile get CONCURRENT_TRANSACTIONS, which clients retry.
+// would change it meanwhile get CONCURRENT_TRANSACTIONS, which clients retry,
+// except the producer's next AddPartitionsToTxn or AddOffsetsToTxn after EndTxn,
+// which waits for the markers (complete.go): EndTxn answers once the decision is
+// committed.
 //
 // Lock order: Coordinator.mu, then shard.mu; no lock is held while appending,
 // waiting for a commit or writing markers.
@@ -90,7 +93,8 @@ type Config struct {
 	// DefaultIDExpiration).
 	IDExpiration time.Duration
 	// CommitTimeout bounds the wait for a state record to be committed, and how
-	// long EndTxn waits for the markers before answering (default 10 s).
+	// long the producer's next transaction waits for the markers of the one it
+	// ended (default 10 s).
 	CommitTimeout time.Duration
 	// DB holds the materialized state of __transaction_state (offsets.TxnShard);
 	// nil: it is kept in memory, and a coordinator's first election applies its

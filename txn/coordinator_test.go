@@ -123,7 +123,11 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("end: %d (the decision is recorded: success)", code)
 	}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts); code != codeConcurrent {
+	// The next transaction waits for the markers, here until its context ends.
+	addCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	code, _ = c.AddPartitions(addCtx, "app", pid, epoch, parts)
+	cancel()
+	if code != codeConcurrent {
 		t.Fatalf("add partitions while the markers are pending: %d, want CONCURRENT_TRANSACTIONS", code)
 	}
 

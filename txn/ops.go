@@ -15,7 +15,8 @@ import (
 // fences every older producer of the id (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH
 // from then on). A transaction left open by the previous producer is aborted first:
 // the answer is then CONCURRENT_TRANSACTIONS, and the client asks again. pid and
-// epoch are the producer's own (-1 for a new producer, KIP-360).
+// epoch are the producer's own (-1 for a new producer, KIP-360). While the markers
+// of an ended transaction of the id are being written it waits for them.
 func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout time.Duration, pid int64, epoch int16) (int64, int16, int16) {
 	if timeout <= 0 || timeout > c.cfg.MaxTimeout {
 		return -1, -1, codeInvalidTimeout
@@ -25,7 +26,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		return -1, -1, code
 	}
 	sh.mu.Lock()
-	m := sh.txns[id]
+	// A transaction being ended (by this producer, or aborted by the coordinator)
+	// is waited for; the new epoch then follows its complete state.
+	m := sh.awaitCompletion(ctx, id, pid, -1)
 	if m == nil {
 		// A new id: allocate its producer id, record it at epoch 0.
 		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1, pending: true}
@@ -150,7 +153,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		return code, nil
 	}
 	sh.mu.Lock()
-	m := sh.txns[id]
+	m := sh.awaitCompletion(ctx, id, pid, epoch)
 	if code := checkProducerLocked(m, pid, epoch); code != 0 {
 		sh.mu.Unlock()
 		return code, nil
@@ -199,9 +202,10 @@ const OffsetsTopic = "__consumer_offsets"
 // EndTxn commits (commit set) or aborts the transaction of id: the decision is
 // recorded (PrepareCommit / PrepareAbort), then markers are written to every
 // partition of the transaction, then it is recorded complete. EndTxn answers once
-// the markers are written, or once CommitTimeout has passed with the decision
-// recorded (the markers are then written in the background; the producer's next
-// transaction waits for them with CONCURRENT_TRANSACTIONS).
+// the decision is committed, as Kafka does; the markers are written in the
+// background, and the producer's next AddPartitionsToTxn or AddOffsetsToTxn
+// waits for them (awaitCompletion). A retry of the decision answers once they
+// are written.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
 	sh, code := c.shardFor(id)
 	if code != 0 {
@@ -239,7 +243,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		return waitCode(err)
 	}
 	sh.startCompletion(m)
-	return sh.waitComplete(ctx, m, done)
+	return 0
 }
 
 // waitComplete waits until m reaches state done, ctx ends or CommitTimeout

@@ -194,14 +194,21 @@ func (sh *shard) writeRecords(recs []batch.Record) error {
 
 // transition writes next, a changed copy of m (marked pending by the caller), and
 // makes it m's state once committed; on failure m stays as it was. Either way m is
-// no longer pending.
+// no longer pending. A complete state of m not yet written goes first, in the
+// same batch.
 func (sh *shard) transition(m, next *txnMeta) error {
-	next.pending = false
-	err := sh.write(next)
+	sh.mu.Lock()
+	states := make([]*txnMeta, 0, 2)
+	if m.completeUnwritten {
+		states = append(states, m.clone())
+	}
+	sh.mu.Unlock()
+	next.pending, next.completeUnwritten = false, false
+	err := sh.write(append(states, next)...)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if err == nil {
-		*m = *next
+		m.set(next)
 	}
 	m.pending = false
 	return err

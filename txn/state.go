@@ -99,6 +99,23 @@ type txnMeta struct {
 	lastEpoch int16
 	// pending is set while a change of this transaction is being written.
 	pending bool
+	// awaiting counts the requests of the producer waiting for its ended
+	// transaction's markers (shard.awaitCompletion). In memory only.
+	awaiting int
+	// completeUnwritten: the state is CompleteCommit or CompleteAbort, and its
+	// record was left to the next change of this id, which a request was waiting
+	// to make: that change appends both records in one batch, so one sync covers
+	// them (complete.go). Should that request change nothing, the record waits
+	// for the id's next change; a coordinator elected meanwhile finds the
+	// transaction prepared and writes its markers again. In memory only.
+	completeUnwritten bool
+}
+
+// set makes next m's state; the requests waiting on m stay counted.
+func (m *txnMeta) set(next *txnMeta) {
+	awaiting := m.awaiting
+	*m = *next
+	m.awaiting = awaiting
 }
 
 // sortedPartitions returns the transaction's partitions in order.

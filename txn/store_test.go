@@ -78,12 +78,13 @@ func TestCoordinatorLoadsFromStore(t *testing.T) {
 	}
 	store := db.TxnShard(0)
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for { // EndTxn answers before the markers: wait for the complete state too
+		d, _ := c.Describe("id-0")
 		applied, err := store.Applied()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if applied == log.LogEndOffset() && log.HighWatermark() == applied {
+		if d.State == CompleteCommit && applied == log.LogEndOffset() && log.HighWatermark() == applied {
 			break
 		}
 		if time.Now().After(deadline) {
