@@ -189,6 +189,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MetaCacheBytes is Pebble's block cache (default: the offsets package's).
 	MetaCacheBytes int64
+	// SegmentFileCache is how many idle sealed segment files the node keeps open,
+	// all partitions together (logstore.FileCache); 0: logstore's default, from
+	// the open-file limit.
+	SegmentFileCache int
 	// FlushPolicy is the broker default of the topic config flush.policy:
 	// replicated, always or interval (docs/durability.md). Empty (the default): by
 	// replication factor, always for topics with one replica, replicated for more.

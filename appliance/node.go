@@ -70,6 +70,7 @@ import (
 	"skiff/internal/pki"
 	"skiff/internal/tlsconf"
 	"skiff/kafkaapi"
+	"skiff/logstore"
 	"skiff/offsets"
 	"skiff/quota"
 	"skiff/replication"
@@ -245,6 +246,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		ProducerIDExpiration:   cfg.Txn.ProducerIDExpiration,
 		FS:                     n.fs,
+		SegmentFiles:           logstore.NewFileCache(cfg.SegmentFileCache),
 		Cleaner:                cfg.cleanerConfig(),
 	})
 	if err != nil {

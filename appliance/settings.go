@@ -281,6 +281,8 @@ func (c *Config) Settings() []Setting {
 		{Name: "flush-interval", Kafka: "log.flush.interval.ms", KafkaType: cluster.ConfigTypeLong, Unlisted: true, Dynamic: true,
 			Doc: "default flush.ms of topics: how often flush.policy=interval fdatasyncs",
 			v:   duration(&c.FlushInterval, defaultFlushInterval)},
+		{Name: "segment-file-cache", Doc: "most idle sealed segment files kept open, all partitions together: others are opened when read (each partition's active segment is always open; docs/scaling.md); 0: an eighth of the open-file limit",
+			v: integer(&c.SegmentFileCache, 0)},
 		{Name: "shutdown-timeout", Doc: "how long a stop waits for in-flight requests before closing connections",
 			v: duration(&c.ShutdownTimeout, 30*time.Second)},
 		{Name: "group-min-session-timeout", Kafka: "group.min.session.timeout.ms", KafkaType: cluster.ConfigTypeInt,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"skiff/internal/batch"
 )
 
@@ -158,7 +160,7 @@ func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 			}
 		}
 		run := data[:runBytes]
-		if w, err := act.file.f.WriteAt(run, act.size); err != nil {
+		if w, err := act.file.writable().WriteAt(run, act.size); err != nil {
 			return l.undoWriteLocked(act, fmt.Errorf("logstore: write %s at %d (%d of %d bytes written): %w", act.file.path, act.size, w, len(run), err))
 		}
 		l.written.Add(runBytes)
@@ -188,7 +190,7 @@ func (l *Log) writeLocked(data []byte, hs []batch.Header) error {
 // latched: a full disk may have room again later. If the cut fails, the file's
 // contents are unknown and the error is latched. The caller holds appendMu.
 func (l *Log) undoWriteLocked(act *segment, werr error) error {
-	if err := truncateFile(act.file.f, act.size); err != nil {
+	if err := truncateFile(act.file.writable(), act.size); err != nil {
 		return l.latchLocked(errors.Join(werr, fmt.Errorf("logstore: cut %s back to %d bytes: %w", act.file.path, act.size, err)))
 	}
 	return werr
@@ -197,7 +199,7 @@ func (l *Log) undoWriteLocked(act *segment, werr error) error {
 // rollLocked closes the active segment and starts a new one at base. It does not
 // fsync (it runs under the append lock): the old segment and the new directory
 // entry are synced by the next Sync (or Close), which records the old segment as
-// closed in the index only then. The caller holds appendMu. A new segment that
+// closed in the index and lets its file go to the cache (unpins it) only then. The caller holds appendMu. A new segment that
 // cannot be created (a full disk) leaves the old one active and the log as it was.
 func (l *Log) rollLocked(base int64) error {
 	old := l.active()
@@ -221,47 +223,64 @@ func (l *Log) rollLocked(base int64) error {
 
 // syncTarget is what one Sync fdatasyncs, taken under appendMu: the rolled segments
 // not yet synced, the directory if segment files were created in it, and the
-// active segment, each file with a reference.
+// active segment, each file acquired (all are pinned, so this opens nothing).
 type syncTarget struct {
 	rolled     []*segment
 	active     *segment
-	dirChanges int64 // the directory needs a sync if this exceeds dirSynced
-	end        int64 // log end offset
-	written    int64 // bytes written
+	files      []vfs.File // of rolled, then of active
+	dirChanges int64      // the directory needs a sync if this exceeds dirSynced
+	end        int64      // log end offset
+	written    int64      // bytes written
 	gen        uint64
 }
 
-func (l *Log) syncTargetLocked() syncTarget {
+func (l *Log) syncTargetLocked() (syncTarget, error) {
 	t := syncTarget{active: l.active(), dirChanges: l.dirChanges, written: l.written.Load(), gen: l.gen.Load()}
 	t.end = t.active.next
 	for _, s := range l.mu.segs {
 		if s.unsynced {
-			s.file.ref()
 			t.rolled = append(t.rolled, s)
 		}
 	}
-	t.active.file.ref()
-	return t
+	for _, s := range append(t.rolled[:len(t.rolled):len(t.rolled)], t.active) {
+		f, err := s.file.acquire()
+		if err != nil {
+			t.release()
+			return syncTarget{}, fmt.Errorf("logstore: sync %s: %w", s.file.path, err)
+		}
+		t.files = append(t.files, f)
+	}
+	return t, nil
+}
+
+// release lets go of the files t acquired.
+func (t *syncTarget) release() {
+	for i := range t.files {
+		if i < len(t.rolled) {
+			_ = t.rolled[i].file.release()
+		} else {
+			_ = t.active.file.release()
+		}
+	}
+	t.files = nil
 }
 
 // sync fdatasyncs t's files, rolled segments first, then the directory, then the
-// active segment, and drops the references. Called without locks.
+// active segment, and releases them. Called without locks.
 func (l *Log) sync(t syncTarget, dirSynced int64) error {
+	defer t.release()
 	var err error
-	for _, s := range t.rolled {
-		if err == nil {
-			err = syncFile(s.file.f, s.file.path)
+	for i, s := range t.rolled {
+		if err = syncFile(t.files[i], s.file.path); err != nil {
+			return err
 		}
-		_ = s.file.unref()
 	}
-	if err == nil && t.dirChanges > dirSynced {
-		err = l.syncDir()
+	if t.dirChanges > dirSynced {
+		if err = l.syncDir(); err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		err = syncFile(t.active.file.f, t.active.file.path)
-	}
-	_ = t.active.file.unref() // the Log still holds a reference unless it was closed meanwhile
-	return err
+	return syncFile(t.files[len(t.files)-1], t.active.file.path)
 }
 
 // syncedLocked records that t was synced: its rolled segments become closed in the
@@ -272,22 +291,38 @@ func (l *Log) syncedLocked(t syncTarget) {
 		return
 	}
 	l.dirSynced = max(l.dirSynced, t.dirChanges)
+	// The flags change under mu too: Segments and the cleaner read them holding
+	// only mu.
+	var sealed []SegmentMeta
+	var files []*segFile
+	l.mu.Lock()
 	for _, s := range t.rolled {
-		s.unsynced = false
-		if err := l.idx.PutSegment(s.meta()); err != nil {
-			l.log.Warn("recording a rolled segment in the index", "file", s.file.path, "err", err)
+		if !s.unsynced {
+			continue // a Sync that ran meanwhile recorded it
 		}
+		s.unsynced = false
+		sealed, files = append(sealed, s.meta()), append(files, s.file)
 	}
 	pending := false
 	for _, s := range l.mu.segs {
 		pending = pending || s.unsynced
 	}
+	l.mu.Unlock()
 	l.rolledUnsynced.Store(pending)
+	for i, m := range sealed {
+		if err := l.idx.PutSegment(m); err != nil {
+			l.log.Warn("recording a rolled segment in the index", "file", files[i].path, "err", err)
+		}
+		_ = files[i].unpin() // sealed: opened again when read, if the cache closes it
+	}
 }
 
 // syncAllLocked fdatasyncs everything unsynced while holding appendMu (Close).
 func (l *Log) syncAllLocked() error {
-	t := l.syncTargetLocked()
+	t, err := l.syncTargetLocked()
+	if err != nil {
+		return err
+	}
 	if err := l.sync(t, l.dirSynced); err != nil {
 		return err
 	}
@@ -308,11 +343,15 @@ func (l *Log) Sync() error {
 		l.appendMu.Unlock()
 		return err
 	}
-	t := l.syncTargetLocked()
+	t, err := l.syncTargetLocked()
+	if err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
 	dirSynced := l.dirSynced
 	l.appendMu.Unlock()
 
-	err := l.sync(t, dirSynced)
+	err = l.sync(t, dirSynced)
 
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()

@@ -1,6 +1,7 @@
 package logstore_test
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -112,4 +113,49 @@ func itoa(n int64) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// BenchmarkReadSealedFiles reads 64 KiB at random offsets of a log of 32 sealed
+// segments and copies the bytes out, through a segment file cache that holds
+// every file (each Read finds its file open) and through one that holds a
+// single file (nearly every Read opens its file again): the cost of a cache
+// miss on the read path.
+func BenchmarkReadSealedFiles(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		capacity int
+	}{{"cache-all", 64}, {"cache-1", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			cache := logstore.NewFileCache(c.capacity)
+			l := openLog(b, b.TempDir(), logstore.Config{SegmentBytes: 1 << 20, RetentionMs: -1, Files: cache}, logstore.NewMemIndex())
+			defer closeLog(b, l)
+			one := makeBatch(b, 1, 1024-batchOverheadFor1Record(b, 1024), 1)
+			for range 32 << 10 {
+				if _, err := l.Append(one, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := l.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			end := l.LogEndOffset()
+			rng := rand.New(rand.NewPCG(1, 1))
+			var total int64
+			b.ResetTimer()
+			for range b.N {
+				s, err := l.Read(rng.Int64N(end), 64<<10, math.MaxInt64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := s.WriteTo(io.Discard)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += n
+				s.Release()
+			}
+			b.SetBytes(total / int64(b.N))
+			b.ReportMetric(float64(cache.Reopened())/float64(b.N), "reopens/op")
+		})
+	}
 }

@@ -93,8 +93,8 @@ const scanChunk = 1 << 20
 // ScanSegment calls fn with every batch of the sealed segment with base offset
 // base, in order; each is checked (batch.Check, offsets growing) and its bytes
 // are valid only during the call. It stops at and returns fn's first error. It
-// reads through its own reference to the file, so retention or a Rewrite
-// meanwhile does not disturb it.
+// holds the file open while it reads, so retention or a Rewrite meanwhile does
+// not disturb it.
 func (l *Log) ScanSegment(base int64, fn func(h batch.Header, b []byte) error) error {
 	l.mu.RLock()
 	i := slices.IndexFunc(l.mu.segs, func(s *segment) bool { return s.base == base })
@@ -104,11 +104,16 @@ func (l *Log) ScanSegment(base int64, fn func(h batch.Header, b []byte) error) e
 	}
 	s := l.mu.segs[i]
 	sf, size := s.file, s.size
-	sf.ref()
 	l.mu.RUnlock()
-	defer sf.unref()
+	f, err := sf.acquire()
+	if errors.Is(err, errFileGone) {
+		return fmt.Errorf("%w: segment %d removed", ErrSegmentsChanged, base)
+	} else if err != nil {
+		return fmt.Errorf("logstore: open %s: %w", sf.path, err)
+	}
+	defer sf.release()
 
-	cr := chunkReader{f: sf.f, size: size, buf: make([]byte, 0, scanChunk)}
+	cr := chunkReader{f: f, size: size, buf: make([]byte, 0, scanChunk)}
 	pos, expect := int64(0), base
 	for pos < size {
 		b, err := cr.batchAt(pos)
@@ -380,14 +385,23 @@ func (r *Rewrite) Commit() error {
 	}
 	// The replaced segments, retention, truncation and Close wait for cleanMu,
 	// so the segments stay as checked; appends only touch the active segment.
+	// Their files are held open (pinned) across the renames, so that a reader
+	// that opens one meanwhile gets the replaced file, not the one renamed over
+	// it; they are retired once the log no longer lists them.
+	if err := r.pinSources(); err != nil {
+		r.Abort()
+		return err
+	}
 	for _, s := range r.srcs {
 		if err := l.idx.DeleteSegment(s.base); err != nil {
+			r.unpinSources()
 			r.Abort()
 			return fmt.Errorf("logstore: rewrite: drop index of segment %d: %w", s.base, err)
 		}
 	}
 	swap := l.swapPath(r.base)
 	if err := l.fs.Rename(r.path, swap); err != nil {
+		r.unpinSources()
 		r.Abort()
 		return fmt.Errorf("logstore: rewrite: rename %s: %w", r.path, err)
 	}
@@ -399,15 +413,17 @@ func (r *Rewrite) Commit() error {
 		return l.latchLocked(fmt.Errorf("logstore: rewrite of segment %d stopped after its commit point (the next Open finishes it): %w", r.base, err))
 	}
 
-	seg := &segment{base: r.base, file: newSegFile(r.file, l.segmentPath(r.base)), size: r.size, next: r.next,
-		maxTs: r.maxTs, firstTs: r.firstTs, closed: true}
+	sf := newOpenSegFile(l.cfg.Files, l.fs, r.file, l.segmentPath(r.base))
+	seg := &segment{base: r.base, file: sf, size: r.size, next: r.next, maxTs: r.maxTs, firstTs: r.firstTs, closed: true}
 	l.appendMu.Lock()
 	l.mu.Lock()
 	i := slices.Index(l.mu.segs, r.srcs[0])
 	l.mu.segs = slices.Replace(l.mu.segs, i, i+len(r.srcs), seg)
+	l.listGen.Add(1)
 	l.publishLocked()
 	l.mu.Unlock()
 	l.appendMu.Unlock()
+	_ = sf.release() // to the cache
 
 	var errs []error
 	errs = append(errs, l.idx.PutSegment(seg.meta()))
@@ -415,12 +431,33 @@ func (r *Rewrite) Commit() error {
 		errs = append(errs, l.idx.PutEntry(seg.base, e))
 	}
 	for _, s := range r.srcs {
-		_ = s.file.unref() // open until the last reader lets go
+		_ = s.file.retire() // open until the last reader lets go
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.log.Warn("recording a rewritten segment in the index", "file", seg.file.path, "err", err) // derived data
 	}
 	return nil
+}
+
+// pinSources holds the replaced segments' files open (see Commit); on failure
+// none is left pinned. The caller holds cleanMu.
+func (r *Rewrite) pinSources() error {
+	for k, s := range r.srcs {
+		if err := s.file.pin(); err != nil {
+			for _, p := range r.srcs[:k] {
+				_ = p.file.unpin()
+			}
+			return fmt.Errorf("logstore: rewrite: open %s: %w", s.file.path, err)
+		}
+	}
+	return nil
+}
+
+// unpinSources undoes pinSources.
+func (r *Rewrite) unpinSources() {
+	for _, s := range r.srcs {
+		_ = s.file.unpin()
+	}
 }
 
 // unchangedLocked reports whether the replaced segments are still in the log,

@@ -3,6 +3,7 @@ package logstore_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -59,7 +60,26 @@ func beginRewrite(t *testing.T, l *logstore.Log, n int, want []appended, keep fu
 		t.Fatal(err)
 	}
 	end := rw.End()
+	if err := appendKept(l, rw, bases, keep); err != nil {
+		t.Fatal(err)
+	}
 	var kept []appended
+	i := 0
+	for _, a := range want {
+		if a.next > end || a.next == end || keep(i) {
+			kept = append(kept, a)
+		}
+		if a.next <= end {
+			i++
+		}
+	}
+	return rw, kept
+}
+
+// appendKept appends to rw the batches of the segments bases that keep selects
+// (by their index among them) and the last one, which ends the run.
+func appendKept(l *logstore.Log, rw *logstore.Rewrite, bases []int64, keep func(i int) bool) error {
+	end := rw.End()
 	i := 0
 	for _, base := range bases {
 		if err := l.ScanSegment(base, func(h batch.Header, b []byte) error {
@@ -71,19 +91,10 @@ func beginRewrite(t *testing.T, l *logstore.Log, n int, want []appended, keep fu
 			i++
 			return nil
 		}); err != nil {
-			t.Fatalf("ScanSegment(%d): %v", base, err)
+			return fmt.Errorf("ScanSegment(%d): %w", base, err)
 		}
 	}
-	i = 0
-	for _, a := range want {
-		if a.next > end || a.next == end || keep(i) {
-			kept = append(kept, a)
-		}
-		if a.next <= end {
-			i++
-		}
-	}
-	return rw, kept
+	return nil
 }
 
 // checkGaps verifies what a read at every offset of a gap returns: the next

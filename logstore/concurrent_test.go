@@ -121,9 +121,9 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 		if l.LogStartOffset() == 0 {
 			t.Fatal("retention never ran")
 		}
-		for i, r := range l.RefCounts() {
-			if r != 1 {
-				t.Fatalf("segment %d has %d references after all slices were released, want 1", i, r)
+		for i, r := range l.Users() {
+			if r != 0 {
+				t.Fatalf("segment %d has %d users after all slices were released, want 0", i, r)
 			}
 		}
 	})

@@ -61,6 +61,11 @@ type Config struct {
 	// have a Truncate(size int64) error method, as vfs.Default's do (they embed
 	// *os.File). Default vfs.Default.
 	FS vfs.FS
+
+	// Files keeps the sealed segment files of every log that shares it open
+	// within a bound (files.go): a node passes one cache to all its logs.
+	// Default: one cache per process, of DefaultFileCacheSize.
+	Files *FileCache
 }
 
 func (c Config) withDefaults() Config {
@@ -91,19 +96,22 @@ func (c Config) withDefaults() Config {
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}
+	if c.Files == nil {
+		c.Files = sharedDefaultCache()
+	}
 	return c
 }
 
 // SetConfig changes the log's settings while it runs: SegmentBytes,
 // SegmentMs, SegmentJitterMs, RetentionMs, RetentionBytes and
 // IndexIntervalBytes take effect from the next append, retention pass or rewrite
-// (zero fields take their defaults; Logger and FS are kept). The config is read
+// (zero fields take their defaults; Logger, FS and Files are kept). The config is read
 // under appendMu or mu, so both are held to change it.
 func (l *Log) SetConfig(cfg Config) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cfg.Logger, cfg.FS = l.cfg.Logger, l.cfg.FS
+	cfg.Logger, cfg.FS, cfg.Files = l.cfg.Logger, l.cfg.FS, l.cfg.Files
 	l.cfg = cfg.withDefaults()
 }

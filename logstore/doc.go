@@ -46,15 +46,27 @@
 //  2. Log.appendMu (writers only; held across file writes and index writes)
 //  3. Log.mu (RWMutex over the segment list and the published sizes; never held
 //     across file I/O or index calls, only while publishing or snapshotting)
+//  4. segFile.mu (one segment file's descriptor and users; held while it is
+//     opened), then FileCache.mu (the LRU of idle files; files.go)
 //
-// Readers take mu in read mode to snapshot the segments they need, take a
-// reference on each segment file, release mu and then do their I/O, so a slow
-// disk read never blocks an append. Truncate bumps a generation counter under mu;
-// a reader that sees the generation change during its I/O starts over. A segment
-// file is closed only when its last reference is dropped, so a Slice stays valid
-// until Slice.Release even if retention, Truncate, Close or Delete removed the
-// segment meanwhile (the file descriptor is never closed and reused under a
-// pending sendfile).
+// Readers take mu in read mode to snapshot the segments they need, release mu,
+// then open (acquire) each segment file as they get to it and do their I/O, so a
+// slow disk read never blocks an append. Truncate bumps a generation counter
+// under mu; a reader that sees the generation change during its I/O starts over.
+//
+// # Open files
+//
+// Only the active segment's file, and a rolled one until its fdatasync, are
+// kept open (pinned). A sealed segment's file is opened when a reader needs it
+// and, once idle, left in a FileCache that the node's logs share
+// (Config.Files), which closes the least recently used idle files beyond its
+// capacity. A file in use is closed only when its last user lets go, so a Slice
+// stays valid until Slice.Release even if retention, Truncate, a Rewrite, Close
+// or Delete removed the segment meanwhile (the file descriptor is never closed
+// and reused under a pending sendfile). Before a segment's name is removed or
+// renamed over, its file is retired: never opened by name again, since the name
+// may then be another file's; a reader that finds it retired and closed waits
+// for the writer (cleanMu) and starts over.
 //
 // LogStartOffset, LogEndOffset and Size read atomics and never block.
 package logstore

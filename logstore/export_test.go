@@ -13,7 +13,7 @@ func (l *Log) Crash() {
 	l.mu.closed = true
 	l.mu.Unlock()
 	for _, s := range segs {
-		_ = s.file.unref()
+		_ = s.file.retire()
 	}
 }
 
@@ -22,16 +22,26 @@ func (l *Log) Crash() {
 func (l *Log) BreakActiveFile() {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	_ = l.active().file.f.Close()
+	_ = l.active().file.writable().Close()
 }
 
-// OpenFiles returns the reference counts of the log's segment files.
-func (l *Log) RefCounts() []int32 {
+// Users returns, for each of the log's segments, how many users hold its file
+// open besides the log's own pin.
+func (l *Log) Users() []int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	var rs []int32
+	var us []int
 	for _, s := range l.mu.segs {
-		rs = append(rs, s.file.refs.Load())
+		s.file.mu.Lock()
+		n := s.file.users
+		if s.file.pinned {
+			n--
+		}
+		s.file.mu.Unlock()
+		us = append(us, n)
 	}
-	return rs
+	return us
 }
+
+// Peak returns the most segment files the cache's logs had open at once.
+func (c *FileCache) Peak() int64 { return c.peak.Load() }

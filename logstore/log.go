@@ -52,6 +52,10 @@ type Log struct {
 	}
 	// gen is bumped under mu by Truncate: byte positions read before may be stale.
 	gen atomic.Uint64
+	// listGen is bumped under mu when segments leave the list (retention,
+	// truncation, a rewrite's swap, Close): a reader whose file was retired
+	// (errFileGone) starts over if it moved.
+	listGen atomic.Uint64
 
 	// Published copies, updated under mu and readable without any lock.
 	logStart atomic.Int64
@@ -84,9 +88,7 @@ func Open(dir string, cfg Config, idx Index) (*Log, error) {
 	}
 	l := &Log{dir: dir, cfg: cfg, idx: idx, log: cfg.Logger.With("dir", dir), fs: cfg.FS}
 	if err := l.recover(); err != nil {
-		for _, s := range l.mu.segs {
-			_ = s.file.unref()
-		}
+		retireAll(l.mu.segs)
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
 	return l, nil
@@ -181,7 +183,7 @@ func (l *Log) markSyncedLocked(w int64) {
 }
 
 // Close syncs the active segment, records a recovery point at the log end (so a
-// clean restart checks nothing) and releases the segment files; files still used
+// clean restart checks nothing) and closes the segment files; files still used
 // by unreleased Slices stay open until those are released. Close is idempotent; it
 // returns the latched write error, if any.
 func (l *Log) Close() error {
@@ -220,13 +222,21 @@ func (l *Log) closeLocked() error {
 	segs := l.mu.segs
 	l.mu.segs = nil
 	l.mu.ring = nil
+	l.listGen.Add(1)
 	l.mu.Unlock()
 	for _, s := range segs {
-		if err := s.file.unref(); err != nil {
+		if err := s.file.retire(); err != nil {
 			errs = append(errs, fmt.Errorf("logstore: close %s: %w", s.file.path, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// retireAll retires the files of segs (an Open that failed).
+func retireAll(segs []*segment) {
+	for _, s := range segs {
+		_ = s.file.retire()
+	}
 }
 
 // Delete closes the log and removes its directory and its index data. Files still

@@ -406,9 +406,9 @@ func TestConcurrentReadAppend(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkLog(t, l, want)
-		for i, r := range l.RefCounts() {
-			if r != 1 {
-				t.Fatalf("segment %d has %d references after all slices were released, want 1", i, r)
+		for i, r := range l.Users() {
+			if r != 0 {
+				t.Fatalf("segment %d has %d users after all slices were released, want 0", i, r)
 			}
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"skiff/internal/batch"
 )
 
@@ -35,7 +37,7 @@ type Slice struct {
 // after it.
 func (s *Slice) Release() {
 	for _, f := range s.files {
-		_ = f.unref()
+		_ = f.release()
 	}
 	s.files = nil
 	s.Ranges = nil
@@ -58,36 +60,79 @@ func (s *Slice) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-// view is a reader's snapshot of one segment, with a reference on its file.
+// view is a reader's snapshot of one segment. Its file is acquired (open) only
+// when the reader gets to it (open).
 type view struct {
 	base  int64
 	file  *segFile
 	size  int64
 	next  int64
 	maxTs int64
+
+	f vfs.File // set by open, until the reader releases it
 }
 
-func releaseViews(vs []view) {
-	for _, v := range vs {
-		_ = v.file.unref()
+// open acquires v's file; see Log.acquire.
+func (v *view) open(l *Log, listGen uint64) error {
+	f, err := l.acquire(v.file, listGen)
+	v.f = f
+	return err
+}
+
+// release lets go of the file if open acquired it.
+func (v *view) release() {
+	if v.f != nil {
+		_ = v.file.release()
+		v.f = nil
 	}
 }
 
-// errRetry: a Truncate ran during the read; start over.
+func releaseViews(vs []view) {
+	for i := range vs {
+		vs[i].release()
+	}
+}
+
+// errRetry: a Truncate ran during the read, or a segment the reader wanted left
+// the log; start over.
 var errRetry = errors.New("logstore: retry")
 
+// acquire opens a reader's segment file sf, which was in the list as of
+// listGen. A file retired since (errFileGone) left the list, or is about to
+// (truncateFullyLocked retires before it replaces the list): the reader waits
+// for the writer, which holds cleanMu, and starts over, unless the list did not
+// change (that writer failed), which is an error.
+func (l *Log) acquire(sf *segFile, listGen uint64) (vfs.File, error) {
+	f, err := sf.acquire()
+	if err == nil || !errors.Is(err, errFileGone) {
+		if err != nil {
+			err = fmt.Errorf("logstore: open %s: %w", sf.path, err)
+		}
+		return f, err
+	}
+	if l.listGen.Load() == listGen {
+		l.cleanMu.Lock()
+		//lint:ignore SA2001 an empty critical section: waiting for the writer that retired the file
+		l.cleanMu.Unlock()
+	}
+	if l.listGen.Load() != listGen {
+		return nil, errRetry
+	}
+	return nil, fmt.Errorf("logstore: read %s: %w", sf.path, err)
+}
+
 // snapshotLocked returns views of the segments from the one containing offset on
-// (all segments if offset is below the first). The caller holds mu.
-func (l *Log) snapshotLocked(offset int64) []view {
+// (all segments if offset is below the first), and the list generation they
+// are of. The caller holds mu.
+func (l *Log) snapshotLocked(offset int64) ([]view, uint64) {
 	segs := l.mu.segs
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	i = max(i, 0)
 	vs := make([]view, 0, len(segs)-i)
 	for _, s := range segs[i:] {
-		s.file.ref()
 		vs = append(vs, view{base: s.base, file: s.file, size: s.size, next: s.next, maxTs: s.maxTs})
 	}
-	return vs
+	return vs, l.listGen.Load()
 }
 
 // ringLookupLocked returns the latest in-memory index entry at or below offset of
@@ -179,7 +224,7 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 		l.mu.RUnlock()
 		return &Slice{NextOffset: offset}, nil
 	}
-	vs := l.snapshotLocked(offset)
+	vs, listGen := l.snapshotLocked(offset)
 	var hint IndexEntry
 	hintOK := false
 	if len(vs) == 1 {
@@ -188,7 +233,7 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 	gen := l.gen.Load()
 	l.mu.RUnlock()
 
-	used := 0 // views vs[:used] are referenced by the slice
+	used := 0 // views vs[:used] are held by the slice
 	defer func() { releaseViews(vs[used:]) }()
 
 	if !hintOK {
@@ -197,7 +242,10 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 			return nil, fmt.Errorf("logstore: read index: %w", err)
 		}
 	}
-	hr := newHeaderReader(vs[0].file, vs[0].size)
+	if err := vs[0].open(l, listGen); err != nil {
+		return nil, err
+	}
+	hr := newHeaderReader(vs[0].f, vs[0].file.path, vs[0].size)
 	defer func() { hr.release() }()
 	pos, first, err := l.locate(&vs[0], hr, offset, hint, hintOK, gen)
 	if err != nil {
@@ -210,8 +258,12 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 	for k := range vs {
 		v := &vs[k]
 		if k > 0 {
+			if err := v.open(l, listGen); err != nil {
+				s.Release()
+				return nil, err
+			}
 			hr.release()
-			hr = newHeaderReader(v.file, v.size)
+			hr = newHeaderReader(v.f, v.file.path, v.size)
 			pos = 0
 		}
 		rangeStart := pos
@@ -239,7 +291,7 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 			expect = h.NextOffset()
 		}
 		if n := pos - rangeStart; n > 0 {
-			s.Ranges = append(s.Ranges, Range{File: v.file.f, Pos: rangeStart, Len: n, BaseOffset: rangeBase})
+			s.Ranges = append(s.Ranges, Range{File: v.f, Pos: rangeStart, Len: n, BaseOffset: rangeBase})
 			s.Bytes += n
 			s.NextOffset = expect
 		}
@@ -287,7 +339,7 @@ func (l *Log) offsetForTimestamp(ts int64) (int64, int64, bool, error) {
 		l.mu.RUnlock()
 		return 0, 0, false, nil
 	}
-	vs := l.snapshotLocked(from)
+	vs, listGen := l.snapshotLocked(from)
 	gen := l.gen.Load()
 	l.mu.RUnlock()
 	defer releaseViews(vs)
@@ -301,13 +353,16 @@ func (l *Log) offsetForTimestamp(ts int64) (int64, int64, bool, error) {
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("logstore: read time index: %w", err)
 		}
+		if err := v.open(l, listGen); err != nil {
+			return 0, 0, false, err
+		}
 		pos, expect := int64(0), v.base
 		if ok && hint.Pos > 0 && hint.Pos < v.size {
-			if h, err := readHeaderAt(v.file.f, hint.Pos, v.size); err == nil && h.BaseOffset == hint.Offset {
+			if h, err := readHeaderAt(v.f, hint.Pos, v.size); err == nil && h.BaseOffset == hint.Offset {
 				pos, expect = hint.Pos, hint.Offset
 			}
 		}
-		hr := newHeaderReader(v.file, v.size)
+		hr := newHeaderReader(v.f, v.file.path, v.size)
 		for pos < v.size {
 			h, err := hr.header(pos)
 			if err == nil {
@@ -354,7 +409,7 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 		l.mu.RUnlock()
 		return nil
 	}
-	vs := l.snapshotLocked(from)
+	vs, listGen := l.snapshotLocked(from)
 	hint, hintOK := IndexEntry{}, false
 	if len(vs) == 1 {
 		hint, hintOK = l.ringLookupLocked(from)
@@ -369,22 +424,25 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 			return fmt.Errorf("logstore: read index: %w", err)
 		}
 	}
-	hr := newHeaderReader(vs[0].file, vs[0].size)
+	if err := vs[0].open(l, listGen); err != nil {
+		return scanGone(vs[0].file.path, 0, err)
+	}
+	hr := newHeaderReader(vs[0].f, vs[0].file.path, vs[0].size)
 	pos, first, err := l.locate(&vs[0], hr, from, hint, hintOK, gen)
 	hr.release()
-	if err == errRetry {
-		err = &CorruptionError{File: vs[0].file.path, Pos: pos, Err: errors.New("log truncated during scan")}
-	}
 	if err != nil {
-		return err
+		return scanGone(vs[0].file.path, pos, err)
 	}
 	expect := first.BaseOffset
 	for k := range vs {
 		v := &vs[k]
 		if k > 0 {
 			pos = 0
+			if err := v.open(l, listGen); err != nil {
+				return scanGone(v.file.path, 0, err)
+			}
 		}
-		hr := newHeaderReader(v.file, v.size)
+		hr := newHeaderReader(v.f, v.file.path, v.size)
 		for pos < v.size {
 			h, err := hr.header(pos)
 			if err == nil {
@@ -403,4 +461,13 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 		hr.release()
 	}
 	return nil
+}
+
+// scanGone turns a reader's errRetry into the CorruptionError ScanHeaders
+// documents for a concurrent change of the log.
+func scanGone(path string, pos int64, err error) error {
+	if err == errRetry {
+		return &CorruptionError{File: path, Pos: pos, Err: errors.New("log truncated during scan")}
+	}
+	return err
 }

@@ -19,12 +19,19 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
-	l.mu.segs = st.opened // Open releases them if recovery fails
+	l.mu.segs = st.opened // Open retires them if recovery fails
 	p := planRecovery(st.in)
-	if err := l.applyRecovery(p, st); err != nil {
+	err = l.applyRecovery(p, st)
+	for _, sf := range st.held {
+		_ = sf.release() // renamed to their segment files by now, or the log is not opened
+	}
+	if err != nil {
 		return err
 	}
-	return l.recordRecovered(p, st.metas, st.in.recoveryPoint)
+	if err := l.recordRecovered(p, st.metas, st.in.recoveryPoint); err != nil {
+		return err
+	}
+	return l.active().file.pin()
 }
 
 // applyRecovery carries out the file changes of plan p, made from st, in the
@@ -82,7 +89,12 @@ func (l *Log) applyRecovery(p recoveryPlan, st diskState) error {
 	if c := p.cut; c != nil {
 		s := l.mu.segs[l.openedIndex(c.base)]
 		l.log.Warn("truncating damaged segment", "file", s.file.path, "position", c.pos, "bytes_dropped", c.fileSize-c.pos, "err", c.damage)
-		if err := truncateFile(s.file.f, c.pos); err != nil {
+		f, err := s.file.acquire()
+		if err == nil {
+			err = truncateFile(f, c.pos)
+			_ = s.file.release()
+		}
+		if err != nil {
 			return fmt.Errorf("truncate %s: %w", s.file.path, err)
 		}
 	}
@@ -91,7 +103,7 @@ func (l *Log) applyRecovery(p recoveryPlan, st diskState) error {
 		i := l.openedIndex(base)
 		s := l.mu.segs[i]
 		l.mu.segs = slices.Delete(l.mu.segs, i, i+1)
-		_ = s.file.unref()
+		_ = s.file.retire()
 		if err := l.removeSegment(base); err != nil {
 			return err
 		}
@@ -143,7 +155,7 @@ func (l *Log) recordRecovered(p recoveryPlan, metas map[int64]SegmentMeta, recor
 	last := len(l.mu.segs) - 1
 	for i, s := range l.mu.segs {
 		if slices.Contains(p.sync, s.base) {
-			if err := syncFile(s.file.f, s.file.path); err != nil {
+			if err := syncSegment(s.file); err != nil {
 				return err
 			}
 		}
@@ -219,8 +231,8 @@ func (l *Log) removeSegment(base int64) error {
 	return nil
 }
 
-// createSegment creates (or empties) the segment file for base and records it in
-// the index. With syncDir its directory entry is made durable at once; otherwise
+// createSegment creates (or empties) the segment file for base, pinned open,
+// and records it in the index. With syncDir its directory entry is made durable at once; otherwise
 // the next Sync does that. A file that cannot be created (a full disk) leaves
 // nothing behind; a failed fsync of the directory is a *syncError (callers latch
 // it).
@@ -242,9 +254,21 @@ func (l *Log) createSegment(base int64, syncDir bool) (*segment, error) {
 		}
 		l.dirSynced = l.dirChanges
 	}
-	s := &segment{base: base, file: newSegFile(f, path), next: base, maxTs: -1, firstTs: -1}
+	sf := newOpenSegFile(l.cfg.Files, l.fs, f, path)
+	sf.pinned = true // the new active segment: its one user is the pin
+	s := &segment{base: base, file: sf, next: base, maxTs: -1, firstTs: -1}
 	if err := l.idx.PutSegment(s.meta()); err != nil {
 		l.log.Warn("recording a new segment in the index", "file", path, "err", err) // derived data: recovery finds the file
 	}
 	return s, nil
+}
+
+// syncSegment fdatasyncs the segment file sf, opening it if the cache closed it.
+func syncSegment(sf *segFile) error {
+	f, err := sf.acquire()
+	if err != nil {
+		return fmt.Errorf("open %s: %w", sf.path, err)
+	}
+	defer sf.release()
+	return syncFile(f, sf.path)
 }

@@ -14,7 +14,10 @@ import (
 type diskState struct {
 	in     recoveryInput
 	metas  map[int64]SegmentMeta // the index's segment metadata by base offset
-	opened []*segment            // the files read, in order, open
+	opened []*segment            // the files read, in order (left to the file cache)
+	// held are the files of the swaps read, kept open (acquired) until they are
+	// renamed to the segment file names their segFiles already carry.
+	held []*segFile
 }
 
 // readSegments lists the segment files, reads the index's view of them, and
@@ -23,9 +26,10 @@ type diskState struct {
 // covers: finishSwaps), then, from the first file not expired, each trusted from
 // its metadata or else checked batch by batch (rebuilding its index entries), up
 // to the first one that does not end where the next one begins. The later files
-// are either removed or the cause of an error, so they are not opened. A
-// directory with no segment file is a new log: the index is not read. On error
-// nothing is left open.
+// are either removed or the cause of an error, so they are not opened. Each
+// segment file is left to the file cache once read, so recovery does not hold
+// every segment open at once. A directory with no segment file is a new log: the
+// index is not read. On error nothing is left open.
 func (l *Log) readSegments() (st diskState, err error) {
 	ls, err := l.listSegments()
 	if err != nil {
@@ -37,9 +41,11 @@ func (l *Log) readSegments() (st diskState, err error) {
 	}
 	defer func() {
 		if err != nil {
-			for _, s := range st.opened {
-				_ = s.file.unref()
+			for _, sf := range st.held {
+				_ = sf.release()
 			}
+			st.held = nil
+			retireAll(st.opened)
 		}
 	}()
 	metas, err := l.idx.Segments()
@@ -68,6 +74,7 @@ func (l *Log) readSegments() (st diskState, err error) {
 		}
 		swapSegs[base] = s
 		st.opened = append(st.opened, s)
+		st.held = append(st.held, s.file)
 	}
 	files, replaced := finishSwaps(ls.bases, swaps)
 	st.in.files, st.in.replaced = files, replaced
@@ -83,6 +90,7 @@ func (l *Log) readSegments() (st diskState, err error) {
 				return st, err
 			}
 			st.opened = append(st.opened, s)
+			_ = s.file.release() // to the cache: opened again if needed
 		}
 		read = append(read, s)
 		if !files[i].endsAt(next) {
@@ -93,7 +101,7 @@ func (l *Log) readSegments() (st diskState, err error) {
 	// and then removed like any file the plan drops, so it needs no descriptor.
 	for _, s := range st.opened {
 		if !slices.Contains(read, s) {
-			_ = s.file.unref()
+			_ = s.file.retire()
 		}
 	}
 	st.opened = read
@@ -144,7 +152,8 @@ func (l *Log) listSegments() (listing, error) {
 }
 
 // readSegment opens the segment file of f.base and fills in both f (what the
-// plan needs) and the returned segment (what the log needs, timestamps too).
+// plan needs) and the returned segment (what the log needs, timestamps too),
+// whose file it returns acquired: the caller releases it.
 // A segment whose recorded metadata m is trusted (trustMeta; next is the next
 // file's base offset, -1 if none) and whose first batch header agrees is not
 // read further. Otherwise the segment is checked batch by batch from its last
@@ -168,11 +177,12 @@ func (l *Log) readSegment(f *segmentState, m SegmentMeta, rp, next int64) (s *se
 		file.Close()
 		return nil, err
 	}
-	sf := newSegFile(file, path)
+	sf := newOpenSegFile(l.cfg.Files, l.fs, file, path) // held (acquired) by this read
 	s = &segment{base: base, file: sf, next: base, maxTs: -1, firstTs: -1}
 	defer func() {
 		if err != nil {
-			_ = sf.unref() // not s.file: an error return has set s to nil
+			_ = sf.retire() // not s.file: an error return has set s to nil
+			_ = sf.release()
 			return
 		}
 		f.size, f.next = s.size, s.next

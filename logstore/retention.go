@@ -36,7 +36,7 @@ func (l *Log) ApplyRetention(now time.Time) (deletedSegments int, err error) {
 		}
 		ts := s.maxTs
 		if ts < 0 { // no batch timestamps: use the file's modification time
-			if fi, err := s.file.f.Stat(); err == nil {
+			if fi, err := l.fs.Stat(s.file.path); err == nil {
 				ts = fi.ModTime().UnixMilli()
 			}
 		}
@@ -80,15 +80,13 @@ func (l *Log) deleteOldestLocked(s *segment) error {
 	}
 	l.mu.Lock()
 	l.mu.segs = l.mu.segs[1:]
+	l.listGen.Add(1)
 	l.logStart.Store(newStart)
 	l.publishLocked()
 	l.mu.Unlock()
 	l.log.Info("deleted segment by retention", "file", s.file.path, "log_start_offset", newStart)
-	err := l.fs.Remove(s.file.path)
-	if uerr := s.file.unref(); err == nil {
-		err = uerr
-	}
-	if err != nil {
+	_ = s.file.retire() // before the name goes; readers holding it keep it until they let go
+	if err := l.fs.Remove(s.file.path); err != nil {
 		return fmt.Errorf("logstore: retention: %w", err)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -33,34 +32,6 @@ func parseSegmentName(name string) (int64, bool) {
 		return 0, false
 	}
 	return base, true
-}
-
-// segFile is an open segment file with a reference count. The Log holds one
-// reference while the segment is in its list; every Slice and reader holds one
-// while it uses the file. The descriptor is closed when the count drops to zero,
-// never earlier, so it cannot be reused for another file under a pending read.
-type segFile struct {
-	f    vfs.File
-	path string
-	refs atomic.Int32
-}
-
-func newSegFile(f vfs.File, path string) *segFile {
-	s := &segFile{f: f, path: path}
-	s.refs.Store(1)
-	return s
-}
-
-func (s *segFile) ref() { s.refs.Add(1) }
-
-func (s *segFile) unref() error {
-	switch n := s.refs.Add(-1); {
-	case n == 0:
-		return s.f.Close()
-	case n < 0:
-		panic("logstore: segment file reference count below zero")
-	}
-	return nil
 }
 
 // segment is one segment of the log. The mutable fields are written only with
@@ -100,7 +71,8 @@ var headerBufPool = sync.Pool{New: func() any { b := make([]byte, headerReadMax)
 // headerReader walks batch headers of one segment file without reading record
 // bytes it does not need. It never reads at or past limit (the published size).
 type headerReader struct {
-	sf    *segFile
+	f     io.ReaderAt
+	path  string
 	limit int64
 	bufp  *[]byte
 	off   int64 // file position of buf[0]
@@ -108,8 +80,8 @@ type headerReader struct {
 	read  int64 // size of the next read
 }
 
-func newHeaderReader(sf *segFile, limit int64) *headerReader {
-	return &headerReader{sf: sf, limit: limit, bufp: headerBufPool.Get().(*[]byte), read: headerReadMin}
+func newHeaderReader(f io.ReaderAt, path string, limit int64) *headerReader {
+	return &headerReader{f: f, path: path, limit: limit, bufp: headerBufPool.Get().(*[]byte), read: headerReadMin}
 }
 
 func (r *headerReader) release() {
@@ -123,7 +95,7 @@ func (r *headerReader) release() {
 // lies below the limit.
 func (r *headerReader) header(pos int64) (batch.Header, error) {
 	if pos+batch.HeaderSize > r.limit {
-		return batch.Header{}, &CorruptionError{File: r.sf.path, Pos: pos, Err: batch.ErrShort}
+		return batch.Header{}, &CorruptionError{File: r.path, Pos: pos, Err: batch.ErrShort}
 	}
 	buf := *r.bufp
 	if pos < r.off || pos+batch.HeaderSize > r.off+int64(r.n) {
@@ -132,21 +104,21 @@ func (r *headerReader) header(pos int64) (batch.Header, error) {
 		if rem := r.limit - pos; rem < n {
 			n = rem
 		}
-		got, err := r.sf.f.ReadAt(buf[:n], pos)
+		got, err := r.f.ReadAt(buf[:n], pos)
 		if int64(got) < batch.HeaderSize {
 			if err == nil || err == io.EOF {
 				err = batch.ErrShort
 			}
-			return batch.Header{}, &CorruptionError{File: r.sf.path, Pos: pos, Err: err}
+			return batch.Header{}, &CorruptionError{File: r.path, Pos: pos, Err: err}
 		}
 		r.off, r.n = pos, got
 	}
 	h, err := batch.ParseHeader(buf[pos-r.off:])
 	if err != nil {
-		return h, &CorruptionError{File: r.sf.path, Pos: pos, Err: err}
+		return h, &CorruptionError{File: r.path, Pos: pos, Err: err}
 	}
 	if pos+h.Size() > r.limit {
-		return h, &CorruptionError{File: r.sf.path, Pos: pos, Err: batch.ErrLength}
+		return h, &CorruptionError{File: r.path, Pos: pos, Err: batch.ErrLength}
 	}
 	return h, nil
 }

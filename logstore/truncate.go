@@ -43,17 +43,30 @@ func (l *Log) Truncate(offset int64) error {
 	if err != nil {
 		return fmt.Errorf("logstore: truncate: read index: %w", err)
 	}
+	// The segment cut becomes the active one: its file is pinned open (a sealed
+	// one may have been closed by the cache).
+	wasPinned := s == l.active() || s.unsynced
+	if err := s.file.pin(); err != nil {
+		return fmt.Errorf("logstore: truncate: open %s: %w", s.file.path, err)
+	}
+	undoPin := func() {
+		if !wasPinned {
+			_ = s.file.unpin()
+		}
+	}
+	f := s.file.writable()
 	pos, cut, maxTs := int64(0), s.base, int64(-1)
 	if ok && hint.Pos > 0 && hint.Pos < s.size {
-		if h, err := readHeaderAt(s.file.f, hint.Pos, s.size); err == nil && h.BaseOffset == hint.Offset {
+		if h, err := readHeaderAt(f, hint.Pos, s.size); err == nil && h.BaseOffset == hint.Offset {
 			pos, cut, maxTs = hint.Pos, hint.Offset, hint.MaxTimestampBefore
 		}
 	}
-	hr := newHeaderReader(s.file, s.size)
+	hr := newHeaderReader(f, s.file.path, s.size)
 	for {
 		h, err := hr.header(pos)
 		if err != nil {
 			hr.release()
+			undoPin()
 			return fmt.Errorf("logstore: truncate: %w", err)
 		}
 		if h.NextOffset() > offset {
@@ -67,6 +80,7 @@ func (l *Log) Truncate(offset int64) error {
 
 	if cut < l.recoveryPoint {
 		if err := l.setRecoveryPointLocked(cut, true); err != nil {
+			undoPin()
 			return fmt.Errorf("logstore: truncate: %w", err)
 		}
 	}
@@ -82,6 +96,7 @@ func (l *Log) Truncate(offset int64) error {
 	l.mu.Lock()
 	l.gen.Add(1)
 	l.mu.segs = segs[:i+1]
+	l.listGen.Add(1)
 	l.mu.ring = l.mu.ring[:0]
 	s.size, s.next, s.maxTs, s.firstTs, s.closed, s.unsynced = pos, cut, maxTs, firstTs, false, false
 	l.logStart.Store(min(l.logStart.Load(), cut))
@@ -93,7 +108,8 @@ func (l *Log) Truncate(offset int64) error {
 	var errs []error
 	for j := len(later) - 1; j >= 0; j-- {
 		t := later[j]
-		errs = append(errs, l.removeSegment(t.base), t.file.unref())
+		_ = t.file.retire() // before its name goes
+		errs = append(errs, l.removeSegment(t.base))
 	}
 	if len(later) > 0 {
 		if err := l.syncDir(); err != nil {
@@ -101,11 +117,11 @@ func (l *Log) Truncate(offset int64) error {
 		}
 	}
 	errs = append(errs, l.idx.TruncateEntries(s.base, cut))
-	if err := truncateFile(s.file.f, pos); err != nil {
+	if err := truncateFile(f, pos); err != nil {
 		return l.latchLocked(fmt.Errorf("logstore: truncate %s: %w", s.file.path, err))
 	}
 	w := l.written.Load()
-	if err := syncFile(s.file.f, s.file.path); err != nil {
+	if err := syncFile(f, s.file.path); err != nil {
 		return l.latchLocked(err)
 	}
 	l.markSyncedLocked(w)
@@ -148,6 +164,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Unlock()
 	var errs []error
 	for j := len(old) - 1; j >= 0; j-- { // the last one first: no hole if interrupted
+		// Retired before its name goes (a new segment may take it): a reader
+		// that finds it closed waits for cleanMu and starts over.
+		_ = old[j].file.retire()
 		errs = append(errs, l.removeSegment(old[j].base))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -161,13 +180,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Lock()
 	l.gen.Add(1) // readers that snapshotted the old segments in between start over
 	l.mu.segs = []*segment{s}
+	l.listGen.Add(1)
 	l.mu.ring = l.mu.ring[:0]
 	l.logStart.Store(offset)
 	l.publishLocked()
 	l.mu.Unlock()
-	for _, t := range old {
-		_ = t.file.unref()
-	}
 	l.bytesSinceIndex = 0
 	l.markSyncedLocked(l.written.Load()) // nothing unsynced is left
 	l.rolledUnsynced.Store(false)

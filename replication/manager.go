@@ -101,6 +101,10 @@ type Config struct {
 	// partition.metadata); crash tests pass one that loses unsynced data. Default
 	// vfs.Default.
 	FS vfs.FS
+	// SegmentFiles keeps the sealed segment files of every local replica open
+	// within a bound (logstore.FileCache). Default: a cache of
+	// logstore.DefaultFileCacheSize for this Manager.
+	SegmentFiles *logstore.FileCache
 	// Cleaner configures the log cleaner that compacts the local replicas of
 	// compacted topics (threads, memory, I/O rate); its Targets and Logger are
 	// the Manager's.
@@ -266,6 +270,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.FS == nil {
 		cfg.FS = vfs.Default
+	}
+	if cfg.SegmentFiles == nil {
+		cfg.SegmentFiles = logstore.NewFileCache(0)
 	}
 	if err := fileutil.MkdirAll(cfg.FS, cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("replication: create %s: %w", cfg.Dir, err)
@@ -573,6 +580,7 @@ func inParallel(n int, f func(i int)) {
 // changes no state of m, so that openAll may run several at once.
 func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error) {
 	fs := m.cfg.FS
+	t.Config.Log.Files = m.cfg.SegmentFiles
 	key := PartitionKey(tp.topic, tp.id)
 	dir := fs.PathJoin(m.cfg.Dir, key)
 	id := hex.EncodeToString(t.ID[:])
@@ -623,7 +631,7 @@ func (m *Manager) removeStrayLocked(topics map[string]TopicSpec) error {
 		}
 		m.logger.Info("deleting folder of a partition that no topic has", "dir", dir)
 		idx := m.cfg.Store(name)
-		l, err := logstore.Open(dir, logstore.Config{Logger: m.logger, FS: fs}, idx)
+		l, err := logstore.Open(dir, logstore.Config{Logger: m.logger, FS: fs, Files: m.cfg.SegmentFiles}, idx)
 		if err == nil {
 			err = l.Delete()
 		} else {

@@ -75,6 +75,18 @@ func (m *Manager) registerMetrics(reg prometheus.Registerer) {
 			return float64(len(m.mu.offline))
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skiff_segment_files_open",
+			Help: "Segment files this node holds open: every partition's active segment, rolled ones not yet synced, sealed ones being read, and idle sealed ones up to segment-file-cache.",
+		}, func() float64 { return float64(m.cfg.SegmentFiles.OpenFiles()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "skiff_segment_files_reopened_total",
+			Help: "Sealed segment files opened again to be read because the segment file cache had closed them.",
+		}, func() float64 { return float64(m.cfg.SegmentFiles.Reopened()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "skiff_segment_files_evicted_total",
+			Help: "Idle sealed segment files closed to keep within segment-file-cache.",
+		}, func() float64 { return float64(m.cfg.SegmentFiles.Evicted()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "skiff_partitions_leading", Help: "Partitions this broker leads.",
 		}, func() float64 {
 			n := 0

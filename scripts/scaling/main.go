@@ -40,6 +40,8 @@ func main() {
 		data    = flag.Float64("data", 0, "instead of partition counts: fill one partition with `GB` gigabytes and time /readyz after SIGKILL")
 		segs    = flag.Int("segments", 1000, "with -data: how many segments the data fills")
 		cluster = flag.Int("cluster-topics", 0, "instead of partition counts: a 3-node cluster creates `N` topics of 6 partitions with 3 replicas")
+		segFile = flag.Int("segment-files", 0, "instead of the partition curve: give each of -partitions partitions `N` segments and count the node's open files")
+		serve   = flag.String("serve-flags", "", "with -segment-files: more flags for skiff serve (not the baseline's), space-separated (e.g. --segment-file-cache 64)")
 	)
 	flag.Parse()
 	ns, err := parseCounts(*counts)
@@ -63,6 +65,34 @@ func main() {
 		fmt.Println(string(line))
 		if err := os.RemoveAll(dir); err != nil {
 			log.Fatal(err)
+		}
+		return
+	}
+	if *segFile > 0 {
+		for _, n := range ns {
+			for r := 1; r <= *rounds; r++ {
+				for i := range builds {
+					b := builds[(i+r-1)%len(builds)]
+					dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+					if err != nil {
+						log.Fatal(err)
+					}
+					cfg := config{bin: b.bin, work: dir, partitions: n}
+					if b.name != "base" {
+						cfg.extra = strings.Fields(*serve) // a baseline may not know them
+					}
+					res, err := measureSegmentFiles(context.Background(), cfg, *segFile)
+					res.Build, res.Round = b.name, r
+					line, _ := json.Marshal(res)
+					fmt.Println(string(line))
+					if err != nil {
+						log.Fatalf("%s %d partitions, round %d: %v (data and log kept in %s)", b.name, n, r, err, dir)
+					}
+					if err := os.RemoveAll(dir); err != nil {
+						log.Fatal(err)
+					}
+				}
+			}
 		}
 		return
 	}

@@ -16,6 +16,7 @@ type config struct {
 	bin, work     string // work: a fresh folder for the data directory and the log
 	partitions    int
 	idle, produce time.Duration
+	extra         []string // more serve flags
 }
 
 // result is one round at one partition count.
@@ -54,7 +55,7 @@ func measure(ctx context.Context, cfg config) (res result, err error) {
 			_, _ = n.stop(syscall.SIGKILL)
 		}
 	}()
-	topics, err := createTopics(ctx, n.kafka, cfg.partitions, &res)
+	topics, err := createTopics(ctx, n.kafka, cfg.partitions, &res, nil)
 	if err != nil {
 		return res, err
 	}
@@ -87,7 +88,7 @@ func measure(ctx context.Context, cfg config) (res result, err error) {
 // createTopics creates topics of up to 100 partitions holding count partitions
 // in all, and waits until every partition has a leader. It returns each topic's
 // partition count.
-func createTopics(ctx context.Context, addr string, count int, res *result) (map[string]int32, error) {
+func createTopics(ctx context.Context, addr string, count int, res *result, configs map[string]*string) (map[string]int32, error) {
 	// A short metadata age: kadm answers Metadata from a response up to this
 	// old, which added 5 s (the default) to every wait for leaders.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(50*time.Millisecond))
@@ -123,7 +124,7 @@ func createTopics(ctx context.Context, addr string, count int, res *result) (map
 		}
 		lastBegan := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		resp, err := adm.CreateTopics(cctx, topics[batch[0]], 1, nil, batch...)
+		resp, err := adm.CreateTopics(cctx, topics[batch[0]], 1, configs, batch...)
 		cancel()
 		if err != nil {
 			return nil, err
