@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -34,25 +35,7 @@ func (n *Node) applyLoop(snap *cluster.Snapshot) {
 // applyMetadata opens, reconfigures and deletes local partitions so that they match
 // the replicas snap assigns to this node.
 func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
-	var specs []replication.TopicSpec
-	for _, t := range snap.Topics() {
-		spec := replication.TopicSpec{Name: t.Name, ID: t.ID}
-		for p, replicas := range t.Assignment {
-			if !slices.Contains(replicas, n.id) {
-				continue
-			}
-			ps := replication.PartitionSpec{ID: int32(p), Leader: cluster.NoLeader, Replicas: replicas}
-			if st, ok := snap.Partition(t.Name, int32(p)); ok {
-				ps.Leader, ps.LeaderEpoch, ps.ISR, ps.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
-				ps.LeaderBrokerEpoch = st.EpochOf(st.Leader)
-			}
-			spec.Partitions = append(spec.Partitions, ps)
-		}
-		if len(spec.Partitions) > 0 {
-			spec.Config = n.partitionConfig(snap, t)
-			specs = append(specs, spec)
-		}
-	}
+	specs := n.applied.build(snap, n.topicDefaults(), n.id, n.topicSpec)
 	n.applyDynamic(snap) // before Apply: a request waiting for this revision sees it all applied
 	err := n.parts.Apply(snap.Revision(), specs)
 	n.applyGroups(snap)
@@ -61,10 +44,74 @@ func (n *Node) applyMetadata(snap *cluster.Snapshot) error {
 	return err
 }
 
-// partitionConfig resolves a topic's effective configs on this broker in snap into
-// partition settings.
-func (n *Node) partitionConfig(snap *cluster.Snapshot, t cluster.Topic) replication.PartitionConfig {
-	defaults := snap.BrokerDefaults(n.id, n.topicDefaults())
+// topicSpec is the spec of topic t's partitions that have a replica on this node
+// in snap, under the broker defaults d; ok is false when none has.
+func (n *Node) topicSpec(snap *cluster.Snapshot, t cluster.Topic, d cluster.BrokerDefaults) (spec replication.TopicSpec, ok bool) {
+	spec = replication.TopicSpec{Name: t.Name, ID: t.ID}
+	for p, replicas := range t.Assignment {
+		if !slices.Contains(replicas, n.id) {
+			continue
+		}
+		ps := replication.PartitionSpec{ID: int32(p), Leader: cluster.NoLeader, Replicas: replicas}
+		if st, ok := snap.Partition(t.Name, int32(p)); ok {
+			ps.Leader, ps.LeaderEpoch, ps.ISR, ps.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
+			ps.LeaderBrokerEpoch = st.EpochOf(st.Leader)
+		}
+		spec.Partitions = append(spec.Partitions, ps)
+	}
+	if len(spec.Partitions) == 0 {
+		return spec, false
+	}
+	spec.Config = n.partitionConfig(t, d)
+	return spec, true
+}
+
+// appliedSpecs keeps the topic specs applyMetadata built from a snapshot, so
+// that the next snapshot builds again only the topics it changed: a restart
+// that moves the leadership of 10,000 partitions in batches otherwise built
+// all of them again for each batch.
+type appliedSpecs struct {
+	snap     *cluster.Snapshot
+	defaults cluster.BrokerDefaults
+	topics   map[string]localTopic
+}
+
+// localTopic is one topic's spec, and whether it has partitions here.
+type localTopic struct {
+	spec  replication.TopicSpec
+	local bool
+}
+
+// build returns the specs of the topics with partitions here in snap, under
+// the broker's static topic defaults static; it calls spec for the topics
+// that changed since the last build, or all of them when a broker default
+// changed.
+func (a *appliedSpecs) build(snap *cluster.Snapshot, static map[string]string, self int32,
+	spec func(*cluster.Snapshot, cluster.Topic, cluster.BrokerDefaults) (replication.TopicSpec, bool)) []replication.TopicSpec {
+	d := snap.BrokerDefaults(self, static)
+	prev := a.snap
+	if !maps.Equal(d.Broker, a.defaults.Broker) || !maps.Equal(d.Cluster, a.defaults.Cluster) || !maps.Equal(d.Static, a.defaults.Static) {
+		prev = nil // every topic's config may have changed
+	}
+	topics := make(map[string]localTopic, len(snap.TopicNames()))
+	var specs []replication.TopicSpec
+	for _, t := range snap.Topics() {
+		lt, ok := a.topics[t.Name]
+		if !ok || !snap.SameTopic(prev, t.Name) {
+			lt.spec, lt.local = spec(snap, t, d)
+		}
+		topics[t.Name] = lt
+		if lt.local {
+			specs = append(specs, lt.spec)
+		}
+	}
+	*a = appliedSpecs{snap: snap, defaults: d, topics: topics}
+	return specs
+}
+
+// partitionConfig resolves a topic's effective configs on this broker, under its
+// defaults, into partition settings.
+func (n *Node) partitionConfig(t cluster.Topic, defaults cluster.BrokerDefaults) replication.PartitionConfig {
 	get := func(name string) int64 { return cluster.ConfigInt(cluster.EffectiveTopicConfig(t, defaults, name)) }
 	segmentBytes := get(cluster.ConfigSegmentBytes)
 	if v, ok := t.Configs[cluster.ConfigInternalSegmentBytes]; ok {

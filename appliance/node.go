@@ -17,8 +17,10 @@
 //     leaders of __consumer_offsets partitions to the group coordinator);
 //  7. register the broker under its session lease, start the loops that fence the
 //     node while its session is in doubt and re-register it after a loss
-//     (session.go), start campaigning for controller, and wait until the metadata
-//     cache lists it (else Metadata would name no broker and CreateTopics would count
+//     (session.go), start campaigning for controller once the metadata cache holds
+//     the registration (the controller plans from the cache), and wait until the
+//     cache lists it, names a controller and shows no partition led by its previous
+//     registration (else Metadata would name no broker and CreateTopics would count
 //     none);
 //  8. serve Kafka; Ready is closed.
 //
@@ -129,6 +131,7 @@ type Node struct {
 	acl           *acl.Authorizer // nil without --authorizer acl
 	applyEnd      chan struct{}   // closed when the metadata apply loop has ended
 	applyStarted  bool
+	applied       appliedSpecs // what applyMetadata last built; used by it alone
 	// appliedTopics are the topics of the last snapshot applied, by name.
 	appliedTopics map[string]cluster.UUID
 	stop          chan struct{} // closed by Close
@@ -288,6 +291,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.sessionEnd, n.clockEnd = make(chan struct{}), make(chan struct{})
 	go n.watchClock()
 	go n.sessionLoop(self)
+	// The controller plans from the cache: only once it holds this registration,
+	// or its first plan takes this broker for gone after a clean stop and leaves
+	// the partitions it led without a leader (a wave of writes, and /readyz
+	// answering before they are led again).
+	if err := n.cache.WaitRevision(ctx, sess.Epoch()); err != nil {
+		return nil, fmt.Errorf("wait for broker %d's registration in the cluster metadata: %w", n.id, err)
+	}
 	n.controller = cluster.StartController(n.store, n.cache, cluster.ControllerConfig{
 		BrokerID:          n.id,
 		Session:           n.session.Load,

@@ -139,6 +139,18 @@ func (s *Snapshot) Topics() []Topic {
 	return out
 }
 
+// SameTopic reports whether topic name, and the state of every one of its
+// partitions, are in s as they were in prev (false when prev is nil or either
+// lacks the topic). A snapshot copies a topic's state only when a change
+// touches it, so this is one comparison, whatever the partitions.
+func (s *Snapshot) SameTopic(prev *Snapshot, name string) bool {
+	if prev == nil {
+		return false
+	}
+	ts := s.topics[name]
+	return ts != nil && ts == prev.topics[name]
+}
+
 // TopicNames returns the sorted topic names. The slice is shared: do not
 // modify it.
 func (s *Snapshot) TopicNames() []string { return s.names }

@@ -203,6 +203,14 @@ func (s *Store) AlterTopicConfigs(ctx context.Context, name string, alter func(m
 // against the stored topic (tkvs) and partition (pkvs) and sets next's
 // partition epoch; it returns the stored state. The errors are AlterPartition's.
 func checkAlter(topic string, partition, expectedEpoch int32, next *PartitionState, tkvs, pkvs []*mvccpb.KeyValue) (PartitionState, error) {
+	return checkAlterWith(topic, partition, expectedEpoch, next, tkvs, pkvs, decodeTopic)
+}
+
+// checkAlterWith is checkAlter decoding the stored topic with decode, which
+// AlterPartitions memoizes: a batch holds many partitions of one topic, and
+// decoding its assignment again for each was most of a batch's cost.
+func checkAlterWith(topic string, partition, expectedEpoch int32, next *PartitionState, tkvs, pkvs []*mvccpb.KeyValue,
+	decode func(key string, value []byte) (Topic, error)) (PartitionState, error) {
 	tkey, pkey := topicKey(topic), partitionKey(topic, partition)
 	if len(tkvs) == 0 {
 		return PartitionState{}, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
@@ -210,7 +218,7 @@ func checkAlter(topic string, partition, expectedEpoch int32, next *PartitionSta
 	if len(pkvs) == 0 {
 		return PartitionState{}, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, partition)
 	}
-	t, err := decodeTopic(tkey, tkvs[0].Value)
+	t, err := decode(tkey, tkvs[0].Value)
 	if err != nil {
 		return PartitionState{}, err
 	}

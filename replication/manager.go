@@ -167,10 +167,12 @@ type Manager struct {
 		// straysChecked: no folder of a partition that no topic has is left (the
 		// first Apply deletes them, and so does any Apply that deletes partitions).
 		straysChecked bool
-		topics        map[string][16]byte
-		applied       int64
-		changed       chan struct{} // closed and replaced when applied moves
-		closed        bool
+		// last is every topic the last Apply was given, by name: a topic given
+		// again with the same spec needs no visit of its partitions.
+		last    map[string]TopicSpec
+		applied int64
+		changed chan struct{} // closed and replaced when applied moves
+		closed  bool
 	}
 	fenced  atomic.Bool // no partition leads while set (the broker has no session)
 	metrics Metrics
@@ -282,7 +284,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.mu.parts = make(map[topicPartition]*Partition)
 	m.mu.offline = make(map[topicPartition]offlinePartition)
 	m.mu.specs = make(map[topicPartition]appliedSpec)
-	m.mu.topics = make(map[string][16]byte)
+	m.mu.last = make(map[string]TopicSpec)
 	m.mu.changed = make(chan struct{})
 	cc := cfg.Cleaner
 	cc.Logger = cfg.Logger.With("component", "log-cleaner")
@@ -334,9 +336,11 @@ func (m *Manager) replicatedPartitions() []*Partition {
 // Apply makes the local replicas match topics, the whole set of topics at metadata
 // revision rev: it opens missing partitions, updates configs, and deletes the data of
 // partitions whose topic is gone or was recreated with another id. Folders that
-// belong to no topic are deleted too, since the metadata is complete. A partition
-// whose state and config are those of the last Apply is not visited again, so a
-// change costs what it changed (and a comparison per partition).
+// belong to no topic are deleted too, since the metadata is complete. A topic
+// whose spec is that of the last Apply is not visited again, nor is a partition
+// whose state and config are, so a change costs what it changed (and a comparison
+// per partition of the changed topics): a restart that moves the leadership of
+// thousands of partitions in batches applies each batch, not every partition again.
 func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -344,9 +348,19 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		return errors.New("replication: manager closed")
 	}
 	var errs []error
+	next := make(map[string]TopicSpec, len(topics))
+	same := make(map[string]bool, len(topics)) // every partition is as the last Apply left it
 	want := make(map[topicPartition]TopicSpec)
 	state := make(map[topicPartition]PartitionSpec)
 	for _, t := range topics {
+		if last, ok := m.mu.last[t.Name]; ok && sameTopicSpec(last, t) {
+			next[t.Name] = last
+			same[t.Name] = true
+			continue
+		}
+		kept := t // a copy: the caller may change its partitions' states later
+		kept.Partitions = slices.Clone(t.Partitions)
+		next[t.Name] = kept
 		for _, ps := range t.Partitions {
 			want[topicPartition{t.Name, ps.ID}] = t
 			state[topicPartition{t.Name, ps.ID}] = ps
@@ -355,6 +369,9 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	var changed []*Partition
 	removed := false
 	for tp, p := range m.mu.parts {
+		if same[tp.topic] {
+			continue
+		}
 		t, ok := want[tp]
 		if ok && t.ID == p.TopicID {
 			if a := newAppliedSpec(state[tp], t.Config); !a.equal(m.mu.specs[tp]) {
@@ -373,6 +390,9 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		m.logger.Info("deleted partition", "topic", tp.topic, "partition", tp.id)
 	}
 	for tp, off := range m.mu.offline {
+		if same[tp.topic] {
+			continue
+		}
 		if t, ok := want[tp]; !ok || t.ID != off.topicID {
 			delete(m.mu.offline, tp) // the topic is gone (or another one has its name)
 			removed = true
@@ -409,7 +429,7 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 	if removed || len(changed) > 0 || len(added) > 0 {
 		m.mu.replicated = m.mu.replicated[:0]
 		for tp, p := range m.mu.parts {
-			if len(state[tp].Replicas) > 1 {
+			if len(m.mu.specs[tp].st.Replicas) > 1 {
 				m.mu.replicated = append(m.mu.replicated, p)
 			}
 		}
@@ -418,11 +438,12 @@ func (m *Manager) Apply(rev int64, topics []TopicSpec) error {
 		// Listing the topics folder costs as much as the partitions it holds:
 		// only when a folder may be left without a topic.
 		m.mu.straysChecked = len(errs) == 0
-		if err := m.removeStrayLocked(want); err != nil {
+		if err := m.removeStrayLocked(next); err != nil {
 			m.mu.straysChecked = false
 			errs = append(errs, err)
 		}
 	}
+	m.mu.last = next
 	if rev > m.mu.applied {
 		m.mu.applied = rev
 		close(m.mu.changed)
@@ -438,15 +459,30 @@ type appliedSpec struct {
 }
 
 func newAppliedSpec(st PartitionSpec, cfg PartitionConfig) appliedSpec {
+	return appliedSpec{st: st, cfg: bareConfig(cfg)}
+}
+
+// bareConfig is cfg without what is not compared: its logger and FS.
+func bareConfig(cfg PartitionConfig) PartitionConfig {
 	cfg.Log.Logger, cfg.Log.FS = nil, nil
-	return appliedSpec{st: st, cfg: cfg}
+	return cfg
 }
 
 func (a appliedSpec) equal(b appliedSpec) bool {
-	x, y := a.st, b.st
-	return a.cfg == b.cfg && x.ID == y.ID && x.Leader == y.Leader && x.LeaderEpoch == y.LeaderEpoch &&
+	return a.cfg == b.cfg && samePartitionSpec(a.st, b.st)
+}
+
+func samePartitionSpec(x, y PartitionSpec) bool {
+	return x.ID == y.ID && x.Leader == y.Leader && x.LeaderEpoch == y.LeaderEpoch &&
 		x.LeaderBrokerEpoch == y.LeaderBrokerEpoch && x.PartitionEpoch == y.PartitionEpoch &&
 		slices.Equal(x.Replicas, y.Replicas) && slices.Equal(x.ISR, y.ISR)
+}
+
+// sameTopicSpec reports whether a and b are the same topic with the same config
+// (but for its logger and FS) and the same partitions in the same states.
+func sameTopicSpec(a, b TopicSpec) bool {
+	return a.ID == b.ID && bareConfig(a.Config) == bareConfig(b.Config) &&
+		slices.EqualFunc(a.Partitions, b.Partitions, samePartitionSpec)
 }
 
 // Offline returns why the local replica of topic/id is offline (its log could not
@@ -572,15 +608,17 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 	return p, nil
 }
 
-func (m *Manager) removeStrayLocked(want map[topicPartition]TopicSpec) error {
+func (m *Manager) removeStrayLocked(topics map[string]TopicSpec) error {
 	fs := m.cfg.FS
 	names, err := fs.List(m.cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", m.cfg.Dir, err)
 	}
-	keys := make(map[string]bool, len(want))
-	for tp := range want {
-		keys[PartitionKey(tp.topic, tp.id)] = true
+	keys := make(map[string]bool)
+	for _, t := range topics {
+		for _, ps := range t.Partitions {
+			keys[PartitionKey(t.Name, ps.ID)] = true
+		}
 	}
 	var errs []error
 	for _, name := range names {
