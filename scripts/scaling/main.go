@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,13 +38,17 @@ func main() {
 		idle    = flag.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 		produce = flag.Duration("produce", 10*time.Second, "how long the produce run lasts")
 		conns   = flag.Int("connections", 0, "instead of partition counts: hold `N` idle client connections to a node without topics")
-		data    = flag.Float64("data", 0, "instead of partition counts: fill one partition with `GB` gigabytes and time /readyz after SIGKILL")
+		data    = flag.String("data", "", "instead of partition counts: fill one partition with `GB` gigabytes and time /readyz after SIGKILL; comma-separated sizes run one after the other, each on its own data deleted after its rounds")
 		segs    = flag.Int("segments", 1000, "with -data: how many segments the data fills")
+		rate    = flag.Float64("tail-rate", 10, "with -data: the light produce's `MB/s`, during which each SIGKILL comes")
+		minFree = flag.Float64("min-free", 15, "with -data: refuse to write data, or stop writing it, when the disk would have less than `GB` free")
+		ports   = flag.Int("port-base", 0, "the nodes use loopback ports `N`..N+99 (0: any free port)")
 		cluster = flag.Int("cluster-topics", 0, "instead of partition counts: a 3-node cluster creates `N` topics of 6 partitions with 3 replicas")
 		segFile = flag.Int("segment-files", 0, "instead of the partition curve: give each of -partitions partitions `N` segments and count the node's open files")
 		serve   = flag.String("serve-flags", "", "with -segment-files: more flags for skiff serve (not the baseline's), space-separated (e.g. --segment-file-cache 64)")
 	)
 	flag.Parse()
+	portBase = *ports
 	ns, err := parseCounts(*counts)
 	if err != nil {
 		log.Fatal(err)
@@ -118,21 +123,30 @@ func main() {
 		}
 		return
 	}
-	if *data > 0 {
-		dir, err := os.MkdirTemp(*work, "skiff-scaling-")
-		if err != nil {
-			log.Fatal(err)
-		}
-		rs, err := measureData(context.Background(), config{bin: *bin, work: dir}, builds, *data, *segs, *rounds)
-		for _, r := range rs {
-			line, _ := json.Marshal(r)
-			fmt.Println(string(line))
-		}
-		if err != nil {
-			log.Fatalf("%g GB: %v (data and log kept in %s)", *data, err, dir)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			log.Fatal(err)
+	if *data != "" {
+		for _, f := range strings.Split(*data, ",") {
+			gb, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || gb <= 0 {
+				log.Fatalf("bad data size %q", f)
+			}
+			dir, err := os.MkdirTemp(*work, "skiff-scaling-")
+			if err != nil {
+				log.Fatal(err)
+			}
+			o := dataOptions{gb: gb, segments: *segs, rounds: *rounds, tailRate: *rate, minFreeGB: *minFree}
+			rs, err := measureData(context.Background(), config{bin: *bin, work: dir}, builds, o)
+			for _, r := range rs {
+				line, _ := json.Marshal(r)
+				fmt.Println(string(line))
+			}
+			if err != nil {
+				// The data is too big to leave behind: keep only the log.
+				_ = os.RemoveAll(filepath.Join(dir, "data"))
+				log.Fatalf("%g GB: %v (data deleted, log kept in %s)", gb, err, dir)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				log.Fatal(err)
+			}
 		}
 		return
 	}

@@ -25,8 +25,26 @@ type node struct {
 	exited               chan error
 }
 
+// portBase, when set (-port-base), is the first of the 100 loopback ports the
+// nodes may use; freePort hands them out in turn, skipping any in use.
+// Otherwise the kernel picks free ports.
+var portBase, portsUsed int
+
 func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	for portBase > 0 {
+		if portsUsed >= 100 {
+			return "", fmt.Errorf("ports %d..%d all handed out", portBase, portBase+99)
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", portBase+portsUsed)
+		portsUsed++
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			l.Close()
+			return addr, nil
+		}
+	}
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
 	}
