@@ -12,6 +12,12 @@ package kafkaapi
 // this broker confirms its session a fetch first waits for it, up to fencedWait.
 // Record bytes go from segment files to the socket with sendfile (an answer of at
 // most 32 KiB in one write: FrameWriter).
+// The answer holds each partition's segment files open until it is written, so
+// a fetch stops adding partitions' data once it holds a quarter of the segment
+// file cache's capacity in sealed segment files (fetchFileShare; the active
+// segments are open anyway): the partitions after it answer no records and
+// come in the next fetch, as when max_bytes is reached. The first partition
+// with data is answered whatever it holds.
 // current_leader_epoch (v9+) is checked: older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH.
 //
@@ -50,6 +56,7 @@ package kafkaapi
 // and gets aborted_transactions null. Both are sent with sendfile.
 
 import (
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -203,6 +210,8 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 		budget = 1<<31 - 1
 	}
 	var throttled int64 // a follower's bytes under the leader's replication throttle
+	fileShare := s.fetchFileShare()
+	files := 0 // sealed segment files held by the slices taken
 	topics = make([]fetchTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		topics[i] = fetchTopic{name: t.Topic, parts: make([]fetchPartition, len(t.Partitions))}
@@ -223,7 +232,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			}
 			fp.hw, fp.lso, fp.logStart = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), budget)
-			if limit <= 0 && total > 0 {
+			if (limit <= 0 || files >= fileShare) && total > 0 {
 				continue
 			}
 			var sl *logstore.Slice
@@ -246,7 +255,8 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 				continue
 			}
 			// Only the first partition with data may exceed the limits (KIP-74).
-			if total > 0 && sl.Bytes > limit {
+			n := sl.SealedFiles()
+			if total > 0 && (sl.Bytes > limit || files+n > fileShare) {
 				sl.Release()
 				continue
 			}
@@ -262,9 +272,21 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			fp.slice = sl
 			total += sl.Bytes
 			budget -= sl.Bytes
+			files += n
 		}
 	}
 	return topics, total, anyErr
+}
+
+// fetchFileShare is how many sealed segment files one fetch's answer may hold
+// open: a quarter of the segment file cache's capacity (at least 1), so that
+// the descriptors held by a few large fetches stay within a bound like the
+// cache's rather than one per partition read.
+func (s *Server) fetchFileShare() int {
+	if s.parts == nil {
+		return math.MaxInt
+	}
+	return max(s.parts.SegmentFiles().Capacity()/4, 1)
 }
 
 // recordReplicaSent counts the record bytes answered to a follower against

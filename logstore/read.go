@@ -43,6 +43,22 @@ func (s *Slice) Release() {
 	s.Ranges = nil
 }
 
+// SealedFiles returns how many of the files the slice holds are not pinned
+// (sealed segments, not the active one): descriptors that stay open because
+// the slice holds them, which the FileCache's capacity does not bound until
+// Release.
+func (s *Slice) SealedFiles() int {
+	n := 0
+	for _, f := range s.files {
+		f.mu.Lock()
+		if !f.pinned {
+			n++
+		}
+		f.mu.Unlock()
+	}
+	return n
+}
+
 // WriteTo copies the slice's bytes to w (for tests and for connections that
 // cannot use sendfile).
 func (s *Slice) WriteTo(w io.Writer) (int64, error) {

@@ -308,6 +308,10 @@ func NewManager(cfg Config) (*Manager, error) {
 // PartitionKey is the folder name of a partition replica: "<topic>-<partition>".
 func PartitionKey(topic string, id int32) string { return topic + "-" + strconv.Itoa(int(id)) }
 
+// SegmentFiles returns the cache that bounds the idle sealed segment files of
+// every local replica (Config.SegmentFiles).
+func (m *Manager) SegmentFiles() *logstore.FileCache { return m.cfg.SegmentFiles }
+
 // Partition returns the local replica of topic/id, or nil when there is none.
 func (m *Manager) Partition(topic string, id int32) *Partition {
 	m.mu.RLock()

@@ -1,0 +1,160 @@
+package kafkaapi_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/appliance"
+)
+
+// openSegmentFiles counts this process's descriptors (/proc/self/fd) of
+// segment files under dir.
+func openSegmentFiles(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) && strings.HasSuffix(target, ".log") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFetchSealedFilesBounded: one Fetch of 40 partitions, each read from a
+// sealed segment, on a node whose segment file cache holds 8 idle files. The
+// answer holds its files until it is written, so the client reads only the
+// answer's size and then counts the node's segment descriptors while the rest
+// waits: the 40 active segments, the cache's 8 and the fetch's share (a
+// quarter of the cache), not one more per partition read. The partitions left
+// out answer no records, and fetching again from where each stopped reads
+// every record once.
+func TestFetchSealedFilesBounded(t *testing.T) {
+	const (
+		partitions = 40
+		cacheSize  = 8
+		share      = cacheSize / 4
+		big        = 512 << 10 // 40 of them are more than the sockets' buffers
+	)
+	dir := t.TempDir()
+	n, err := startNode(dir, func(c *appliance.Config) { c.SegmentFileCache = cacheSize })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	topics := filepath.Join(dir, "topics")
+	c := dial(t, n.KafkaAddr())
+	topic := topicName(t, "")
+	createTopic(t, c, topic, partitions, map[string]string{"internal.segment.bytes": "1"})
+	want := make(map[int32][]string)
+	for p := range int32(partitions) {
+		// The big batch fills the first segment, the small one rolls a second:
+		// the first is sealed.
+		for _, v := range []string{fmt.Sprintf("%d-big-%s", p, strings.Repeat("b", big)), fmt.Sprintf("%d-small", p)} {
+			mustProduce(t, c, topic, p, makeBatch(noProducer, v))
+			want[p] = append(want[p], v)
+		}
+	}
+
+	// The whole answer would be about 20 MiB: with a small receive buffer the
+	// node's write waits for this reader, holding the answer's files.
+	fc := dial(t, n.KafkaAddr())
+	if err := fc.nc.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	parts := make([]fetchPart, partitions)
+	for p := range parts {
+		parts[p] = fetchPart{topic: topic, partition: int32(p)}
+	}
+	req := fetchRequest(11, 0, 0, 64<<20, parts...)
+	corr := fc.send(req)
+	fc.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	var size [4]byte
+	if _, err := io.ReadFull(fc.nc, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	// The node is writing the answer now: its files are held until it is done.
+	held := openSegmentFiles(t, topics)
+	bound := partitions + cacheSize + share
+	t.Logf("answer of %d bytes; %d segment files open while it is written (at most %d)", binary.BigEndian.Uint32(size[:]), held, bound)
+	if held > bound {
+		t.Errorf("%d segment files open while a fetch answer is written, want at most %d (active segments, cache, the fetch's share)", held, bound)
+	}
+	if err := fc.nc.(*net.TCPConn).SetReadBuffer(8 << 20); err != nil {
+		t.Fatal(err)
+	}
+	fc.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(fc.nc, frame); err != nil {
+		t.Fatal(err)
+	}
+	r, err := parseResponse(req.Key(), req.GetVersion(), corr, frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := r.(*kmsg.FetchResponse)
+	withData := 0
+	for p := range int32(partitions) {
+		fp := fetchedPartition(t, resp, topic, p)
+		wantCode(t, fmt.Sprintf("partition %d", p), fp.ErrorCode, 0)
+		if len(fp.RecordBatches) > 0 {
+			withData++
+		}
+	}
+	if withData < 1 || withData > share {
+		t.Errorf("%d partitions answered records, want 1 to %d (the fetch's share of sealed files)", withData, share)
+	}
+
+	// The rest come in the next fetches.
+	next := make([]int64, partitions)
+	got := make(map[int32][]string)
+	for fetches := 0; ; fetches++ {
+		if fetches > partitions {
+			t.Fatalf("after %d fetches: %d of %d partitions read whole", fetches, len(got), partitions)
+		}
+		var ask []fetchPart
+		for p := range int32(partitions) {
+			if next[p] < 2 {
+				ask = append(ask, fetchPart{topic: topic, partition: p, offset: next[p]})
+			}
+		}
+		if len(ask) == 0 {
+			break
+		}
+		resp := fetchNow(t, c, 64<<20, ask...)
+		for _, fp := range ask {
+			got1 := fetchedPartition(t, resp, topic, fp.partition)
+			wantCode(t, fmt.Sprintf("partition %d", fp.partition), got1.ErrorCode, 0)
+			_, recs := decodeBatches(t, got1.RecordBatches)
+			for _, rec := range recs {
+				if rec.offset != next[fp.partition] {
+					t.Fatalf("partition %d: offset %d, want %d", fp.partition, rec.offset, next[fp.partition])
+				}
+				got[fp.partition] = append(got[fp.partition], rec.value)
+				next[fp.partition]++
+			}
+		}
+	}
+	for p := range int32(partitions) {
+		if fmt.Sprint(got[p]) != fmt.Sprint(want[p]) {
+			t.Fatalf("partition %d: read %d records that differ from the %d produced", p, len(got[p]), len(want[p]))
+		}
+	}
+}
