@@ -365,3 +365,29 @@ func beginRewriteQuiet(l *logstore.Log, segs []logstore.SegmentInfo, want []appe
 	}
 	return rw, kept
 }
+
+// TestSliceSealedFiles: a Slice counts the sealed segment files it holds, not
+// the active segment's, whose pinned descriptor is open anyway.
+func TestSliceSealedFiles(t *testing.T) {
+	l, _, _, _ := cachedLog(t, 2, 300, 6)
+	segs := l.Segments()
+	active := segs[len(segs)-1]
+	for _, tc := range []struct {
+		name        string
+		from, until int64
+		want        int
+	}{
+		{"three sealed", segs[0].Base, segs[3].Base, 3},
+		{"last sealed and active", segs[len(segs)-2].Base, math.MaxInt64, 1},
+		{"active only", active.Base, math.MaxInt64, 0},
+	} {
+		sl, err := l.Read(tc.from, math.MaxInt64, tc.until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sl.SealedFiles(); got != tc.want {
+			t.Errorf("%s: SealedFiles() = %d over %d ranges, want %d", tc.name, got, len(sl.Ranges), tc.want)
+		}
+		sl.Release()
+	}
+}

@@ -310,8 +310,12 @@ func (l *Log) read(offset, maxBytes, maxOffset int64) (*Slice, error) {
 			s.Ranges = append(s.Ranges, Range{File: v.f, Pos: rangeStart, Len: n, BaseOffset: rangeBase})
 			s.Bytes += n
 			s.NextOffset = expect
+			s.files = append(s.files, v.file)
+		} else {
+			// Nothing of this segment is in the slice (the read stopped at its
+			// first batch, or it is empty): the slice does not hold its file.
+			v.release()
 		}
-		s.files = append(s.files, v.file)
 		used = k + 1
 		if done {
 			break
