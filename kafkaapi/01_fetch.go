@@ -14,10 +14,11 @@ package kafkaapi
 // most 32 KiB in one write: FrameWriter).
 // The answer holds each partition's segment files open until it is written, so
 // a fetch stops adding partitions' data once it holds a quarter of the segment
-// file cache's capacity in sealed segment files (fetchFileShare; the active
-// segments are open anyway): the partitions after it answer no records and
-// come in the next fetch, as when max_bytes is reached. The first partition
-// with data is answered whatever it holds.
+// file cache's capacity in sealed segment files, or once the answers of all
+// connections together hold half of it (fetchFileShares; the active segments are
+// open anyway): the partitions after it answer no records and come in the next
+// fetch, as when max_bytes is reached. The first partition with data is
+// answered whatever it holds.
 // current_leader_epoch (v9+) is checked: older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH.
 //
@@ -94,6 +95,7 @@ type fetchPartition struct {
 	lso      int64
 	logStart int64
 	slice    *logstore.Slice
+	files    int                      // sealed segment files slice holds, counted in Server.fetchFiles
 	aborted  []replication.AbortedTxn // read_committed only; nil: null
 	// replica is the partition a follower's fetch read (nil for consumers):
 	// its bytes count against the leader's replication throttle once sent.
@@ -163,7 +165,7 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 				if th := s.quotas.Owed(quota.ConsumerByteRate, c.principal.Name, hdr.ClientID, time.Now()); th > 0 {
 					// Still throttled (it fetched on another connection): no
 					// data, as Kafka answers a throttled fetch.
-					releaseFetch(topics)
+					s.releaseFetch(topics)
 					topics = nil
 					c.throttle = th
 				} else {
@@ -176,7 +178,7 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 			c.muted = th
 			recordReplicaSent(req.ReplicaID, topics)
 			err := s.writeFetch(c, hdr, req, topics, th)
-			releaseFetch(topics)
+			s.releaseFetch(topics)
 			return err
 		}
 		wait := time.Until(deadline)
@@ -185,7 +187,7 @@ func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest
 			// gets its data once the throttle frees, not at max_wait_ms.
 			wait = th
 		}
-		releaseFetch(topics)
+		s.releaseFetch(topics)
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
@@ -210,7 +212,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 		budget = 1<<31 - 1
 	}
 	var throttled int64 // a follower's bytes under the leader's replication throttle
-	fileShare := s.fetchFileShare()
+	fileShare, nodeShare := s.fetchFileShares()
 	files := 0 // sealed segment files held by the slices taken
 	topics = make([]fetchTopic, len(req.Topics))
 	for i, t := range req.Topics {
@@ -232,7 +234,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			}
 			fp.hw, fp.lso, fp.logStart = p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), budget)
-			if (limit <= 0 || files >= fileShare) && total > 0 {
+			if (limit <= 0 || files >= fileShare || s.fetchFiles.Load() >= nodeShare) && total > 0 {
 				continue
 			}
 			var sl *logstore.Slice
@@ -256,7 +258,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 			}
 			// Only the first partition with data may exceed the limits (KIP-74).
 			n := sl.SealedFiles()
-			if total > 0 && (sl.Bytes > limit || files+n > fileShare) {
+			if total > 0 && (sl.Bytes > limit || files+n > fileShare || s.fetchFiles.Load()+int64(n) > nodeShare) {
 				sl.Release()
 				continue
 			}
@@ -269,24 +271,28 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, denied map[string]bool) (topi
 					throttled += sl.Bytes
 				}
 			}
-			fp.slice = sl
+			fp.slice, fp.files = sl, n
 			total += sl.Bytes
 			budget -= sl.Bytes
 			files += n
+			s.fetchFiles.Add(int64(n))
 		}
 	}
 	return topics, total, anyErr
 }
 
-// fetchFileShare is how many sealed segment files one fetch's answer may hold
-// open: a quarter of the segment file cache's capacity (at least 1), so that
-// the descriptors held by a few large fetches stay within a bound like the
-// cache's rather than one per partition read.
-func (s *Server) fetchFileShare() int {
+// fetchFileShares returns how many sealed segment files one fetch's answer may
+// hold open, a quarter of the segment file cache's capacity, and how many the
+// answers of all connections may hold together, half of it (each at least 1;
+// the first partition with data of each answer may go over both). The
+// descriptors held by answers then stay within a bound like the cache's
+// rather than one per partition read.
+func (s *Server) fetchFileShares() (one int, all int64) {
 	if s.parts == nil {
-		return math.MaxInt
+		return math.MaxInt, math.MaxInt64
 	}
-	return max(s.parts.SegmentFiles().Capacity()/4, 1)
+	c := s.parts.SegmentFiles().Capacity()
+	return max(c/4, 1), int64(max(c/2, 1))
 }
 
 // recordReplicaSent counts the record bytes answered to a follower against
@@ -318,14 +324,19 @@ func leaderThrottleWait(follower int32, topics []fetchTopic) (wait time.Duration
 	return wait
 }
 
-func releaseFetch(topics []fetchTopic) {
+func (s *Server) releaseFetch(topics []fetchTopic) {
+	var files int
 	for _, t := range topics {
-		for _, p := range t.parts {
+		for i := range t.parts {
+			p := &t.parts[i]
 			if p.slice != nil {
 				p.slice.Release()
+				files += p.files
+				p.files = 0
 			}
 		}
 	}
+	s.fetchFiles.Add(-int64(files))
 }
 
 func (s *Server) writeFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest, topics []fetchTopic, throttle time.Duration) error {

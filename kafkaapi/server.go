@@ -229,6 +229,9 @@ type Server struct {
 	sasl     *auth.SASLServer
 	delays   *auth.FailureDelays // of failed authentications, per client address
 	quotas   *quota.Manager      // client quotas enforced on this node (throttle.go)
+	// fetchFiles counts the sealed segment files held by Fetch answers being
+	// built or written, all connections together (01_fetch.go).
+	fetchFiles atomic.Int64
 
 	ctx    context.Context // canceled by Shutdown: parked requests answer at once
 	cancel context.CancelFunc
