@@ -38,7 +38,11 @@ const MaxBatchedChanges = 1024
 // partitions (a broker's restart) writes etcd a few times, not once per
 // partition. When a transaction's compares fail (some key moved on meanwhile),
 // its changes are made one at a time with AlterPartition, which reads again and
-// checks the fence. err is set only when etcd could not be read or written.
+// checks the fence. A change of a partition that an earlier change in the
+// same transaction writes is made after that transaction with AlterPartition,
+// so that it is checked against the earlier change's state, as if the changes
+// were made one at a time. err is set only when etcd could not be read or
+// written.
 func (s *Store) AlterPartitions(ctx context.Context, changes []PartitionChange, fence ...clientv3.Cmp) ([]AlterOutcome, int64, error) {
 	out := make([]AlterOutcome, len(changes))
 	var rev int64
@@ -77,6 +81,8 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 		cmps     []clientv3.Cmp
 		puts     []clientv3.Op
 		written  []int
+		later    []int // changes of a partition an earlier change of the batch writes
+		putKeys  = map[string]bool{}
 		compared = map[string]bool{}
 		decoded  = map[string]decodedTopic{} // by topic key: every read is at one revision
 	)
@@ -90,6 +96,12 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 	}
 	for i, c := range changes {
 		tkey, pkey := topicKey(c.Topic), partitionKey(c.Topic, c.Partition)
+		if putKeys[pkey] {
+			// It must be checked against what the earlier change writes, and etcd
+			// refuses two puts of one key in a transaction: made after it.
+			later = append(later, i)
+			continue
+		}
 		tkvs := resp.Responses[topicAt[tkey]].GetResponseRange().Kvs
 		pkvs := resp.Responses[partAt[i]].GetResponseRange().Kvs
 		next := c.Next
@@ -105,6 +117,7 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision))
 		puts = append(puts, clientv3.OpPut(pkey, encodePartition(next)))
+		putKeys[pkey] = true
 		written = append(written, i)
 	}
 	if len(puts) == 0 {
@@ -114,12 +127,13 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 	if err != nil {
 		return 0, fmt.Errorf("cluster: write %d partitions: %w", len(puts), err)
 	}
-	if tr.Succeeded {
-		return tr.Header.Revision, nil
-	}
-	// Something moved on: one at a time, each read again.
 	var rev int64
-	for _, i := range written {
+	if tr.Succeeded {
+		rev, written = tr.Header.Revision, nil
+	}
+	// Something moved on (written: one at a time, each read again), and the
+	// later changes of partitions the batch wrote, in order.
+	for _, i := range append(written, later...) {
 		c := changes[i]
 		st, r, err := s.AlterPartition(ctx, c.Topic, c.Partition, c.Expected, c.Next, fence...)
 		out[i] = AlterOutcome{State: st, Err: err}
