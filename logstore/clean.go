@@ -458,7 +458,9 @@ func (r *Rewrite) Commit() error {
 	// so the segments stay as checked; appends only touch the active segment.
 	// Their files are held open (pinned) across the renames, so that a reader
 	// that opens one meanwhile gets the replaced file, not the one renamed over
-	// it; they are retired once the log no longer lists them.
+	// it; they are retired once the log no longer lists them (or, if the swap
+	// fails, when the log closes). A pin opens a file that readers opened
+	// read-only again for writing: one open more per replaced file.
 	if err := r.pinSources(); err != nil {
 		r.Abort()
 		return err
