@@ -25,9 +25,13 @@ type AlterOutcome struct {
 }
 
 // MaxBatchedChanges bounds the changes AlterPartitions writes in one etcd
-// transaction: at most 3 operations each (a compare of the partition and of
-// its topic, a put), well below embedetcd's DefaultMaxTxnOps, and a request of
-// a few hundred KB. Each transaction is a WAL fsync and a metadata snapshot
+// transaction. etcd limits each of a transaction's compares, successes and
+// failures to MaxTxnOps: a batch's read has at most 2 gets per change (its
+// partition and, once per topic, its topic), its write at most 2 compares per
+// change (likewise) and the fence, and a put per change, so at most 2,049
+// operations, well below embedetcd's DefaultMaxTxnOps (16,384); and a request
+// of at most about 1 MB even with 249-character topic names (embedetcd's
+// DefaultMaxRequestBytes is 8 MiB). Each transaction is a WAL fsync and a metadata snapshot
 // every node applies, so a restart of 10,000 partitions writes 10, not 40.
 const MaxBatchedChanges = 1024
 
