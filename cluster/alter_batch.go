@@ -25,9 +25,13 @@ type AlterOutcome struct {
 }
 
 // MaxBatchedChanges bounds the changes AlterPartitions writes in one etcd
-// transaction: at most 3 operations each (a compare of the partition and of
-// its topic, a put), well below embedetcd's DefaultMaxTxnOps, and a request of
-// a few hundred KB. Each transaction is a WAL fsync and a metadata snapshot
+// transaction. etcd limits each of a transaction's compares, successes and
+// failures to MaxTxnOps: a batch's read has at most 2 gets per change (its
+// partition and, once per topic, its topic), its write at most 2 compares per
+// change (likewise) and the fence, and a put per change, so at most 2,049
+// operations, well below embedetcd's DefaultMaxTxnOps (16,384); and a request
+// of at most about 1 MB even with 249-character topic names (embedetcd's
+// DefaultMaxRequestBytes is 8 MiB). Each transaction is a WAL fsync and a metadata snapshot
 // every node applies, so a restart of 10,000 partitions writes 10, not 40.
 const MaxBatchedChanges = 1024
 
@@ -38,7 +42,11 @@ const MaxBatchedChanges = 1024
 // partitions (a broker's restart) writes etcd a few times, not once per
 // partition. When a transaction's compares fail (some key moved on meanwhile),
 // its changes are made one at a time with AlterPartition, which reads again and
-// checks the fence. err is set only when etcd could not be read or written.
+// checks the fence. A change of a partition that an earlier change in the
+// same transaction writes is made after that transaction with AlterPartition,
+// so that it is checked against the earlier change's state, as if the changes
+// were made one at a time. err is set only when etcd could not be read or
+// written.
 func (s *Store) AlterPartitions(ctx context.Context, changes []PartitionChange, fence ...clientv3.Cmp) ([]AlterOutcome, int64, error) {
 	out := make([]AlterOutcome, len(changes))
 	var rev int64
@@ -77,6 +85,8 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 		cmps     []clientv3.Cmp
 		puts     []clientv3.Op
 		written  []int
+		later    []int // changes of a partition an earlier change of the batch writes
+		putKeys  = map[string]bool{}
 		compared = map[string]bool{}
 		decoded  = map[string]decodedTopic{} // by topic key: every read is at one revision
 	)
@@ -90,6 +100,12 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 	}
 	for i, c := range changes {
 		tkey, pkey := topicKey(c.Topic), partitionKey(c.Topic, c.Partition)
+		if putKeys[pkey] {
+			// It must be checked against what the earlier change writes, and etcd
+			// refuses two puts of one key in a transaction: made after it.
+			later = append(later, i)
+			continue
+		}
 		tkvs := resp.Responses[topicAt[tkey]].GetResponseRange().Kvs
 		pkvs := resp.Responses[partAt[i]].GetResponseRange().Kvs
 		next := c.Next
@@ -105,6 +121,7 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pkey), "=", pkvs[0].ModRevision))
 		puts = append(puts, clientv3.OpPut(pkey, encodePartition(next)))
+		putKeys[pkey] = true
 		written = append(written, i)
 	}
 	if len(puts) == 0 {
@@ -114,12 +131,13 @@ func (s *Store) alterBatch(ctx context.Context, changes []PartitionChange, out [
 	if err != nil {
 		return 0, fmt.Errorf("cluster: write %d partitions: %w", len(puts), err)
 	}
-	if tr.Succeeded {
-		return tr.Header.Revision, nil
-	}
-	// Something moved on: one at a time, each read again.
 	var rev int64
-	for _, i := range written {
+	if tr.Succeeded {
+		rev, written = tr.Header.Revision, nil
+	}
+	// Something moved on (written: one at a time, each read again), and the
+	// later changes of partitions the batch wrote, in order.
+	for _, i := range append(written, later...) {
 		c := changes[i]
 		st, r, err := s.AlterPartition(ctx, c.Topic, c.Partition, c.Expected, c.Next, fence...)
 		out[i] = AlterOutcome{State: st, Err: err}

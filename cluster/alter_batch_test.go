@@ -74,3 +74,40 @@ func storedPartition(t *testing.T, s *Store, topic string, p int32) PartitionSta
 	}
 	return st
 }
+
+// TestAlterPartitionsSamePartition: changes of one partition in one batch are
+// made as if one at a time, each checked against the state the one before
+// wrote (etcd refuses a transaction that puts one key twice), next to changes
+// of other partitions of the same topic.
+func TestAlterPartitionsSamePartition(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	s := New(m.Client(), quiet)
+	if _, err := s.CreateTopic(ctx, Topic{Name: "t", Partitions: 2, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}, {1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	changes := []PartitionChange{
+		{Topic: "t", Partition: 0, Next: PartitionState{Leader: 2, LeaderEpoch: 1, ISR: []int32{2}}},
+		{Topic: "t", Partition: 1, Next: PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}}},
+		{Topic: "t", Partition: 0, Expected: 1, Next: PartitionState{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}}},
+		{Topic: "t", Partition: 0, Next: PartitionState{Leader: 2, LeaderEpoch: 3, ISR: []int32{2}}}, // stale by then
+	}
+	out, rev, err := s.AlterPartitions(ctx, changes)
+	if err != nil || rev <= 0 {
+		t.Fatalf("AlterPartitions: rev %d, %v", rev, err)
+	}
+	for i, want := range []struct{ epoch, leader int32 }{{1, 2}, {1, 1}, {2, 1}} {
+		if o := out[i]; o.Err != nil || o.State.PartitionEpoch != want.epoch || o.State.Leader != want.leader {
+			t.Errorf("change %d: %+v, want partition epoch %d, leader %d", i, o, want.epoch, want.leader)
+		}
+	}
+	if !errors.Is(out[3].Err, ErrStalePartitionEpoch) {
+		t.Errorf("change 3: %v, want %v", out[3].Err, ErrStalePartitionEpoch)
+	}
+	if st := storedPartition(t, s, "t", 0); st.PartitionEpoch != 2 || st.Leader != 1 || st.LeaderEpoch != 2 {
+		t.Fatalf("stored partition 0: %+v", st)
+	}
+	if st := storedPartition(t, s, "t", 1); st.PartitionEpoch != 1 || st.Leader != 1 {
+		t.Fatalf("stored partition 1: %+v", st)
+	}
+}

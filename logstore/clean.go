@@ -121,18 +121,24 @@ func (l *Log) ScanSegmentSkipping(base int64, skip func(h *batch.Header) bool, f
 		return fmt.Errorf("logstore: open %s: %w", sf.path, err)
 	}
 	defer sf.release()
+	return scanBatches(f, sf.path, size, base, skip, fn)
+}
 
+// scanBatches is ScanSegmentSkipping of the size bytes of f, a segment file at
+// path of base offset base. A batch that does not fit in size, a short or bad
+// header, skipped or not, is a *CorruptionError.
+func scanBatches(f io.ReaderAt, path string, size, base int64, skip func(h *batch.Header) bool, fn func(h batch.Header, b []byte) error) error {
 	sc := segScanner{cr: chunkReader{f: f, size: size, buf: make([]byte, 0, scanChunk)}, skip: skip}
 	pos, expect := int64(0), base
 	for pos < size {
 		h, b, err := sc.next(pos)
 		if err == nil {
-			err = checkBase(sf.path, pos, &h, expect, false)
+			err = checkBase(path, pos, &h, expect, false)
 		}
 		if err != nil {
 			var ce *CorruptionError
 			if !errors.As(err, &ce) {
-				err = &CorruptionError{File: sf.path, Pos: pos, Err: err}
+				err = &CorruptionError{File: path, Pos: pos, Err: err}
 			}
 			return err
 		}
@@ -458,7 +464,9 @@ func (r *Rewrite) Commit() error {
 	// so the segments stay as checked; appends only touch the active segment.
 	// Their files are held open (pinned) across the renames, so that a reader
 	// that opens one meanwhile gets the replaced file, not the one renamed over
-	// it; they are retired once the log no longer lists them.
+	// it; they are retired once the log no longer lists them (or, if the swap
+	// fails, when the log closes). A pin opens a file that readers opened
+	// read-only again for writing: one open more per replaced file.
 	if err := r.pinSources(); err != nil {
 		r.Abort()
 		return err

@@ -2,6 +2,7 @@ package logstore_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -578,5 +579,47 @@ func TestScanSegmentSkipping(t *testing.T) {
 	var ce *logstore.CorruptionError
 	if err := l.ScanSegment(0, func(batch.Header, []byte) error { return nil }); !errors.As(err, &ce) || !errors.Is(err, batch.ErrCRC) {
 		t.Fatalf("a full scan of the corrupted segment: %v", err)
+	}
+}
+
+// TestScanSkippingDamage: damage to a segment is an error of a skipping scan as
+// of a full one, whether or not the damaged batch is skipped (a skip reads its
+// header alone, so the header's checks are all there is): a torn last batch, a
+// header cut short, a length past the file's end, a bad magic, a record count
+// its offsets cannot hold, a zeroed header, a base offset going back.
+func TestScanSkippingDamage(t *testing.T) {
+	var seg []byte
+	var starts []int
+	for i, b := range [][]byte{makeBatch(t, 2, 10, 1), makeBatch(t, 1, 70_000, 2), makeBatch(t, 3, 5, 3)} {
+		b = bytes.Clone(b)
+		batch.SetBaseOffset(b, int64(10*i))
+		starts = append(starts, len(seg))
+		seg = append(seg, b...)
+	}
+	last := starts[2]
+	damaged := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(seg)) }
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"torn last batch", seg[:len(seg)-1]},
+		{"last header cut short", seg[:last+batch.HeaderSize-1]},
+		{"length past the end", damaged(func(b []byte) []byte { binary.BigEndian.PutUint32(b[last+8:], 1<<20); return b })},
+		{"bad magic", damaged(func(b []byte) []byte { b[last+16] = 1; return b })},
+		{"record count over its offsets", damaged(func(b []byte) []byte { binary.BigEndian.PutUint32(b[last+57:], 9); return b })},
+		{"zeroed header", damaged(func(b []byte) []byte { clear(b[last : last+batch.HeaderSize]); return b })},
+		{"base offset going back", damaged(func(b []byte) []byte { batch.SetBaseOffset(b[last:], 5); return b })},
+	} {
+		for _, skipAll := range []bool{false, true} {
+			n := 0
+			err := logstore.ScanBatches(c.data, func(*batch.Header) bool { return skipAll }, func(batch.Header, []byte) error {
+				n++
+				return nil
+			})
+			var ce *logstore.CorruptionError
+			if !errors.As(err, &ce) || ce.Pos != int64(last) || n != 2 {
+				t.Errorf("%s, skipping %v: %d batches, %v; want 2 and a CorruptionError at %d", c.name, skipAll, n, err, last)
+			}
+		}
 	}
 }

@@ -57,8 +57,9 @@
 // # Open files
 //
 // Only the active segment's file, and a rolled one until its fdatasync, are
-// kept open (pinned). A sealed segment's file is opened when a reader needs it
-// and, once idle, left in a FileCache that the node's logs share
+// kept open (pinned), for writing. A sealed segment's file is opened,
+// read-only, when a reader needs it (a pin, such as Truncate's, opens it again
+// for writing) and, once idle, left in a FileCache that the node's logs share
 // (Config.Files), which closes the least recently used idle files beyond its
 // capacity. A file in use is closed only when its last user lets go, so a Slice
 // stays valid until Slice.Release even if retention, Truncate, a Rewrite, Close

@@ -1,5 +1,11 @@
 package logstore
 
+import (
+	"bytes"
+
+	"skiff/internal/batch"
+)
+
 // Crash abandons l as a killed process would: file descriptors are closed, but
 // nothing is synced and nothing more is written to the index. Written bytes stay
 // in the page cache, as after a process crash.
@@ -45,3 +51,9 @@ func (l *Log) Users() []int {
 
 // Peak returns the most segment files the cache's logs had open at once.
 func (c *FileCache) Peak() int64 { return c.peak.Load() }
+
+// ScanBatches is ScanSegmentSkipping over data, a segment of base offset 0
+// (for FuzzScanSegmentSkipping).
+func ScanBatches(data []byte, skip func(h *batch.Header) bool, fn func(h batch.Header, b []byte) error) error {
+	return scanBatches(bytes.NewReader(data), "segment", int64(len(data)), 0, skip, fn)
+}

@@ -104,54 +104,100 @@ type segFile struct {
 
 	mu      sync.Mutex
 	f       vfs.File // nil when closed
+	rw      bool     // f was opened for writing (created, or opened by pin)
 	users   int      // acquires not yet released, the pin included
 	pinned  bool
 	retired bool
-	elem    *list.Element // in cache.lru while idle and open; guarded by cache.mu
+	// stale are read-only descriptors that pin replaced with a writable one
+	// while readers held them: closed once no user but the pin is left.
+	stale []vfs.File
+	elem  *list.Element // in cache.lru while idle and open; guarded by cache.mu
 }
 
-// newOpenSegFile wraps f, just opened or created at path, with one user (the
-// caller's), not pinned.
+// newOpenSegFile wraps f, just opened for writing or created at path, with one
+// user (the caller's), not pinned.
 func newOpenSegFile(c *FileCache, fs vfs.FS, f vfs.File, path string) *segFile {
 	c.opening()
-	return &segFile{path: path, fs: fs, cache: c, f: f, users: 1}
+	return &segFile{path: path, fs: fs, cache: c, f: f, rw: true, users: 1}
 }
 
-// acquire returns the open file for reading or syncing, opening it if the cache
-// closed it, and holds it open until release. A retired file that is closed is
-// errFileGone.
+// acquire returns the open file for reading or syncing, opening it read-only
+// if the cache closed it, and holds it open until release. A retired file that
+// is closed is errFileGone.
+//
+// Read-only, because what the cache closed is a sealed segment, which only
+// pin writes again (and reopens for that): a reader cannot write through it,
+// and a path that no longer names a file is an error, where opening it for
+// writing would create an empty file in its place.
 func (s *segFile) acquire() (vfs.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		if s.retired {
-			return nil, errFileGone
-		}
-		f, err := s.fs.OpenReadWrite(s.path, vfs.WriteCategoryUnspecified)
-		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-			// Out of descriptors (a Fetch of thousands of partitions holds a file
-			// for each until it is written): close every idle one and try again.
-			// Idle files are in the LRU, and a file being opened is not, so this
-			// waits on no segFile.mu held by another open.
-			s.cache.evictTo(0)
-			f, err = s.fs.OpenReadWrite(s.path, vfs.WriteCategoryUnspecified)
-		}
-		if err != nil {
+		if err := s.openLocked(false); err != nil {
 			return nil, err
 		}
-		s.f = f
-		s.cache.opening()
-		s.cache.opened.Add(1)
 	} else if s.users == 0 {
-		s.cache.mu.Lock()
-		if s.elem != nil {
-			s.cache.lru.Remove(s.elem)
-			s.elem = nil
-		}
-		s.cache.mu.Unlock()
+		s.leaveLRULocked()
 	}
 	s.users++
 	return s.f, nil
+}
+
+// openLocked opens the closed file at its path, for writing if rw.
+func (s *segFile) openLocked(rw bool) error {
+	if s.retired {
+		return errFileGone
+	}
+	f, err := s.open(rw)
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		// Out of descriptors (a Fetch of thousands of partitions holds a file
+		// for each until it is written): close every idle one and try again.
+		// Idle files are in the LRU, and a file being opened is not, so this
+		// waits on no segFile.mu held by another open.
+		s.cache.evictTo(0)
+		f, err = s.open(rw)
+	}
+	if err != nil {
+		return err
+	}
+	s.f, s.rw = f, rw
+	s.cache.opening()
+	s.cache.opened.Add(1)
+	return nil
+}
+
+func (s *segFile) open(rw bool) (vfs.File, error) {
+	if rw {
+		// The segment is the log's (pin's caller holds appendMu or cleanMu), so
+		// its path names it: OpenReadWrite's O_CREATE creates nothing.
+		return s.fs.OpenReadWrite(s.path, vfs.WriteCategoryUnspecified)
+	}
+	return s.fs.Open(s.path)
+}
+
+// leaveLRULocked takes the idle file out of the cache's LRU.
+func (s *segFile) leaveLRULocked() {
+	s.cache.mu.Lock()
+	if s.elem != nil {
+		s.cache.lru.Remove(s.elem)
+		s.elem = nil
+	}
+	s.cache.mu.Unlock()
+}
+
+// closeStaleLocked closes the read-only descriptors pin replaced, once no
+// reader can hold one: no user is left but the pin.
+func (s *segFile) closeStaleLocked() error {
+	if len(s.stale) == 0 || s.users > 1 || s.users == 1 && !s.pinned {
+		return nil
+	}
+	var errs []error
+	for _, f := range s.stale {
+		errs = append(errs, f.Close())
+		s.cache.open.Add(-1)
+	}
+	s.stale = nil
+	return errors.Join(errs...)
 }
 
 // release lets go of an acquire. The last user closes a retired file, or hands
@@ -160,17 +206,18 @@ func (s *segFile) acquire() (vfs.File, error) {
 func (s *segFile) release() error {
 	s.mu.Lock()
 	s.users--
+	serr := s.closeStaleLocked()
 	switch {
 	case s.users < 0:
 		s.mu.Unlock()
 		panic("logstore: segment file released more often than acquired")
 	case s.users > 0:
 		s.mu.Unlock()
-		return nil
+		return serr
 	case s.retired:
 		err := s.closeLocked()
 		s.mu.Unlock()
-		return err
+		return errors.Join(serr, err)
 	}
 	c := s.cache
 	c.mu.Lock()
@@ -181,7 +228,7 @@ func (s *segFile) release() error {
 	if over {
 		c.evictTo(c.capacity)
 	}
-	return nil
+	return serr
 }
 
 func (s *segFile) closeLocked() error {
@@ -194,23 +241,45 @@ func (s *segFile) closeLocked() error {
 	return err
 }
 
-// pin acquires the file and keeps it open until unpin (a segment that can be
-// written: the active one, a rolled one until its fdatasync). Pins begin and end
-// under the log's appendMu (or before the log is shared); pinning a pinned file
-// does nothing.
+// pin acquires the file open for writing and keeps it open until unpin (a
+// segment that can be written: the active one, a rolled one until its
+// fdatasync). A file that acquire opened read-only is opened again for writing;
+// readers holding the read-only descriptor keep it until they let go. Pins
+// begin and end under the log's appendMu (or before the log is shared); pinning
+// a pinned file does nothing.
 func (s *segFile) pin() error {
 	s.mu.Lock()
-	p := s.pinned
-	s.mu.Unlock()
-	if p {
+	defer s.mu.Unlock()
+	if s.pinned {
 		return nil
 	}
-	if _, err := s.acquire(); err != nil {
-		return err
+	switch {
+	case s.f == nil:
+		if err := s.openLocked(true); err != nil {
+			return err
+		}
+	case !s.rw:
+		if s.retired {
+			return errFileGone
+		}
+		f, err := s.fs.OpenReadWrite(s.path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return err
+		}
+		s.cache.opening()
+		if s.users == 0 {
+			s.leaveLRULocked()
+			_ = s.f.Close() // read-only: nothing to lose
+			s.cache.open.Add(-1)
+		} else {
+			s.stale = append(s.stale, s.f)
+		}
+		s.f, s.rw = f, true
+	case s.users == 0:
+		s.leaveLRULocked()
 	}
-	s.mu.Lock()
+	s.users++
 	s.pinned = true
-	s.mu.Unlock()
 	return nil
 }
 
@@ -226,8 +295,9 @@ func (s *segFile) unpin() error {
 	return s.release()
 }
 
-// writable returns the descriptor of a pinned file. The caller holds the log's
-// appendMu, under which pins begin and end, so the descriptor does not change.
+// writable returns the descriptor of a pinned file, open for writing. The caller
+// holds the log's appendMu, under which pins begin and end, so the descriptor
+// does not change.
 func (s *segFile) writable() vfs.File { return s.f }
 
 // retire marks the file as no longer the log's: it is never opened again, an

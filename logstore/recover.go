@@ -89,10 +89,10 @@ func (l *Log) applyRecovery(p recoveryPlan, st diskState) error {
 	if c := p.cut; c != nil {
 		s := l.mu.segs[l.openedIndex(c.base)]
 		l.log.Warn("truncating damaged segment", "file", s.file.path, "position", c.pos, "bytes_dropped", c.fileSize-c.pos, "err", c.damage)
-		f, err := s.file.acquire()
+		err := s.file.pin() // open for writing
 		if err == nil {
-			err = truncateFile(f, c.pos)
-			_ = s.file.release()
+			err = truncateFile(s.file.writable(), c.pos)
+			_ = s.file.unpin()
 		}
 		if err != nil {
 			return fmt.Errorf("truncate %s: %w", s.file.path, err)
