@@ -377,3 +377,30 @@ func TestIncrementalSnapshots(t *testing.T) {
 		closeAll(t, m, db)
 	}
 }
+
+// TestSnapshotAfterReset: a follower that starts its log over at the leader's
+// log start (resetTo) has no producers any more, and the next snapshot says so:
+// it must not bring back, from the snapshotter's mirror, the producers and the
+// open transaction of the log it dropped.
+func TestSnapshotAfterReset(t *testing.T) {
+	p := newTestPartition(t)
+	mustAppend(t, p, txnBatch(3, 0, 0, "a"))
+	mustAppend(t, p, txnBatch(4, 0, 0, "b"))
+	if err := p.snapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.resetTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.snapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if off, _, ok, err := p.store.ProducerSnapshot(); err != nil || ok && off != 100 {
+		t.Fatalf("snapshot at %d (ok %v, %v), want none or 100", off, ok, err)
+	} else if !ok {
+		return
+	}
+	if got, want := storedSnapshotView(t, p), stateOnly(viewOf(p)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot after the reset\n%+v\nwant the state\n%+v", got, want)
+	}
+}
