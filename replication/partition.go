@@ -740,6 +740,11 @@ func (p *Partition) checkpointHW() error {
 	if hw == p.savedHW {
 		return nil
 	}
+	p.snap.storeMu.Lock()
+	defer p.snap.storeMu.Unlock()
+	if p.snap.deleted {
+		return nil
+	}
 	if err := p.store.SetHighWatermark(hw); err != nil {
 		return err
 	}
@@ -756,5 +761,10 @@ func (p *Partition) delete() error {
 	p.leader.Store(false)
 	p.notify() // produces and fetches waiting on it answer now
 	p.stopSyncer()
+	// A snapshot or checkpoint writing now finishes before the Store's entries
+	// go; any later one writes nothing.
+	p.snap.storeMu.Lock()
+	p.snap.deleted = true
+	p.snap.storeMu.Unlock()
 	return p.log.Delete()
 }
