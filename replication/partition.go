@@ -118,6 +118,10 @@ type AppendResult struct {
 	// Duplicate is set when the batch was a retry of one already in the log: nothing
 	// was appended and BaseOffset is the original one.
 	Duplicate bool
+	// LeaderEpoch is the epoch this replica led in when it appended the batch
+	// (or found it appended): WaitAcked acknowledges it only while that
+	// leadership lasts.
+	LeaderEpoch int32
 }
 
 // Store is the persistent per-partition data a replica needs: the log index that
@@ -454,6 +458,7 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 		if dup != nil {
 			p.appendMu.Unlock()
 			res.BaseOffset, res.LastOffset, res.Duplicate = dup.baseOffset, dup.lastOffset, true
+			res.LeaderEpoch = p.leaderEpoch.Load()
 			return res, nil
 		}
 	}
@@ -469,11 +474,11 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 // appendLocked appends one checked batch whose header is h, notes it in the
 // producer and transaction state, and releases appendMu, which the caller holds.
 func (p *Partition) appendLocked(records []byte, h *batch.Header) (AppendResult, error) {
-	res := AppendResult{LogAppendTime: -1}
+	res := AppendResult{LogAppendTime: -1, LeaderEpoch: p.leaderEpoch.Load()}
 	err := p.epochs.saveUnsaved() // the log must not hold an epoch its checkpoint lacks
 	var base int64
 	if err == nil {
-		base, err = p.log.Append(records, p.leaderEpoch.Load())
+		base, err = p.log.Append(records, res.LeaderEpoch)
 	}
 	if err != nil {
 		if !p.appendFailing {
