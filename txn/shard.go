@@ -81,9 +81,10 @@ func (sh *shard) run() {
 			prepared = append(prepared, m)
 		}
 	}
+	loaded := len(sh.txns) // under mu: once ready, requests add ids
 	sh.mu.Unlock()
 	sh.ready.Store(true)
-	sh.c.logger.Debug("transaction coordinator: partition loaded", "partition", sh.id, "transactional_ids", len(sh.txns))
+	sh.c.logger.Debug("transaction coordinator: partition loaded", "partition", sh.id, "transactional_ids", loaded)
 	for _, m := range prepared {
 		sh.startCompletion(m)
 	}
