@@ -647,17 +647,32 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 
 // WaitHighWatermark blocks until the high watermark passes offset (the record at
 // offset is committed: on every in-sync replica), or this replica stops leading
-// (NOT_LEADER_OR_FOLLOWER), or ctx ends.
-func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
-	if p.hw.Load() > offset {
-		return nil
-	}
+// (NOT_LEADER_OR_FOLLOWER), or ctx ends. epoch is the leader epoch the record was
+// appended in (AppendResult.LeaderEpoch): as in WaitAcked, the high watermark
+// counts only while that leadership lasts, since a replica that lost it may have
+// had the record truncated and replaced. A negative epoch waits for what is in
+// the log whichever leadership wrote it.
+func (p *Partition) WaitHighWatermark(ctx context.Context, epoch int32, offset int64) error {
 	ch := make(chan struct{}, 1)
-	p.AddWaiter(ch)
-	defer p.RemoveWaiter(ch)
-	for p.hw.Load() <= offset {
-		if !p.IsLeader() {
-			return fmt.Errorf("%s-%d stopped leading before offset %d was committed: %w", p.Topic, p.ID, offset, kerr.NotLeaderForPartition)
+	registered := false
+	defer func() {
+		if registered {
+			p.RemoveWaiter(ch)
+		}
+	}()
+	for {
+		committed := p.hw.Load() > offset
+		// Read after the high watermark (see WaitAcked).
+		led := p.IsLeader() && (epoch < 0 || p.leaderEpoch.Load() == epoch)
+		switch {
+		case committed && (led || epoch < 0):
+			return nil
+		case !led:
+			return fmt.Errorf("%s-%d stopped leading (epoch %d) before offset %d was committed: %w", p.Topic, p.ID, epoch, offset, kerr.NotLeaderForPartition)
+		case !registered:
+			p.AddWaiter(ch)
+			registered = true
+			continue // look again: the state may have moved before the waiter was added
 		}
 		select {
 		case <-ch:
@@ -665,7 +680,6 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 			return fmt.Errorf("wait for offset %d of %s-%d to be committed: %w", offset, p.Topic, p.ID, ctx.Err())
 		}
 	}
-	return nil
 }
 
 // AddWaiter registers ch to receive a (non-blocking) send whenever the log end, the

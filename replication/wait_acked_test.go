@@ -17,8 +17,31 @@ import (
 // wait must answer NOT_LEADER_OR_FOLLOWER: the high watermark is now about
 // other records, and the batch was never replicated.
 func TestWaitAckedAfterLeadershipLoss(t *testing.T) {
+	p, res := lostAppend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wantCode(t, "acks=all wait after the leadership moved", p.WaitAcked(ctx, res.LeaderEpoch, res.LastOffset, -1), kerr.NotLeaderForPartition)
+}
+
+// TestWaitHighWatermarkAfterLeadershipLoss: the same for the coordinators'
+// waits (a transaction's PrepareCommit record, a marker): a record truncated
+// after the leadership moved is not committed because the follower's high
+// watermark passed its offset.
+func TestWaitHighWatermarkAfterLeadershipLoss(t *testing.T) {
+	p, res := lostAppend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wantCode(t, "commit wait after the leadership moved", p.WaitHighWatermark(ctx, res.LeaderEpoch, res.LastOffset), kerr.NotLeaderForPartition)
+}
+
+// lostAppend appends a batch to a partition led here in epoch 1 while its
+// follower lags, then moves the leadership to the follower (epoch 2): this
+// replica's log is truncated below the batch and refilled with another record
+// from the new leader, whose high watermark passes the batch's offset.
+func lostAppend(t *testing.T) (*Partition, AppendResult) {
+	t.Helper()
 	m, db := newManager(t, t.TempDir())
-	defer closeAll(t, m, db)
+	t.Cleanup(func() { closeAll(t, m, db) })
 	s := spec("t", 1, 1)
 	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
 	s.Partitions[0].LeaderEpoch = 1
@@ -47,7 +70,5 @@ func TestWaitAckedAfterLeadershipLoss(t *testing.T) {
 	if hw := p.HighWatermark(); hw <= res.LastOffset {
 		t.Fatalf("high watermark %d, want past %d", hw, res.LastOffset)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	wantCode(t, "acks=all wait after the leadership moved", p.WaitAcked(ctx, res.LeaderEpoch, res.LastOffset, -1), kerr.NotLeaderForPartition)
+	return p, res
 }
