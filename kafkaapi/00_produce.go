@@ -16,7 +16,9 @@ package kafkaapi
 // response at all; acks=1 is answered once the leader appended; acks=-1 (all) is
 // refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than
 // min.insync.replicas, and otherwise answered once the high watermark passes the
-// batch (every ISR member has it), or with REQUEST_TIMED_OUT after timeout_ms, or
+// batch (every ISR member has it; NOT_ENOUGH_REPLICAS_AFTER_APPEND instead if the
+// ISR has shrunk below min.insync.replicas by then, as in Kafka), or with
+// REQUEST_TIMED_OUT after timeout_ms, or
 // NOT_LEADER_OR_FOLLOWER as soon as the partition stops being led here (leadership
 // moved, or this broker's session is in doubt). While this broker confirms its
 // session (after a pause of its process, or a lost lease) a produce first waits for

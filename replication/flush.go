@@ -179,7 +179,9 @@ func (p *Partition) SyncBeforeAck() bool { return p.cfg.Load().Flush == FlushAlw
 // disk), and under FlushAlways once the leader's fdatasync covers it. It fails
 // with KAFKA_STORAGE_ERROR when the log cannot be synced any more (a latched fsync
 // failure), NOT_LEADER_OR_FOLLOWER when this replica no longer leads in epoch (the
-// AppendResult's LeaderEpoch), or ctx's error.
+// AppendResult's LeaderEpoch), NOT_ENOUGH_REPLICAS_AFTER_APPEND for acks=-1 when
+// the ISR is smaller than min.insync.replicas once the high watermark passed the
+// batch, or ctx's error.
 //
 // The high watermark counts only while the leadership of the append lasts: a
 // replica that stopped leading may have had the batch truncated, and its high
@@ -202,6 +204,14 @@ func (p *Partition) WaitAcked(ctx context.Context, epoch int32, offset int64, ac
 		// append to here is the one that high watermark belongs to.
 		led := p.IsLeader() && p.leaderEpoch.Load() == epoch
 		if synced && committed && led {
+			if acks == -1 {
+				// As Kafka: a high watermark that passed the batch because the
+				// ISR shrank does not keep the min.insync.replicas promise.
+				if isr, min := len(p.ISR()), p.cfg.Load().MinInsyncReplicas; isr < min {
+					return fmt.Errorf("%s-%d has %d in-sync replicas after offset %d was appended, min.insync.replicas is %d: %w",
+						p.Topic, p.ID, isr, offset, min, kerr.NotEnoughReplicasAfterAppend)
+				}
+			}
 			return nil
 		}
 		if !synced {

@@ -72,3 +72,34 @@ func lostAppend(t *testing.T) (*Partition, AppendResult) {
 	}
 	return p, res
 }
+
+// TestWaitAckedISRBelowMin: an acks=all batch appended with the ISR at
+// min.insync.replicas whose high watermark passes it only because the ISR
+// shrank to fewer replicas is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in
+// Kafka: it is on fewer replicas than the producer was promised.
+func TestWaitAckedISRBelowMin(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	s := spec("t", 1, 1)
+	s.Config.MinInsyncReplicas = 2
+	s.Partitions[0].Replicas, s.Partitions[0].ISR = []int32{0, 1}, []int32{0, 1}
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	res, err := p.Append(batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), "v"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller drops the lagging follower from the ISR.
+	s.Partitions[0].ISR, s.Partitions[0].PartitionEpoch = []int32{0}, 1
+	if err := m.Apply(2, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw <= res.LastOffset {
+		t.Fatalf("high watermark %d, want past %d once the ISR is the leader alone", hw, res.LastOffset)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wantCode(t, "acks=all wait, ISR below min.insync.replicas", p.WaitAcked(ctx, res.LeaderEpoch, res.LastOffset, -1), kerr.NotEnoughReplicasAfterAppend)
+}
