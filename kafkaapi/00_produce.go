@@ -16,7 +16,9 @@ package kafkaapi
 // response at all; acks=1 is answered once the leader appended; acks=-1 (all) is
 // refused with NOT_ENOUGH_REPLICAS, nothing appended, while the ISR is smaller than
 // min.insync.replicas, and otherwise answered once the high watermark passes the
-// batch (every ISR member has it), or with REQUEST_TIMED_OUT after timeout_ms, or
+// batch (every ISR member has it; NOT_ENOUGH_REPLICAS_AFTER_APPEND instead if the
+// ISR has shrunk below min.insync.replicas by then, as in Kafka), or with
+// REQUEST_TIMED_OUT after timeout_ms, or
 // NOT_LEADER_OR_FOLLOWER as soon as the partition stops being led here (leadership
 // moved, or this broker's session is in doubt). While this broker confirms its
 // session (after a pause of its process, or a lost lease) a produce first waits for
@@ -81,9 +83,10 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	s.waitUnfenced(c)
 	type pending struct {
-		pr   *kmsg.ProduceResponseTopicPartition
-		p    *replication.Partition
-		last int64
+		pr    *kmsg.ProduceResponseTopicPartition
+		p     *replication.Partition
+		epoch int32 // the leadership the batch was appended in
+		last  int64
 	}
 	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
 	var appended int    // record bytes appended, counted against producer_byte_rate
@@ -144,7 +147,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			pr.LogAppendTime = res.LogAppendTime
 			pr.LogStartOffset = p.LogStartOffset()
 			if req.Acks == -1 || req.Acks == 1 && p.SyncBeforeAck() {
-				waits = append(waits, pending{pr, p, res.LastOffset})
+				waits = append(waits, pending{pr, p, res.LeaderEpoch, res.LastOffset})
 			}
 		}
 	}
@@ -168,7 +171,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			defer cancel()
 			defer func() { s.metrics.ackWait.Observe(time.Since(waitFrom).Seconds()) }()
 			for _, w := range waits {
-				if err := w.p.WaitAcked(ctx, w.last, req.Acks); err != nil {
+				if err := w.p.WaitAcked(ctx, w.epoch, w.last, req.Acks); err != nil {
 					w.pr.ErrorCode = kerr.RequestTimedOut.Code
 					if code := errorCode(err); code != kerr.UnknownServerError.Code {
 						w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile

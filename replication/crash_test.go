@@ -122,7 +122,7 @@ func (r *crashRun) produce(p *Partition, seed uint64, producers, batches int) {
 				r.appended[res.BaseOffset] = b // Append rewrote base offset and epoch in place
 				r.mu.Unlock()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err = p.WaitAcked(ctx, res.LastOffset, acks)
+				err = p.WaitAcked(ctx, res.LeaderEpoch, res.LastOffset, acks)
 				cancel()
 				r.mu.Lock()
 				if err == nil {
@@ -307,7 +307,7 @@ func TestFlushAlwaysGroupCommit(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if err := p.WaitAcked(context.Background(), res.LastOffset, 1); err != nil {
+				if err := p.WaitAcked(context.Background(), res.LeaderEpoch, res.LastOffset, 1); err != nil {
 					t.Error(err)
 					return
 				}
@@ -360,7 +360,7 @@ func TestFlushPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.WaitAcked(context.Background(), res.LastOffset, 1); err != nil { // at once
+		if err := p.WaitAcked(context.Background(), res.LeaderEpoch, res.LastOffset, 1); err != nil { // at once
 			t.Fatal(err)
 		}
 		waitFor(t, "the interval sync", func() bool { return p.log.SyncedOffset() > res.LastOffset })
@@ -397,7 +397,7 @@ func TestFlushPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.WaitAcked(context.Background(), res.LastOffset, 1); err != nil {
+		if err := p.WaitAcked(context.Background(), res.LeaderEpoch, res.LastOffset, 1); err != nil {
 			t.Fatal(err)
 		}
 		fs.SetInjector(errorfs.InjectorFunc(func(op errorfs.Op) error {
@@ -410,10 +410,10 @@ func TestFlushPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, "acks=all after a failed fdatasync", p.WaitAcked(context.Background(), res.LastOffset, -1), kerr.KafkaStorageError)
+		wantCode(t, "acks=all after a failed fdatasync", p.WaitAcked(context.Background(), res.LeaderEpoch, res.LastOffset, -1), kerr.KafkaStorageError)
 		fs.SetInjector(nil) // the failure stays latched
 		wantCode(t, "append after a failed fdatasync", appendErr(p, batchtest.Strings(batchtest.Plain, 1, "x")), kerr.KafkaStorageError)
-		wantCode(t, "acks=1 after a failed fdatasync", p.WaitAcked(context.Background(), res.LastOffset, 1), kerr.KafkaStorageError)
+		wantCode(t, "acks=1 after a failed fdatasync", p.WaitAcked(context.Background(), res.LeaderEpoch, res.LastOffset, 1), kerr.KafkaStorageError)
 		s, err := p.Read(0, 1<<20) // what was acknowledged is still served
 		if err != nil {
 			t.Fatal(err)

@@ -178,8 +178,17 @@ func (p *Partition) SyncBeforeAck() bool { return p.cfg.Load().Flush == FlushAlw
 // high watermark passes it (every in-sync replica has it; under FlushAlways on
 // disk), and under FlushAlways once the leader's fdatasync covers it. It fails
 // with KAFKA_STORAGE_ERROR when the log cannot be synced any more (a latched fsync
-// failure), NOT_LEADER_OR_FOLLOWER when this replica stops leading, or ctx's error.
-func (p *Partition) WaitAcked(ctx context.Context, offset int64, acks int16) error {
+// failure), NOT_LEADER_OR_FOLLOWER when this replica no longer leads in epoch (the
+// AppendResult's LeaderEpoch), NOT_ENOUGH_REPLICAS_AFTER_APPEND for acks=-1 when
+// the ISR is smaller than min.insync.replicas once the high watermark passed the
+// batch, or ctx's error.
+//
+// The high watermark counts only while the leadership of the append lasts: a
+// replica that stopped leading may have had the batch truncated, and its high
+// watermark (a follower's, or a later leadership's) may pass offset with other
+// records there. As in Kafka, losing the leadership answers NOT_LEADER_OR_FOLLOWER
+// even when the batch may have been committed; the producer retries.
+func (p *Partition) WaitAcked(ctx context.Context, epoch int32, offset int64, acks int16) error {
 	ch := make(chan struct{}, 1)
 	registered := false
 	defer func() {
@@ -191,7 +200,18 @@ func (p *Partition) WaitAcked(ctx context.Context, offset int64, acks int16) err
 		always := p.cfg.Load().Flush == FlushAlways
 		synced := !always || p.log.SyncedOffset() > offset
 		committed := acks != -1 || p.hw.Load() > offset
-		if synced && committed {
+		// Read after the high watermark: a leadership that lasts from the
+		// append to here is the one that high watermark belongs to.
+		led := p.IsLeader() && p.leaderEpoch.Load() == epoch
+		if synced && committed && led {
+			if acks == -1 {
+				// As Kafka: a high watermark that passed the batch because the
+				// ISR shrank does not keep the min.insync.replicas promise.
+				if isr, min := len(p.ISR()), p.cfg.Load().MinInsyncReplicas; isr < min {
+					return fmt.Errorf("%s-%d has %d in-sync replicas after offset %d was appended, min.insync.replicas is %d: %w",
+						p.Topic, p.ID, isr, offset, min, kerr.NotEnoughReplicasAfterAppend)
+				}
+			}
 			return nil
 		}
 		if !synced {
@@ -200,8 +220,8 @@ func (p *Partition) WaitAcked(ctx context.Context, offset int64, acks int16) err
 			}
 			p.requestSync()
 		}
-		if !p.IsLeader() {
-			return fmt.Errorf("%s-%d stopped leading before offset %d was acknowledged: %w", p.Topic, p.ID, offset, kerr.NotLeaderForPartition)
+		if !led {
+			return fmt.Errorf("%s-%d stopped leading (epoch %d) before offset %d was acknowledged: %w", p.Topic, p.ID, epoch, offset, kerr.NotLeaderForPartition)
 		}
 		if !registered {
 			p.AddWaiter(ch)

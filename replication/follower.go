@@ -418,6 +418,11 @@ func (p *Partition) resetTo(offset int64) error {
 	}
 	p.producers = newProducerStates()
 	p.txns.reset()
+	// The snapshotter's mirror still holds the producers of the dropped log:
+	// the next snapshot starts from the empty state instead.
+	p.snap.storeMu.Lock()
+	p.restartSnapshotsLocked(newSnapRows(0))
+	p.snap.storeMu.Unlock()
 	p.hw.Store(offset)
 	return p.epochs.clear()
 }

@@ -118,6 +118,10 @@ type AppendResult struct {
 	// Duplicate is set when the batch was a retry of one already in the log: nothing
 	// was appended and BaseOffset is the original one.
 	Duplicate bool
+	// LeaderEpoch is the epoch this replica led in when it appended the batch
+	// (or found it appended): WaitAcked acknowledges it only while that
+	// leadership lasts.
+	LeaderEpoch int32
 }
 
 // Store is the persistent per-partition data a replica needs: the log index that
@@ -454,6 +458,7 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 		if dup != nil {
 			p.appendMu.Unlock()
 			res.BaseOffset, res.LastOffset, res.Duplicate = dup.baseOffset, dup.lastOffset, true
+			res.LeaderEpoch = p.leaderEpoch.Load()
 			return res, nil
 		}
 	}
@@ -469,11 +474,11 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 // appendLocked appends one checked batch whose header is h, notes it in the
 // producer and transaction state, and releases appendMu, which the caller holds.
 func (p *Partition) appendLocked(records []byte, h *batch.Header) (AppendResult, error) {
-	res := AppendResult{LogAppendTime: -1}
+	res := AppendResult{LogAppendTime: -1, LeaderEpoch: p.leaderEpoch.Load()}
 	err := p.epochs.saveUnsaved() // the log must not hold an epoch its checkpoint lacks
 	var base int64
 	if err == nil {
-		base, err = p.log.Append(records, p.leaderEpoch.Load())
+		base, err = p.log.Append(records, res.LeaderEpoch)
 	}
 	if err != nil {
 		if !p.appendFailing {
@@ -642,17 +647,32 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 
 // WaitHighWatermark blocks until the high watermark passes offset (the record at
 // offset is committed: on every in-sync replica), or this replica stops leading
-// (NOT_LEADER_OR_FOLLOWER), or ctx ends.
-func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
-	if p.hw.Load() > offset {
-		return nil
-	}
+// (NOT_LEADER_OR_FOLLOWER), or ctx ends. epoch is the leader epoch the record was
+// appended in (AppendResult.LeaderEpoch): as in WaitAcked, the high watermark
+// counts only while that leadership lasts, since a replica that lost it may have
+// had the record truncated and replaced. A negative epoch waits for what is in
+// the log whichever leadership wrote it.
+func (p *Partition) WaitHighWatermark(ctx context.Context, epoch int32, offset int64) error {
 	ch := make(chan struct{}, 1)
-	p.AddWaiter(ch)
-	defer p.RemoveWaiter(ch)
-	for p.hw.Load() <= offset {
-		if !p.IsLeader() {
-			return fmt.Errorf("%s-%d stopped leading before offset %d was committed: %w", p.Topic, p.ID, offset, kerr.NotLeaderForPartition)
+	registered := false
+	defer func() {
+		if registered {
+			p.RemoveWaiter(ch)
+		}
+	}()
+	for {
+		committed := p.hw.Load() > offset
+		// Read after the high watermark (see WaitAcked).
+		led := p.IsLeader() && (epoch < 0 || p.leaderEpoch.Load() == epoch)
+		switch {
+		case committed && (led || epoch < 0):
+			return nil
+		case !led:
+			return fmt.Errorf("%s-%d stopped leading (epoch %d) before offset %d was committed: %w", p.Topic, p.ID, epoch, offset, kerr.NotLeaderForPartition)
+		case !registered:
+			p.AddWaiter(ch)
+			registered = true
+			continue // look again: the state may have moved before the waiter was added
 		}
 		select {
 		case <-ch:
@@ -660,7 +680,6 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 			return fmt.Errorf("wait for offset %d of %s-%d to be committed: %w", offset, p.Topic, p.ID, ctx.Err())
 		}
 	}
-	return nil
 }
 
 // AddWaiter registers ch to receive a (non-blocking) send whenever the log end, the
@@ -740,6 +759,11 @@ func (p *Partition) checkpointHW() error {
 	if hw == p.savedHW {
 		return nil
 	}
+	p.snap.storeMu.Lock()
+	defer p.snap.storeMu.Unlock()
+	if p.snap.deleted {
+		return nil
+	}
 	if err := p.store.SetHighWatermark(hw); err != nil {
 		return err
 	}
@@ -756,5 +780,10 @@ func (p *Partition) delete() error {
 	p.leader.Store(false)
 	p.notify() // produces and fetches waiting on it answer now
 	p.stopSyncer()
+	// A snapshot or checkpoint writing now finishes before the Store's entries
+	// go; any later one writes nothing.
+	p.snap.storeMu.Lock()
+	p.snap.deleted = true
+	p.snap.storeMu.Unlock()
 	return p.log.Delete()
 }

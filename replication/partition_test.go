@@ -293,11 +293,11 @@ func TestWaitHighWatermark(t *testing.T) {
 	p := m.Partition("t", 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := p.WaitHighWatermark(ctx, 0); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.WaitHighWatermark(ctx, -1, 0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("nothing appended yet: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.WaitHighWatermark(context.Background(), 1) }()
+	go func() { done <- p.WaitHighWatermark(context.Background(), -1, 1) }()
 	for _, v := range []string{"a", "b"} {
 		if _, err := p.Append(batchtest.Strings(batchtest.Plain, 1, v), 1); err != nil {
 			t.Fatal(err)

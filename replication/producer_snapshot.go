@@ -82,10 +82,14 @@ type snapshotState struct {
 	// storeMu orders the snapshot writes with the truncations' and restores'
 	// Store writes (taken after appendMu, or alone). gen counts truncations and
 	// restores, written under both locks; offset is the Store's snapshot offset
-	// (-1: none), guarded by storeMu.
+	// (-1: none), guarded by storeMu. deleted, guarded by storeMu, is set once
+	// the partition is being deleted: a snapshot or high watermark checkpoint
+	// still under way (the checkpoint loop listed the partition before) must
+	// not write to the Store after the partition's entries were removed.
 	storeMu sync.Mutex
 	gen     uint64
 	offset  int64
+	deleted bool
 }
 
 func newSnapshotState() snapshotState {
@@ -210,6 +214,9 @@ func (p *Partition) writeSnapshot(end int64, gen uint64) error {
 	b := encodeSnapshot(s.rows.rows)
 	s.storeMu.Lock()
 	defer s.storeMu.Unlock()
+	if s.deleted {
+		return nil
+	}
 	if s.gen != gen {
 		// A truncation or restore came after the capture: the captured state
 		// may describe records the log no longer has.

@@ -377,3 +377,61 @@ func TestIncrementalSnapshots(t *testing.T) {
 		closeAll(t, m, db)
 	}
 }
+
+// TestSnapshotAfterReset: a follower that starts its log over at the leader's
+// log start (resetTo) has no producers any more, and the next snapshot says so:
+// it must not bring back, from the snapshotter's mirror, the producers and the
+// open transaction of the log it dropped.
+func TestSnapshotAfterReset(t *testing.T) {
+	p := newTestPartition(t)
+	mustAppend(t, p, txnBatch(3, 0, 0, "a"))
+	mustAppend(t, p, txnBatch(4, 0, 0, "b"))
+	if err := p.snapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.resetTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.snapshotProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if off, _, ok, err := p.store.ProducerSnapshot(); err != nil || ok && off != 100 {
+		t.Fatalf("snapshot at %d (ok %v, %v), want none or 100", off, ok, err)
+	} else if !ok {
+		return
+	}
+	if got, want := storedSnapshotView(t, p), stateOnly(viewOf(p)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot after the reset\n%+v\nwant the state\n%+v", got, want)
+	}
+}
+
+// TestNoSnapshotAfterDelete: the checkpoint loop holds a partition that is
+// deleted meanwhile; its snapshot and high watermark checkpoint then write
+// nothing to the Store, which a partition created again under the same name
+// would read as its own (and which nobody would delete otherwise).
+func TestNoSnapshotAfterDelete(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	mustAppend(t, p, txnBatch(3, 0, 0, "a"))
+	if err := m.Apply(2, nil); err != nil {
+		t.Fatal(err)
+	}
+	// What the checkpoint loop does with the partition it listed before.
+	if err := p.checkpointHW(); err != nil {
+		t.Log(err)
+	}
+	if err := p.snapshotProducers(); err != nil {
+		t.Log(err)
+	}
+	store := db.LogIndex(PartitionKey("t", 0))
+	if off, _, ok, err := store.ProducerSnapshot(); err != nil || ok {
+		t.Errorf("a deleted partition's producer snapshot is in the Store at %d (%v)", off, err)
+	}
+	if hw, ok, err := store.HighWatermark(); err != nil || ok {
+		t.Errorf("a deleted partition's high watermark %d is in the Store (%v)", hw, err)
+	}
+}

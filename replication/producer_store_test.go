@@ -130,11 +130,11 @@ func (h *txnHistory) step(retention bool) string {
 		if fence {
 			epoch++ // the coordinator bumped the epoch: the old producer is fenced
 		}
-		off, err := p.WriteMarker(pid, epoch, !fence && rng.IntN(2) == 0, int32(rng.IntN(2)))
+		res, err := p.WriteMarker(pid, epoch, !fence && rng.IntN(2) == 0, int32(rng.IntN(2)))
 		if err != nil {
 			return "refused marker" // an older coordinator epoch than the last marker's
 		}
-		h.boundaries = append(h.boundaries, off)
+		h.boundaries = append(h.boundaries, res.BaseOffset)
 		return "marker"
 	case r < 82:
 		if err := p.snapshotProducers(); err != nil {

@@ -232,35 +232,32 @@ func (p *Partition) ReadStable(offset, maxBytes int64) (*logstore.Slice, error) 
 
 // WriteMarker appends the commit (commit set) or abort marker of producer pid's
 // transaction at epoch, as its coordinator asks (WriteTxnMarkers), and returns its
-// offset; the caller waits for it to be committed. A marker of an epoch older than
+// offset and leader epoch; the caller waits for it to be committed
+// (WaitHighWatermark). A marker of an epoch older than
 // the producer's here is refused with INVALID_PRODUCER_EPOCH (a late marker of a
 // fenced producer), and one of a coordinator epoch older than that of the
 // producer's latest marker here with TRANSACTION_COORDINATOR_FENCED (a late marker
 // of a coordinator that lost its partition of __transaction_state), as in Kafka.
-func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
+func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32) (AppendResult, error) {
 	b := batch.BuildControl(time.Now().UnixMilli(), pid, epoch, commit, coordinatorEpoch)
 	h, err := batch.ParseHeader(b)
 	if err != nil {
-		return 0, err
+		return AppendResult{}, err
 	}
 	p.appendMu.Lock()
 	if !p.IsLeader() {
 		p.appendMu.Unlock()
-		return 0, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
+		return AppendResult{}, fmt.Errorf("%s-%d is not led by this broker: %w", p.Topic, p.ID, kerr.NotLeaderForPartition)
 	}
 	if e := p.producers.m[pid]; e != nil && epoch < e.epoch {
 		p.appendMu.Unlock()
-		return 0, fmt.Errorf("marker of producer %d epoch %d, which is at %d: %w", pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
+		return AppendResult{}, fmt.Errorf("marker of producer %d epoch %d, which is at %d: %w", pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
 	}
 	if ce, ok := p.coordinatorEpoch(pid); ok && coordinatorEpoch < ce {
 		p.appendMu.Unlock()
-		return 0, fmt.Errorf("marker of producer %d from coordinator epoch %d, after one from %d: %w", pid, coordinatorEpoch, ce, kerr.TransactionCoordinatorFenced)
+		return AppendResult{}, fmt.Errorf("marker of producer %d from coordinator epoch %d, after one from %d: %w", pid, coordinatorEpoch, ce, kerr.TransactionCoordinatorFenced)
 	}
-	res, err := p.appendLocked(b, &h)
-	if err != nil {
-		return 0, err
-	}
-	return res.BaseOffset, nil
+	return p.appendLocked(b, &h)
 }
 
 // coordinatorEpoch returns the coordinator epoch of producer pid's latest marker

@@ -165,12 +165,12 @@ func TestTxnMarkersCompacted(t *testing.T) {
 		return m, db, m.Partition("c", 0)
 	}
 	m, db, p := open()
-	must := func(off int64, err error) int64 {
+	must := func(res AppendResult, err error) int64 {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return off
+		return res.BaseOffset
 	}
 	appendOff := func(b []byte) int64 {
 		t.Helper()

@@ -130,7 +130,7 @@ type Log interface {
 	LogStartOffset() int64
 	LogEndOffset() int64
 	ReadCommitted(offset, maxBytes int64) (*logstore.Slice, error)
-	WaitHighWatermark(ctx context.Context, offset int64) error
+	WaitHighWatermark(ctx context.Context, epoch int32, offset int64) error
 	AddWaiter(ch chan<- struct{})
 	RemoveWaiter(ch chan<- struct{})
 }

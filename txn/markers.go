@@ -15,12 +15,12 @@ type OffsetsApplied func(ctx context.Context, partition int32, offset int64) err
 // committed; on __consumer_offsets also once applied, so that the offsets it
 // commits are visible. Errors carry Kafka codes (kerr).
 func WriteMarkerTo(ctx context.Context, p *replication.Partition, m Marker, applied OffsetsApplied) error {
-	off, err := p.WriteMarker(m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch)
+	res, err := p.WriteMarker(m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch)
 	if err == nil {
-		err = p.WaitHighWatermark(ctx, off)
+		err = p.WaitHighWatermark(ctx, res.LeaderEpoch, res.LastOffset)
 	}
 	if err == nil && m.Topic == OffsetsTopic && applied != nil {
-		err = applied(ctx, m.Partition, off)
+		err = applied(ctx, m.Partition, res.LastOffset)
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"skiff/internal/batch"
+	"skiff/replication"
 )
 
 const (
@@ -81,9 +82,10 @@ func (sh *shard) run() {
 			prepared = append(prepared, m)
 		}
 	}
+	loaded := len(sh.txns) // under mu: once ready, requests add ids
 	sh.mu.Unlock()
 	sh.ready.Store(true)
-	sh.c.logger.Debug("transaction coordinator: partition loaded", "partition", sh.id, "transactional_ids", len(sh.txns))
+	sh.c.logger.Debug("transaction coordinator: partition loaded", "partition", sh.id, "transactional_ids", loaded)
 	for _, m := range prepared {
 		sh.startCompletion(m)
 	}
@@ -108,7 +110,9 @@ func (sh *shard) load() error {
 	wait, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
 	if target > 0 {
-		if err := sh.log.WaitHighWatermark(wait, target-1); err != nil {
+		// Whichever leadership wrote them: the records up to the log end at
+		// election (a lost leadership resigns the shard).
+		if err := sh.log.WaitHighWatermark(wait, -1, target-1); err != nil {
 			return err
 		}
 	}
@@ -149,11 +153,12 @@ func (sh *shard) write(ms ...*txnMeta) error {
 	return sh.waitCommitted(last)
 }
 
-// waitCommitted waits until the record at offset is committed.
-func (sh *shard) waitCommitted(offset int64) error {
+// waitCommitted waits until the last record appended (last) is committed, in
+// the leadership that appended it.
+func (sh *shard) waitCommitted(last replication.AppendResult) error {
 	ctx, cancel := context.WithTimeout(sh.ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
-	if err := sh.log.WaitHighWatermark(ctx, offset); err != nil {
+	if err := sh.log.WaitHighWatermark(ctx, last.LeaderEpoch, last.LastOffset); err != nil {
 		if sh.ctx.Err() != nil {
 			return errNotCoordinator
 		}
@@ -162,9 +167,9 @@ func (sh *shard) waitCommitted(offset int64) error {
 	return nil
 }
 
-// appendStates appends the records of states, in one batch, and returns the
-// offset of the last.
-func (sh *shard) appendStates(ms ...*txnMeta) (int64, error) {
+// appendStates appends the records of states, in one batch, and returns where
+// it went.
+func (sh *shard) appendStates(ms ...*txnMeta) (replication.AppendResult, error) {
 	recs := make([]batch.Record, len(ms))
 	for i, m := range ms {
 		recs[i] = m.record()
@@ -172,15 +177,15 @@ func (sh *shard) appendStates(ms ...*txnMeta) (int64, error) {
 	return sh.appendRecords(recs)
 }
 
-func (sh *shard) appendRecords(recs []batch.Record) (int64, error) {
+func (sh *shard) appendRecords(recs []batch.Record) (replication.AppendResult, error) {
 	if sh.ctx.Err() != nil {
-		return 0, errNotCoordinator
+		return replication.AppendResult{}, errNotCoordinator
 	}
 	res, err := sh.log.Append(batch.Build(time.Now().UnixMilli(), recs), -1)
 	if err != nil {
-		return 0, fmt.Errorf("append to __transaction_state-%d: %w", sh.id, err)
+		return res, fmt.Errorf("append to __transaction_state-%d: %w", sh.id, err)
 	}
-	return res.LastOffset, nil
+	return res, nil
 }
 
 // writeRecords appends recs and waits until they are committed.
