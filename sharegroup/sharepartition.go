@@ -351,6 +351,13 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 	s := sp.m.groupSettings(sp.key.Group)
 	now := sp.m.now()
 	deadline := now.Add(s.RecordLockDuration)
+	var archived []Archived // records over the delivery count limit, archived
+	defer func() {
+		if len(archived) > 0 { // after sp.mu is unlocked
+			sp.m.deadLetterLater(sp, archived)
+			sp.saveLater()
+		}
+	}()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.expireLocked(now)
@@ -358,13 +365,13 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 	start, end := w.start, w.end
 	defer func() {
 		switch {
-		case w.start != start: // control records archived: room in the window
+		case w.start != start: // records archived: room in the window
 			sp.changedLocked()
-		case w.end != end:
+		case w.end != end || len(archived) > 0:
 			sp.acquiredLocked() // written with the fetch's acknowledgements, or by saveLater
 		}
 	}()
-	offs := w.acquireAvailable(member, maxRecords, deadline)
+	offs := w.acquireAvailable(member, maxRecords, deadline, s.DeliveryCountLimit, &archived)
 	var out Acquired
 	if len(offs) > 0 {
 		if err := sp.readRanges(&out, offs, maxBytes); err != nil {
