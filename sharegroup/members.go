@@ -449,9 +449,25 @@ func (c *Coordinator) Groups() []string {
 	return out
 }
 
+// Serving returns 0 when this node coordinates group and has loaded its
+// partition, else the code to answer (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS): until the load, a group with members looks
+// unknown and empty here.
+func (c *Coordinator) Serving(group string) int16 {
+	if c.cfg.MemberLog == nil {
+		return 0
+	}
+	_, code := c.cfg.MemberLog.ShareShard(group)
+	return code
+}
+
 // Delete removes an empty share group, and its records: NON_EMPTY_GROUP while
-// it has members, GROUP_ID_NOT_FOUND when unknown.
+// it has members, GROUP_ID_NOT_FOUND when unknown, the code of Serving while
+// its partition is not loaded here.
 func (c *Coordinator) Delete(name string) int16 {
+	if code := c.Serving(name); code != 0 {
+		return code
+	}
 	now := c.cfg.Clock()
 	g := c.lockGroup(name, false, -1)
 	if g == nil {
@@ -492,13 +508,19 @@ func (c *Coordinator) Members(name string) int {
 	return n
 }
 
-// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does.
-func (c *Coordinator) Ensure(name string) {
+// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does;
+// it answers the code of Serving, and makes nothing, while the group's partition
+// is not loaded here.
+func (c *Coordinator) Ensure(name string) int16 {
 	partition := int32(-1)
 	if c.cfg.MemberLog != nil {
-		partition, _ = c.cfg.MemberLog.ShareShard(name)
+		var code int16
+		if partition, code = c.cfg.MemberLog.ShareShard(name); code != 0 {
+			return code
+		}
 	}
 	c.lockGroup(name, true, partition).mu.Unlock()
+	return 0
 }
 
 // ListGroups lists the share groups known here, with protocol type and group type

@@ -223,3 +223,41 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Error("a value of an unknown version was read")
 	}
 }
+
+// TestAdminWaitsForLoad: until the coordinator has loaded the group's partition
+// (COORDINATOR_LOAD_IN_PROGRESS), a group with members looks unknown and empty
+// here; deleting it, or making it for AlterShareGroupOffsets, must answer that
+// code rather than act on the empty group (the front end would then delete or
+// reset the share-partition states of a group whose members are consuming).
+func TestAdminWaitsForLoad(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}},
+		topics: map[string]TopicInfo{"a": {ID: [16]byte{1}, Partitions: 1}}}
+	c1 := e.coordinator()
+	e.ok("m1 joins", e.heartbeat(c1, "m1", 0, "a"))
+
+	e.log.code = kerr.CoordinatorLoadInProgress.Code // a new coordinator, loading
+	c2 := e.coordinator()
+	if code := c2.Serving("sg"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("serving while loading: %v", kerr.ErrorForCode(code))
+	}
+	if code := c2.Delete("sg"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("delete while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
+	}
+	if code := c2.Ensure("sg"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("ensure while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
+	}
+	if c2.Has("sg") {
+		t.Error("a group made while loading")
+	}
+	e.log.code = 0
+	c2.LoadShareGroups(0, e.log.stored())
+	if code := c2.Serving("sg"); code != 0 {
+		t.Errorf("serving once loaded: %v", kerr.ErrorForCode(code))
+	}
+	if n := c2.Members("sg"); n != 1 {
+		t.Errorf("%d members once loaded, want 1", n)
+	}
+	if code := c2.Delete("sg"); code != kerr.NonEmptyGroup.Code {
+		t.Errorf("delete once loaded: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
+	}
+}
