@@ -45,12 +45,12 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, _ *RequestHeader, req *km
 		resp.ErrorCode = code
 		return resp
 	}
-	if code := s.cfg.ShareGroups.Ensure(req.GroupID); code != 0 {
+	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
+	defer cancel()
+	if code := s.cfg.ShareGroups.Ensure(ctx, req.GroupID); code != 0 {
 		resp.ErrorCode = code
 		return resp
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
-	defer cancel()
 	var targets []*shareTarget
 	var at [][2]int // where each target's code goes: topic and partition index
 	for ti, t := range req.Topics {

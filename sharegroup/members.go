@@ -65,6 +65,9 @@ type shareGroup struct {
 	dead    atomic.Bool
 	epoch   int32
 	members map[string]*member
+	// stored: the group is in its partition's records (loaded from them, or
+	// written by Ensure); a group with epoch 0 and not stored is in memory only.
+	stored bool
 }
 
 func newShareGroup(name string) *shareGroup {
@@ -109,7 +112,7 @@ func (c *Coordinator) LoadShareGroups(id int32, records []batch.Record) {
 	defer c.mu.Unlock()
 	c.dropLocked(id)
 	for name, g := range l.finish() {
-		g.partition = id
+		g.partition, g.stored = id, true
 		for _, m := range g.members {
 			m.lastSeen = now
 		}
@@ -508,10 +511,13 @@ func (c *Coordinator) Members(name string) int {
 	return n
 }
 
-// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does;
-// it answers the code of Serving, and makes nothing, while the group's partition
-// is not loaded here.
-func (c *Coordinator) Ensure(name string) int16 {
+// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does,
+// and returns once the group's epoch record is committed, so that the next
+// coordinator loads the group too (Kafka persists such a group). It answers the
+// code of Serving, and makes nothing, while the group's partition is not loaded
+// here, and the code of a failed write (the group is then written again by the
+// next Ensure).
+func (c *Coordinator) Ensure(ctx context.Context, name string) int16 {
 	partition := int32(-1)
 	if c.cfg.MemberLog != nil {
 		var code int16
@@ -519,7 +525,21 @@ func (c *Coordinator) Ensure(name string) int16 {
 			return code
 		}
 	}
-	c.lockGroup(name, true, partition).mu.Unlock()
+	g := c.lockGroup(name, true, partition)
+	var wait func(context.Context) int16
+	if g.epoch == 0 && !g.stored { // made here, and no member ever wrote it
+		wait = c.appendLocked(g, []batch.Record{groupEpochRecord(name, g.epoch)})
+	}
+	g.mu.Unlock()
+	if wait == nil {
+		return 0
+	}
+	if code := wait(ctx); code != 0 {
+		return code
+	}
+	g.mu.Lock()
+	g.stored = true
+	g.mu.Unlock()
 	return 0
 }
 

@@ -243,7 +243,7 @@ func TestAdminWaitsForLoad(t *testing.T) {
 	if code := c2.Delete("sg"); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Errorf("delete while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
 	}
-	if code := c2.Ensure("sg"); code != kerr.CoordinatorLoadInProgress.Code {
+	if code := c2.Ensure(context.Background(), "sg"); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Errorf("ensure while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
 	}
 	if c2.Has("sg") {
@@ -259,5 +259,35 @@ func TestAdminWaitsForLoad(t *testing.T) {
 	}
 	if code := c2.Delete("sg"); code != kerr.NonEmptyGroup.Code {
 		t.Errorf("delete once loaded: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
+	}
+}
+
+// TestEnsuredGroupSurvivesFailover: a group made empty by AlterShareGroupOffsets
+// (Ensure) is written to the group's partition, so the next coordinator still
+// lists and describes it after a failover, as Kafka's persisted share group; a
+// deletion then leaves nothing stored.
+func TestEnsuredGroupSurvivesFailover(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}}}
+	c1 := e.coordinator()
+	if code := c1.Ensure(context.Background(), "sg"); code != 0 {
+		t.Fatalf("ensure: %v", kerr.ErrorForCode(code))
+	}
+	writes := e.log.writes
+	if code := c1.Ensure(context.Background(), "sg"); code != 0 || e.log.writes != writes {
+		t.Fatalf("ensuring a known group: %v, %d writes", kerr.ErrorForCode(code), e.log.writes-writes)
+	}
+	c2 := e.coordinator()
+	c2.LoadShareGroups(0, e.log.stored())
+	if !c2.Has("sg") {
+		t.Fatal("the group made by AlterShareGroupOffsets is gone after a failover")
+	}
+	if d := describe(t, c2); d.GroupState != "Empty" || len(d.Members) != 0 {
+		t.Fatalf("loaded group %+v, want Empty", d)
+	}
+	if code := c2.Delete("sg"); code != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+	}
+	if left := e.log.stored(); len(left) != 0 {
+		t.Fatalf("%d records left after the group was deleted", len(left))
 	}
 }
