@@ -110,7 +110,7 @@ func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
 			return t.Code, true
 		}
 	}
-	if code := s.cfg.ShareGroups.Delete(group); code != 0 && code != kerr.GroupIDNotFound.Code {
+	if code := s.cfg.ShareGroups.Delete(ctx, group); code != 0 && code != kerr.GroupIDNotFound.Code {
 		return code, true
 	}
 	return 0, true

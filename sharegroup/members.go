@@ -11,7 +11,9 @@ package sharegroup
 // assignments across a failover.
 //
 // Lock order: a group's mu, then Coordinator.mu. MemberLog is called with a
-// group's mu held; LoadShareGroups and DropShareGroups take only Coordinator.mu.
+// group's mu held (Delete also waits for its write with it held: the group is
+// empty, and a member joining it waits); LoadShareGroups and DropShareGroups take
+// only Coordinator.mu.
 
 import (
 	"context"
@@ -464,10 +466,11 @@ func (c *Coordinator) Serving(group string) int16 {
 	return code
 }
 
-// Delete removes an empty share group, and its records: NON_EMPTY_GROUP while
-// it has members, GROUP_ID_NOT_FOUND when unknown, the code of Serving while
-// its partition is not loaded here.
-func (c *Coordinator) Delete(name string) int16 {
+// Delete removes an empty share group, and its records, and returns once their
+// tombstones are committed: NON_EMPTY_GROUP while it has members,
+// GROUP_ID_NOT_FOUND when unknown, the code of Serving while its partition is
+// not loaded here, the code of the write when it fails (the group then stays).
+func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 	if code := c.Serving(name); code != 0 {
 		return code
 	}
@@ -483,9 +486,16 @@ func (c *Coordinator) Delete(name string) int16 {
 		c.waitBackground(name, wait)
 		return kerr.NonEmptyGroup.Code
 	}
-	// The tombstones are appended before the group leaves the map: a group of
-	// the same name made next writes after them.
-	c.appendLocked(g, append(recs, groupTombstones(name)...))
+	// The tombstones are appended, and waited for, before the group leaves the
+	// map and with it locked: no member joins it meanwhile, and a group of the
+	// same name made next writes after them. Should they not be committed, the
+	// group stays, so that deleting it again writes them again.
+	if wait := c.appendLocked(g, append(recs, groupTombstones(name)...)); wait != nil {
+		if code := wait(ctx); code != 0 {
+			g.mu.Unlock()
+			return code
+		}
+	}
 	g.dead.Store(true)
 	c.mu.Lock()
 	if c.mu.groups[name] == g {

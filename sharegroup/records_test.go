@@ -21,6 +21,9 @@ type memoryLog struct {
 	records map[string][]byte
 	writes  int
 	code    int16 // answered by ShareShard when set
+	// failWrites, when set, is what the wait of an append answers, and the
+	// append stores nothing (the write was lost with the coordinator's leadership).
+	failWrites int16
 }
 
 func (l *memoryLog) ShareShard(string) (int32, int16) {
@@ -33,6 +36,9 @@ func (l *memoryLog) AppendShareRecords(_ string, recs []batch.Record) func(conte
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.writes++
+	if code := l.failWrites; code != 0 {
+		return func(context.Context) int16 { return code }
+	}
 	for _, r := range recs {
 		if r.Value == nil {
 			delete(l.records, string(r.Key))
@@ -173,7 +179,7 @@ func TestMembershipRebuiltFromRecords(t *testing.T) {
 		t.Fatal("group still known after its partition was dropped")
 	}
 	e.ok("m1 leaves", e.heartbeat(c2, "m1", -1))
-	if code := c2.Delete("sg"); code != 0 {
+	if code := c2.Delete(context.Background(), "sg"); code != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
 	}
 	if left := e.log.stored(); len(left) != 0 {
@@ -240,7 +246,7 @@ func TestAdminWaitsForLoad(t *testing.T) {
 	if code := c2.Serving("sg"); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Errorf("serving while loading: %v", kerr.ErrorForCode(code))
 	}
-	if code := c2.Delete("sg"); code != kerr.CoordinatorLoadInProgress.Code {
+	if code := c2.Delete(context.Background(), "sg"); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Errorf("delete while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
 	}
 	if code := c2.Ensure(context.Background(), "sg"); code != kerr.CoordinatorLoadInProgress.Code {
@@ -257,7 +263,7 @@ func TestAdminWaitsForLoad(t *testing.T) {
 	if n := c2.Members("sg"); n != 1 {
 		t.Errorf("%d members once loaded, want 1", n)
 	}
-	if code := c2.Delete("sg"); code != kerr.NonEmptyGroup.Code {
+	if code := c2.Delete(context.Background(), "sg"); code != kerr.NonEmptyGroup.Code {
 		t.Errorf("delete once loaded: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
 	}
 }
@@ -284,10 +290,36 @@ func TestEnsuredGroupSurvivesFailover(t *testing.T) {
 	if d := describe(t, c2); d.GroupState != "Empty" || len(d.Members) != 0 {
 		t.Fatalf("loaded group %+v, want Empty", d)
 	}
-	if code := c2.Delete("sg"); code != 0 {
+	if code := c2.Delete(context.Background(), "sg"); code != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
 	}
 	if left := e.log.stored(); len(left) != 0 {
 		t.Fatalf("%d records left after the group was deleted", len(left))
+	}
+}
+
+// TestDeleteWaitsForTombstones: DeleteGroups of a share group is answered once
+// the group's tombstones are committed; when they are not, the answer is the
+// write's error and the group stays, so that deleting it again writes them
+// again (answering success would let the next coordinator load the group back).
+func TestDeleteWaitsForTombstones(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}}}
+	c := e.coordinator()
+	if code := c.Ensure(context.Background(), "sg"); code != 0 {
+		t.Fatalf("ensure: %v", kerr.ErrorForCode(code))
+	}
+	e.log.failWrites = kerr.RequestTimedOut.Code
+	if code := c.Delete(context.Background(), "sg"); code != kerr.RequestTimedOut.Code {
+		t.Fatalf("delete whose tombstones are not written: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	if !c.Has("sg") {
+		t.Fatal("the group is gone here while its records are not")
+	}
+	e.log.failWrites = 0
+	if code := c.Delete(context.Background(), "sg"); code != 0 {
+		t.Fatalf("delete again: %v", kerr.ErrorForCode(code))
+	}
+	if left := e.log.stored(); len(left) != 0 || c.Has("sg") {
+		t.Fatalf("%d records left after the group was deleted, known %v", len(left), c.Has("sg"))
 	}
 }
