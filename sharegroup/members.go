@@ -172,17 +172,52 @@ func (c *Coordinator) appendLocked(g *shareGroup, recs []batch.Record) func(cont
 	return c.cfg.MemberLog.AppendShareRecords(g.name, recs)
 }
 
-// waitBackground waits for records written outside a request (the removal of
-// members whose session timed out), logging a failure.
-func (c *Coordinator) waitBackground(group string, wait func(context.Context) int16) {
+// Retries of a removal of timed-out members whose write failed, as Kafka's
+// coordinator retries a session timeout's write.
+const (
+	removalWriteAttempts = 5
+	removalRetryBackoff  = 500 * time.Millisecond
+)
+
+// waitBackground waits for the removal of members whose session timed out
+// (removed), written outside a request. Should the write fail, the removal is
+// written again, up to removalWriteAttempts times in all, unless the group is no
+// longer coordinated here (the next coordinator times the members out itself) or
+// a member removed has joined again; otherwise the next coordinator would load
+// the removed members back.
+func (c *Coordinator) waitBackground(g *shareGroup, removed []string, wait func(context.Context) int16) {
 	if wait == nil {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		defer cancel()
-		if code := wait(ctx); code != 0 {
-			c.cfg.Logger.Info("share group coordinator: a removal of timed-out members is not written", "group", group, "err", kerr.ErrorForCode(code))
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+			code := wait(ctx)
+			cancel()
+			if code == 0 {
+				return
+			}
+			if attempt == removalWriteAttempts {
+				c.cfg.Logger.Warn("share group coordinator: a removal of timed-out members is not written", "group", g.name, "err", kerr.ErrorForCode(code))
+				return
+			}
+			time.Sleep(removalRetryBackoff)
+			g.mu.Lock()
+			var recs []batch.Record
+			if !g.dead.Load() {
+				for _, id := range removed {
+					if g.members[id] == nil {
+						recs = append(recs, memberTombstones(g.name, id)...)
+					}
+				}
+			}
+			if len(recs) == 0 {
+				g.mu.Unlock()
+				return
+			}
+			recs = append(recs, groupEpochRecord(g.name, g.epoch), targetMetaRecord(g.name, g.epoch))
+			wait = c.appendLocked(g, recs)
+			g.mu.Unlock()
 		}
 	}()
 }
@@ -225,21 +260,23 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbe
 	case g == nil:
 		return fail(kerr.UnknownMemberID, "member "+req.MemberID+" is not in group "+req.GroupID)
 	}
-	recs := c.expireLocked(g, now)
+	recs, removed := c.expireLocked(g, now) // written and waited for with the heartbeat's
 	recs, e, msg := c.heartbeatLocked(g, req, cl, now, resp, recs)
 	wait := c.appendLocked(g, recs)
 	g.mu.Unlock()
-	if e != nil {
-		if wait != nil {
-			wait(ctx)
+	code := int16(0)
+	if wait != nil {
+		if code = wait(ctx); code != 0 && len(removed) > 0 {
+			// The removals of timed-out members are written again in the background.
+			c.waitBackground(g, removed, func(context.Context) int16 { return code })
 		}
+	}
+	if e != nil {
 		return fail(e, msg)
 	}
-	if wait != nil {
-		if code := wait(ctx); code != 0 {
-			resp.Assignment = nil
-			return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
-		}
+	if code != 0 {
+		resp.Assignment = nil
+		return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
 	}
 	return resp
 }
@@ -347,19 +384,19 @@ func sameAssignment(a, b map[[16]byte][]int32) bool {
 }
 
 // expireLocked removes the members of g not heard from within the session
-// timeout and returns the records of their removal.
-func (c *Coordinator) expireLocked(g *shareGroup, now time.Time) []batch.Record {
+// timeout and returns the records of their removal and their ids.
+func (c *Coordinator) expireLocked(g *shareGroup, now time.Time) (recs []batch.Record, removed []string) {
 	if len(g.members) == 0 {
-		return nil
+		return nil, nil
 	}
 	timeout := c.cfg.settings(g.name).SessionTimeout
-	var recs []batch.Record
 	for id, m := range g.members {
 		if now.Sub(m.lastSeen) > timeout {
 			recs = append(recs, c.removeLocked(g, id)...)
+			removed = append(removed, id)
 		}
 	}
-	return recs
+	return recs, removed
 }
 
 // snapshot returns the groups known here.
@@ -382,11 +419,14 @@ func (c *Coordinator) expireOthers(skip string, now time.Time) {
 			continue
 		}
 		var wait func(context.Context) int16
+		var removed []string
 		if !g.dead.Load() {
-			wait = c.appendLocked(g, c.expireLocked(g, now))
+			var recs []batch.Record
+			recs, removed = c.expireLocked(g, now)
+			wait = c.appendLocked(g, recs)
 		}
 		g.mu.Unlock()
-		c.waitBackground(g.name, wait)
+		c.waitBackground(g, removed, wait)
 	}
 }
 
@@ -399,10 +439,11 @@ func (c *Coordinator) readGroup(name string, fn func(g *shareGroup)) (ok bool) {
 	if g == nil {
 		return false
 	}
-	wait := c.appendLocked(g, c.expireLocked(g, now))
+	recs, removed := c.expireLocked(g, now)
+	wait := c.appendLocked(g, recs)
 	fn(g)
 	g.mu.Unlock()
-	c.waitBackground(name, wait)
+	c.waitBackground(g, removed, wait)
 	return true
 }
 
@@ -479,11 +520,11 @@ func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 	if g == nil {
 		return kerr.GroupIDNotFound.Code
 	}
-	recs := c.expireLocked(g, now)
+	recs, removed := c.expireLocked(g, now)
 	if len(g.members) > 0 {
 		wait := c.appendLocked(g, recs)
 		g.mu.Unlock()
-		c.waitBackground(name, wait)
+		c.waitBackground(g, removed, wait)
 		return kerr.NonEmptyGroup.Code
 	}
 	// The tombstones are appended, and waited for, before the group leaves the

@@ -49,6 +49,13 @@ func (l *memoryLog) AppendShareRecords(_ string, recs []batch.Record) func(conte
 	return func(context.Context) int16 { return 0 }
 }
 
+// failWith makes the appends from now on fail with code (0: succeed).
+func (l *memoryLog) failWith(code int16) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failWrites = code
+}
+
 func (l *memoryLog) stored() []batch.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -308,18 +315,40 @@ func TestDeleteWaitsForTombstones(t *testing.T) {
 	if code := c.Ensure(context.Background(), "sg"); code != 0 {
 		t.Fatalf("ensure: %v", kerr.ErrorForCode(code))
 	}
-	e.log.failWrites = kerr.RequestTimedOut.Code
+	e.log.failWith(kerr.RequestTimedOut.Code)
 	if code := c.Delete(context.Background(), "sg"); code != kerr.RequestTimedOut.Code {
 		t.Fatalf("delete whose tombstones are not written: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
 	}
 	if !c.Has("sg") {
 		t.Fatal("the group is gone here while its records are not")
 	}
-	e.log.failWrites = 0
+	e.log.failWith(0)
 	if code := c.Delete(context.Background(), "sg"); code != 0 {
 		t.Fatalf("delete again: %v", kerr.ErrorForCode(code))
 	}
 	if left := e.log.stored(); len(left) != 0 || c.Has("sg") {
 		t.Fatalf("%d records left after the group was deleted, known %v", len(left), c.Has("sg"))
 	}
+}
+
+// TestTimedOutRemovalWrittenAgain: the removal of a member whose session timed
+// out is written in the background; when that write fails, it is written again
+// (as Kafka's coordinator retries its session timeout), so that the next
+// coordinator does not load the member back.
+func TestTimedOutRemovalWrittenAgain(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}},
+		topics: map[string]TopicInfo{"a": {ID: [16]byte{1}, Partitions: 1}}}
+	c := e.coordinator()
+	e.ok("m1 joins", e.heartbeat(c, "m1", 0, "a"))
+	e.now = e.now.Add(time.Minute) // past the session timeout
+	e.log.failWith(kerr.NotEnoughReplicas.Code)
+	if n := c.Members("sg"); n != 0 {
+		t.Fatalf("%d members after the session timeout", n)
+	}
+	e.log.failWith(0)
+	waitFor(t, "the removal written", func() bool {
+		c2 := e.coordinator()
+		c2.LoadShareGroups(0, e.log.stored())
+		return c2.Has("sg") && c2.Members("sg") == 0
+	})
 }
