@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,5 +173,59 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// movingLog is emptyLog whose leadership can end.
+type movingLog struct {
+	emptyLog
+	deposed *atomic.Bool
+}
+
+func (l movingLog) IsLeader() bool { return !l.deposed.Load() }
+
+// deposingStore is flakyStore whose saves, once deposeOnSave is set, end the
+// leadership of log while they are written (another node leads the partition
+// and may have loaded the state before this write landed).
+type deposingStore struct {
+	flakyStore
+	deposeOnSave atomic.Bool
+	log          movingLog
+}
+
+func (s *deposingStore) Save(ctx context.Context, k Key, st State) error {
+	if s.deposeOnSave.Load() {
+		s.log.deposed.Store(true)
+	}
+	return s.flakyStore.Save(ctx, k, st)
+}
+
+// TestAckNotAnsweredByDeposedLeader: an acknowledgement whose write lands after
+// this node stopped leading the partition is not answered as done (the new
+// leader, which may have loaded the state before the write, redelivers the
+// record): NOT_LEADER_OR_FOLLOWER, at once rather than after the request's
+// timeout.
+func TestAckNotAnsweredByDeposedLeader(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	store := &deposingStore{flakyStore: flakyStore{state: State{StartOffset: 0, Runs: []Run{{First: 0, Last: 1, State: stateAvailable, Count: 1}}}},
+		log: movingLog{deposed: new(atomic.Bool)}}
+	m := NewManager(Config{Store: store})
+	sp := m.partition(Key{Group: "g", Partition: 0}, "t", store.log)
+	if code := sp.waitLoaded(context.Background()); code != 0 {
+		t.Fatalf("load answered %d", code)
+	}
+	if a, code := sp.acquire("m", 10, 1<<20); code != 0 || len(a.Ranges) != 1 {
+		t.Fatalf("acquired %+v, %d", a, code)
+	}
+	waitFor(t, "the load's write", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return len(store.saved) > 0
+	})
+	store.deposeOnSave.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if code := sp.acknowledge(ctx, "m", []AckBatch{{First: 0, Last: 1, Types: []int8{AckAccept}}}); code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("acknowledgement written after the leadership ended answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
 }

@@ -54,7 +54,7 @@ type sharePartition struct {
 		saveErr  error         // the last write's error
 		savedC   chan struct{} // closed when saved moves; replaced
 		changedC chan struct{} // closed when records become available; replaced
-		dead     bool          // replaced by a newer leadership
+		dead     bool          // deposed: replaced, deleted, or its leadership moved (deposeLocked)
 		deleted  bool          // the state is deleted (DeleteShareGroupOffsets)
 		// saveTimer: a write of acquisitions is scheduled (saveLater).
 		saveTimer bool
@@ -212,6 +212,14 @@ func (sp *sharePartition) saveLoop() {
 		err := sp.m.cfg.Store.Save(ctx, sp.key, st)
 		cancel()
 		sp.mu.Lock()
+		if err == nil && (!sp.log.IsLeader() || sp.log.LeaderEpoch() != sp.epoch) {
+			// The partition's leadership moved while the write was out: the new
+			// leader may have loaded the state before it landed, and its own writes
+			// supersede it, so what it carried is not answered as durable.
+			sp.deposeLocked()
+			sp.mu.Unlock()
+			return
+		}
 		sp.mu.saveErr = err
 		if err == nil {
 			sp.mu.saved = v
@@ -229,13 +237,30 @@ func (sp *sharePartition) saveLoop() {
 	}
 }
 
-// waitSaved waits until change v is durable; a failed write is an error code.
+// deposeLocked ends the share-partition: a newer leadership replaced it, or its
+// last write landed after its leadership moved. Its writes stop, and waiters for
+// changes not yet durable are answered NOT_LEADER_OR_FOLLOWER.
+func (sp *sharePartition) deposeLocked() {
+	if sp.mu.dead {
+		return
+	}
+	sp.mu.dead, sp.mu.saving = true, false
+	close(sp.mu.savedC)
+	sp.mu.savedC = make(chan struct{})
+}
+
+// waitSaved waits until change v is durable; a failed write is an error code,
+// and a share-partition deposed first NOT_LEADER_OR_FOLLOWER.
 func (sp *sharePartition) waitSaved(ctx context.Context, v uint64) int16 {
 	for {
 		sp.mu.Lock()
 		if sp.mu.saved >= v {
 			sp.mu.Unlock()
 			return 0
+		}
+		if sp.mu.dead {
+			sp.mu.Unlock()
+			return kerr.NotLeaderForPartition.Code
 		}
 		if !sp.mu.saving { // the last write failed: try again
 			sp.mu.Unlock()
