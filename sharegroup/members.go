@@ -316,7 +316,9 @@ func (c *Coordinator) heartbeatLocked(g *shareGroup, req *kmsg.ShareGroupHeartbe
 		m.subscribed = slices.Clone(req.SubscribedTopicNames)
 		sort.Strings(m.subscribed)
 	}
-	if m.clientID != old.clientID || m.host != old.host || m.rack != old.rack || !slices.Equal(m.subscribed, old.subscribed) {
+	// A join writes the member's metadata even when nothing changed here: the
+	// write of an earlier join of the same member may have failed.
+	if req.MemberEpoch == 0 || m.clientID != old.clientID || m.host != old.host || m.rack != old.rack || !slices.Equal(m.subscribed, old.subscribed) {
 		recs = append(recs, memberRecord(g.name, m))
 	}
 	want := c.assignmentOf(m.subscribed)

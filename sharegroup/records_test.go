@@ -352,3 +352,24 @@ func TestTimedOutRemovalWrittenAgain(t *testing.T) {
 		return c2.Has("sg") && c2.Members("sg") == 0
 	})
 }
+
+// TestJoinRetriedAfterFailedWrite: a member whose first join was not written
+// (its heartbeat answered an error) and that joins again is written whole,
+// metadata included: the next coordinator loads it rather than dropping it as
+// half deleted.
+func TestJoinRetriedAfterFailedWrite(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}},
+		topics: map[string]TopicInfo{"a": {ID: [16]byte{1}, Partitions: 1}}}
+	c := e.coordinator()
+	e.log.failWith(kerr.NotEnoughReplicas.Code)
+	if r := e.heartbeat(c, "m1", 0, "a"); r.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("join whose write failed: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	e.log.failWith(0)
+	e.ok("m1 joins again", e.heartbeat(c, "m1", 0, "a"))
+	c2 := e.coordinator()
+	c2.LoadShareGroups(0, e.log.stored())
+	if n := c2.Members("sg"); n != 1 {
+		t.Fatalf("%d members loaded after m1's join was written, want 1", n)
+	}
+}
