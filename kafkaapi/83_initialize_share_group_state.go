@@ -9,8 +9,12 @@ package kafkaapi
 // flight, applied to the in-memory window and answered once durable in
 // __share_group_state. A partition not led here answers NOT_LEADER_OR_FOLLOWER,
 // an unknown topic id or partition UNKNOWN_TOPIC_OR_PARTITION, a start offset
-// outside [log start, last stable offset] OFFSET_OUT_OF_RANGE, a negative one
-// INVALID_REQUEST.
+// outside [log start, last stable offset] OFFSET_OUT_OF_RANGE. A start offset of
+// -1 is Kafka's uninitialized one (its group coordinator sends it when a share
+// group first subscribes to a topic): accepted, as in Kafka, the state is
+// dropped so that the share-partition starts again from share.auto.offset.reset
+// (as DeleteShareGroupState does). Below -1 is INVALID_REQUEST (Kafka's share
+// coordinator does not check it).
 //
 // Not implemented: the state epoch is not checked (the group coordinator checks
 // that the group is empty before it sends the request).
@@ -54,7 +58,7 @@ func (s *Server) handleInitializeShareGroupState(c *conn, _ *RequestHeader, req 
 			rp.Partition = p.Partition
 			_, known := names[t.TopicID]
 			rp.ErrorCode = s.shareStateRequestCode(allowed, req.GroupID, known)
-			if rp.ErrorCode == 0 && p.StartOffset < 0 {
+			if rp.ErrorCode == 0 && p.StartOffset < deleteShareState {
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			}
 			if rp.ErrorCode == 0 {

@@ -2,7 +2,8 @@ package kafkaapi
 
 // AlterShareGroupOffsets, key 91, version 0.
 //
-// Behaviour: for a group this node coordinates and that has no members (else
+// Behaviour: for a group this node coordinates, once it has loaded the group's
+// partition (else COORDINATOR_LOAD_IN_PROGRESS), and that has no members (else
 // NON_EMPTY_GROUP), each named share-partition's start offset (SPSO) becomes the
 // given offset with nothing in flight, durably, as if every record below it were
 // done; an offset outside [log start, high watermark] is OFFSET_OUT_OF_RANGE.
@@ -44,9 +45,12 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, _ *RequestHeader, req *km
 		resp.ErrorCode = code
 		return resp
 	}
-	s.cfg.ShareGroups.Ensure(req.GroupID)
 	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
 	defer cancel()
+	if code := s.cfg.ShareGroups.Ensure(ctx, req.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	var targets []*shareTarget
 	var at [][2]int // where each target's code goes: topic and partition index
 	for ti, t := range req.Topics {

@@ -15,8 +15,9 @@ import (
 )
 
 // coordinatesGroup returns 0 when this node coordinates group (it leads the
-// group's __consumer_offsets partition, as for classic groups), else the code to
-// answer.
+// group's __consumer_offsets partition, as for classic groups) and has loaded its
+// share groups, else the code to answer: COORDINATOR_LOAD_IN_PROGRESS until the
+// load, during which a group with members would look unknown and empty.
 func (s *Server) coordinatesGroup(group string) int16 {
 	if s.cfg.ShareGroups == nil {
 		return kerr.CoordinatorNotAvailable.Code
@@ -29,7 +30,7 @@ func (s *Server) coordinatesGroup(group string) int16 {
 	if p == nil || !p.IsLeader() {
 		return kerr.NotCoordinator.Code
 	}
-	return 0
+	return s.cfg.ShareGroups.Serving(group)
 }
 
 // topicNames maps the topic ids of the cluster to names.
@@ -109,7 +110,7 @@ func (s *Server) deleteShareGroup(c *conn, group string) (code int16, ok bool) {
 			return t.Code, true
 		}
 	}
-	if code := s.cfg.ShareGroups.Delete(group); code != 0 && code != kerr.GroupIDNotFound.Code {
+	if code := s.cfg.ShareGroups.Delete(ctx, group); code != 0 && code != kerr.GroupIDNotFound.Code {
 		return code, true
 	}
 	return 0, true

@@ -42,12 +42,18 @@ func conformInitializeShareGroupState(t *testing.T, c *kconn, versions []int16) 
 				t.Errorf("described %+v, want start offset 6 and lag 4", p)
 			}
 			wantCode(t, "beyond the end", initializeShareState(t, c, v, group, id, 0, 11), kerr.OffsetOutOfRange.Code)
-			wantCode(t, "negative", initializeShareState(t, c, v, group, id, 0, -1), kerr.InvalidRequest.Code)
+			wantCode(t, "below -1", initializeShareState(t, c, v, group, id, 0, -2), kerr.InvalidRequest.Code)
 			wantCode(t, "no such partition", initializeShareState(t, c, v, group, id, 3, 0), kerr.UnknownTopicOrPartition.Code)
 			wantCode(t, "unknown topic id", initializeShareState(t, c, v, group, [16]byte{1, 2, 3}, 0, 0), kerr.UnknownTopicOrPartition.Code)
 			if p := describeShareOffset(t, c, 1, group, topic); p.StartOffset != 6 {
 				t.Errorf("start offset %d after refused changes, want 6", p.StartOffset)
 			}
+			// -1 is Kafka's uninitialized start offset (its group coordinator sends it):
+			// accepted, the state starts again from share.auto.offset.reset.
+			wantCode(t, "uninitialized (-1)", initializeShareState(t, c, v, group, id, 0, -1), 0)
+			dreq := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			dreq.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
+			wantCode(t, "describe after -1", c.do(dreq).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode, kerr.GroupIDNotFound.Code)
 		})
 	}
 }

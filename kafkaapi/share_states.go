@@ -23,7 +23,9 @@ import (
 	"skiff/sharegroup"
 )
 
-// deleteShareState, as a shareTarget's Start, deletes the share-partition's state.
+// deleteShareState, as a shareTarget's Start, deletes the share-partition's state;
+// it is also Kafka's uninitialized start offset of InitializeShareGroupState,
+// which has the same effect here (the next load starts from share.auto.offset.reset).
 const deleteShareState = -1
 
 // shareTarget is one share-partition whose state the coordinator changes, and

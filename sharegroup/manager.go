@@ -91,17 +91,24 @@ func (m *Manager) partition(key Key, topic string, log Log) *sharePartition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := m.mu.parts[key]
-	if sp != nil && sp.log == log && sp.epoch == log.LeaderEpoch() && !sp.loadFailed() {
+	if sp != nil && sp.log == log && sp.epoch == log.LeaderEpoch() && !sp.loadFailed() && !sp.isDead() {
 		return sp
 	}
 	if sp != nil {
 		sp.mu.Lock()
-		sp.mu.dead = true
+		sp.deposeLocked()
 		sp.mu.Unlock()
 	}
 	sp = newSharePartition(m, key, topic, log)
 	m.mu.parts[key] = sp
 	return sp
+}
+
+// isDead reports whether sp was deposed (deposeLocked).
+func (sp *sharePartition) isDead() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.mu.dead
 }
 
 // lookup returns the loaded share-partition of key, or nil.

@@ -11,7 +11,9 @@ package sharegroup
 // assignments across a failover.
 //
 // Lock order: a group's mu, then Coordinator.mu. MemberLog is called with a
-// group's mu held; LoadShareGroups and DropShareGroups take only Coordinator.mu.
+// group's mu held (Delete also waits for its write with it held: the group is
+// empty, and a member joining it waits); LoadShareGroups and DropShareGroups take
+// only Coordinator.mu.
 
 import (
 	"context"
@@ -65,6 +67,9 @@ type shareGroup struct {
 	dead    atomic.Bool
 	epoch   int32
 	members map[string]*member
+	// stored: the group is in its partition's records (loaded from them, or
+	// written by Ensure); a group with epoch 0 and not stored is in memory only.
+	stored bool
 }
 
 func newShareGroup(name string) *shareGroup {
@@ -109,7 +114,7 @@ func (c *Coordinator) LoadShareGroups(id int32, records []batch.Record) {
 	defer c.mu.Unlock()
 	c.dropLocked(id)
 	for name, g := range l.finish() {
-		g.partition = id
+		g.partition, g.stored = id, true
 		for _, m := range g.members {
 			m.lastSeen = now
 		}
@@ -167,17 +172,52 @@ func (c *Coordinator) appendLocked(g *shareGroup, recs []batch.Record) func(cont
 	return c.cfg.MemberLog.AppendShareRecords(g.name, recs)
 }
 
-// waitBackground waits for records written outside a request (the removal of
-// members whose session timed out), logging a failure.
-func (c *Coordinator) waitBackground(group string, wait func(context.Context) int16) {
+// Retries of a removal of timed-out members whose write failed, as Kafka's
+// coordinator retries a session timeout's write.
+const (
+	removalWriteAttempts = 5
+	removalRetryBackoff  = 500 * time.Millisecond
+)
+
+// waitBackground waits for the removal of members whose session timed out
+// (removed), written outside a request. Should the write fail, the removal is
+// written again, up to removalWriteAttempts times in all, unless the group is no
+// longer coordinated here (the next coordinator times the members out itself) or
+// a member removed has joined again; otherwise the next coordinator would load
+// the removed members back.
+func (c *Coordinator) waitBackground(g *shareGroup, removed []string, wait func(context.Context) int16) {
 	if wait == nil {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		defer cancel()
-		if code := wait(ctx); code != 0 {
-			c.cfg.Logger.Info("share group coordinator: a removal of timed-out members is not written", "group", group, "err", kerr.ErrorForCode(code))
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+			code := wait(ctx)
+			cancel()
+			if code == 0 {
+				return
+			}
+			if attempt == removalWriteAttempts {
+				c.cfg.Logger.Warn("share group coordinator: a removal of timed-out members is not written", "group", g.name, "err", kerr.ErrorForCode(code))
+				return
+			}
+			time.Sleep(removalRetryBackoff)
+			g.mu.Lock()
+			var recs []batch.Record
+			if !g.dead.Load() {
+				for _, id := range removed {
+					if g.members[id] == nil {
+						recs = append(recs, memberTombstones(g.name, id)...)
+					}
+				}
+			}
+			if len(recs) == 0 {
+				g.mu.Unlock()
+				return
+			}
+			recs = append(recs, groupEpochRecord(g.name, g.epoch), targetMetaRecord(g.name, g.epoch))
+			wait = c.appendLocked(g, recs)
+			g.mu.Unlock()
 		}
 	}()
 }
@@ -220,21 +260,23 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbe
 	case g == nil:
 		return fail(kerr.UnknownMemberID, "member "+req.MemberID+" is not in group "+req.GroupID)
 	}
-	recs := c.expireLocked(g, now)
+	recs, removed := c.expireLocked(g, now) // written and waited for with the heartbeat's
 	recs, e, msg := c.heartbeatLocked(g, req, cl, now, resp, recs)
 	wait := c.appendLocked(g, recs)
 	g.mu.Unlock()
-	if e != nil {
-		if wait != nil {
-			wait(ctx)
+	code := int16(0)
+	if wait != nil {
+		if code = wait(ctx); code != 0 && len(removed) > 0 {
+			// The removals of timed-out members are written again in the background.
+			c.waitBackground(g, removed, func(context.Context) int16 { return code })
 		}
+	}
+	if e != nil {
 		return fail(e, msg)
 	}
-	if wait != nil {
-		if code := wait(ctx); code != 0 {
-			resp.Assignment = nil
-			return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
-		}
+	if code != 0 {
+		resp.Assignment = nil
+		return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
 	}
 	return resp
 }
@@ -274,7 +316,9 @@ func (c *Coordinator) heartbeatLocked(g *shareGroup, req *kmsg.ShareGroupHeartbe
 		m.subscribed = slices.Clone(req.SubscribedTopicNames)
 		sort.Strings(m.subscribed)
 	}
-	if m.clientID != old.clientID || m.host != old.host || m.rack != old.rack || !slices.Equal(m.subscribed, old.subscribed) {
+	// A join writes the member's metadata even when nothing changed here: the
+	// write of an earlier join of the same member may have failed.
+	if req.MemberEpoch == 0 || m.clientID != old.clientID || m.host != old.host || m.rack != old.rack || !slices.Equal(m.subscribed, old.subscribed) {
 		recs = append(recs, memberRecord(g.name, m))
 	}
 	want := c.assignmentOf(m.subscribed)
@@ -342,19 +386,19 @@ func sameAssignment(a, b map[[16]byte][]int32) bool {
 }
 
 // expireLocked removes the members of g not heard from within the session
-// timeout and returns the records of their removal.
-func (c *Coordinator) expireLocked(g *shareGroup, now time.Time) []batch.Record {
+// timeout and returns the records of their removal and their ids.
+func (c *Coordinator) expireLocked(g *shareGroup, now time.Time) (recs []batch.Record, removed []string) {
 	if len(g.members) == 0 {
-		return nil
+		return nil, nil
 	}
 	timeout := c.cfg.settings(g.name).SessionTimeout
-	var recs []batch.Record
 	for id, m := range g.members {
 		if now.Sub(m.lastSeen) > timeout {
 			recs = append(recs, c.removeLocked(g, id)...)
+			removed = append(removed, id)
 		}
 	}
-	return recs
+	return recs, removed
 }
 
 // snapshot returns the groups known here.
@@ -377,11 +421,14 @@ func (c *Coordinator) expireOthers(skip string, now time.Time) {
 			continue
 		}
 		var wait func(context.Context) int16
+		var removed []string
 		if !g.dead.Load() {
-			wait = c.appendLocked(g, c.expireLocked(g, now))
+			var recs []batch.Record
+			recs, removed = c.expireLocked(g, now)
+			wait = c.appendLocked(g, recs)
 		}
 		g.mu.Unlock()
-		c.waitBackground(g.name, wait)
+		c.waitBackground(g, removed, wait)
 	}
 }
 
@@ -394,10 +441,11 @@ func (c *Coordinator) readGroup(name string, fn func(g *shareGroup)) (ok bool) {
 	if g == nil {
 		return false
 	}
-	wait := c.appendLocked(g, c.expireLocked(g, now))
+	recs, removed := c.expireLocked(g, now)
+	wait := c.appendLocked(g, recs)
 	fn(g)
 	g.mu.Unlock()
-	c.waitBackground(name, wait)
+	c.waitBackground(g, removed, wait)
 	return true
 }
 
@@ -449,24 +497,48 @@ func (c *Coordinator) Groups() []string {
 	return out
 }
 
-// Delete removes an empty share group, and its records: NON_EMPTY_GROUP while
-// it has members, GROUP_ID_NOT_FOUND when unknown.
-func (c *Coordinator) Delete(name string) int16 {
+// Serving returns 0 when this node coordinates group and has loaded its
+// partition, else the code to answer (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS): until the load, a group with members looks
+// unknown and empty here.
+func (c *Coordinator) Serving(group string) int16 {
+	if c.cfg.MemberLog == nil {
+		return 0
+	}
+	_, code := c.cfg.MemberLog.ShareShard(group)
+	return code
+}
+
+// Delete removes an empty share group, and its records, and returns once their
+// tombstones are committed: NON_EMPTY_GROUP while it has members,
+// GROUP_ID_NOT_FOUND when unknown, the code of Serving while its partition is
+// not loaded here, the code of the write when it fails (the group then stays).
+func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
+	if code := c.Serving(name); code != 0 {
+		return code
+	}
 	now := c.cfg.Clock()
 	g := c.lockGroup(name, false, -1)
 	if g == nil {
 		return kerr.GroupIDNotFound.Code
 	}
-	recs := c.expireLocked(g, now)
+	recs, removed := c.expireLocked(g, now)
 	if len(g.members) > 0 {
 		wait := c.appendLocked(g, recs)
 		g.mu.Unlock()
-		c.waitBackground(name, wait)
+		c.waitBackground(g, removed, wait)
 		return kerr.NonEmptyGroup.Code
 	}
-	// The tombstones are appended before the group leaves the map: a group of
-	// the same name made next writes after them.
-	c.appendLocked(g, append(recs, groupTombstones(name)...))
+	// The tombstones are appended, and waited for, before the group leaves the
+	// map and with it locked: no member joins it meanwhile, and a group of the
+	// same name made next writes after them. Should they not be committed, the
+	// group stays, so that deleting it again writes them again.
+	if wait := c.appendLocked(g, append(recs, groupTombstones(name)...)); wait != nil {
+		if code := wait(ctx); code != 0 {
+			g.mu.Unlock()
+			return code
+		}
+	}
 	g.dead.Store(true)
 	c.mu.Lock()
 	if c.mu.groups[name] == g {
@@ -492,13 +564,36 @@ func (c *Coordinator) Members(name string) int {
 	return n
 }
 
-// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does.
-func (c *Coordinator) Ensure(name string) {
+// Ensure makes name a known (empty) share group, as AlterShareGroupOffsets does,
+// and returns once the group's epoch record is committed, so that the next
+// coordinator loads the group too (Kafka persists such a group). It answers the
+// code of Serving, and makes nothing, while the group's partition is not loaded
+// here, and the code of a failed write (the group is then written again by the
+// next Ensure).
+func (c *Coordinator) Ensure(ctx context.Context, name string) int16 {
 	partition := int32(-1)
 	if c.cfg.MemberLog != nil {
-		partition, _ = c.cfg.MemberLog.ShareShard(name)
+		var code int16
+		if partition, code = c.cfg.MemberLog.ShareShard(name); code != 0 {
+			return code
+		}
 	}
-	c.lockGroup(name, true, partition).mu.Unlock()
+	g := c.lockGroup(name, true, partition)
+	var wait func(context.Context) int16
+	if g.epoch == 0 && !g.stored { // made here, and no member ever wrote it
+		wait = c.appendLocked(g, []batch.Record{groupEpochRecord(name, g.epoch)})
+	}
+	g.mu.Unlock()
+	if wait == nil {
+		return 0
+	}
+	if code := wait(ctx); code != 0 {
+		return code
+	}
+	g.mu.Lock()
+	g.stored = true
+	g.mu.Unlock()
+	return 0
 }
 
 // ListGroups lists the share groups known here, with protocol type and group type

@@ -51,7 +51,7 @@ func (m *Manager) DeleteState(ctx context.Context, key Key, topic string, log Lo
 	}
 	m.mu.Unlock()
 	sp.mu.Lock()
-	sp.mu.dead = true
+	sp.deposeLocked()
 	sp.mu.Unlock()
 	return 0
 }

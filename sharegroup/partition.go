@@ -283,9 +283,13 @@ func (w *window) holds(member string) bool {
 }
 
 // acquireAvailable acquires up to max available records inside the window, in
-// offset order, for member until deadline, and returns their offsets.
-func (w *window) acquireAvailable(member string, max int, deadline time.Time) []int64 {
+// offset order, for member until deadline, and returns their offsets. A record
+// already delivered limit times is archived instead (adding to archived): it was
+// acquired when its leader died, whose lock ended with it (the stored state keeps
+// it available with its count), or the group's limit was lowered since.
+func (w *window) acquireAvailable(member string, max int, deadline time.Time, limit int16, archived *[]Archived) []int64 {
 	var offs []int64
+	done := false
 	for si := 0; si < len(w.segs) && len(offs) < max; si++ {
 		sg := &w.segs[si]
 		for i := 0; i < len(sg.recs) && len(offs) < max; i++ {
@@ -293,10 +297,18 @@ func (w *window) acquireAvailable(member string, max int, deadline time.Time) []
 			if r.state != stateAvailable {
 				continue
 			}
+			if r.count >= limit {
+				r.state, done = stateArchived, true
+				*archived = append(*archived, Archived{Offset: sg.first + int64(i), Count: r.count, Reason: ReasonDeliveryLimit})
+				continue
+			}
 			w.lock(r, member, deadline)
 			r.count++
 			offs = append(offs, sg.first+int64(i))
 		}
+	}
+	if done {
+		w.advance()
 	}
 	return offs
 }

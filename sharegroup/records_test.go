@@ -21,6 +21,9 @@ type memoryLog struct {
 	records map[string][]byte
 	writes  int
 	code    int16 // answered by ShareShard when set
+	// failWrites, when set, is what the wait of an append answers, and the
+	// append stores nothing (the write was lost with the coordinator's leadership).
+	failWrites int16
 }
 
 func (l *memoryLog) ShareShard(string) (int32, int16) {
@@ -33,6 +36,9 @@ func (l *memoryLog) AppendShareRecords(_ string, recs []batch.Record) func(conte
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.writes++
+	if code := l.failWrites; code != 0 {
+		return func(context.Context) int16 { return code }
+	}
 	for _, r := range recs {
 		if r.Value == nil {
 			delete(l.records, string(r.Key))
@@ -41,6 +47,13 @@ func (l *memoryLog) AppendShareRecords(_ string, recs []batch.Record) func(conte
 		}
 	}
 	return func(context.Context) int16 { return 0 }
+}
+
+// failWith makes the appends from now on fail with code (0: succeed).
+func (l *memoryLog) failWith(code int16) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failWrites = code
 }
 
 func (l *memoryLog) stored() []batch.Record {
@@ -173,7 +186,7 @@ func TestMembershipRebuiltFromRecords(t *testing.T) {
 		t.Fatal("group still known after its partition was dropped")
 	}
 	e.ok("m1 leaves", e.heartbeat(c2, "m1", -1))
-	if code := c2.Delete("sg"); code != 0 {
+	if code := c2.Delete(context.Background(), "sg"); code != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
 	}
 	if left := e.log.stored(); len(left) != 0 {
@@ -221,5 +234,142 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	if err := l.add(recordKey(recGroup, "g", ""), []byte{0, 1, 0, 0, 0, 1, 0}); err == nil {
 		t.Error("a value of an unknown version was read")
+	}
+}
+
+// TestAdminWaitsForLoad: until the coordinator has loaded the group's partition
+// (COORDINATOR_LOAD_IN_PROGRESS), a group with members looks unknown and empty
+// here; deleting it, or making it for AlterShareGroupOffsets, must answer that
+// code rather than act on the empty group (the front end would then delete or
+// reset the share-partition states of a group whose members are consuming).
+func TestAdminWaitsForLoad(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}},
+		topics: map[string]TopicInfo{"a": {ID: [16]byte{1}, Partitions: 1}}}
+	c1 := e.coordinator()
+	e.ok("m1 joins", e.heartbeat(c1, "m1", 0, "a"))
+
+	e.log.code = kerr.CoordinatorLoadInProgress.Code // a new coordinator, loading
+	c2 := e.coordinator()
+	if code := c2.Serving("sg"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("serving while loading: %v", kerr.ErrorForCode(code))
+	}
+	if code := c2.Delete(context.Background(), "sg"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("delete while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
+	}
+	if code := c2.Ensure(context.Background(), "sg"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("ensure while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
+	}
+	if c2.Has("sg") {
+		t.Error("a group made while loading")
+	}
+	e.log.code = 0
+	c2.LoadShareGroups(0, e.log.stored())
+	if code := c2.Serving("sg"); code != 0 {
+		t.Errorf("serving once loaded: %v", kerr.ErrorForCode(code))
+	}
+	if n := c2.Members("sg"); n != 1 {
+		t.Errorf("%d members once loaded, want 1", n)
+	}
+	if code := c2.Delete(context.Background(), "sg"); code != kerr.NonEmptyGroup.Code {
+		t.Errorf("delete once loaded: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
+	}
+}
+
+// TestEnsuredGroupSurvivesFailover: a group made empty by AlterShareGroupOffsets
+// (Ensure) is written to the group's partition, so the next coordinator still
+// lists and describes it after a failover, as Kafka's persisted share group; a
+// deletion then leaves nothing stored.
+func TestEnsuredGroupSurvivesFailover(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}}}
+	c1 := e.coordinator()
+	if code := c1.Ensure(context.Background(), "sg"); code != 0 {
+		t.Fatalf("ensure: %v", kerr.ErrorForCode(code))
+	}
+	writes := e.log.writes
+	if code := c1.Ensure(context.Background(), "sg"); code != 0 || e.log.writes != writes {
+		t.Fatalf("ensuring a known group: %v, %d writes", kerr.ErrorForCode(code), e.log.writes-writes)
+	}
+	c2 := e.coordinator()
+	c2.LoadShareGroups(0, e.log.stored())
+	if !c2.Has("sg") {
+		t.Fatal("the group made by AlterShareGroupOffsets is gone after a failover")
+	}
+	if d := describe(t, c2); d.GroupState != "Empty" || len(d.Members) != 0 {
+		t.Fatalf("loaded group %+v, want Empty", d)
+	}
+	if code := c2.Delete(context.Background(), "sg"); code != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+	}
+	if left := e.log.stored(); len(left) != 0 {
+		t.Fatalf("%d records left after the group was deleted", len(left))
+	}
+}
+
+// TestDeleteWaitsForTombstones: DeleteGroups of a share group is answered once
+// the group's tombstones are committed; when they are not, the answer is the
+// write's error and the group stays, so that deleting it again writes them
+// again (answering success would let the next coordinator load the group back).
+func TestDeleteWaitsForTombstones(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}}}
+	c := e.coordinator()
+	if code := c.Ensure(context.Background(), "sg"); code != 0 {
+		t.Fatalf("ensure: %v", kerr.ErrorForCode(code))
+	}
+	e.log.failWith(kerr.RequestTimedOut.Code)
+	if code := c.Delete(context.Background(), "sg"); code != kerr.RequestTimedOut.Code {
+		t.Fatalf("delete whose tombstones are not written: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	if !c.Has("sg") {
+		t.Fatal("the group is gone here while its records are not")
+	}
+	e.log.failWith(0)
+	if code := c.Delete(context.Background(), "sg"); code != 0 {
+		t.Fatalf("delete again: %v", kerr.ErrorForCode(code))
+	}
+	if left := e.log.stored(); len(left) != 0 || c.Has("sg") {
+		t.Fatalf("%d records left after the group was deleted, known %v", len(left), c.Has("sg"))
+	}
+}
+
+// TestTimedOutRemovalWrittenAgain: the removal of a member whose session timed
+// out is written in the background; when that write fails, it is written again
+// (as Kafka's coordinator retries its session timeout), so that the next
+// coordinator does not load the member back.
+func TestTimedOutRemovalWrittenAgain(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}},
+		topics: map[string]TopicInfo{"a": {ID: [16]byte{1}, Partitions: 1}}}
+	c := e.coordinator()
+	e.ok("m1 joins", e.heartbeat(c, "m1", 0, "a"))
+	e.now = e.now.Add(time.Minute) // past the session timeout
+	e.log.failWith(kerr.NotEnoughReplicas.Code)
+	if n := c.Members("sg"); n != 0 {
+		t.Fatalf("%d members after the session timeout", n)
+	}
+	e.log.failWith(0)
+	waitFor(t, "the removal written", func() bool {
+		c2 := e.coordinator()
+		c2.LoadShareGroups(0, e.log.stored())
+		return c2.Has("sg") && c2.Members("sg") == 0
+	})
+}
+
+// TestJoinRetriedAfterFailedWrite: a member whose first join was not written
+// (its heartbeat answered an error) and that joins again is written whole,
+// metadata included: the next coordinator loads it rather than dropping it as
+// half deleted.
+func TestJoinRetriedAfterFailedWrite(t *testing.T) {
+	e := &shareTestEnv{t: t, now: time.Unix(1000, 0), log: &memoryLog{records: map[string][]byte{}},
+		topics: map[string]TopicInfo{"a": {ID: [16]byte{1}, Partitions: 1}}}
+	c := e.coordinator()
+	e.log.failWith(kerr.NotEnoughReplicas.Code)
+	if r := e.heartbeat(c, "m1", 0, "a"); r.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("join whose write failed: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	e.log.failWith(0)
+	e.ok("m1 joins again", e.heartbeat(c, "m1", 0, "a"))
+	c2 := e.coordinator()
+	c2.LoadShareGroups(0, e.log.stored())
+	if n := c2.Members("sg"); n != 1 {
+		t.Fatalf("%d members loaded after m1's join was written, want 1", n)
 	}
 }

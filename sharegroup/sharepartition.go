@@ -54,7 +54,7 @@ type sharePartition struct {
 		saveErr  error         // the last write's error
 		savedC   chan struct{} // closed when saved moves; replaced
 		changedC chan struct{} // closed when records become available; replaced
-		dead     bool          // replaced by a newer leadership
+		dead     bool          // deposed: replaced, deleted, or its leadership moved (deposeLocked)
 		deleted  bool          // the state is deleted (DeleteShareGroupOffsets)
 		// saveTimer: a write of acquisitions is scheduled (saveLater).
 		saveTimer bool
@@ -212,6 +212,14 @@ func (sp *sharePartition) saveLoop() {
 		err := sp.m.cfg.Store.Save(ctx, sp.key, st)
 		cancel()
 		sp.mu.Lock()
+		if err == nil && (!sp.log.IsLeader() || sp.log.LeaderEpoch() != sp.epoch) {
+			// The partition's leadership moved while the write was out: the new
+			// leader may have loaded the state before it landed, and its own writes
+			// supersede it, so what it carried is not answered as durable.
+			sp.deposeLocked()
+			sp.mu.Unlock()
+			return
+		}
 		sp.mu.saveErr = err
 		if err == nil {
 			sp.mu.saved = v
@@ -229,13 +237,30 @@ func (sp *sharePartition) saveLoop() {
 	}
 }
 
-// waitSaved waits until change v is durable; a failed write is an error code.
+// deposeLocked ends the share-partition: a newer leadership replaced it, or its
+// last write landed after its leadership moved. Its writes stop, and waiters for
+// changes not yet durable are answered NOT_LEADER_OR_FOLLOWER.
+func (sp *sharePartition) deposeLocked() {
+	if sp.mu.dead {
+		return
+	}
+	sp.mu.dead, sp.mu.saving = true, false
+	close(sp.mu.savedC)
+	sp.mu.savedC = make(chan struct{})
+}
+
+// waitSaved waits until change v is durable; a failed write is an error code,
+// and a share-partition deposed first NOT_LEADER_OR_FOLLOWER.
 func (sp *sharePartition) waitSaved(ctx context.Context, v uint64) int16 {
 	for {
 		sp.mu.Lock()
 		if sp.mu.saved >= v {
 			sp.mu.Unlock()
 			return 0
+		}
+		if sp.mu.dead {
+			sp.mu.Unlock()
+			return kerr.NotLeaderForPartition.Code
 		}
 		if !sp.mu.saving { // the last write failed: try again
 			sp.mu.Unlock()
@@ -351,6 +376,13 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 	s := sp.m.groupSettings(sp.key.Group)
 	now := sp.m.now()
 	deadline := now.Add(s.RecordLockDuration)
+	var archived []Archived // records over the delivery count limit, archived
+	defer func() {
+		if len(archived) > 0 { // after sp.mu is unlocked
+			sp.m.deadLetterLater(sp, archived)
+			sp.saveLater()
+		}
+	}()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.expireLocked(now)
@@ -358,13 +390,13 @@ func (sp *sharePartition) acquire(member string, maxRecords int, maxBytes int64)
 	start, end := w.start, w.end
 	defer func() {
 		switch {
-		case w.start != start: // control records archived: room in the window
+		case w.start != start: // records archived: room in the window
 			sp.changedLocked()
-		case w.end != end:
+		case w.end != end || len(archived) > 0:
 			sp.acquiredLocked() // written with the fetch's acknowledgements, or by saveLater
 		}
 	}()
-	offs := w.acquireAvailable(member, maxRecords, deadline)
+	offs := w.acquireAvailable(member, maxRecords, deadline, s.DeliveryCountLimit, &archived)
 	var out Acquired
 	if len(offs) > 0 {
 		if err := sp.readRanges(&out, offs, maxBytes); err != nil {

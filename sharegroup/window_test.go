@@ -36,7 +36,7 @@ func TestWindowLifecycle(t *testing.T) {
 		t.Fatalf("archived %+v, want 12 rejected", archived)
 	}
 	// 11 is redelivered to b, counted twice.
-	if got := w.acquireAvailable("b", 10, now.Add(lock)); len(got) != 1 || got[0] != 11 || w.at(11).count != 2 {
+	if got := w.acquireAvailable("b", 10, now.Add(lock), 5, &archived); len(got) != 1 || got[0] != 11 || w.at(11).count != 2 {
 		t.Fatalf("redelivered %v (count %d), want 11 delivered twice", got, w.at(11).count)
 	}
 	// Locks end: 11, 13, 14 are available again.
@@ -44,7 +44,7 @@ func TestWindowLifecycle(t *testing.T) {
 	if !w.expire(now.Add(lock), 5, &archived) || len(archived) != 0 {
 		t.Fatalf("expiry: archived %+v", archived)
 	}
-	if got := w.acquireAvailable("c", 10, now.Add(2*lock)); len(got) != 3 {
+	if got := w.acquireAvailable("c", 10, now.Add(2*lock), 5, &archived); len(got) != 3 {
 		t.Fatalf("after expiry c acquired %v, want 11, 13, 14", got)
 	}
 	if _, acquired, _, _ := w.counts(); acquired != 3 || w.acquired != 3 || w.earliestDeadline().After(now.Add(2*lock)) {
@@ -63,7 +63,7 @@ func TestWindowLifecycle(t *testing.T) {
 	}
 	// d takes 11 and 14 (delivered a fourth and third time) and accepts them: the
 	// window empties up to SPEO.
-	if got := w.acquireAvailable("d", 10, now.Add(4*lock)); len(got) != 2 || w.at(11).count != 4 || w.at(14).count != 3 {
+	if got := w.acquireAvailable("d", 10, now.Add(4*lock), 5, &archived); len(got) != 2 || w.at(11).count != 4 || w.at(14).count != 3 {
 		t.Fatalf("d acquired %v", got)
 	}
 	if code := w.acknowledge("d", 11, 11, []int8{AckAccept}, now, 5, &archived); code != 0 {
@@ -89,7 +89,7 @@ func TestWindowDeliveryLimit(t *testing.T) {
 	w.acquireNew(0, 1, "a", now, false)
 	for range 2 {
 		w.acknowledge("a", 0, 0, []int8{AckRelease}, now, 3, &archived)
-		w.acquireAvailable("a", 1, now)
+		w.acquireAvailable("a", 1, now, 3, &archived)
 	}
 	if w.at(0).count != 3 {
 		t.Fatalf("count %d, want 3", w.at(0).count)
@@ -128,7 +128,7 @@ func TestWindowDurableState(t *testing.T) {
 		}
 	}
 	// A redelivery after the failover counts the first delivery.
-	if offs := w2.acquireAvailable("b", 10, now); len(offs) != 3 || w2.at(5).count != 2 {
+	if offs := w2.acquireAvailable("b", 10, now, 5, &archived); len(offs) != 3 || w2.at(5).count != 2 {
 		t.Fatalf("acquired %v, count %d; want 5, 8, 9 delivered a second time", offs, w2.at(5).count)
 	}
 }
@@ -168,10 +168,10 @@ func TestWindowGapArchived(t *testing.T) {
 	if got := w.acquireNew(1000, 1001, "a", now.Add(time.Minute), false); len(got) != 2 || got[0] != 1000 {
 		t.Fatalf("acquired %v past the gap", got)
 	}
-	if got := w.acquireAvailable("b", 500, now.Add(time.Minute)); len(got) != 0 {
+	var archived []Archived
+	if got := w.acquireAvailable("b", 500, now.Add(time.Minute), 5, &archived); len(got) != 0 {
 		t.Fatalf("offsets of the gap handed out: %d of them, first %d", len(got), got[0])
 	}
-	var archived []Archived
 	if code := w.acknowledge("a", 0, 1, []int8{AckAccept}, now, 5, &archived); code != 0 {
 		t.Fatal(code)
 	}
@@ -233,7 +233,7 @@ func TestWindowGapBehindAcquiredIsARange(t *testing.T) {
 	if code := w.acknowledge("a", 2, 4, []int8{AckAccept}, now, 5, &archived); code != kerr.InvalidRecordState.Code {
 		t.Fatalf("acknowledging offsets of the gap: %d, want INVALID_RECORD_STATE", code)
 	}
-	if got := w.acquireAvailable("b", 10, lock); len(got) != 3 || got[0] != gapEnd+2 {
+	if got := w.acquireAvailable("b", 10, lock, 5, &archived); len(got) != 3 || got[0] != gapEnd+2 {
 		t.Fatalf("available records handed out: %v", got)
 	}
 
