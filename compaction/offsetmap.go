@@ -31,7 +31,7 @@ type offsetMap struct {
 	latest  int64
 	current []uint64 // bit i: offset base+i is the latest of its key (or must be read)
 	maxBits int64
-	sink    uint32 // what warm read, so that its loads are not optimised away
+	sink    uint32 // what putAll's warming loads read, so that its loads are not optimised away
 }
 
 type slot struct {
@@ -168,20 +168,41 @@ func (m *offsetMap) get(key []byte) int64 {
 	return int64(m.slots[i].off) - 1 + m.base
 }
 
-// warm loads the home slot of every hash of keys, in a loop whose loads do not
-// wait for each other, so that the cache misses of a batch's keys overlap
-// instead of each put waiting for its own: Go has no prefetch instruction, and
-// the table is larger than the CPU's caches.
-func (m *offsetMap) warm(keys []hashedKey) {
+// warmBlock is how many keys putAll warms at a time: enough misses in flight
+// to cover a miss's latency, few enough that their lines are still in the L1
+// cache when their keys are put.
+const warmBlock = 32
+
+// putAll puts the keys in order, as putHashed; it stops at the first refused
+// and reports false. It loads the home slots of a block of keys in a loop whose
+// loads do not wait for each other, then puts them, so that the cache misses of
+// a block overlap instead of each put waiting for its own: Go has no prefetch
+// instruction, and the table is larger than the CPU's caches.
+func (m *offsetMap) putAll(keys []hashedKey) bool {
+	for len(keys) > 0 {
+		blk := keys[:min(warmBlock, len(keys))]
+		keys = keys[len(blk):]
+		var sum uint32
+		for _, k := range blk {
+			sum += m.home(k.h0)
+		}
+		m.sink = sum
+		for _, k := range blk {
+			if !m.putHashed(k.h0, k.h1, k.offset) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// home returns the offset field of h0's home slot (0 for an empty table): a
+// load for putAll.
+func (m *offsetMap) home(h0 uint64) uint32 {
 	if len(m.slots) == 0 {
-		return
+		return 0
 	}
-	mask := uint64(len(m.slots) - 1)
-	var sum uint32
-	for _, k := range keys {
-		sum += m.slots[k.h0&mask].off
-	}
-	m.sink = sum
+	return m.slots[h0&uint64(len(m.slots)-1)].off
 }
 
 // find returns the slot of the hash, or the empty slot where it would go.
