@@ -184,11 +184,7 @@ func (m *offsetMap) putAll(keys []hashedKey) bool {
 	for len(keys) > 0 {
 		blk := keys[:min(warmBlock, len(keys))]
 		keys = keys[len(blk):]
-		var sum uint32
-		for _, k := range blk {
-			sum += m.home(k.h0)
-		}
-		m.sink = sum
+		m.warm(blk)
 		for _, k := range blk {
 			if !m.putHashed(k.h0, k.h1, k.offset) {
 				return false
@@ -198,13 +194,18 @@ func (m *offsetMap) putAll(keys []hashedKey) bool {
 	return true
 }
 
-// home returns the offset field of h0's home slot (0 for an empty table): a
-// load for putAll.
-func (m *offsetMap) home(h0 uint64) uint32 {
+// warm loads the home slot of every hash of keys, in a loop whose loads do not
+// wait for each other.
+func (m *offsetMap) warm(keys []hashedKey) {
 	if len(m.slots) == 0 {
-		return 0
+		return
 	}
-	return m.slots[h0&uint64(len(m.slots)-1)].off
+	mask := uint64(len(m.slots) - 1)
+	var sum uint32
+	for _, k := range keys {
+		sum += m.slots[k.h0&mask].off
+	}
+	m.sink = sum
 }
 
 // find returns the slot of the hash, or the empty slot where it would go.
