@@ -138,8 +138,8 @@ func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *pas
 				m.latest = max(m.latest, h.LastOffset())
 				return nil
 			}
-			// The keys of a batch are hashed first, their slots warmed, and
-			// put after.
+			// The keys of a batch are hashed first, then put, each put
+			// warming the slot of a key after it (putAll).
 			w.keys = w.keys[:0]
 			err := w.dec.Keys(b, func(key []byte, offset int64) error {
 				if key != nil && offset >= sp.firstDirty {
@@ -155,12 +155,9 @@ func (w *worker) buildMap(ctx context.Context, l *logstore.Log, sp span, st *pas
 			case err != nil:
 				return err
 			}
-			m.warm(w.keys)
-			for _, k := range w.keys {
-				if !m.putHashed(k.h0, k.h1, k.offset) {
-					full = true
-					return errMapFull
-				}
+			if !m.putAll(w.keys) {
+				full = true
+				return errMapFull
 			}
 			m.latest = h.LastOffset()
 			return nil

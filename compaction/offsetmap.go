@@ -31,7 +31,7 @@ type offsetMap struct {
 	latest  int64
 	current []uint64 // bit i: offset base+i is the latest of its key (or must be read)
 	maxBits int64
-	sink    uint32 // what warm read, so that its loads are not optimised away
+	sink    uint32 // what putAll's warming loads read, so that its loads are not optimised away
 }
 
 type slot struct {
@@ -168,10 +168,34 @@ func (m *offsetMap) get(key []byte) int64 {
 	return int64(m.slots[i].off) - 1 + m.base
 }
 
+// warmBlock is how many keys putAll warms at a time: enough misses in flight
+// to cover a miss's latency, few enough that their lines (8 KiB) are still in
+// the L1 cache when their keys are put. Warming a whole batch of 8,000 records
+// at once (what franz-go sends) left most lines evicted by the time their keys
+// were put (docs/performance.md, "Cutting the cleaner's CPU further").
+const warmBlock = 128
+
+// putAll puts the keys in order, as putHashed; it stops at the first refused
+// and reports false. It loads the home slots of a block of keys in a loop whose
+// loads do not wait for each other, then puts them, so that the cache misses of
+// a block overlap instead of each put waiting for its own: Go has no prefetch
+// instruction, and the table is larger than the CPU's caches.
+func (m *offsetMap) putAll(keys []hashedKey) bool {
+	for len(keys) > 0 {
+		blk := keys[:min(warmBlock, len(keys))]
+		keys = keys[len(blk):]
+		m.warm(blk)
+		for _, k := range blk {
+			if !m.putHashed(k.h0, k.h1, k.offset) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // warm loads the home slot of every hash of keys, in a loop whose loads do not
-// wait for each other, so that the cache misses of a batch's keys overlap
-// instead of each put waiting for its own: Go has no prefetch instruction, and
-// the table is larger than the CPU's caches.
+// wait for each other.
 func (m *offsetMap) warm(keys []hashedKey) {
 	if len(m.slots) == 0 {
 		return

@@ -78,3 +78,54 @@ func TestOffsetMapCurrent(t *testing.T) {
 		t.Fatal("covers")
 	}
 }
+
+// TestOffsetMapPutAll: putAll, which warms the slots of a block of keys before
+// it puts them, leaves the map as putting the keys one by one does, across
+// block boundaries and table growth, and stops at the first key a full map
+// refuses, with the keys before it put.
+func TestOffsetMapPutAll(t *testing.T) {
+	one, all := newOffsetMap(1<<20), newOffsetMap(1<<20)
+	one.reset(0)
+	all.reset(0)
+	var keys []hashedKey
+	for o := int64(0); o < 5_000; o++ {
+		key := []byte(fmt.Sprintf("k%d", o*7%3_001)) // keys repeat, in and across blocks
+		if !one.put(key, o) {
+			t.Fatalf("put %d refused", o)
+		}
+		h0, h1 := all.hash(key)
+		keys = append(keys, hashedKey{h0, h1, o})
+		if len(keys) == 3*warmBlock+5 || o == 4_999 { // batches that end mid-block
+			if !all.putAll(keys) {
+				t.Fatalf("putAll refused at %d", o)
+			}
+			keys = keys[:0]
+		}
+	}
+	one.latest, all.latest = 4_999, 4_999
+	for o := int64(0); o < 5_000; o++ {
+		key := []byte(fmt.Sprintf("k%d", o*7%3_001))
+		if one.get(key) != all.get(key) || one.isCurrent(o) != all.isCurrent(o) {
+			t.Fatalf("offset %d: get %d/%d, current %v/%v", o, one.get(key), all.get(key), one.isCurrent(o), all.isCurrent(o))
+		}
+	}
+	if one.used != all.used || len(one.slots) != len(all.slots) {
+		t.Fatalf("used %d/%d, slots %d/%d", one.used, all.used, len(one.slots), len(all.slots))
+	}
+
+	full := newOffsetMap(48 << 10) // 2,048 slots: 1,843 keys fit
+	full.reset(0)
+	keys = keys[:0]
+	for o := int64(0); o < 2_000; o++ {
+		h0, h1 := full.hash([]byte(fmt.Sprintf("key-%d", o)))
+		keys = append(keys, hashedKey{h0, h1, o})
+	}
+	if full.putAll(keys) {
+		t.Fatal("a full map took every key")
+	}
+	if full.used != 2048*9/10 || full.get([]byte("key-0")) != 0 || full.get([]byte(fmt.Sprintf("key-%d", full.used-1))) != int64(full.used-1) ||
+		full.get([]byte(fmt.Sprintf("key-%d", full.used))) != -1 {
+		t.Fatalf("after the refusal: %d keys, the last put %d, the refused %d", full.used,
+			full.get([]byte(fmt.Sprintf("key-%d", full.used-1))), full.get([]byte(fmt.Sprintf("key-%d", full.used))))
+	}
+}
