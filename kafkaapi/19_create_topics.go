@@ -8,8 +8,10 @@ package kafkaapi
 // INVALID_PARTITIONS; replication factor against live brokers:
 // INVALID_REPLICATION_FACTOR; manual assignment: INVALID_REPLICA_ASSIGNMENT; configs:
 // INVALID_CONFIG; existing: TOPIC_ALREADY_EXISTS; a name twice in one request:
-// INVALID_REQUEST), placed, written to etcd in one transaction, and answered once
-// this node serves it or timeout_ms passes (REQUEST_TIMED_OUT). validate_only (v1+)
+// INVALID_REQUEST), placed, and written to etcd in one transaction; once every topic
+// of the request is written, the answer waits until this node serves them all or
+// timeout_ms passes (REQUEST_TIMED_OUT for each topic written), so the topics of
+// one request are opened together instead of one after the other. validate_only (v1+)
 // checks without creating. -1 partitions or replication factor (v4+, accepted at
 // every version) take num.partitions and default.replication.factor. From v5 the
 // answer lists the configs of the topic created (or that validate_only would create)
@@ -58,6 +60,11 @@ func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.Creat
 	defer cancel()
 	count := countNames(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	mutations := mutationQuota{c: c, hdr: hdr, strict: req.GetVersion() >= 6}
+	var (
+		written   []cluster.Topic // the topics this request wrote, in order
+		writtenAt []int           // their index in resp.Topics
+		lastRev   int64           // the metadata revision of the last write
+	)
 	mayCreate := func(string) bool { return true }
 	if !c.mayCluster(acl.OpCreate) {
 		mayCreate = c.allowedTopics(acl.OpCreate)
@@ -90,18 +97,21 @@ func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.Creat
 					// The topic's own error comes before the quota's, as in Kafka.
 					v := r
 					v.validateOnly = true
-					if _, err = s.createTopic(ctx, v); err == nil {
+					if _, _, err = s.writeTopic(ctx, v, written); err == nil {
 						err = qerr
 					}
 				}
 			}
 			if err == nil {
 				var tp cluster.Topic
-				if tp, err = s.createTopic(ctx, r); err == nil {
+				var rev int64
+				if tp, rev, err = s.writeTopic(ctx, r, written); err == nil {
 					rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
 					s.answerTopicConfigs(c, &rt, tp)
 					if !r.validateOnly {
 						mutations.record(tp.Partitions)
+						written, writtenAt = append(written, tp), append(writtenAt, len(resp.Topics))
+						lastRev = max(lastRev, rev)
 					}
 				}
 			}
@@ -115,6 +125,17 @@ func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.Creat
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if lastRev > 0 {
+		if err := s.waitApplied(ctx, lastRev); err != nil {
+			for i, t := range written {
+				rt := &resp.Topics[writtenAt[i]]
+				rt.TopicID, rt.NumPartitions, rt.ReplicationFactor, rt.Configs = [16]byte{}, -1, -1, nil
+				rt.ErrorCode = kerr.RequestTimedOut.Code
+				msg := notServedError(t.Name, err).Error()
+				rt.ErrorMessage = &msg
+			}
+		}
 	}
 	return resp
 }

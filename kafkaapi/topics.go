@@ -48,11 +48,33 @@ func (s *Server) CreateTopic(ctx context.Context, name string, partitions int32,
 // createTopic validates r, places its replicas, writes it to the cluster metadata and
 // waits until this node serves its partitions (read-your-writes for the client).
 func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic, error) {
+	t, rev, err := s.writeTopic(ctx, r, nil)
+	if err != nil || rev == 0 {
+		return t, err
+	}
+	if err := s.waitApplied(ctx, rev); err != nil {
+		return t, notServedError(r.name, err)
+	}
+	return t, nil
+}
+
+// notServedError answers a topic written to the cluster metadata that this
+// node did not serve before the request's deadline.
+func notServedError(name string, err error) error {
+	return newKafkaError(kerr.RequestTimedOut, "topic %q was created but is not served yet: %v", name, err)
+}
+
+// writeTopic is createTopic without the wait: it validates r, places its
+// replicas and writes it to the cluster metadata, and returns the metadata
+// revision of the write (0 for validate_only). written lists the topics this
+// request wrote before, which the cached metadata may not show yet: the
+// placement counts them in the brokers' load, as if they were there.
+func (s *Server) writeTopic(ctx context.Context, r topicRequest, written []cluster.Topic) (cluster.Topic, int64, error) {
 	if err := cluster.ValidTopicName(r.name); err != nil {
-		return cluster.Topic{}, newKafkaError(kerr.InvalidTopicException, "%v", err)
+		return cluster.Topic{}, 0, newKafkaError(kerr.InvalidTopicException, "%v", err)
 	}
 	if cluster.IsInternalTopic(r.name) {
-		return cluster.Topic{}, newKafkaError(kerr.InvalidRequest, "topic %q is internal and cannot be created by clients", r.name)
+		return cluster.Topic{}, 0, newKafkaError(kerr.InvalidRequest, "topic %q is internal and cannot be created by clients", r.name)
 	}
 	snap := s.cache.Snapshot()
 	brokers := snap.PlacementBrokers()
@@ -60,10 +82,10 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 	t := cluster.Topic{Name: r.name, ID: cluster.NewUUID(), Configs: r.configs}
 	if len(r.assignment) > 0 {
 		if r.partitions != -1 || r.replicationFactor != -1 {
-			return t, newKafkaError(kerr.InvalidRequest, "give either a replica assignment or num_partitions/replication_factor, not both")
+			return t, 0, newKafkaError(kerr.InvalidRequest, "give either a replica assignment or num_partitions/replication_factor, not both")
 		}
 		if err := checkAssignment(snap, r.assignment, len(r.assignment[0]), 0); err != nil {
-			return t, err
+			return t, 0, err
 		}
 		t.Assignment = r.assignment
 		t.Partitions = int32(len(r.assignment))
@@ -78,39 +100,58 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 			t.ReplicationFactor = d.DefaultReplicationFactor
 		}
 		if t.Partitions <= 0 || t.Partitions > cluster.MaxPartitions {
-			return t, newKafkaError(kerr.InvalidPartitions, "number of partitions %d must be between 1 and %d", t.Partitions, cluster.MaxPartitions)
+			return t, 0, newKafkaError(kerr.InvalidPartitions, "number of partitions %d must be between 1 and %d", t.Partitions, cluster.MaxPartitions)
 		}
 		if t.ReplicationFactor <= 0 {
-			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d must be at least 1", t.ReplicationFactor)
+			return t, 0, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d must be at least 1", t.ReplicationFactor)
 		}
 		if int(t.ReplicationFactor) > len(brokers) {
-			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers (not counting brokers being drained)", t.ReplicationFactor, len(brokers))
+			return t, 0, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers (not counting brokers being drained)", t.ReplicationFactor, len(brokers))
 		}
 		var err error
-		if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, t.ReplicationFactor); err != nil {
-			return t, newKafkaError(kerr.InvalidReplicationFactor, "%v", err)
+		if t.Assignment, err = cluster.PlaceReplicas(brokers, loadWith(snap, written), t.Partitions, t.ReplicationFactor); err != nil {
+			return t, 0, newKafkaError(kerr.InvalidReplicationFactor, "%v", err)
 		}
 	}
 	if err := cluster.ValidateTopicConfigs(r.configs); err != nil {
-		return t, newKafkaError(kerr.InvalidConfig, "%v", err)
+		return t, 0, newKafkaError(kerr.InvalidConfig, "%v", err)
 	}
 	if r.validateOnly {
 		if _, ok := s.cache.Topic(r.name); ok {
-			return t, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
+			return t, 0, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
 		}
-		return t, nil
+		return t, 0, nil
 	}
 	rev, err := s.meta.CreateTopic(ctx, t)
 	if errors.Is(err, cluster.ErrTopicExists) {
-		return t, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
+		return t, 0, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
 	}
 	if err != nil {
-		return t, metadataWriteError("create topic "+strconv.Quote(r.name), err)
+		return t, 0, metadataWriteError("create topic "+strconv.Quote(r.name), err)
 	}
-	if err := s.waitApplied(ctx, rev); err != nil {
-		return t, newKafkaError(kerr.RequestTimedOut, "topic %q was created but is not served yet: %v", r.name, err)
+	return t, rev, nil
+}
+
+// loadWith is snap's load of the brokers plus the replicas of the topics in
+// written that snap does not have yet.
+func loadWith(snap *cluster.Snapshot, written []cluster.Topic) map[int32]cluster.BrokerLoad {
+	load := snap.Load()
+	for _, t := range written {
+		if cur, ok := snap.Topic(t.Name); ok && cur.ID == t.ID {
+			continue // counted
+		}
+		for _, replicas := range t.Assignment {
+			for i, b := range replicas {
+				l := load[b]
+				l.Replicas++
+				if i == 0 {
+					l.Leaders++
+				}
+				load[b] = l
+			}
+		}
 	}
-	return t, nil
+	return load
 }
 
 // waitApplied waits until the metadata cache and the local partitions reflect

@@ -43,6 +43,7 @@ func main() {
 		segFile = flag.Int("segment-files", 0, "instead of the partition curve: give each of -partitions partitions `N` segments and count the node's open files")
 		serve   = flag.String("serve-flags", "", "with -segment-files: more flags for skiff serve (not the baseline's), space-separated (e.g. --segment-file-cache 64)")
 	)
+	flag.IntVar(&portBase, "port-base", 0, "take the nodes' ports from `PORT`..PORT+99 in turn instead of free ports the kernel picks")
 	flag.Parse()
 	ns, err := parseCounts(*counts)
 	if err != nil {

@@ -34,9 +34,20 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// portBase, when not zero, makes newNode take its ports from
+// portBase..portBase+99 in turn (kafka, http, etcd client, etcd peer) instead
+// of free ports the kernel picks, so that two runs on one machine given
+// different bases cannot collide; nextPort is the next offset in that range.
+var portBase, nextPort int
+
 func newNode(bin, data string) (*node, error) {
 	n := &node{bin: bin, data: data}
 	for _, p := range []*string{&n.kafka, &n.http, &n.etcdClient, &n.etcdPeer} {
+		if portBase != 0 {
+			*p = fmt.Sprintf("127.0.0.1:%d", portBase+nextPort)
+			nextPort = (nextPort + 1) % 100
+			continue
+		}
 		a, err := freePort()
 		if err != nil {
 			return nil, err
