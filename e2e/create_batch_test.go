@@ -13,7 +13,7 @@ import (
 
 // TestCreateTopicsBatch: one CreateTopics request of six single-partition
 // topics with one replica, sent to one node of three. The topics are written
-// one after the other before the answer waits for them all, so each
+// together before the answer waits for them all, so each
 // placement must count the topics written before it even when the node's
 // cached metadata does not show them yet: each broker leads two. When the
 // answer comes, the node that gave it serves its own partitions of every

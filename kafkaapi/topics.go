@@ -48,9 +48,13 @@ func (s *Server) CreateTopic(ctx context.Context, name string, partitions int32,
 // createTopic validates r, places its replicas, writes it to the cluster metadata and
 // waits until this node serves its partitions (read-your-writes for the client).
 func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic, error) {
-	t, rev, err := s.writeTopic(ctx, r, nil)
-	if err != nil || rev == 0 {
+	t, err := s.planTopic(r, nil)
+	if err != nil || r.validateOnly {
 		return t, err
+	}
+	rev, err := s.meta.CreateTopic(ctx, t)
+	if err != nil {
+		return t, createError(r.name, err)
 	}
 	if err := s.waitApplied(ctx, rev); err != nil {
 		return t, notServedError(r.name, err)
@@ -64,17 +68,25 @@ func notServedError(name string, err error) error {
 	return newKafkaError(kerr.RequestTimedOut, "topic %q was created but is not served yet: %v", name, err)
 }
 
-// writeTopic is createTopic without the wait: it validates r, places its
-// replicas and writes it to the cluster metadata, and returns the metadata
-// revision of the write (0 for validate_only). written lists the topics this
-// request wrote before, which the cached metadata may not show yet: the
-// placement counts them in the brokers' load, as if they were there.
-func (s *Server) writeTopic(ctx context.Context, r topicRequest, written []cluster.Topic) (cluster.Topic, int64, error) {
+// createError answers a failed write of topic name to the cluster metadata.
+func createError(name string, err error) error {
+	if errors.Is(err, cluster.ErrTopicExists) {
+		return newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", name)
+	}
+	return metadataWriteError("create topic "+strconv.Quote(name), err)
+}
+
+// planTopic validates r and places its replicas: it returns the topic to write
+// to the cluster metadata. For validate_only it also refuses a name the cached
+// metadata has. planned lists the topics of the same request planned before
+// r, which are not in the metadata yet: the placement counts them in the
+// brokers' load, as if they were there.
+func (s *Server) planTopic(r topicRequest, planned []cluster.Topic) (cluster.Topic, error) {
 	if err := cluster.ValidTopicName(r.name); err != nil {
-		return cluster.Topic{}, 0, newKafkaError(kerr.InvalidTopicException, "%v", err)
+		return cluster.Topic{}, newKafkaError(kerr.InvalidTopicException, "%v", err)
 	}
 	if cluster.IsInternalTopic(r.name) {
-		return cluster.Topic{}, 0, newKafkaError(kerr.InvalidRequest, "topic %q is internal and cannot be created by clients", r.name)
+		return cluster.Topic{}, newKafkaError(kerr.InvalidRequest, "topic %q is internal and cannot be created by clients", r.name)
 	}
 	snap := s.cache.Snapshot()
 	brokers := snap.PlacementBrokers()
@@ -82,10 +94,10 @@ func (s *Server) writeTopic(ctx context.Context, r topicRequest, written []clust
 	t := cluster.Topic{Name: r.name, ID: cluster.NewUUID(), Configs: r.configs}
 	if len(r.assignment) > 0 {
 		if r.partitions != -1 || r.replicationFactor != -1 {
-			return t, 0, newKafkaError(kerr.InvalidRequest, "give either a replica assignment or num_partitions/replication_factor, not both")
+			return t, newKafkaError(kerr.InvalidRequest, "give either a replica assignment or num_partitions/replication_factor, not both")
 		}
 		if err := checkAssignment(snap, r.assignment, len(r.assignment[0]), 0); err != nil {
-			return t, 0, err
+			return t, err
 		}
 		t.Assignment = r.assignment
 		t.Partitions = int32(len(r.assignment))
@@ -100,43 +112,35 @@ func (s *Server) writeTopic(ctx context.Context, r topicRequest, written []clust
 			t.ReplicationFactor = d.DefaultReplicationFactor
 		}
 		if t.Partitions <= 0 || t.Partitions > cluster.MaxPartitions {
-			return t, 0, newKafkaError(kerr.InvalidPartitions, "number of partitions %d must be between 1 and %d", t.Partitions, cluster.MaxPartitions)
+			return t, newKafkaError(kerr.InvalidPartitions, "number of partitions %d must be between 1 and %d", t.Partitions, cluster.MaxPartitions)
 		}
 		if t.ReplicationFactor <= 0 {
-			return t, 0, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d must be at least 1", t.ReplicationFactor)
+			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d must be at least 1", t.ReplicationFactor)
 		}
 		if int(t.ReplicationFactor) > len(brokers) {
-			return t, 0, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers (not counting brokers being drained)", t.ReplicationFactor, len(brokers))
+			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers (not counting brokers being drained)", t.ReplicationFactor, len(brokers))
 		}
 		var err error
-		if t.Assignment, err = cluster.PlaceReplicas(brokers, loadWith(snap, written), t.Partitions, t.ReplicationFactor); err != nil {
-			return t, 0, newKafkaError(kerr.InvalidReplicationFactor, "%v", err)
+		if t.Assignment, err = cluster.PlaceReplicas(brokers, loadWith(snap, planned), t.Partitions, t.ReplicationFactor); err != nil {
+			return t, newKafkaError(kerr.InvalidReplicationFactor, "%v", err)
 		}
 	}
 	if err := cluster.ValidateTopicConfigs(r.configs); err != nil {
-		return t, 0, newKafkaError(kerr.InvalidConfig, "%v", err)
+		return t, newKafkaError(kerr.InvalidConfig, "%v", err)
 	}
 	if r.validateOnly {
 		if _, ok := s.cache.Topic(r.name); ok {
-			return t, 0, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
+			return t, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
 		}
-		return t, 0, nil
 	}
-	rev, err := s.meta.CreateTopic(ctx, t)
-	if errors.Is(err, cluster.ErrTopicExists) {
-		return t, 0, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
-	}
-	if err != nil {
-		return t, 0, metadataWriteError("create topic "+strconv.Quote(r.name), err)
-	}
-	return t, rev, nil
+	return t, nil
 }
 
 // loadWith is snap's load of the brokers plus the replicas of the topics in
-// written that snap does not have yet.
-func loadWith(snap *cluster.Snapshot, written []cluster.Topic) map[int32]cluster.BrokerLoad {
+// planned that snap does not have yet.
+func loadWith(snap *cluster.Snapshot, planned []cluster.Topic) map[int32]cluster.BrokerLoad {
 	load := snap.Load()
-	for _, t := range written {
+	for _, t := range planned {
 		if cur, ok := snap.Topic(t.Name); ok && cur.ID == t.ID {
 			continue // counted
 		}
