@@ -189,6 +189,16 @@ func TestCreateTopicMaxPartitions(t *testing.T) {
 	if _, err := s.DeleteTopic(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
+	// CreateTopics writes it as a nested transaction, alone in its own.
+	small := Topic{Name: "small", Partitions: 1, ReplicationFactor: 1, Assignment: oneReplica(1, 1)}
+	for i, c := range s.CreateTopics(ctx, []Topic{small, big}) {
+		if c.Err != nil {
+			t.Fatalf("CreateTopics, topic %d: %v", i, c.Err)
+		}
+	}
+	if n := countKeys(t, m.Client(), partitionPrefix("big")); n != MaxPartitions {
+		t.Fatalf("CreateTopics: %d partition keys", n)
+	}
 }
 
 func TestSetTopicConfigs(t *testing.T) {
