@@ -119,6 +119,89 @@ func (s *Store) CreateTopic(ctx context.Context, t Topic) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// Created is the outcome of one topic of CreateTopics: the revision of the
+// transaction that wrote it, or why it was not (ErrTopicExists, a validation
+// error, or the write's own error).
+type Created struct {
+	Rev int64
+	Err error
+}
+
+// createBatchOps bounds the operations of one CreateTopics transaction, well
+// under etcd's limit (embedetcd.DefaultMaxTxnOps) and, at about 150 bytes a
+// partition, its request size: a request of larger topics takes several
+// transactions.
+const createBatchOps = 4096
+
+// CreateTopics creates topics as CreateTopic does, with one read of the
+// broker epochs and one etcd transaction for up to createBatchOps keys: each
+// topic is a nested transaction of its own (created only if its name is
+// free), so one topic's error is not another's, while the cluster commits
+// them all with one round of raft (one fsync of the log per member) instead
+// of one each. The outcomes are in the order of ts.
+func (s *Store) CreateTopics(ctx context.Context, ts []Topic) []Created {
+	out := make([]Created, len(ts))
+	var ops []clientv3.Op
+	var at []int // the index in ts of each nested transaction in ops
+	size := 0
+	commit := func() {
+		if len(ops) == 0 {
+			return
+		}
+		resp, err := s.client.Txn(ctx).Then(ops...).Commit()
+		for j, i := range at {
+			switch {
+			case err != nil:
+				out[i].Err = fmt.Errorf("cluster: create topic %s: %w", ts[i].Name, err)
+			case !resp.Responses[j].GetResponseTxn().GetSucceeded():
+				out[i].Err = fmt.Errorf("%w: %s", ErrTopicExists, ts[i].Name)
+			default:
+				out[i].Rev = resp.Header.Revision
+				s.logger.Info("created topic", "topic", ts[i].Name, "topic_id", FormatUUID(ts[i].ID),
+					"partitions", ts[i].Partitions, "replication_factor", ts[i].ReplicationFactor)
+			}
+		}
+		ops, at, size = ops[:0], at[:0], 0
+	}
+	var epochs func(int32) int64
+	for i, t := range ts {
+		if err := validateTopic(t, 0); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if epochs == nil {
+			var err error
+			if epochs, err = s.brokerEpochs(ctx); err != nil {
+				for j := i; j < len(ts); j++ {
+					out[j].Err = err
+				}
+				return out
+			}
+		}
+		if t.ID == (UUID{}) {
+			t.ID = NewUUID()
+			ts[i].ID = t.ID
+		}
+		if len(t.Configs) == 0 {
+			t.Configs = nil
+		}
+		puts := make([]clientv3.Op, 0, 1+len(t.Assignment))
+		puts = append(puts, clientv3.OpPut(topicKey(t.Name), encodeTopic(t)))
+		for p, replicas := range t.Assignment {
+			st := PartitionState{Leader: replicas[0]}.WithISR(replicas, epochs)
+			puts = append(puts, clientv3.OpPut(partitionKey(t.Name, int32(p)), encodePartition(st)))
+		}
+		if size > 0 && size+len(puts) > createBatchOps {
+			commit()
+		}
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(topicKey(t.Name)), "=", 0)}, puts, nil))
+		at = append(at, i)
+		size += len(puts)
+	}
+	commit()
+	return out
+}
+
 // DeleteTopic removes a topic and all its partition state in one
 // transaction and returns its revision; ErrUnknownTopic if there is no such
 // topic.

@@ -189,6 +189,16 @@ func TestCreateTopicMaxPartitions(t *testing.T) {
 	if _, err := s.DeleteTopic(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
+	// CreateTopics writes it as a nested transaction, alone in its own.
+	small := Topic{Name: "small", Partitions: 1, ReplicationFactor: 1, Assignment: oneReplica(1, 1)}
+	for i, c := range s.CreateTopics(ctx, []Topic{small, big}) {
+		if c.Err != nil {
+			t.Fatalf("CreateTopics, topic %d: %v", i, c.Err)
+		}
+	}
+	if n := countKeys(t, m.Client(), partitionPrefix("big")); n != MaxPartitions {
+		t.Fatalf("CreateTopics: %d partition keys", n)
+	}
 }
 
 func TestSetTopicConfigs(t *testing.T) {
@@ -266,5 +276,36 @@ func TestAlterPartition(t *testing.T) {
 	}
 	if _, _, err := s.AlterPartition(ctx, "u", 0, 0, PartitionState{Leader: 1, ISR: []int32{1}}); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+// TestCreateTopics: several topics in one call are written by one transaction
+// in which each topic is created only if its name is free, so an existing or
+// invalid topic fails alone; topics beyond createBatchOps keys go in another
+// transaction.
+func TestCreateTopics(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	s := New(m.Client(), quiet)
+	topic := func(name string, partitions int32) Topic {
+		return Topic{Name: name, Partitions: partitions, ReplicationFactor: 1, Assignment: oneReplica(int(partitions), 1)}
+	}
+	if _, err := s.CreateTopic(ctx, topic("old", 1)); err != nil {
+		t.Fatal(err)
+	}
+	bigger := int32(createBatchOps/2 + 1) // two of them do not fit one transaction
+	out := s.CreateTopics(ctx, []Topic{topic("a", 2), topic("old", 3), topic("a/b", 1), topic("b", 1), topic("big1", bigger), topic("big2", bigger)})
+	for i, want := range []error{nil, ErrTopicExists, ErrInvalidTopicName, nil, nil, nil} {
+		if !errors.Is(out[i].Err, want) || (want == nil) != (out[i].Rev > 0) {
+			t.Errorf("topic %d: rev %d, err %v; want err %v", i, out[i].Rev, out[i].Err, want)
+		}
+	}
+	if out[0].Rev != out[3].Rev || out[0].Rev != out[4].Rev || out[5].Rev <= out[4].Rev {
+		t.Errorf("revisions %d %d %d %d: want a, b and big1 in one transaction, big2 in a later one", out[0].Rev, out[3].Rev, out[4].Rev, out[5].Rev)
+	}
+	for name, want := range map[string]int64{"a": 2, "old": 1, "b": 1, "big1": int64(bigger), "big2": int64(bigger)} {
+		if n := countKeys(t, m.Client(), partitionPrefix(name)); n != want {
+			t.Errorf("topic %s: %d partition keys, want %d", name, n, want)
+		}
 	}
 }

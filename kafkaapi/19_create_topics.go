@@ -8,8 +8,12 @@ package kafkaapi
 // INVALID_PARTITIONS; replication factor against live brokers:
 // INVALID_REPLICATION_FACTOR; manual assignment: INVALID_REPLICA_ASSIGNMENT; configs:
 // INVALID_CONFIG; existing: TOPIC_ALREADY_EXISTS; a name twice in one request:
-// INVALID_REQUEST), placed, written to etcd in one transaction, and answered once
-// this node serves it or timeout_ms passes (REQUEST_TIMED_OUT). validate_only (v1+)
+// INVALID_REQUEST) and placed; then all the topics of the request are written to
+// etcd together (cluster.Store.CreateTopics: one transaction, each topic a nested
+// transaction of its own, so TOPIC_ALREADY_EXISTS is per topic), and the answer
+// waits until this node serves them all or timeout_ms passes (REQUEST_TIMED_OUT
+// for each topic written): one raft commit and one round of partition opening per
+// request instead of one per topic. validate_only (v1+)
 // checks without creating. -1 partitions or replication factor (v4+, accepted at
 // every version) take num.partitions and default.replication.factor. From v5 the
 // answer lists the configs of the topic created (or that validate_only would create)
@@ -58,6 +62,11 @@ func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.Creat
 	defer cancel()
 	count := countNames(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	mutations := mutationQuota{c: c, hdr: hdr, strict: req.GetVersion() >= 6}
+	var (
+		planned   []cluster.Topic // the topics to write, in order
+		plannedAt []int           // their index in resp.Topics
+		recorded  []bool          // their partitions are counted in the mutation quota
+	)
 	mayCreate := func(string) bool { return true }
 	if !c.mayCluster(acl.OpCreate) {
 		mayCreate = c.allowedTopics(acl.OpCreate)
@@ -90,33 +99,79 @@ func (s *Server) handleCreateTopics(c *conn, hdr *RequestHeader, req *kmsg.Creat
 					// The topic's own error comes before the quota's, as in Kafka.
 					v := r
 					v.validateOnly = true
-					if _, err = s.createTopic(ctx, v); err == nil {
+					if _, err = s.planTopic(v, planned); err == nil {
 						err = qerr
 					}
 				}
 			}
 			if err == nil {
 				var tp cluster.Topic
-				if tp, err = s.createTopic(ctx, r); err == nil {
-					rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
-					s.answerTopicConfigs(c, &rt, tp)
-					if !r.validateOnly {
-						mutations.record(tp.Partitions)
+				if tp, err = s.planTopic(r, planned); err == nil {
+					if r.validateOnly {
+						rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
+						s.answerTopicConfigs(c, &rt, tp)
+					} else {
+						// Counted now, as Kafka's controller counts each topic
+						// it accepts, so that the next topic of a strict
+						// request meets the debt; a name the cache already has
+						// is left to the write to refuse, and not counted.
+						_, exists := s.cache.Topic(r.name)
+						if !exists {
+							mutations.record(tp.Partitions)
+						}
+						planned, plannedAt, recorded = append(planned, tp), append(plannedAt, len(resp.Topics)), append(recorded, !exists)
 					}
 				}
 			}
 		}
-		if err != nil {
-			rt.ErrorCode = errorCode(err)
-			var ke *kafkaError
-			if errors.As(err, &ke) {
-				msg := ke.msg
-				rt.ErrorMessage = &msg
-			}
-		}
+		setCreateError(&rt, err)
 		resp.Topics = append(resp.Topics, rt)
 	}
+	if len(planned) == 0 {
+		return resp
+	}
+	// One write for every topic of the request, then one wait until this node
+	// serves them all: the nodes open the partitions of all of them at once.
+	var created []int // indexes in planned
+	var lastRev int64
+	for i, res := range s.meta.CreateTopics(ctx, planned) {
+		rt, tp := &resp.Topics[plannedAt[i]], planned[i]
+		if res.Err != nil {
+			setCreateError(rt, createError(tp.Name, res.Err))
+			continue
+		}
+		if !recorded[i] {
+			mutations.record(tp.Partitions)
+		}
+		rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.ID, tp.Partitions, tp.ReplicationFactor
+		s.answerTopicConfigs(c, rt, tp)
+		created = append(created, i)
+		lastRev = max(lastRev, res.Rev)
+	}
+	if lastRev == 0 {
+		return resp
+	}
+	if err := s.waitApplied(ctx, lastRev); err != nil {
+		for _, i := range created {
+			rt := &resp.Topics[plannedAt[i]]
+			rt.TopicID, rt.NumPartitions, rt.ReplicationFactor, rt.Configs = [16]byte{}, -1, -1, nil
+			setCreateError(rt, notServedError(planned[i].Name, err))
+		}
+	}
 	return resp
+}
+
+// setCreateError puts err, if any, in rt.
+func setCreateError(rt *kmsg.CreateTopicsResponseTopic, err error) {
+	if err == nil {
+		return
+	}
+	rt.ErrorCode = errorCode(err)
+	var ke *kafkaError
+	if errors.As(err, &ke) {
+		msg := ke.msg
+		rt.ErrorMessage = &msg
+	}
 }
 
 // answerTopicConfigs lists the configs of the topic created in rt (v5+), as

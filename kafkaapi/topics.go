@@ -48,6 +48,40 @@ func (s *Server) CreateTopic(ctx context.Context, name string, partitions int32,
 // createTopic validates r, places its replicas, writes it to the cluster metadata and
 // waits until this node serves its partitions (read-your-writes for the client).
 func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic, error) {
+	t, err := s.planTopic(r, nil)
+	if err != nil || r.validateOnly {
+		return t, err
+	}
+	rev, err := s.meta.CreateTopic(ctx, t)
+	if err != nil {
+		return t, createError(r.name, err)
+	}
+	if err := s.waitApplied(ctx, rev); err != nil {
+		return t, notServedError(r.name, err)
+	}
+	return t, nil
+}
+
+// notServedError answers a topic written to the cluster metadata that this
+// node did not serve before the request's deadline.
+func notServedError(name string, err error) error {
+	return newKafkaError(kerr.RequestTimedOut, "topic %q was created but is not served yet: %v", name, err)
+}
+
+// createError answers a failed write of topic name to the cluster metadata.
+func createError(name string, err error) error {
+	if errors.Is(err, cluster.ErrTopicExists) {
+		return newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", name)
+	}
+	return metadataWriteError("create topic "+strconv.Quote(name), err)
+}
+
+// planTopic validates r and places its replicas: it returns the topic to write
+// to the cluster metadata. For validate_only it also refuses a name the cached
+// metadata has. planned lists the topics of the same request planned before
+// r, which are not in the metadata yet: the placement counts them in the
+// brokers' load, as if they were there.
+func (s *Server) planTopic(r topicRequest, planned []cluster.Topic) (cluster.Topic, error) {
 	if err := cluster.ValidTopicName(r.name); err != nil {
 		return cluster.Topic{}, newKafkaError(kerr.InvalidTopicException, "%v", err)
 	}
@@ -87,7 +121,7 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 			return t, newKafkaError(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers (not counting brokers being drained)", t.ReplicationFactor, len(brokers))
 		}
 		var err error
-		if t.Assignment, err = cluster.PlaceReplicas(brokers, snap.Load(), t.Partitions, t.ReplicationFactor); err != nil {
+		if t.Assignment, err = cluster.PlaceReplicas(brokers, loadWith(snap, planned), t.Partitions, t.ReplicationFactor); err != nil {
 			return t, newKafkaError(kerr.InvalidReplicationFactor, "%v", err)
 		}
 	}
@@ -98,19 +132,30 @@ func (s *Server) createTopic(ctx context.Context, r topicRequest) (cluster.Topic
 		if _, ok := s.cache.Topic(r.name); ok {
 			return t, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
 		}
-		return t, nil
-	}
-	rev, err := s.meta.CreateTopic(ctx, t)
-	if errors.Is(err, cluster.ErrTopicExists) {
-		return t, newKafkaError(kerr.TopicAlreadyExists, "topic %q already exists", r.name)
-	}
-	if err != nil {
-		return t, metadataWriteError("create topic "+strconv.Quote(r.name), err)
-	}
-	if err := s.waitApplied(ctx, rev); err != nil {
-		return t, newKafkaError(kerr.RequestTimedOut, "topic %q was created but is not served yet: %v", r.name, err)
 	}
 	return t, nil
+}
+
+// loadWith is snap's load of the brokers plus the replicas of the topics in
+// planned that snap does not have yet.
+func loadWith(snap *cluster.Snapshot, planned []cluster.Topic) map[int32]cluster.BrokerLoad {
+	load := snap.Load()
+	for _, t := range planned {
+		if cur, ok := snap.Topic(t.Name); ok && cur.ID == t.ID {
+			continue // counted
+		}
+		for _, replicas := range t.Assignment {
+			for i, b := range replicas {
+				l := load[b]
+				l.Replicas++
+				if i == 0 {
+					l.Leaders++
+				}
+				load[b] = l
+			}
+		}
+	}
+	return load
 }
 
 // waitApplied waits until the metadata cache and the local partitions reflect

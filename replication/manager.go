@@ -599,11 +599,23 @@ func (m *Manager) openLocked(tp topicPartition, t TopicSpec) (*Partition, error)
 			return nil, fmt.Errorf("delete old %s: %w", key, err)
 		}
 	}
+	if _, err := fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		// A new partition: its folder and partition.metadata come before the
+		// log, whose first segment fsyncs the folder, which makes the name of
+		// partition.metadata durable too (one fsync of the folder, not two: a
+		// topic's creation waits for these, partition by partition).
+		if err := fileutil.MkdirAll(fs, dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := fileutil.RenameSynced(fs, meta, []byte("topic_id: "+id+"\n")); err != nil {
+			return nil, fmt.Errorf("write %s: %w", meta, err)
+		}
+	}
 	p, err := openPartition(fs, dir, tp.topic, tp.id, t.ID, t.Config, m.cfg.Store(key), m.cfg.BrokerID, m.cfg.ProducerIDExpiration, m.logger)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
 	}
-	if _, err := fs.Stat(meta); errors.Is(err, os.ErrNotExist) {
+	if _, err := fs.Stat(meta); errors.Is(err, os.ErrNotExist) { // a folder from before partition.metadata was written first
 		if err := fileutil.ReplaceFile(fs, meta, []byte("topic_id: "+id+"\n")); err != nil {
 			p.close()
 			return nil, fmt.Errorf("write %s: %w", meta, err)

@@ -51,6 +51,18 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // leaves either the old or the new contents (temporary file written and fsynced,
 // renamed over path, folder fsynced). The file mode is the filesystem's default.
 func ReplaceFile(fs vfs.FS, path string, data []byte) error {
+	if err := RenameSynced(fs, path, data); err != nil {
+		return err
+	}
+	return SyncDir(fs, fs.PathDir(path))
+}
+
+// RenameSynced is ReplaceFile without the fsync of the folder: the file's
+// contents are on stable storage before it takes the name path, but the name
+// is durable only once the caller fsyncs the folder (for a file written just
+// before something else in the same folder, whose fsync of the folder covers
+// both).
+func RenameSynced(fs vfs.FS, path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -74,7 +86,7 @@ func ReplaceFile(fs vfs.FS, path string, data []byte) error {
 		fs.Remove(tmp)
 		return err
 	}
-	return SyncDir(fs, fs.PathDir(path))
+	return nil
 }
 
 // ReadFile returns the contents of path on fs. A missing file is an error that

@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -79,11 +82,7 @@ func measureCluster(ctx context.Context, cfg config, topics, partitions int) (re
 	for len(names) > 0 {
 		batch := names[:min(10, len(names))]
 		names = names[len(batch):]
-		resp, err := adm.CreateTopics(ctx, int32(partitions), 3, nil, batch...)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
+		if err := createRetrying(ctx, adm, batch, partitions); err != nil {
 			return res, err
 		}
 	}
@@ -116,6 +115,40 @@ func measureCluster(ctx context.Context, cfg config, topics, partitions int) (re
 		}
 	}
 	return res, nil
+}
+
+// createRetrying creates the topics names, and again those refused because a
+// broker's session lapsed meanwhile (INVALID_REPLICATION_FACTOR: on a loaded
+// machine a node paused for seconds loses its session and registers again) or
+// not served in time, for up to a minute; a topic that exists on a retry was
+// created by the attempt before.
+func createRetrying(ctx context.Context, adm *kadm.Client, names []string, partitions int) error {
+	deadline := time.Now().Add(time.Minute)
+	for first := true; ; first = false {
+		resp, err := adm.CreateTopics(ctx, int32(partitions), 3, nil, names...)
+		if err != nil {
+			return err
+		}
+		var again []string
+		for _, r := range resp.Sorted() {
+			switch {
+			case r.Err == nil, !first && errors.Is(r.Err, kerr.TopicAlreadyExists):
+			case errors.Is(r.Err, kerr.InvalidReplicationFactor), errors.Is(r.Err, kerr.RequestTimedOut):
+				again = append(again, r.Topic)
+			default:
+				return fmt.Errorf("create %s: %w", r.Topic, r.Err)
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topics %v still refused after a minute", again)
+		}
+		fmt.Fprintf(os.Stderr, "retrying the creation of %d topics\n", len(again))
+		time.Sleep(500 * time.Millisecond) // a broker registers again within seconds
+		names = again
+	}
 }
 
 func allInISR(md kadm.Metadata, topics map[string]int32) bool {

@@ -26,17 +26,18 @@ type node struct {
 }
 
 // portBase, when set (-port-base), is the first of the 100 loopback ports the
-// nodes may use; freePort hands them out in turn, skipping any in use.
+// nodes may use, so that two runs given different bases cannot collide;
+// freePort hands them out in turn, wrapping around and skipping any in use.
 // Otherwise the kernel picks free ports.
 var portBase, portsUsed int
 
 func freePort() (string, error) {
-	addr := "127.0.0.1:0"
+	addr, tried := "127.0.0.1:0", 0
 	for portBase > 0 {
-		if portsUsed >= 100 {
-			return "", fmt.Errorf("ports %d..%d all handed out", portBase, portBase+99)
+		if tried++; tried > 100 {
+			return "", fmt.Errorf("ports %d..%d all in use", portBase, portBase+99)
 		}
-		addr = fmt.Sprintf("127.0.0.1:%d", portBase+portsUsed)
+		addr = fmt.Sprintf("127.0.0.1:%d", portBase+portsUsed%100)
 		portsUsed++
 		l, err := net.Listen("tcp", addr)
 		if err == nil {
