@@ -198,6 +198,10 @@ type Log interface {
 	// AppendFromCoordinator appends a transactional batch of TxnOffsetCommit records.
 	AppendFromCoordinator(batch []byte) (replication.AppendResult, error)
 	HighWatermark() int64
+	// IsLeader and LeaderEpoch tell whether the replica still leads in the
+	// shard's epoch: its high watermark counts for the shard only then.
+	IsLeader() bool
+	LeaderEpoch() int32
 	LogStartOffset() int64
 	LogEndOffset() int64
 	Read(offset, maxBytes int64) (*logstore.Slice, error)
@@ -218,7 +222,8 @@ type Client struct {
 	MayDescribe func(topic string) bool
 }
 
-// errNotCoordinator: the shard was resigned while a request waited on it.
+// errNotCoordinator: the shard was resigned, or its leader epoch ended, while a
+// request waited on it.
 var errNotCoordinator = errors.New("groups: no longer the coordinator of this group")
 
 // Coordinator is the group coordinator of one node.
@@ -411,7 +416,7 @@ func (c *Coordinator) shardFor(group string) (*shard, int16) {
 	sh := c.mu.shards[PartitionFor(group, n)]
 	c.mu.Unlock()
 	switch {
-	case sh == nil:
+	case sh == nil, sh.isDeposed():
 		return nil, kerr.NotCoordinator.Code
 	case !sh.ready.Load():
 		return nil, kerr.CoordinatorLoadInProgress.Code

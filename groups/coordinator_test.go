@@ -496,7 +496,7 @@ func TestResign(t *testing.T) {
 	if c := e.commit(7, "g", "", -1, "t", map[int32]int64{0: 1}); c[0] != kerr.NotCoordinator.Code {
 		t.Fatalf("commit after resign: %v", kerr.ErrorForCode(c[0]))
 	}
-	e.c.Elect(0, 0, e.log)
+	e.c.Elect(0, e.log.epoch.Load(), e.log)
 	waitFor(t, "re-election", func() bool { _, code := e.c.shardFor("g"); return code == 0 })
 }
 
@@ -595,6 +595,7 @@ func TestElectWaitsForHighWatermark(t *testing.T) {
 	cfg.DB = e.db
 	e.c = New(cfg)
 	e.c.SetOffsetsTopic(1)
+	e.log.epoch.Store(1) // a new leadership
 	e.c.Elect(0, 1, e.log)
 	waitFor(t, "the shard to apply what is committed", func() bool {
 		a, _ := e.db.GroupShard(0).Applied()

@@ -58,6 +58,7 @@ func TestFollowerAppliesCommittedRecords(t *testing.T) {
 	})
 
 	// Elected, the follower's coordinator serves what it applied.
+	e.log.epoch.Store(1) // the follower is elected
 	f.Elect(0, 1, e.log)
 	if f.Followed() != 0 {
 		t.Fatal("still following a partition it leads")

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"skiff/internal/batch"
 	"skiff/logstore"
 	"skiff/offsets"
 	"skiff/replication"
@@ -100,6 +101,8 @@ type testLog struct {
 	mu      sync.Mutex
 	waiters map[chan<- struct{}]struct{}
 	hwCap   atomic.Int64 // >= 0: the high watermark stays at most this (followers lag)
+	epoch   atomic.Int32 // the leader epoch it leads (or follows) in
+	follows atomic.Bool  // set: it does not lead (Append and Read refuse)
 }
 
 func openTestLog(t *testing.T, dir string, db *offsets.DB) *testLog {
@@ -120,13 +123,24 @@ func (l *testLog) setHWCap(cap int64) {
 }
 
 func (l *testLog) Append(b []byte, _ int16) (replication.AppendResult, error) {
-	base, err := l.Log.Append(b, 0)
+	if l.follows.Load() {
+		return replication.AppendResult{}, kerr.NotLeaderForPartition
+	}
+	epoch := l.epoch.Load()
+	base, err := l.Log.Append(b, epoch)
 	if err != nil {
 		return replication.AppendResult{}, err
 	}
 	l.notify()
-	return replication.AppendResult{BaseOffset: base, LogAppendTime: -1}, nil
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return replication.AppendResult{}, err
+	}
+	return replication.AppendResult{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta), LogAppendTime: -1, LeaderEpoch: epoch}, nil
 }
+
+func (l *testLog) IsLeader() bool     { return !l.follows.Load() }
+func (l *testLog) LeaderEpoch() int32 { return l.epoch.Load() }
 
 func (l *testLog) AppendFromCoordinator(b []byte) (replication.AppendResult, error) {
 	return l.Append(b, -1)
@@ -151,6 +165,9 @@ func (l *testLog) HighWatermark() int64 {
 }
 
 func (l *testLog) Read(offset, maxBytes int64) (*logstore.Slice, error) {
+	if l.follows.Load() {
+		return nil, kerr.NotLeaderForPartition
+	}
 	return l.Log.Read(offset, maxBytes, l.HighWatermark())
 }
 
@@ -235,7 +252,7 @@ func (e *env) start() {
 	if e.shareGroups != nil {
 		e.c.SetShareGroups(e.shareGroups)
 	}
-	e.c.Elect(0, 0, e.log)
+	e.c.Elect(0, e.log.epoch.Load(), e.log)
 	waitFor(e.t, "partition 0 loaded", func() bool { _, code := e.c.shardFor("x"); return code == 0 })
 }
 

@@ -45,6 +45,11 @@ type shard struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 	ready  atomic.Bool   // caught up and loaded: requests are served
+	// deposed is closed once the log is seen in another leader epoch than the
+	// shard's: its appends may have been truncated, and what the log commits
+	// from then on is another leadership's. Waiters answer NOT_COORDINATOR.
+	deposed     chan struct{}
+	deposedOnce sync.Once
 
 	appendMu sync.Mutex // keeps the batches of one append together
 
@@ -56,7 +61,7 @@ type shard struct {
 }
 
 func newShard(c *Coordinator, id int32, log Log) *shard {
-	sh := &shard{c: c, id: id, log: log, store: c.cfg.DB.GroupShard(id), done: make(chan struct{})}
+	sh := &shard{c: c, id: id, log: log, store: c.cfg.DB.GroupShard(id), done: make(chan struct{}), deposed: make(chan struct{})}
 	sh.ctx, sh.cancel = context.WithCancel(context.Background())
 	sh.mu.changed = make(chan struct{})
 	return sh
@@ -69,9 +74,11 @@ func (sh *shard) stop() {
 
 // append appends records as one or more batches stamped now and returns the offset
 // of the last record. The caller holds the lock of the group the records belong to,
-// so a group's records are in the log in the order of its state changes.
+// so a group's records are in the log in the order of its state changes. A batch
+// the log appended in another leader epoch than the shard's fails the append with
+// errNotCoordinator (see checkEpoch).
 func (sh *shard) append(now time.Time, recs []batch.Record) (last int64, err error) {
-	if sh.ctx.Err() != nil {
+	if sh.ctx.Err() != nil || sh.isDeposed() {
 		return 0, errNotCoordinator
 	}
 	sh.appendMu.Lock()
@@ -87,14 +94,64 @@ func (sh *shard) append(now time.Time, recs []batch.Record) (last int64, err err
 		if err != nil {
 			return 0, fmt.Errorf("append to __consumer_offsets-%d: %w", sh.id, err)
 		}
+		if err := sh.checkEpoch(res.LeaderEpoch); err != nil {
+			return 0, err
+		}
 		last = res.BaseOffset + int64(n) - 1
 		recs = recs[n:]
 	}
 	return last, nil
 }
 
+// checkEpoch fails with errNotCoordinator when epoch, the leader epoch the log
+// appended a batch in, is not the shard's: the shard's in-memory groups are not
+// that leadership's, and the shard does not apply that leadership's log (run), so
+// the batch's wait could never end well. The shard is deposed.
+func (sh *shard) checkEpoch(epoch int32) error {
+	if epoch == sh.epoch {
+		return nil
+	}
+	sh.depose()
+	return fmt.Errorf("__consumer_offsets-%d appended in leader epoch %d, the shard leads in %d: %w", sh.id, epoch, sh.epoch, errNotCoordinator)
+}
+
+func (sh *shard) depose() {
+	sh.deposedOnce.Do(func() {
+		sh.c.logger.Info("group coordinator: offsets partition moved to another leader epoch", "partition", sh.id, "leader_epoch", sh.epoch, "log_leader_epoch", sh.log.LeaderEpoch())
+		close(sh.deposed)
+	})
+}
+
+func (sh *shard) isDeposed() bool {
+	select {
+	case <-sh.deposed:
+		return true
+	default:
+		return false
+	}
+}
+
+// highWatermark returns the log's high watermark if it is the shard's
+// leadership's: read first, then the replica must still lead in the shard's epoch
+// (as replication's WaitAcked does). A replica that lost the leadership may have
+// had the shard's appends truncated and refilled from the new leader, whose high
+// watermark passes their offsets with other records: applying up to it would
+// answer those appends success. ok is false, and the shard deposed, when the log
+// is in another leader epoch; ok is false alone while the leadership is fenced.
+func (sh *shard) highWatermark() (hw int64, ok bool) {
+	hw = sh.log.HighWatermark()
+	if e := sh.log.LeaderEpoch(); e != sh.epoch {
+		sh.depose()
+		return hw, false
+	}
+	return hw, sh.log.IsLeader()
+}
+
 // waitApplied blocks until the record at offset is applied to Pebble (it is then
-// committed: on every in-sync replica), ctx ends, or the shard stops.
+// committed: on every in-sync replica), ctx ends, or the shard stops or is deposed.
+// offset must have been appended in the shard's leader epoch (append checks it):
+// the shard applies only up to high watermarks of that leadership, so applied
+// passing offset means this record, not another leadership's, is committed.
 func (sh *shard) waitApplied(ctx context.Context, offset int64) error {
 	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
@@ -108,6 +165,8 @@ func (sh *shard) waitApplied(ctx context.Context, offset int64) error {
 		select {
 		case <-ch:
 		case <-sh.ctx.Done():
+			return errNotCoordinator
+		case <-sh.deposed:
 			return errNotCoordinator
 		case <-ctx.Done():
 			return ctx.Err()
@@ -132,6 +191,11 @@ func (sh *shard) run() {
 		if sh.ctx.Err() != nil {
 			return
 		}
+		if sh.isDeposed() {
+			logger.Debug("group coordinator: offsets partition left its leader epoch while loading", "err", err)
+			<-sh.ctx.Done()
+			return
+		}
 		pause := retryApply
 		if errors.Is(err, kerr.NotLeaderForPartition) {
 			// The broker has no session yet (or lost it): leadership is fenced for
@@ -153,7 +217,21 @@ func (sh *shard) run() {
 	logger.Debug("group coordinator: offsets partition loaded", "applied", applied)
 
 	for {
-		if hw := sh.log.HighWatermark(); applied < hw {
+		if hw, ok := sh.highWatermark(); !ok {
+			if sh.isDeposed() {
+				// Nothing more to apply as this leadership's: the next Elect (or
+				// the follower applier after Resign) carries on.
+				<-sh.ctx.Done()
+				return
+			}
+			select { // fenced for a moment (or not leading yet)
+			case <-sh.ctx.Done():
+				return
+			case <-wake:
+			case <-time.After(retryFenced):
+			}
+			continue
+		} else if applied < hw {
 			next, err := sh.apply(applied, hw)
 			if next > applied {
 				applied = next
@@ -200,7 +278,14 @@ func (sh *shard) start(applied int64, wake <-chan struct{}) (int64, error) {
 	target := sh.log.LogEndOffset()
 	for applied < target {
 		progressed := false
-		if hw := sh.log.HighWatermark(); applied < hw {
+		hw, ok := sh.highWatermark()
+		if !ok {
+			if sh.isDeposed() {
+				return applied, fmt.Errorf("__consumer_offsets-%d left leader epoch %d while loading: %w", sh.id, sh.epoch, errNotCoordinator)
+			}
+			return applied, fmt.Errorf("__consumer_offsets-%d is fenced: %w", sh.id, kerr.NotLeaderForPartition)
+		}
+		if applied < hw {
 			next, err := sh.apply(applied, hw)
 			if err != nil {
 				return applied, err

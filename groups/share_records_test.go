@@ -105,6 +105,7 @@ func TestShareRecordsKeptAndHandedBack(t *testing.T) {
 	if _, code := e.c.ShareShard("sg"); code != kerr.NotCoordinator.Code {
 		t.Fatalf("ShareShard after resigning: %v", kerr.ErrorForCode(code))
 	}
+	e.log.epoch.Store(1) // a new leadership
 	e.c.Elect(0, 1, e.log)
 	waitFor(t, "partition 0 loaded again", func() bool { _, code := e.c.ShareShard("sg"); return code == 0 })
 	check("elected again", 2)

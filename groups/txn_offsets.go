@@ -84,6 +84,9 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		var res replication.AppendResult
 		res, err = sh.log.AppendFromCoordinator(batch.BuildTransactional(now.UnixMilli(), req.ProducerID, req.ProducerEpoch, recs))
 		if err == nil {
+			err = sh.checkEpoch(res.LeaderEpoch)
+		}
+		if err == nil {
 			last = res.LastOffset
 			g.hasOffsets = true
 		} else {
