@@ -1,10 +1,12 @@
 package groups
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/batch"
 	"skiff/offsets"
@@ -91,5 +93,44 @@ func TestAppendInAnotherEpoch(t *testing.T) {
 	e.log.epoch.Store(3)
 	if codes := e.commit(2, "g", "", -1, "t", map[int32]int64{0: 1}); codes[0] != kerr.NotCoordinator.Code {
 		t.Fatalf("commit appended in another epoch: %v", kerr.ErrorForCode(codes[0]))
+	}
+}
+
+// TestWritesAfterLeadershipLoss: as TestCommitAfterLeadershipLoss, for a
+// TxnOffsetCommit and a share group's membership records.
+func TestWritesAfterLeadershipLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(e *env) int16
+	}{
+		{"TxnOffsetCommit", func(e *env) int16 {
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.SetVersion(3)
+			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = "tx", "g", 7, 0, -1
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = 0, 6
+			r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
+			return e.c.TxnOffsetCommit(context.Background(), r).Topics[0].Partitions[0].ErrorCode
+		}},
+		{"share membership", func(e *env) int16 {
+			rec := batch.Record{Key: []byte("share-key"), Value: []byte("share-value")}
+			return e.c.AppendShareRecords("sg", []batch.Record{rec})(context.Background())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.CommitTimeout = 10 * time.Second })
+			ours := e.log.LogEndOffset()
+			e.log.setHWCap(ours)
+			done := make(chan int16, 1)
+			go func() { done <- tc.write(e) }()
+			waitFor(t, "the write appended", func() bool { return e.log.LogEndOffset() > ours })
+			lostLeadership(t, e, ours)
+			select {
+			case code := <-done:
+				wantCode(t, "write whose record was truncated", code, kerr.NotCoordinator)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the write did not answer after the leadership moved")
+			}
+		})
 	}
 }
