@@ -106,12 +106,14 @@ func (sh *shard) append(now time.Time, recs []batch.Record) (last int64, err err
 // checkEpoch fails with errNotCoordinator when epoch, the leader epoch the log
 // appended a batch in, is not the shard's: the shard's in-memory groups are not
 // that leadership's, and the shard does not apply that leadership's log (run), so
-// the batch's wait could never end well. The shard is deposed.
+// the batch's wait could never end well. A later epoch deposes the shard.
 func (sh *shard) checkEpoch(epoch int32) error {
 	if epoch == sh.epoch {
 		return nil
 	}
-	sh.depose()
+	if epoch > sh.epoch {
+		sh.depose()
+	}
 	return fmt.Errorf("__consumer_offsets-%d appended in leader epoch %d, the shard leads in %d: %w", sh.id, epoch, sh.epoch, errNotCoordinator)
 }
 
@@ -137,11 +139,16 @@ func (sh *shard) isDeposed() bool {
 // had the shard's appends truncated and refilled from the new leader, whose high
 // watermark passes their offsets with other records: applying up to it would
 // answer those appends success. ok is false, and the shard deposed, when the log
-// is in another leader epoch; ok is false alone while the leadership is fenced.
+// is in a later leader epoch (epochs only grow: the shard's leadership is over);
+// ok is false alone while the leadership is fenced or the log has not reached the
+// shard's epoch yet.
 func (sh *shard) highWatermark() (hw int64, ok bool) {
 	hw = sh.log.HighWatermark()
-	if e := sh.log.LeaderEpoch(); e != sh.epoch {
+	switch e := sh.log.LeaderEpoch(); {
+	case e > sh.epoch:
 		sh.depose()
+		return hw, false
+	case e < sh.epoch:
 		return hw, false
 	}
 	return hw, sh.log.IsLeader()
@@ -224,7 +231,7 @@ func (sh *shard) run() {
 				<-sh.ctx.Done()
 				return
 			}
-			select { // fenced for a moment (or not leading yet)
+			select { // fenced for a moment, or not in the shard's epoch yet
 			case <-sh.ctx.Done():
 				return
 			case <-wake:
@@ -283,7 +290,7 @@ func (sh *shard) start(applied int64, wake <-chan struct{}) (int64, error) {
 			if sh.isDeposed() {
 				return applied, fmt.Errorf("__consumer_offsets-%d left leader epoch %d while loading: %w", sh.id, sh.epoch, errNotCoordinator)
 			}
-			return applied, fmt.Errorf("__consumer_offsets-%d is fenced: %w", sh.id, kerr.NotLeaderForPartition)
+			return applied, fmt.Errorf("__consumer_offsets-%d does not lead in epoch %d (yet, or fenced): %w", sh.id, sh.epoch, kerr.NotLeaderForPartition)
 		}
 		if applied < hw {
 			next, err := sh.apply(applied, hw)
