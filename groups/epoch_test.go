@@ -134,3 +134,33 @@ func TestWritesAfterLeadershipLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitAcrossFence: a fence (the replica stops leading for a moment in the
+// same epoch, as when its session is in doubt) holds a commit's answer back, and
+// does not depose the shard: once it leads again the commit succeeds.
+func TestCommitAcrossFence(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.CommitTimeout = 10 * time.Second })
+	ours := e.log.LogEndOffset()
+	e.log.setHWCap(ours)
+	done := make(chan map[int32]int16, 1)
+	go func() { done <- e.commit(2, "g", "", -1, "t", map[int32]int64{0: 7}) }()
+	waitFor(t, "the commit appended", func() bool { return e.log.LogEndOffset() > ours })
+	e.log.follows.Store(true)
+	e.log.setHWCap(-1)
+	select {
+	case codes := <-done:
+		t.Fatalf("commit answered while fenced: %v", kerr.ErrorForCode(codes[0]))
+	case <-time.After(100 * time.Millisecond): // an answer would come within a wake-up
+	}
+	e.log.follows.Store(false)
+	e.log.notify()
+	select {
+	case codes := <-done:
+		wantCode(t, "commit after the fence", codes[0], nil)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the commit did not answer after the fence")
+	}
+	if got := e.fetch("g"); got["t/0"] != 7 {
+		t.Fatalf("offsets after the fence: %v", got)
+	}
+}

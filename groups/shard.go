@@ -231,11 +231,18 @@ func (sh *shard) run() {
 				<-sh.ctx.Done()
 				return
 			}
-			select { // fenced for a moment, or not in the shard's epoch yet
+			// Fenced for a moment, or not in the shard's epoch yet: the log wakes
+			// the shard when that changes; the pause bounds a missed wake-up, short
+			// while records wait to be applied.
+			pause := retryApply
+			if applied < hw {
+				pause = retryFenced
+			}
+			select {
 			case <-sh.ctx.Done():
 				return
 			case <-wake:
-			case <-time.After(retryFenced):
+			case <-time.After(pause):
 			}
 			continue
 		} else if applied < hw {
