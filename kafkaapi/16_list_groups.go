@@ -8,9 +8,10 @@ package kafkaapi
 // named in Config.MoreGroups add theirs, such as "share"). The states filter (v4+)
 // and the types filter (v5+) keep the groups whose state or type is one of them,
 // case-insensitively, as in Kafka; an empty filter keeps all. While a
-// __consumer_offsets partition is still loading, the answer carries
-// COORDINATOR_LOAD_IN_PROGRESS with the groups of the loaded partitions. Clients
-// ask every broker and merge.
+// __consumer_offsets partition led here is still loading (after a failover), the
+// answer is COORDINATOR_LOAD_IN_PROGRESS for the whole response and lists no
+// group, as Kafka answers, whether loaded partitions hold classic, consumer or
+// share groups; clients retry. Clients ask every broker and merge.
 //
 // Authorization, as in Kafka: with DESCRIBE on the cluster every group is listed;
 // otherwise only those the client may DESCRIBE.
@@ -46,6 +47,10 @@ func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroup
 			resp.ErrorCode = more.ErrorCode
 		}
 		resp.Groups = append(resp.Groups, more.Groups...)
+	}
+	if resp.ErrorCode != 0 {
+		resp.Groups = nil // Kafka answers the error alone
+		return resp
 	}
 	mayAll := c.mayCluster(acl.OpDescribe)
 	kept := resp.Groups[:0]

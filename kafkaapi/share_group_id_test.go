@@ -1,0 +1,121 @@
+package kafkaapi_test
+
+// One group per id, as in Kafka: a share group and a classic or KIP-848
+// consumer group never share an id, and a refused first ShareGroupHeartbeat
+// leaves no group behind.
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func listedTypes(c *kconn, group string) []string {
+	req := kmsg.NewPtrListGroupsRequest()
+	req.SetVersion(5)
+	var types []string
+	for _, g := range c.do(req).(*kmsg.ListGroupsResponse).Groups {
+		if g.Group == group {
+			types = append(types, g.GroupType)
+		}
+	}
+	return types
+}
+
+func msgOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func TestShareGroupIDIsOneGroup(t *testing.T) {
+	c := dial(t, sharedNode(t).KafkaAddr())
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, nil)
+
+	t.Run("classic id refused as a share group", func(t *testing.T) {
+		group := topicName(t, "classic")
+		coordinatorFor(t, c, group)
+		commit := kmsg.NewPtrOffsetCommitRequest()
+		commit.SetVersion(9)
+		commit.Group, commit.Generation = group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset = 0
+		rt.Partitions = append(rt.Partitions, rp)
+		commit.Topics = append(commit.Topics, rt)
+		wantCode(t, "offset commit", c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, 0)
+
+		hb := shareHeartbeat(c, 1, group, "m1", 0, []string{topic})
+		wantCode(t, "share heartbeat", hb.ErrorCode, kerr.GroupIDNotFound.Code)
+		if want := "Group " + group + " is not a share group."; msgOf(hb.ErrorMessage) != want {
+			t.Errorf("message %q, want %q", msgOf(hb.ErrorMessage), want)
+		}
+		d := kmsg.NewPtrShareGroupDescribeRequest()
+		d.SetVersion(1)
+		d.GroupIDs = []string{group}
+		rg := c.do(d).(*kmsg.ShareGroupDescribeResponse).Groups[0]
+		wantCode(t, "share describe", rg.ErrorCode, kerr.GroupIDNotFound.Code)
+		if want := "Group " + group + " is not a share group."; msgOf(rg.ErrorMessage) != want {
+			t.Errorf("describe message %q, want %q", msgOf(rg.ErrorMessage), want)
+		}
+		if got := listedTypes(c, group); len(got) != 1 || got[0] != "classic" {
+			t.Errorf("listed as %v, want once as classic", got)
+		}
+	})
+
+	t.Run("share id refused as a classic or consumer group", func(t *testing.T) {
+		group := topicName(t, "share")
+		coordinatorFor(t, c, group)
+		wantCode(t, "share join", shareHeartbeat(c, 1, group, "m1", 0, []string{topic}).ErrorCode, 0)
+
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.SetVersion(5)
+		join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = group, 30000, 30000, "consumer"
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+		wantCode(t, "JoinGroup", c.do(join).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol.Code)
+
+		cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		cgh.SetVersion(1)
+		cgh.Group, cgh.MemberID, cgh.MemberEpoch, cgh.RebalanceTimeoutMillis = group, "c1", 0, 30000
+		cgh.SubscribedTopicNames, cgh.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		r := c.do(cgh).(*kmsg.ConsumerGroupHeartbeatResponse)
+		wantCode(t, "ConsumerGroupHeartbeat", r.ErrorCode, kerr.GroupIDNotFound.Code)
+		if want := "Group " + group + " is not a consumer group."; msgOf(r.ErrorMessage) != want {
+			t.Errorf("message %q, want %q", msgOf(r.ErrorMessage), want)
+		}
+
+		commit := kmsg.NewPtrOffsetCommitRequest()
+		commit.SetVersion(9)
+		commit.Group, commit.Generation = group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = append(rt.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
+		commit.Topics = append(commit.Topics, rt)
+		wantCode(t, "OffsetCommit", c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.GroupIDNotFound.Code)
+
+		d := kmsg.NewPtrConsumerGroupDescribeRequest()
+		d.SetVersion(1)
+		d.Groups = []string{group}
+		rg := c.do(d).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+		wantCode(t, "ConsumerGroupDescribe", rg.ErrorCode, kerr.GroupIDNotFound.Code)
+		if want := "Group " + group + " is not a consumer group."; msgOf(rg.ErrorMessage) != want {
+			t.Errorf("describe message %q, want %q", msgOf(rg.ErrorMessage), want)
+		}
+		if got := listedTypes(c, group); len(got) != 1 || got[0] != "share" {
+			t.Errorf("listed as %v, want once as share", got)
+		}
+	})
+
+	t.Run("refused first heartbeat leaves nothing", func(t *testing.T) {
+		group := topicName(t, "refused")
+		coordinatorFor(t, c, group)
+		wantCode(t, "join without subscription", shareHeartbeat(c, 1, group, "m1", 0, nil).ErrorCode, kerr.InvalidRequest.Code)
+		if got := listedTypes(c, group); len(got) != 0 {
+			t.Errorf("a refused first heartbeat left a group listed as %v", got)
+		}
+	})
+}
