@@ -98,7 +98,12 @@ type shareGroupNamed interface{ Has(name string) bool }
 // group per id, so a classic or consumer group request for it is refused. Both
 // kinds are loaded together from the partition (before it is served), so the
 // answer holds right after a failover.
+// While the partition loads, this is false and the request that asks is told
+// COORDINATOR_LOAD_IN_PROGRESS by lockGroup.
 func (c *Coordinator) isShareGroup(name string) bool {
+	if _, code := c.shardFor(name); code != 0 {
+		return false
+	}
 	sg, ok := c.shareLoader().(shareGroupNamed)
 	return ok && sg.Has(name)
 }

@@ -40,16 +40,8 @@ type GroupLister interface {
 }
 
 func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroupsRequest) kmsg.Response {
-	resp := s.cfg.Groups.ListGroups(req)
-	for _, l := range s.cfg.MoreGroups {
-		more := l.ListGroups(req)
-		if resp.ErrorCode == 0 {
-			resp.ErrorCode = more.ErrorCode
-		}
-		resp.Groups = append(resp.Groups, more.Groups...)
-	}
+	resp := listGroups(req, append([]GroupLister{s.cfg.Groups}, s.cfg.MoreGroups...))
 	if resp.ErrorCode != 0 {
-		resp.Groups = nil // Kafka answers the error alone
 		return resp
 	}
 	mayAll := c.mayCluster(acl.OpDescribe)
@@ -63,6 +55,23 @@ func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroup
 		}
 	}
 	resp.Groups = kept
+	return resp
+}
+
+// listGroups merges the groups of every coordinator. While one of them is still
+// loading, the answer is its error alone (Kafka fails the whole request when any
+// coordinator partition is loading), so that no partition's groups are missing
+// from a list that looks complete, nor some partitions' listed without the rest.
+func listGroups(req *kmsg.ListGroupsRequest, ls []GroupLister) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, l := range ls {
+		more := l.ListGroups(req)
+		if more.ErrorCode != 0 {
+			resp.ErrorCode, resp.Groups = more.ErrorCode, nil
+			return resp
+		}
+		resp.Groups = append(resp.Groups, more.Groups...)
+	}
 	return resp
 }
 

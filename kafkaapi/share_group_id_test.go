@@ -6,6 +6,7 @@ package kafkaapi_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -118,4 +119,56 @@ func TestShareGroupIDIsOneGroup(t *testing.T) {
 			t.Errorf("a refused first heartbeat left a group listed as %v", got)
 		}
 	})
+}
+
+// After a restart the coordinator loads both kinds of group from the group's
+// partition before it serves either, so each id keeps its one type: a share
+// heartbeat for the classic group and a JoinGroup for the share group are
+// refused at once (and COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR until
+// the load).
+func TestShareGroupIDIsOneGroupAfterRestart(t *testing.T) {
+	start, _ := restartableNode(t, time.Hour)
+	n := start()
+	t.Cleanup(func() { n.Close() }) // the node running when the test ends
+	c := dial(t, n.KafkaAddr())
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, nil)
+	classic, share := topicName(t, "classic"), topicName(t, "share")
+	coordinatorFor(t, c, classic)
+	coordinatorFor(t, c, share)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(9)
+	commit.Group, commit.Generation = classic, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rt.Partitions = append(rt.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
+	commit.Topics = append(commit.Topics, rt)
+	wantCode(t, "offset commit", c.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, 0)
+	wantCode(t, "share join", shareHeartbeat(c, 1, share, "m1", 0, []string{topic}).ErrorCode, 0)
+
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = start()
+	c = dial(t, n.KafkaAddr())
+	loading := func(code int16) bool {
+		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
+	}
+	var hb *kmsg.ShareGroupHeartbeatResponse
+	waitFor(t, 20*time.Second, "the classic group's coordinator to load", func() bool {
+		hb = shareHeartbeat(c, 1, classic, "m1", 0, []string{topic})
+		return !loading(hb.ErrorCode)
+	})
+	wantCode(t, "share heartbeat for the classic group", hb.ErrorCode, kerr.GroupIDNotFound.Code)
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(5)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = share, 30000, 30000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+	var jr *kmsg.JoinGroupResponse
+	waitFor(t, 20*time.Second, "the share group's coordinator to load", func() bool {
+		jr = c.do(join).(*kmsg.JoinGroupResponse)
+		return !loading(jr.ErrorCode)
+	})
+	wantCode(t, "JoinGroup for the share group", jr.ErrorCode, kerr.InconsistentGroupProtocol.Code)
 }
