@@ -616,6 +616,9 @@ func (c *Coordinator) Ensure(ctx context.Context, name string) int16 {
 		wait = c.appendLocked(g, []batch.Record{groupEpochRecord(name, g.epoch)})
 		g.ensuring = wait != nil
 	}
+	if c.cfg.MemberLog == nil {
+		g.stored = true // nowhere to write it: known here is all there is
+	}
 	g.mu.Unlock()
 	if wait == nil {
 		return 0
