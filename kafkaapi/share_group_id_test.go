@@ -106,6 +106,14 @@ func TestShareGroupIDIsOneGroup(t *testing.T) {
 		if want := "Group " + group + " is not a consumer group."; msgOf(rg.ErrorMessage) != want {
 			t.Errorf("describe message %q, want %q", msgOf(rg.ErrorMessage), want)
 		}
+		// DescribeGroups (v0..v4 served) of a share group: Dead with no error, as
+		// Kafka answers these versions (v6 would say "is not a classic group").
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.SetVersion(4)
+		dg.Groups = []string{group}
+		if g := c.do(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != 0 || g.State != "Dead" {
+			t.Errorf("DescribeGroups v4: %s state %q, want Dead with no error", errName(g.ErrorCode), g.State)
+		}
 		if got := listedTypes(c, group); len(got) != 1 || got[0] != "share" {
 			t.Errorf("listed as %v, want once as share", got)
 		}
