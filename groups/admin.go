@@ -69,7 +69,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 // ListGroups handles a ListGroups request: every group this node coordinates,
 // including groups that only have committed offsets (protocol type ""). While a
 // partition is still loading, the answer carries COORDINATOR_LOAD_IN_PROGRESS with
-// the groups known so far.
+// the groups known so far (kafkaapi's ListGroups then answers the error alone).
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	gs, loading := c.groupsOf()

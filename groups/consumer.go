@@ -178,6 +178,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	if code, msg := c.checkHeartbeat(req); code != 0 {
 		return fail(code, msg)
 	}
+	if c.isShareGroup(req.Group) {
+		return fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")
+	}
 	g, code := c.lockGroup(req.Group, req.MemberEpoch == epochJoin)
 	switch {
 	case code != 0:

@@ -29,6 +29,9 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		switch {
 		case code != 0:
 			rg.ErrorCode = code
+		case g == nil && c.isShareGroup(name):
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+			rg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a consumer group.")
 		case g == nil:
 			rg.ErrorCode = kerr.GroupIDNotFound.Code
 			rg.ErrorMessage = kmsg.StringPtr("group " + name + " not found")

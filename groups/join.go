@@ -37,6 +37,9 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 		return fail(kerr.InvalidSessionTimeout.Code)
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		return fail(kerr.InconsistentGroupProtocol.Code)
+	case c.isShareGroup(req.Group):
+		resp.MemberID = "" // as Kafka answers a join to a share group
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	g, code := c.lockGroup(req.Group, req.MemberID == "")
 	switch {

@@ -49,6 +49,10 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 	}()
 
+	if c.isShareGroup(req.Group) { // Kafka: "Group G is not a consumer group."
+		fillCodes(codes, kerr.GroupIDNotFound.Code)
+		return resp
+	}
 	g, code := c.lockGroup(req.Group, req.Generation < 0)
 	switch {
 	case code != 0:

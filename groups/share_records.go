@@ -90,3 +90,35 @@ type shareRecordCollector []batch.Record
 func (s *shareRecordCollector) add(key, value []byte) {
 	*s = append(*s, batch.Record{Key: bytes.Clone(key), Value: bytes.Clone(value)})
 }
+
+// shareGroupNamed is what the share group coordinator tells of its groups.
+type shareGroupNamed interface{ Has(name string) bool }
+
+// isShareGroup reports whether name is a share group loaded here: Kafka keeps one
+// group per id, so a classic or consumer group request for it is refused. Both
+// kinds are loaded together from the partition (before it is served), so the
+// answer holds right after a failover.
+// While the partition loads, this is false and the request that asks is told
+// COORDINATOR_LOAD_IN_PROGRESS by lockGroup.
+func (c *Coordinator) isShareGroup(name string) bool {
+	if _, code := c.shardFor(name); code != 0 {
+		return false
+	}
+	sg, ok := c.shareLoader().(shareGroupNamed)
+	return ok && sg.Has(name)
+}
+
+// IsGroup reports whether name is a classic or consumer group (one with only
+// committed offsets included) of a partition loaded here; the share group
+// coordinator refuses such an id, as Kafka does.
+func (c *Coordinator) IsGroup(name string) bool {
+	c.mu.Lock()
+	g := c.mu.groups[name]
+	c.mu.Unlock()
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state != stateDead
+}

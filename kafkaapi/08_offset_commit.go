@@ -12,7 +12,8 @@ package kafkaapi
 // unknown topics get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
 // OFFSET_METADATA_TOO_LARGE. The commit timestamp of v1 is kept. A group this node
 // does not coordinate gets NOT_COORDINATOR. A generation for a group that does not
-// exist is ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9.
+// exist is ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9. A share group's
+// id is GROUP_ID_NOT_FOUND for every partition, as in Kafka.
 //
 // KIP-848 consumer groups (v9 is the first version for them; v8 is v7 made
 // flexible): the generation is the member epoch. A member of the consumer

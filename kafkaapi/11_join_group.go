@@ -13,7 +13,8 @@ package kafkaapi
 // a rebalance. Errors: INVALID_GROUP_ID (empty group id), INVALID_SESSION_TIMEOUT
 // (outside group.min/max.session.timeout.ms), UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
 // GROUP_MAX_SIZE_REACHED (group.max.size), NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS. A KIP-848 consumer group with members serves a
+// COORDINATOR_LOAD_IN_PROGRESS; INCONSISTENT_GROUP_PROTOCOL (member id "") for the
+// id of a share group, as in Kafka. A KIP-848 consumer group with members serves a
 // classic member itself (JoinGroup answered at once, SyncGroup with the server
 // assignor's partitions, Heartbeat telling it when to join again; KIP-848's online
 // migration, groups/consumer_classic.go).

@@ -8,9 +8,10 @@ package kafkaapi
 // named in Config.MoreGroups add theirs, such as "share"). The states filter (v4+)
 // and the types filter (v5+) keep the groups whose state or type is one of them,
 // case-insensitively, as in Kafka; an empty filter keeps all. While a
-// __consumer_offsets partition is still loading, the answer carries
-// COORDINATOR_LOAD_IN_PROGRESS with the groups of the loaded partitions. Clients
-// ask every broker and merge.
+// __consumer_offsets partition led here is still loading (after a failover), the
+// answer is COORDINATOR_LOAD_IN_PROGRESS for the whole response and lists no
+// group, as Kafka answers, whether loaded partitions hold classic, consumer or
+// share groups; clients retry. Clients ask every broker and merge.
 //
 // Authorization, as in Kafka: with DESCRIBE on the cluster every group is listed;
 // otherwise only those the client may DESCRIBE.
@@ -39,13 +40,9 @@ type GroupLister interface {
 }
 
 func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroupsRequest) kmsg.Response {
-	resp := s.cfg.Groups.ListGroups(req)
-	for _, l := range s.cfg.MoreGroups {
-		more := l.ListGroups(req)
-		if resp.ErrorCode == 0 {
-			resp.ErrorCode = more.ErrorCode
-		}
-		resp.Groups = append(resp.Groups, more.Groups...)
+	resp := listGroups(req, append([]GroupLister{s.cfg.Groups}, s.cfg.MoreGroups...))
+	if resp.ErrorCode != 0 {
+		return resp
 	}
 	mayAll := c.mayCluster(acl.OpDescribe)
 	kept := resp.Groups[:0]
@@ -58,6 +55,23 @@ func (s *Server) handleListGroups(c *conn, _ *RequestHeader, req *kmsg.ListGroup
 		}
 	}
 	resp.Groups = kept
+	return resp
+}
+
+// listGroups merges the groups of every coordinator. While one of them is still
+// loading, the answer is its error alone (Kafka fails the whole request when any
+// coordinator partition is loading), so that no partition's groups are missing
+// from a list that looks complete, nor some partitions' listed without the rest.
+func listGroups(req *kmsg.ListGroupsRequest, ls []GroupLister) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, l := range ls {
+		more := l.ListGroups(req)
+		if more.ErrorCode != 0 {
+			resp.ErrorCode, resp.Groups = more.ErrorCode, nil
+			return resp
+		}
+		resp.Groups = append(resp.Groups, more.Groups...)
+	}
 	return resp
 }
 

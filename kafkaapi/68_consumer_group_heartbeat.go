@@ -14,7 +14,8 @@ package kafkaapi
 // UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
 // GROUP_MAX_SIZE_REACHED (group.max.size), GROUP_ID_NOT_FOUND (a classic group with
 // members that group.consumer.migration.policy does not let upgrade, or whose
-// embedded protocol is not "consumer"), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+// embedded protocol is not "consumer"; and a share group's id, "Group G is not a
+// consumer group.", as in Kafka), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
 // Classic members in the same group: groups/consumer_classic.go.
 //
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED), and

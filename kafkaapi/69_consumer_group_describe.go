@@ -5,7 +5,8 @@ package kafkaapi
 // Behaviour (package groups, consumer_describe.go): each KIP-848 consumer group's
 // state (Empty, Assigning, Reconciling, Stable), group epoch, assignment epoch and
 // assignor, and each member's epoch, subscription, current and target assignment.
-// A classic or unknown group gets GROUP_ID_NOT_FOUND, as in Kafka.
+// A classic, share or unknown group gets GROUP_ID_NOT_FOUND, as in Kafka (a share
+// group: "Group G is not a consumer group.").
 //
 // Authorization, as in Kafka: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED),
 // and DESCRIBE on every topic its members are assigned (else the group gets

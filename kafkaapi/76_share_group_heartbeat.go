@@ -15,8 +15,12 @@ package kafkaapi
 // Authorization, as in Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED), and
 // DESCRIBE on each subscribed topic (TOPIC_AUTHORIZATION_FAILED).
 //
-// Not implemented: racks do not shape the assignment; a group id already used by a
-// classic group is not refused.
+// A group id that is a classic or KIP-848 consumer group (or has only committed
+// offsets) is refused with GROUP_ID_NOT_FOUND, "Group G is not a share group.", as
+// in Kafka, which keeps one group per id; a refused first heartbeat leaves no
+// group behind.
+//
+// Not implemented: racks do not shape the assignment.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -4,7 +4,9 @@ package kafkaapi
 //
 // Behaviour: each share group this node coordinates with its state (Empty,
 // Stable), epochs, assignor ("simple") and members with their subscriptions and
-// assignments; an unknown group GROUP_ID_NOT_FOUND, one coordinated elsewhere
+// assignments; an unknown group GROUP_ID_NOT_FOUND ("Group G not found.", or
+// "Group G is not a share group." for a classic or consumer group, as Kafka
+// answers), one coordinated elsewhere
 // NOT_COORDINATOR. authorized_operations is -2147483648 (not asked) unless asked,
 // then the group's allowed operations are not computed (0).
 //
@@ -42,6 +44,9 @@ func (s *Server) handleShareGroupDescribe(c *conn, _ *RequestHeader, req *kmsg.S
 			if !ok {
 				rg.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + g + " not found."
+				if s.cfg.Groups.IsGroup(g) {
+					msg = "Group " + g + " is not a share group."
+				}
 				rg.ErrorMessage = &msg
 			}
 		}

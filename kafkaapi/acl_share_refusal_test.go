@@ -66,14 +66,15 @@ func shareRefusals() []refusal {
 	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
 	return append(extraShareRefusals, []refusal{
 		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			req:    shareHeartbeatReq,
-			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
-			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+			req:   shareHeartbeatReq,
+			codes: topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			// Allowed: the run's group is a classic one, which a share heartbeat may not join.
+			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
 		{name: "ShareGroupHeartbeat needs DESCRIBE on its topics", want: kerr.TopicAuthorizationFailed.Code,
 			req:    shareHeartbeatReq,
 			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
 			given:  []string{groupRead},
-			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
 		{name: "ShareGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareGroupDescribeRequest()

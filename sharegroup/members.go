@@ -47,6 +47,16 @@ type MemberLog interface {
 	AppendShareRecords(group string, recs []batch.Record) (wait func(context.Context) int16)
 }
 
+// groupNamed is a MemberLog that also tells whether an id is a classic or
+// consumer group (groups.Coordinator.IsGroup): Kafka keeps one group per id.
+type groupNamed interface{ IsGroup(name string) bool }
+
+// isOtherGroup reports whether name is a classic or consumer group here.
+func (c *Coordinator) isOtherGroup(name string) bool {
+	o, ok := c.cfg.MemberLog.(groupNamed)
+	return ok && o.IsGroup(name)
+}
+
 // flushTimeout bounds the wait for records written outside a request.
 const flushTimeout = 10 * time.Second
 
@@ -70,6 +80,8 @@ type shareGroup struct {
 	// stored: the group is in its partition's records (loaded from them, or
 	// written by Ensure); a group with epoch 0 and not stored is in memory only.
 	stored bool
+	// ensuring: Ensure is writing the group's epoch record.
+	ensuring bool
 }
 
 func newShareGroup(name string) *shareGroup {
@@ -250,6 +262,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbe
 			return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
 		}
 	}
+	if c.isOtherGroup(req.GroupID) {
+		return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" is not a share group.")
+	}
 	now := c.cfg.Clock()
 	c.expireOthers(req.GroupID, now)
 	g := c.lockGroup(req.GroupID, req.MemberEpoch == 0, partition)
@@ -263,6 +278,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbe
 	recs, removed := c.expireLocked(g, now) // written and waited for with the heartbeat's
 	recs, e, msg := c.heartbeatLocked(g, req, cl, now, resp, recs)
 	wait := c.appendLocked(g, recs)
+	if e != nil && len(recs) == 0 {
+		c.forgetUnsavedLocked(g)
+	}
 	g.mu.Unlock()
 	code := int16(0)
 	if wait != nil {
@@ -344,6 +362,20 @@ func (c *Coordinator) heartbeatLocked(g *shareGroup, req *kmsg.ShareGroupHeartbe
 	}
 	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
 	return recs, nil, ""
+}
+
+// forgetUnsavedLocked drops g, locked, when it is empty and in memory only (made
+// by a refused first heartbeat): it leaves nothing behind, as in Kafka.
+func (c *Coordinator) forgetUnsavedLocked(g *shareGroup) {
+	if len(g.members) > 0 || g.epoch != 0 || g.stored || g.ensuring {
+		return
+	}
+	g.dead.Store(true)
+	c.mu.Lock()
+	if c.mu.groups[g.name] == g {
+		delete(c.mu.groups, g.name)
+	}
+	c.mu.Unlock()
 }
 
 // removeLocked removes a member (it left or timed out) and returns the records
@@ -582,18 +614,21 @@ func (c *Coordinator) Ensure(ctx context.Context, name string) int16 {
 	var wait func(context.Context) int16
 	if g.epoch == 0 && !g.stored { // made here, and no member ever wrote it
 		wait = c.appendLocked(g, []batch.Record{groupEpochRecord(name, g.epoch)})
+		g.ensuring = wait != nil
+	}
+	if c.cfg.MemberLog == nil {
+		g.stored = true // nowhere to write it: known here is all there is
 	}
 	g.mu.Unlock()
 	if wait == nil {
 		return 0
 	}
-	if code := wait(ctx); code != 0 {
-		return code
-	}
+	code := wait(ctx)
 	g.mu.Lock()
-	g.stored = true
+	g.ensuring = false
+	g.stored = g.stored || code == 0
 	g.mu.Unlock()
-	return 0
+	return code
 }
 
 // ListGroups lists the share groups known here, with protocol type and group type

@@ -82,3 +82,46 @@ func TestGroupSessionAndHeartbeatConfigs(t *testing.T) {
 		t.Errorf("described defaults %v", names)
 	}
 }
+
+// groupNames is a MemberLog that says which ids are classic or consumer groups.
+type groupNames struct {
+	memoryLog
+	others map[string]bool
+}
+
+func (g *groupNames) IsGroup(name string) bool { return g.others[name] }
+
+// A refused first heartbeat leaves no group (ListGroups does not list it), while
+// a group made by Ensure stays; a classic or consumer group's id is refused with
+// Kafka's GROUP_ID_NOT_FOUND and message, and no share group is made for it.
+func TestRefusedFirstHeartbeatLeavesNoGroup(t *testing.T) {
+	log := &groupNames{memoryLog: memoryLog{records: map[string][]byte{}}, others: map[string]bool{"classic": true}}
+	c := NewCoordinator(Config{MemberLog: log}, func(string) (TopicInfo, bool) { return TopicInfo{}, false }, func(string, string) {})
+	beat := func(group string, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.SubscribedTopicNames = group, "m1", topics
+		return c.Heartbeat(context.Background(), req, Client{ID: "c", Host: "h"})
+	}
+	if code := beat("g", nil).ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Fatalf("first heartbeat without a subscription: %v", kerr.ErrorForCode(code))
+	}
+	if c.Has("g") || len(c.ListGroups(kmsg.NewPtrListGroupsRequest()).Groups) != 0 {
+		t.Fatalf("a refused first heartbeat left group g (known %v)", c.Groups())
+	}
+	resp := beat("classic", []string{"t"})
+	if resp.ErrorCode != kerr.GroupIDNotFound.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != "Group classic is not a share group." {
+		t.Fatalf("heartbeat for a classic group's id: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+	}
+	if c.Has("classic") {
+		t.Fatal("a share group was made for a classic group's id")
+	}
+	if code := c.Ensure(context.Background(), "kept"); code != 0 {
+		t.Fatalf("ensure: %v", kerr.ErrorForCode(code))
+	}
+	if code := beat("kept", nil).ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Fatalf("first heartbeat without a subscription: %v", kerr.ErrorForCode(code))
+	}
+	if !c.Has("kept") {
+		t.Fatal("a refused heartbeat removed a group made by Ensure")
+	}
+}
