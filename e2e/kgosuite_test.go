@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +18,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/internal/testnode"
 )
@@ -64,6 +69,7 @@ func runKgoSuite(t *testing.T, addr, run string, want []string) {
 		}
 		return nil
 	})
+	waitGroupsLoaded(t, addr)
 	cmd := exec.Command("go", "test", "-count=1", "-timeout", "10m", "-v", "-run", run, "./pkg/kgo")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "KGO_SEEDS="+addr, "KGO_TEST_RF=1",
@@ -103,4 +109,46 @@ func tail(out []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// waitGroupsLoaded creates __consumer_offsets (a FindCoordinator does) and waits
+// until ListGroups no longer answers COORDINATOR_LOAD_IN_PROGRESS: every group
+// partition is loaded. franz-go's tests start with a fresh cluster and some of
+// their admin requests (AlterShareGroupOffsets) are not retried by the client on
+// that code, which Kafka answers too while a just-created partition loads.
+func waitGroupsLoaded(t *testing.T, addr string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.CoordinatorKey = "skiff-e2e-warm-up"            // v0-3
+	find.CoordinatorKeys = []string{find.CoordinatorKey} // v4+
+	for {
+		code := int16(-1)
+		// The coordinator is known once its partition exists and is led.
+		if f, err := find.RequestWith(ctx, cl); err == nil && findCode(f) == 0 {
+			if resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl); err == nil {
+				code = resp.ErrorCode
+			}
+		}
+		if code == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group partitions not loaded within a minute (last ListGroups code %v)", kerr.ErrorForCode(code))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func findCode(r *kmsg.FindCoordinatorResponse) int16 {
+	if len(r.Coordinators) > 0 {
+		return r.Coordinators[0].ErrorCode
+	}
+	return r.ErrorCode
 }
