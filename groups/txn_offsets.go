@@ -21,7 +21,9 @@ import (
 // member id and generation given) is checked as OffsetCommit checks it, so that a
 // zombie of a previous generation cannot commit (KIP-447); a producer outside group
 // management commits with generation -1. A consumer group's member commits with its
-// member epoch (consumerCommitCodeLocked).
+// member epoch (consumerCommitCodeLocked). A share group's id is
+// GROUP_ID_NOT_FOUND for every partition, as Kafka answers (ShareGroup's
+// validateOffsetCommit).
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	var parts []commitPartition
@@ -49,6 +51,10 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}()
+	if c.isShareGroup(req.Group) { // Kafka: "Group G is not a consumer group."
+		fillCodes(codes, kerr.GroupIDNotFound.Code)
+		return resp
+	}
 	g, code := c.lockGroup(req.Group, true)
 	if code != 0 {
 		fillCodes(codes, code)

@@ -8,7 +8,8 @@ package kafkaapi
 // partition); an abort drops them. From v3 a member of the group gives its member
 // id and generation, checked as OffsetCommit checks them (KIP-447: ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). A producer fenced on the partition gets
-// INVALID_PRODUCER_EPOCH.
+// INVALID_PRODUCER_EPOCH. A share group's id is GROUP_ID_NOT_FOUND for every
+// partition, as in Kafka (one group per id).
 //
 // Authorization, as in Kafka: WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group

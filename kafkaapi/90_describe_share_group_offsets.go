@@ -6,7 +6,10 @@ package kafkaapi
 // share-partition asked for (every one with a state when topics is null), as this
 // node has read it from __share_group_state; -1 for one without a state. Lag (v1)
 // is the high watermark minus the SPSO when this node leads the partition, else
-// -1. A group with neither members nor states is GROUP_ID_NOT_FOUND.
+// -1. A group with neither members nor states is GROUP_ID_NOT_FOUND; so is the id
+// of a classic or consumer group, with "Group G is not a share group." (Kafka
+// does not check the type here and answers such an id start offsets of -1; the
+// other share group APIs refuse it with this message).
 //
 // Authorization, as in Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED),
 // DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions; topics the
@@ -50,6 +53,9 @@ func (s *Server) handleDescribeShareGroupOffsets(c *conn, _ *RequestHeader, req 
 			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		case s.coordinatesGroup(g.GroupID) != 0:
 			rg.ErrorCode = s.coordinatesGroup(g.GroupID)
+		case s.notShareGroup(g.GroupID) != "":
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+			rg.ErrorMessage = kmsg.StringPtr(s.notShareGroup(g.GroupID))
 		default:
 			rg.ErrorCode = s.describeShareOffsets(c, &rg, g.Topics, names)
 		}

@@ -7,6 +7,8 @@ package kafkaapi
 // NON_EMPTY_GROUP), each named share-partition's start offset (SPSO) becomes the
 // given offset with nothing in flight, durably, as if every record below it were
 // done; an offset outside [log start, high watermark] is OFFSET_OUT_OF_RANGE.
+// The id of a classic or consumer group is GROUP_ID_NOT_FOUND, "Group G is not a
+// share group.", as in Kafka, and is left as it is.
 //
 // Authorization, as in Kafka: ALTER on the group (GROUP_AUTHORIZATION_FAILED), READ
 // on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
@@ -41,8 +43,8 @@ func init() {
 
 func (s *Server) handleAlterShareGroupOffsets(c *conn, _ *RequestHeader, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	if code := s.shareOffsetsAdmin(c, req.GroupID); code != 0 {
-		resp.ErrorCode = code
+	if code, msg := s.shareOffsetsAdmin(c, req.GroupID); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, defaultRequestTimeout)
@@ -83,15 +85,18 @@ func (s *Server) handleAlterShareGroupOffsets(c *conn, _ *RequestHeader, req *km
 }
 
 // shareOffsetsAdmin checks that the client may ALTER group, that this node
-// coordinates it and that it has no members: 0, or the code to answer.
-func (s *Server) shareOffsetsAdmin(c *conn, group string) int16 {
+// coordinates it, that it is not another type's group and that it has no
+// members: 0, or the code (and message) to answer.
+func (s *Server) shareOffsetsAdmin(c *conn, group string) (int16, *string) {
 	switch {
 	case !c.allowed(acl.OpAlter, acl.ResourceGroup, group):
-		return kerr.GroupAuthorizationFailed.Code
+		return kerr.GroupAuthorizationFailed.Code, nil
 	case s.coordinatesGroup(group) != 0:
-		return s.coordinatesGroup(group)
+		return s.coordinatesGroup(group), nil
+	case s.notShareGroup(group) != "":
+		return kerr.GroupIDNotFound.Code, kmsg.StringPtr(s.notShareGroup(group))
 	case s.cfg.ShareGroups.Members(group) > 0:
-		return kerr.NonEmptyGroup.Code
+		return kerr.NonEmptyGroup.Code, nil
 	}
-	return 0
+	return 0, nil
 }

@@ -4,7 +4,9 @@ package kafkaapi
 //
 // Behaviour: for a group this node coordinates and that has no members (else
 // NON_EMPTY_GROUP), the state of every partition of each named topic is deleted:
-// the next consumption starts again from share.auto.offset.reset.
+// the next consumption starts again from share.auto.offset.reset. The id of a
+// classic or consumer group is GROUP_ID_NOT_FOUND, "Group G is not a share
+// group.", as in Kafka.
 //
 // Authorization, as in Kafka: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ
 // on each topic (TOPIC_AUTHORIZATION_FAILED).
@@ -39,6 +41,10 @@ func (s *Server) handleDeleteShareGroupOffsets(c *conn, _ *RequestHeader, req *k
 	}
 	if code := s.coordinatesGroup(req.GroupID); code != 0 {
 		resp.ErrorCode = code
+		return resp
+	}
+	if msg := s.notShareGroup(req.GroupID); msg != "" {
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		return resp
 	}
 	if s.cfg.ShareGroups.Members(req.GroupID) > 0 {

@@ -33,6 +33,18 @@ func (s *Server) coordinatesGroup(group string) int16 {
 	return s.cfg.ShareGroups.Serving(group)
 }
 
+// notShareGroup is the message of GROUP_ID_NOT_FOUND for a group id that is a
+// classic or consumer group loaded here, or "" for any other id: Kafka keeps one
+// group per id and refuses the share group APIs for another type's id
+// (GroupMetadataManager.shareGroup). Asked only once coordinatesGroup answered
+// 0, so the group's partition is loaded.
+func (s *Server) notShareGroup(group string) string {
+	if s.cfg.Groups != nil && s.cfg.Groups.IsGroup(group) {
+		return "Group " + group + " is not a share group."
+	}
+	return ""
+}
+
 // topicNames maps the topic ids of the cluster to names.
 func (s *Server) topicNames() map[cluster.UUID]string {
 	ts := s.cache.Topics()

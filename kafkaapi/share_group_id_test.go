@@ -63,6 +63,29 @@ func TestShareGroupIDIsOneGroup(t *testing.T) {
 		if want := "Group " + group + " is not a share group."; msgOf(rg.ErrorMessage) != want {
 			t.Errorf("describe message %q, want %q", msgOf(rg.ErrorMessage), want)
 		}
+		// The share group offsets APIs refuse it too, and the alter makes no
+		// share group of it.
+		notShare := "Group " + group + " is not a share group."
+		alt := alterShareOffset(c, 0, group, topic, 0)
+		wantCode(t, "AlterShareGroupOffsets", alt.ErrorCode, kerr.GroupIDNotFound.Code)
+		if msgOf(alt.ErrorMessage) != notShare {
+			t.Errorf("alter message %q, want %q", msgOf(alt.ErrorMessage), notShare)
+		}
+		del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		del.GroupID, del.Topics = group, []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic}}
+		dr := c.do(del).(*kmsg.DeleteShareGroupOffsetsResponse)
+		wantCode(t, "DeleteShareGroupOffsets", dr.ErrorCode, kerr.GroupIDNotFound.Code)
+		if msgOf(dr.ErrorMessage) != notShare {
+			t.Errorf("delete message %q, want %q", msgOf(dr.ErrorMessage), notShare)
+		}
+		desc := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		desc.SetVersion(1)
+		desc.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
+		dg := c.do(desc).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0]
+		wantCode(t, "DescribeShareGroupOffsets", dg.ErrorCode, kerr.GroupIDNotFound.Code)
+		if msgOf(dg.ErrorMessage) != notShare {
+			t.Errorf("describe offsets message %q, want %q", msgOf(dg.ErrorMessage), notShare)
+		}
 		if got := listedTypes(c, group); len(got) != 1 || got[0] != "classic" {
 			t.Errorf("listed as %v, want once as classic", got)
 		}
@@ -106,6 +129,16 @@ func TestShareGroupIDIsOneGroup(t *testing.T) {
 		if want := "Group " + group + " is not a consumer group."; msgOf(rg.ErrorMessage) != want {
 			t.Errorf("describe message %q, want %q", msgOf(rg.ErrorMessage), want)
 		}
+		// TxnOffsetCommit: GROUP_ID_NOT_FOUND for every partition, as Kafka
+		// answers ("Group G is not a consumer group."), before any producer check.
+		txn := kmsg.NewPtrTxnOffsetCommitRequest()
+		txn.SetVersion(3)
+		txn.TransactionalID, txn.Group, txn.ProducerID, txn.ProducerEpoch, txn.Generation = group, group, 1, 0, -1
+		tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		tp.Offset = 1
+		txn.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{tp}}}
+		wantCode(t, "TxnOffsetCommit", c.do(txn).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.GroupIDNotFound.Code)
+
 		// DescribeGroups (v0..v4 served) of a share group: Dead with no error, as
 		// Kafka answers these versions (v6 would say "is not a classic group").
 		dg := kmsg.NewPtrDescribeGroupsRequest()

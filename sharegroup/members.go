@@ -601,7 +601,8 @@ func (c *Coordinator) Members(name string) int {
 // coordinator loads the group too (Kafka persists such a group). It answers the
 // code of Serving, and makes nothing, while the group's partition is not loaded
 // here, and the code of a failed write (the group is then written again by the
-// next Ensure).
+// next Ensure). The id of a classic or consumer group is GROUP_ID_NOT_FOUND
+// (Kafka keeps one group per id) and makes nothing.
 func (c *Coordinator) Ensure(ctx context.Context, name string) int16 {
 	partition := int32(-1)
 	if c.cfg.MemberLog != nil {
@@ -609,6 +610,9 @@ func (c *Coordinator) Ensure(ctx context.Context, name string) int16 {
 		if partition, code = c.cfg.MemberLog.ShareShard(name); code != 0 {
 			return code
 		}
+	}
+	if c.isOtherGroup(name) {
+		return kerr.GroupIDNotFound.Code
 	}
 	g := c.lockGroup(name, true, partition)
 	var wait func(context.Context) int16
