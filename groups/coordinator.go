@@ -308,7 +308,10 @@ func (c *Coordinator) SetOffsetsTopic(partitions int32) {
 // Elect makes this node the coordinator of the groups of __consumer_offsets
 // partition id, whose local replica leads in leader epoch epoch. The shard is
 // brought up to date from the log and its groups are loaded in the background;
-// requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS. Electing a partition already
+// requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS. A partition whose log and
+// Pebble state are both empty (one just created) has nothing to load: it is
+// served at once, so that the first requests of a new cluster do not see the
+// load (the loaded state is the empty state either way). Electing a partition already
 // led with the same log and epoch does nothing; a new epoch reloads the shard (the
 // log may have changed under another leader).
 func (c *Coordinator) Elect(id, epoch int32, log Log) {
@@ -329,14 +332,24 @@ func (c *Coordinator) Elect(id, epoch int32, log Log) {
 	c.Unfollow(id) // one writer of the partition's Pebble state at a time
 	sh := newShard(c, id, log)
 	sh.epoch = epoch
+	empty := sh.empty()
 	c.mu.Lock()
 	if c.mu.closed || c.mu.shards[id] != nil {
 		c.mu.Unlock()
 		return
 	}
+	if empty {
+		// Nothing to apply and no group to load: served from the moment it is
+		// led, as the load would find (under c.mu, as load gives the share
+		// groups theirs).
+		sh.ready.Store(true)
+		if c.mu.shareGroups != nil {
+			c.mu.shareGroups.LoadShareGroups(id, nil)
+		}
+	}
 	c.mu.shards[id] = sh
 	c.mu.Unlock()
-	c.logger.Debug("group coordinator: loading offsets partition", "partition", id, "leader_epoch", epoch)
+	c.logger.Debug("group coordinator: loading offsets partition", "partition", id, "leader_epoch", epoch, "empty", empty)
 	go sh.run()
 }
 

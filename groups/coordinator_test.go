@@ -610,3 +610,56 @@ func TestElectWaitsForHighWatermark(t *testing.T) {
 		t.Fatalf("offsets after the election: %v", got)
 	}
 }
+
+// gatedLog is a testLog whose AddWaiter, the first thing a shard's loader does,
+// blocks until open is closed: the load cannot progress meanwhile.
+type gatedLog struct {
+	*testLog
+	open chan struct{}
+}
+
+func (l *gatedLog) AddWaiter(ch chan<- struct{}) {
+	<-l.open
+	l.testLog.AddWaiter(ch)
+}
+
+// TestElectEmptyPartitionServesAtOnce: a just-created __consumer_offsets
+// partition (empty log, nothing applied) has nothing to load and is served from
+// Elect on, so the first group requests of a new cluster do not get
+// COORDINATOR_LOAD_IN_PROGRESS; a partition with records is still not served
+// before its load, and the empty one's load, when it runs, keeps what was
+// written meanwhile.
+func TestElectEmptyPartitionServesAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.c.Resign(0)
+	gl := &gatedLog{testLog: e.log, open: make(chan struct{})}
+	e.c.Elect(0, e.log.epoch.Load(), gl)
+	if _, code := e.c.shardFor("g"); code != 0 {
+		close(gl.open)
+		t.Fatalf("empty partition right after Elect: %v, want it served", kerr.ErrorForCode(code))
+	}
+	// A commit written before the loader runs is applied and stays.
+	done := make(chan map[int32]int16, 1)
+	go func() { done <- e.commit(7, "g", "", -1, "t", map[int32]int64{0: 5}) }()
+	close(gl.open)
+	if c := <-done; c[0] != 0 {
+		t.Fatalf("commit on the empty partition: %v", kerr.ErrorForCode(c[0]))
+	}
+	if got := e.fetch("g"); got["t/0"] != 5 {
+		t.Fatalf("offsets: %v", got)
+	}
+
+	// Now the partition has a record: a new election loads it before serving.
+	e.c.Resign(0)
+	gl = &gatedLog{testLog: e.log, open: make(chan struct{})}
+	e.c.Elect(0, e.log.epoch.Load(), gl)
+	_, code := e.c.shardFor("g")
+	close(gl.open)
+	if code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("partition with records before its load: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
+	}
+	waitFor(t, "the shard to load", func() bool { _, code := e.c.shardFor("g"); return code == 0 })
+	if got := e.fetch("g"); got["t/0"] != 5 {
+		t.Fatalf("offsets after the reload: %v", got)
+	}
+}

@@ -190,9 +190,12 @@ func (sh *shard) run() {
 	defer sh.log.RemoveWaiter(wake)
 	logger := sh.c.logger.With("partition", sh.id)
 
-	applied, err := sh.store.Applied()
-	if err == nil {
-		applied, err = sh.start(applied, wake)
+	var applied int64
+	var err error
+	if !sh.ready.Load() { // else empty at election: nothing to load (Elect)
+		if applied, err = sh.store.Applied(); err == nil {
+			applied, err = sh.start(applied, wake)
+		}
 	}
 	for err != nil {
 		if sh.ctx.Err() != nil {
@@ -272,6 +275,19 @@ func (sh *shard) run() {
 			return
 		}
 	}
+}
+
+// empty reports whether the partition has nothing to load: its log never had a
+// record and Pebble applied none of it (it applies and records its offset in one
+// batch, so nothing of the partition is there either). A leader's log holds
+// every committed record, so nothing committed is missed (start's target is
+// this same log end offset).
+func (sh *shard) empty() bool {
+	if sh.log.LogEndOffset() != 0 {
+		return false
+	}
+	applied, err := sh.store.Applied()
+	return err == nil && applied == 0
 }
 
 // start applies the log up to the log end offset at election (once it is committed)
