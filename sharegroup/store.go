@@ -141,6 +141,7 @@ func (s *TopicStore) tail() {
 	}()
 	for ctx.Err() == nil {
 		fs := s.cl.PollFetches(ctx)
+		var rewrite []*kgo.Record
 		s.mu.Lock()
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
@@ -166,8 +167,17 @@ func (s *TopicStore) tail() {
 					s.cfg.Logger.Warn("corrupt share state record", "partition", r.Partition, "offset", r.Offset, "err", err)
 					continue
 				}
-				if old, ok := s.mu.states[k]; !ok || st.newer(old) || st.LeaderEpoch == old.LeaderEpoch && st.Seq == old.Seq {
+				old, ok := s.mu.states[k]
+				switch {
+				case !ok || st.newer(old) || st.LeaderEpoch == old.LeaderEpoch && st.Seq == old.Seq:
 					s.mu.states[k] = st
+				default:
+					// A late write (a deposed leader's, or a write whose
+					// produce failed on the client and landed after its
+					// successor's): readers ignore it, but it is now the last
+					// record of its key, the one compaction keeps. Write the
+					// newest again, unchanged, so that it is last.
+					rewrite = append(rewrite, kgoRecord(r.Key, encodeState(old), p.Partition))
 				}
 			}
 			if n := len(p.Records); n > 0 {
@@ -177,7 +187,28 @@ func (s *TopicStore) tail() {
 		close(s.mu.changed)
 		s.mu.changed = make(chan struct{})
 		s.mu.Unlock()
+		for _, r := range rewrite {
+			s.rewrite(ctx, r)
+		}
 	}
+}
+
+// rewriteTimeout bounds a rewrite of a key's newest state.
+const rewriteTimeout = 10 * time.Second
+
+// rewrite writes r, a key's newest state, again, after a late write of an older
+// state of the key landed after it (tail). Every node whose tail reads the late
+// write does so; the copies are equal, and readers keep one. It does not wait:
+// a failed rewrite is logged (the key's next write, or the next node to start
+// its tail, writes it again).
+func (s *TopicStore) rewrite(ctx context.Context, r *kgo.Record) {
+	ctx, cancel := context.WithTimeout(ctx, rewriteTimeout)
+	s.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		cancel()
+		if err != nil {
+			s.cfg.Logger.Warn("share state: rewriting a key's newest state after a late write failed", "partition", r.Partition, "err", err)
+		}
+	})
 }
 
 // partitionOf places a key in one of n partitions.
