@@ -59,7 +59,10 @@ type TopicStore struct {
 		states   map[Key]State
 		configs  map[string]map[string]string // group configs
 		consumed map[int32]int64              // next offset read, per partition
-		changed  chan struct{}                // closed when consumed moves; replaced
+		// late: keys whose last record read is a late write of an older
+		// state, with its offset (lateLocked).
+		late    map[Key]int64
+		changed chan struct{} // closed when consumed moves; replaced
 	}
 }
 
@@ -141,7 +144,6 @@ func (s *TopicStore) tail() {
 	}()
 	for ctx.Err() == nil {
 		fs := s.cl.PollFetches(ctx)
-		var rewrite []*kgo.Record
 		s.mu.Lock()
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
@@ -171,13 +173,13 @@ func (s *TopicStore) tail() {
 				switch {
 				case !ok || st.newer(old) || st.LeaderEpoch == old.LeaderEpoch && st.Seq == old.Seq:
 					s.mu.states[k] = st
+					delete(s.mu.late, k) // the newest is last again
 				default:
 					// A late write (a deposed leader's, or a write whose
 					// produce failed on the client and landed after its
 					// successor's): readers ignore it, but it is now the last
-					// record of its key, the one compaction keeps. Write the
-					// newest again, unchanged, so that it is last.
-					rewrite = append(rewrite, kgoRecord(r.Key, encodeState(old), p.Partition))
+					// record of its key, the one compaction keeps.
+					s.lateLocked(k, p.Partition, r.Offset)
 				}
 			}
 			if n := len(p.Records); n > 0 {
@@ -187,27 +189,53 @@ func (s *TopicStore) tail() {
 		close(s.mu.changed)
 		s.mu.changed = make(chan struct{})
 		s.mu.Unlock()
-		for _, r := range rewrite {
-			s.rewrite(ctx, r)
-		}
 	}
 }
 
-// rewriteTimeout bounds a rewrite of a key's newest state.
-const rewriteTimeout = 10 * time.Second
+const (
+	// rewriteDelay is how long a late write must stay the last record of its key
+	// before the newest state is written again: a share-partition being written
+	// writes again soon anyway, and the delay keeps rewrites (one per node) from
+	// racing such writes.
+	rewriteDelay = time.Second
+	// rewriteTimeout bounds a rewrite of a key's newest state.
+	rewriteTimeout = 10 * time.Second
+)
 
-// rewrite writes r, a key's newest state, again, after a late write of an older
-// state of the key landed after it (tail). Every node whose tail reads the late
-// write does so; the copies are equal, and readers keep one. It does not wait:
-// a failed rewrite is logged (the key's next write, or the next node to start
-// its tail, writes it again).
-func (s *TopicStore) rewrite(ctx context.Context, r *kgo.Record) {
-	ctx, cancel := context.WithTimeout(ctx, rewriteTimeout)
-	s.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		cancel()
-		if err != nil {
-			s.cfg.Logger.Warn("share state: rewriting a key's newest state after a late write failed", "partition", r.Partition, "err", err)
+// lateLocked notes, locked, that the record at offset of partition p, a late
+// write of key k, is the key's last record: unless a record of the newest state
+// (or a newer one) follows within rewriteDelay, the newest is written again,
+// unchanged, so that it is last (the record compaction keeps, and the one a tail
+// started after compaction reads). Every node whose tail reads the late write
+// does so; the copies are equal, and readers keep one.
+func (s *TopicStore) lateLocked(k Key, p int32, offset int64) {
+	if s.mu.late == nil {
+		s.mu.late = make(map[Key]int64)
+	}
+	s.mu.late[k] = offset
+	time.AfterFunc(rewriteDelay, func() {
+		s.mu.Lock()
+		at, ok := s.mu.late[k]
+		st := s.mu.states[k]
+		if ok && at == offset {
+			delete(s.mu.late, k)
 		}
+		s.mu.Unlock()
+		if !ok || at != offset {
+			return // a newer write came, or a later late one has its own timer
+		}
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), rewriteTimeout)
+		s.cl.Produce(ctx, kgoRecord(encodeKey(k), encodeState(st), p), func(_ *kgo.Record, err error) {
+			cancel()
+			if err != nil {
+				s.cfg.Logger.Warn("share state: rewriting a key's newest state after a late write failed", "group", k.Group, "partition", k.Partition, "err", err)
+			}
+		})
 	})
 }
 
