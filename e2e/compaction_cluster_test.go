@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"skiff/internal/testnode"
@@ -178,4 +179,77 @@ func TestCompactedLeaderKilled(t *testing.T) {
 	last.Restart()
 	waitFullISR(t, nodes)
 	check("after the restart")
+}
+
+// TestCompactedLeaderPartitioned: the compacted topic of TestCompactedLeaderKilled,
+// written continuously, its leader cut off the network (internal/netlab) once its
+// cleaner is at work, until the majority leads and has acknowledged more, then
+// healed: the old leader truncates what only it had and compacts on. Then every
+// replica in turn is made the leader (replicas reordered, preferred election) and
+// read: on each, every acknowledged key ends at its latest acknowledged value or a
+// later one, nothing never written, offsets growing.
+func TestCompactedLeaderPartitioned(t *testing.T) {
+	nodes := startLabCluster(t, withArgs(append(append([]string(nil), faultArgs...), compactArgs...)...))
+	createTopicWith(t, nodes[0].Addr, faultTopic, 1, 3, map[string]string{"cleanup.policy": "compact",
+		"min.insync.replicas": "2", "segment.ms": "300", "min.cleanable.dirty.ratio": "0.01"})
+	waitFullISR(t, nodes)
+	w := startKeyedWorkload(t, nodes, faultTopic)
+	w.progress(t, 2000, time.Minute)
+	leader := leaderOf(t, nodes, 0)
+	poll(t, time.Minute, "the leader's cleaner at work", func() bool {
+		return metric(t, leader, "skiff_log_cleaner_passes_total") > 0
+	})
+	leader.Host.Cut()
+	other := anyRunning(nodes, leader)
+	poll(t, time.Minute, "the partition led on the majority side", func() bool {
+		md, err := metadata(t, other.Addr, faultTopic)
+		if err != nil {
+			return false
+		}
+		l := md.Topics[faultTopic].Partitions[0].Leader
+		return l >= 0 && l != leader.ID
+	})
+	w.progress(t, 1000, time.Minute)
+	t.Logf("cut off broker %d; the majority acknowledged 1000 more records", leader.ID)
+	leader.Host.Heal()
+	waitFullISR(t, nodes)
+	w.progress(t, 500, time.Minute)
+	w.stop()
+	w.done.Wait()
+	for _, n := range nodes {
+		poll(t, time.Minute, fmt.Sprintf("broker %d's cleaner at work", n.ID), func() bool {
+			return metric(t, n, "skiff_log_cleaner_passes_total") > 0
+		})
+	}
+	for _, n := range nodes {
+		leadPartition0(t, nodes, n)
+		w.check(t, fmt.Sprintf("broker %d", n.ID), readCompacted(t, n.Addr, faultTopic))
+	}
+}
+
+// leadPartition0 makes n the leader of partition 0 of the fault topic: it puts n
+// first in the partition's replicas and asks for a preferred election until n leads.
+func leadPartition0(t *testing.T, nodes []*testnode.Node, n *testnode.Node) {
+	t.Helper()
+	replicas := []int32{n.ID}
+	for _, m := range nodes {
+		if m != n {
+			replicas = append(replicas, m.ID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, n.Addr))
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(faultTopic, 0, replicas)
+	if rs, err := adm.AlterPartitionAssignments(ctx, req); err != nil || rs.Error() != nil {
+		t.Fatalf("reorder the replicas to %v: %v %v", replicas, err, rs.Error())
+	}
+	poll(t, time.Minute, fmt.Sprintf("broker %d leading", n.ID), func() bool {
+		if leaderOf(t, nodes, 0) == n {
+			return true
+		}
+		adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{faultTopic: {0: {}}})
+		return false
+	})
 }

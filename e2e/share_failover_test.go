@@ -7,21 +7,26 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"skiff/internal/testnode"
+	"skiff/sharegroup"
 )
 
 // confirmingTally records what share consumers accepted, and which acceptances
 // the broker confirmed: a record delivered again after a confirmed acceptance is
-// a violation.
+// a violation, and so is a delivery count outside 1..the group's limit (the
+// default, sharegroup.DefaultDeliveryCountLimit) or lower than one seen before
+// for the same record (each acquisition counts).
 type confirmingTally struct {
 	mu         sync.Mutex
 	accepted   map[string]int
 	confirmed  map[string]bool
+	counts     map[string]int32 // key -> highest delivery count seen
 	violations []string
 }
 
@@ -56,6 +61,14 @@ func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic
 				if tally.confirmed[k] {
 					tally.violations = append(tally.violations, k+" delivered again (count "+strconv.Itoa(int(r.DeliveryCount()))+") after its acceptance was confirmed")
 				}
+				dc := r.DeliveryCount()
+				if dc < 1 || dc > sharegroup.DefaultDeliveryCountLimit {
+					tally.violations = append(tally.violations, k+" delivered with count "+strconv.Itoa(int(dc)))
+				}
+				if prev := tally.counts[k]; dc < prev {
+					tally.violations = append(tally.violations, k+" delivered with count "+strconv.Itoa(int(dc))+" after count "+strconv.Itoa(int(prev)))
+				}
+				tally.counts[k] = max(tally.counts[k], dc)
 				tally.accepted[k]++
 				tally.mu.Unlock()
 				r.Ack(kgo.AckAccept)
@@ -101,6 +114,21 @@ func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
 // broker confirmed may be delivered again. It returns the addresses of the nodes
 // left.
 func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string) int32, consumerOpts ...kgo.Opt) []string {
+	var left []string
+	shareFaultRun(t, topic, group, victim, func(n *testnode.Node, nodes []*testnode.Node) {
+		n.Kill()
+		for _, m := range nodes {
+			if m != n {
+				left = append(left, m.Addr)
+			}
+		}
+	}, consumerOpts...)
+	return left
+}
+
+// shareFaultRun is shareKillRun with fault (given the victim and all the nodes)
+// in place of the SIGKILL.
+func shareFaultRun(t *testing.T, topic, group string, victim func(seeds []string) int32, fault func(victim *testnode.Node, nodes []*testnode.Node), consumerOpts ...kgo.Opt) {
 	nodes := testnode.StartCluster(t, 3, append(clusterArgs, "--group-share-record-lock-duration", "3s")...)
 	var seeds []string
 	for _, n := range nodes {
@@ -113,7 +141,7 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()))
 	setShareGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
 
-	tally := &confirmingTally{accepted: map[string]int{}, confirmed: map[string]bool{}}
+	tally := &confirmingTally{accepted: map[string]int{}, confirmed: map[string]bool{}, counts: map[string]int32{}}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	for i := range 3 {
@@ -142,18 +170,17 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 	poll(t, time.Minute, "a fifth of the records accepted", func() bool { return accepted() >= records/5 })
 
 	id := victim(seeds)
-	var left []string
+	var target *testnode.Node
 	for _, n := range nodes {
 		if n.ID == id {
-			n.Kill()
-			t.Logf("killed node %d with %d records accepted", n.ID, accepted())
-		} else {
-			left = append(left, n.Addr)
+			target = n
 		}
 	}
-	if len(left) != 2 {
-		t.Fatalf("no node %d to kill", id)
+	if target == nil {
+		t.Fatalf("no node %d to fault", id)
 	}
+	t.Logf("fault on node %d with %d records accepted", id, accepted())
+	fault(target, nodes)
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +198,41 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 		}
 	}
 	t.Logf("all %d records accepted %v after the last was produced; %d accepted more than once (their acceptance unconfirmed)", records, took.Round(time.Millisecond), dup)
-	return left
+}
+
+// TestShareGroupLeaderPausedThreeNodes: as TestShareGroupLeaderKilledThreeNodes,
+// but the node leading the partition (which holds the share-partition) is frozen
+// (SIGSTOP) until another node leads it and for at least minPause, and then
+// resumed (SIGCONT) with the consumers' fetches and acknowledgements still in its
+// sockets: it must neither acquire nor accept on the share-partition it no longer
+// leads, so no record is lost, none whose acceptance was confirmed comes again,
+// and every delivery count stays within the group's limit.
+func TestShareGroupLeaderPausedThreeNodes(t *testing.T) {
+	const topic = "share-paused"
+	leader := func(seeds []string) int32 {
+		md, err := metadata(t, seeds[0], topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md.Topics[topic].Partitions[0].Leader
+	}
+	shareFaultRun(t, topic, "share-paused-group", leader, func(n *testnode.Node, nodes []*testnode.Node) {
+		if err := n.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		other := anyRunning(nodes, n)
+		took := poll(t, time.Minute, "the partition led by another node", func() bool {
+			md, err := metadata(t, other.Addr, topic)
+			if err != nil {
+				return false
+			}
+			l := md.Topics[topic].Partitions[0].Leader
+			return l >= 0 && l != n.ID
+		})
+		time.Sleep(minPause - took) // the fault lasts this long at least (no-op when negative)
+		if err := n.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("resumed node %d; another node led the partition %v after the freeze", n.ID, took.Round(time.Millisecond))
+	})
 }
