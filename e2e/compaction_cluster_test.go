@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/internal/batchtest"
+	"skiff/internal/compress"
 	"skiff/internal/testnode"
 )
 
@@ -69,6 +73,16 @@ func startKeyedWorkload(t *testing.T, nodes []*testnode.Node, topic string) *key
 		prod.Flush(fctx)
 	}()
 	return w
+}
+
+// attempt records value i of key as attempted outside the workload.
+func (w *keyedWorkload) attempt(key string, i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.attempted[key] == nil {
+		w.attempted[key] = map[int]bool{}
+	}
+	w.attempted[key][i] = true
 }
 
 func (w *keyedWorkload) ackedCount() int {
@@ -184,7 +198,8 @@ func TestCompactedLeaderKilled(t *testing.T) {
 // TestCompactedLeaderPartitioned: the compacted topic of TestCompactedLeaderKilled,
 // written continuously, its leader cut off the network (internal/netlab) once its
 // cleaner is at work, until the majority leads and has acknowledged more, then
-// healed: the old leader truncates what only it had and compacts on. Then every
+// healed: the old leader truncates what only it had (records produced to it from
+// inside its namespace right after the cut) and compacts on. Then every
 // replica in turn is made the leader (replicas reordered, preferred election) and
 // read: on each, every acknowledged key ends at its latest acknowledged value or a
 // later one, nothing never written, offsets growing.
@@ -200,6 +215,36 @@ func TestCompactedLeaderPartitioned(t *testing.T) {
 		return metric(t, leader, "skiff_log_cleaner_passes_total") > 0
 	})
 	leader.Host.Cut()
+	// Records only the cut-off leader gets, from inside its network namespace
+	// (acks=1), before it fences itself: a suffix the majority never has, which it
+	// must truncate when it rejoins. Their values are above any of the workload's,
+	// so a replica that kept one reads its key going back afterwards.
+	inside, err := kgo.NewClient(kgo.SeedBrokers(leader.Addr), kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return leader.Host.DialContext(ctx, network, addr)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kvs []batchtest.KV
+	for j := range 100 {
+		key, i := fmt.Sprintf("k%02d", j), 1<<30+j
+		w.attempt(key, i)
+		kvs = append(kvs, batchtest.KV{Key: []byte(key), Value: fmt.Appendf(nil, "%s:%d", key, i)})
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(7)
+	req.Acks, req.TimeoutMillis = 1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: faultTopic, Partitions: []kmsg.ProduceRequestTopicPartition{
+		{Partition: 0, Records: batchtest.Keyed(batchtest.Plain, time.Now().UnixMilli(), compress.None, false, kvs...)}}}}
+	resp, err := seedRequest(context.Background(), inside, req)
+	inside.Close()
+	if err == nil {
+		t.Logf("the cut-off leader answered a produce of 100 records only it gets: %s", errName(resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode))
+	} else {
+		t.Logf("the cut-off leader did not answer a produce of 100 records only it gets: %v", err)
+	}
 	other := anyRunning(nodes, leader)
 	poll(t, time.Minute, "the partition led on the majority side", func() bool {
 		md, err := metadata(t, other.Addr, faultTopic)
