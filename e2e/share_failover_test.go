@@ -28,6 +28,41 @@ type confirmingTally struct {
 	confirmed  map[string]bool
 	counts     map[string]int32 // key -> highest delivery count seen
 	violations []string
+	hold       *holdPoint // when set, where consumer c0 holds acquired records
+}
+
+// holdPoint makes consumer c0, once armed, hold the records of its next poll
+// unacknowledged (closing held) until release is closed: a fault then lands
+// while they are acquired.
+type holdPoint struct {
+	armed         atomic.Bool
+	held, release chan struct{}
+}
+
+func newHoldPoint() *holdPoint {
+	return &holdPoint{held: make(chan struct{}), release: make(chan struct{})}
+}
+
+// wait holds if h is armed (once), until release or ctx ends.
+func (h *holdPoint) wait(ctx context.Context, name string) {
+	if h == nil || name != "c0" || !h.armed.CompareAndSwap(true, false) {
+		return
+	}
+	close(h.held)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+}
+
+// isHeld reports whether the consumer holds.
+func (h *holdPoint) isHeld() bool {
+	select {
+	case <-h.held:
+		return true
+	default:
+		return false
+	}
 }
 
 // confirmingConsumer polls as a share group member, accepts every record, flushes
@@ -77,6 +112,7 @@ func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic
 			if len(keys) == 0 || ctx.Err() != nil {
 				continue
 			}
+			tally.hold.wait(ctx, name)
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := cl.FlushAcks(fctx)
 			cancel()
@@ -115,7 +151,7 @@ func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
 // left.
 func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string) int32, consumerOpts ...kgo.Opt) []string {
 	var left []string
-	shareFaultRun(t, topic, group, victim, func(n *testnode.Node, nodes []*testnode.Node) {
+	shareFaultRun(t, topic, group, victim, nil, func(n *testnode.Node, nodes []*testnode.Node) {
 		n.Kill()
 		for _, m := range nodes {
 			if m != n {
@@ -127,8 +163,8 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 }
 
 // shareFaultRun is shareKillRun with fault (given the victim and all the nodes)
-// in place of the SIGKILL.
-func shareFaultRun(t *testing.T, topic, group string, victim func(seeds []string) int32, fault func(victim *testnode.Node, nodes []*testnode.Node), consumerOpts ...kgo.Opt) {
+// in place of the SIGKILL, and consumer c0 holding at hold (if not nil).
+func shareFaultRun(t *testing.T, topic, group string, victim func(seeds []string) int32, hold *holdPoint, fault func(victim *testnode.Node, nodes []*testnode.Node), consumerOpts ...kgo.Opt) {
 	nodes := testnode.StartCluster(t, 3, append(clusterArgs, "--group-share-record-lock-duration", "3s")...)
 	var seeds []string
 	for _, n := range nodes {
@@ -141,7 +177,7 @@ func shareFaultRun(t *testing.T, topic, group string, victim func(seeds []string
 	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()))
 	setShareGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
 
-	tally := &confirmingTally{accepted: map[string]int{}, confirmed: map[string]bool{}, counts: map[string]int32{}}
+	tally := &confirmingTally{accepted: map[string]int{}, confirmed: map[string]bool{}, counts: map[string]int32{}, hold: hold}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	for i := range 3 {
@@ -202,11 +238,13 @@ func shareFaultRun(t *testing.T, topic, group string, victim func(seeds []string
 
 // TestShareGroupLeaderPausedThreeNodes: as TestShareGroupLeaderKilledThreeNodes,
 // but the node leading the partition (which holds the share-partition) is frozen
-// (SIGSTOP) until another node leads it and for at least minPause, and then
-// resumed (SIGCONT) with the consumers' fetches and acknowledgements still in its
-// sockets: it must neither acquire nor accept on the share-partition it no longer
-// leads, so no record is lost, none whose acceptance was confirmed comes again,
-// and every delivery count stays within the group's limit.
+// (SIGSTOP) while consumer c0 holds records it acquired there, until another node
+// leads it and for at least minPause, and then resumed (SIGCONT) with the
+// consumers' fetches still in its sockets; c0 then accepts what it held, through
+// the resumed node. That node must neither acquire nor accept on the
+// share-partition it no longer leads, so no record is lost, none whose acceptance
+// was confirmed comes again, and every delivery count stays within the group's
+// limit.
 func TestShareGroupLeaderPausedThreeNodes(t *testing.T) {
 	const topic = "share-paused"
 	leader := func(seeds []string) int32 {
@@ -216,7 +254,11 @@ func TestShareGroupLeaderPausedThreeNodes(t *testing.T) {
 		}
 		return md.Topics[topic].Partitions[0].Leader
 	}
-	shareFaultRun(t, topic, "share-paused-group", leader, func(n *testnode.Node, nodes []*testnode.Node) {
+	hold := newHoldPoint()
+	shareFaultRun(t, topic, "share-paused-group", leader, hold, func(n *testnode.Node, nodes []*testnode.Node) {
+		hold.armed.Store(true)
+		poll(t, time.Minute, "consumer c0 holding acquired records", hold.isHeld)
+		defer close(hold.release) // c0 acknowledges them to the resumed node
 		if err := n.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
