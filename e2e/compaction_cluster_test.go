@@ -202,7 +202,8 @@ func TestCompactedLeaderKilled(t *testing.T) {
 // inside its namespace right after the cut) and compacts on. Then every
 // replica in turn is made the leader (replicas reordered, preferred election) and
 // read: on each, every acknowledged key ends at its latest acknowledged value or a
-// later one, nothing never written, offsets growing.
+// later one, nothing never written, offsets growing; and an offset two replicas
+// hold holds the same record on both.
 func TestCompactedLeaderPartitioned(t *testing.T) {
 	nodes := startLabCluster(t, withArgs(append(append([]string(nil), faultArgs...), compactArgs...)...))
 	createTopicWith(t, nodes[0].Addr, faultTopic, 1, 3, map[string]string{"cleanup.policy": "compact",
@@ -266,9 +267,19 @@ func TestCompactedLeaderPartitioned(t *testing.T) {
 			return metric(t, n, "skiff_log_cleaner_passes_total") > 0
 		})
 	}
+	// Replicas compact on their own, but an offset that two of them still hold
+	// must hold the same record on both.
+	byOffset := map[int64]kv{}
 	for _, n := range nodes {
 		leadPartition0(t, nodes, n)
-		w.check(t, fmt.Sprintf("broker %d", n.ID), readCompacted(t, n.Addr, faultTopic))
+		got := readCompacted(t, n.Addr, faultTopic)
+		w.check(t, fmt.Sprintf("broker %d", n.ID), got)
+		for _, g := range got {
+			if o, ok := byOffset[g.offset]; ok && (o.key != g.key || *o.value != *g.value) {
+				t.Errorf("offset %d: broker %d holds %s=%s, another replica %s=%s", g.offset, n.ID, g.key, *g.value, o.key, *o.value)
+			}
+			byOffset[g.offset] = g
+		}
 	}
 }
 

@@ -42,20 +42,23 @@ func runWithFaultOn(t *testing.T, nodes []*testnode.Node, fault func(r *eosRun))
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- r.pipe.Run(ctx) }()
-	poll(t, time.Minute, "a few committed transactions", func() bool {
-		n := 0
-		for _, tx := range r.pipe.Txns() {
-			if tx.Outcome == eos.Committed {
-				n++
-			}
-		}
-		return n >= 6
-	})
+	poll(t, time.Minute, "a few committed transactions", func() bool { return committedTxns(r) >= 6 })
 	fault(r)
 	if err := <-errc; err != nil {
 		t.Fatalf("pipeline: %v", err)
 	}
 	r.check(ctx)
+}
+
+// committedTxns counts the pipeline's committed transactions.
+func committedTxns(r *eosRun) int {
+	n := 0
+	for _, tx := range r.pipe.Txns() {
+		if tx.Outcome == eos.Committed {
+			n++
+		}
+	}
+	return n
 }
 
 // nodeByID returns the running node with broker id id.
@@ -132,8 +135,8 @@ func TestEOSFaultCoordinatorPaused(t *testing.T) {
 }
 
 // TestEOSFaultLeaderPartitioned cuts the leader of an output partition off the
-// network (internal/netlab) mid-pipeline until another node leads it, then heals
-// it: the transactions it was in abort or complete on the majority's side, and
+// network (internal/netlab) mid-pipeline until another node leads it and the
+// pipeline has committed more transactions, then heals it: the transactions it was in abort or complete on the majority's side, and
 // the old leader, rejoining, must not bring back anything the majority decided
 // otherwise.
 func TestEOSFaultLeaderPartitioned(t *testing.T) {
@@ -151,8 +154,10 @@ func TestEOSFaultLeaderPartitioned(t *testing.T) {
 			l := md.Topics[r.pipe.Output].Partitions[0].Leader
 			return l >= 0 && l != n.ID
 		})
+		before := committedTxns(r)
+		poll(t, time.Minute, "3 more committed transactions while cut off", func() bool { return committedTxns(r) >= before+3 })
 		n.Host.Heal()
-		t.Logf("healed node %d after %v, once the majority led %s-0", n.ID, took.Round(time.Millisecond), r.pipe.Output)
+		t.Logf("healed node %d; the majority led %s-0 %v after the cut, and committed 3 more transactions", n.ID, r.pipe.Output, took.Round(time.Millisecond))
 	})
 }
 
