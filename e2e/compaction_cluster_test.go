@@ -3,14 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"skiff/internal/batchtest"
+	"skiff/internal/compress"
 	"skiff/internal/testnode"
 )
 
@@ -68,6 +73,16 @@ func startKeyedWorkload(t *testing.T, nodes []*testnode.Node, topic string) *key
 		prod.Flush(fctx)
 	}()
 	return w
+}
+
+// attempt records value i of key as attempted outside the workload.
+func (w *keyedWorkload) attempt(key string, i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.attempted[key] == nil {
+		w.attempted[key] = map[int]bool{}
+	}
+	w.attempted[key][i] = true
 }
 
 func (w *keyedWorkload) ackedCount() int {
@@ -178,4 +193,119 @@ func TestCompactedLeaderKilled(t *testing.T) {
 	last.Restart()
 	waitFullISR(t, nodes)
 	check("after the restart")
+}
+
+// TestCompactedLeaderPartitioned: the compacted topic of TestCompactedLeaderKilled,
+// written continuously, its leader cut off the network (internal/netlab) once its
+// cleaner is at work, until the majority leads and has acknowledged more, then
+// healed: the old leader truncates what only it had (records produced to it from
+// inside its namespace right after the cut) and compacts on. Then every
+// replica in turn is made the leader (replicas reordered, preferred election) and
+// read: on each, every acknowledged key ends at its latest acknowledged value or a
+// later one, nothing never written, offsets growing; and an offset two replicas
+// hold holds the same record on both.
+func TestCompactedLeaderPartitioned(t *testing.T) {
+	nodes := startLabCluster(t, withArgs(append(append([]string(nil), faultArgs...), compactArgs...)...))
+	createTopicWith(t, nodes[0].Addr, faultTopic, 1, 3, map[string]string{"cleanup.policy": "compact",
+		"min.insync.replicas": "2", "segment.ms": "300", "min.cleanable.dirty.ratio": "0.01"})
+	waitFullISR(t, nodes)
+	w := startKeyedWorkload(t, nodes, faultTopic)
+	w.progress(t, 2000, time.Minute)
+	leader := leaderOf(t, nodes, 0)
+	poll(t, time.Minute, "the leader's cleaner at work", func() bool {
+		return metric(t, leader, "skiff_log_cleaner_passes_total") > 0
+	})
+	leader.Host.Cut()
+	// Records only the cut-off leader gets, from inside its network namespace
+	// (acks=1), before it fences itself: a suffix the majority never has, which it
+	// must truncate when it rejoins. Their values are above any of the workload's,
+	// so a replica that kept one reads its key going back afterwards.
+	inside, err := kgo.NewClient(kgo.SeedBrokers(leader.Addr), kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return leader.Host.DialContext(ctx, network, addr)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kvs []batchtest.KV
+	for j := range 100 {
+		key, i := fmt.Sprintf("k%02d", j), 1<<30+j
+		w.attempt(key, i)
+		kvs = append(kvs, batchtest.KV{Key: []byte(key), Value: fmt.Appendf(nil, "%s:%d", key, i)})
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(7)
+	req.Acks, req.TimeoutMillis = 1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: faultTopic, Partitions: []kmsg.ProduceRequestTopicPartition{
+		{Partition: 0, Records: batchtest.Keyed(batchtest.Plain, time.Now().UnixMilli(), compress.None, false, kvs...)}}}}
+	resp, err := seedRequest(context.Background(), inside, req)
+	inside.Close()
+	if err == nil {
+		t.Logf("the cut-off leader answered a produce of 100 records only it gets: %s", errName(resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode))
+	} else {
+		t.Logf("the cut-off leader did not answer a produce of 100 records only it gets: %v", err)
+	}
+	other := anyRunning(nodes, leader)
+	poll(t, time.Minute, "the partition led on the majority side", func() bool {
+		md, err := metadata(t, other.Addr, faultTopic)
+		if err != nil {
+			return false
+		}
+		l := md.Topics[faultTopic].Partitions[0].Leader
+		return l >= 0 && l != leader.ID
+	})
+	w.progress(t, 1000, time.Minute)
+	t.Logf("cut off broker %d; the majority acknowledged 1000 more records", leader.ID)
+	leader.Host.Heal()
+	waitFullISR(t, nodes)
+	w.progress(t, 500, time.Minute)
+	w.stop()
+	w.done.Wait()
+	for _, n := range nodes {
+		poll(t, time.Minute, fmt.Sprintf("broker %d's cleaner at work", n.ID), func() bool {
+			return metric(t, n, "skiff_log_cleaner_passes_total") > 0
+		})
+	}
+	// Replicas compact on their own, but an offset that two of them still hold
+	// must hold the same record on both.
+	byOffset := map[int64]kv{}
+	for _, n := range nodes {
+		leadPartition0(t, nodes, n)
+		got := readCompacted(t, n.Addr, faultTopic)
+		w.check(t, fmt.Sprintf("broker %d", n.ID), got)
+		for _, g := range got {
+			if o, ok := byOffset[g.offset]; ok && (o.key != g.key || *o.value != *g.value) {
+				t.Errorf("offset %d: broker %d holds %s=%s, another replica %s=%s", g.offset, n.ID, g.key, *g.value, o.key, *o.value)
+			}
+			byOffset[g.offset] = g
+		}
+	}
+}
+
+// leadPartition0 makes n the leader of partition 0 of the fault topic: it puts n
+// first in the partition's replicas and asks for a preferred election until n leads.
+func leadPartition0(t *testing.T, nodes []*testnode.Node, n *testnode.Node) {
+	t.Helper()
+	replicas := []int32{n.ID}
+	for _, m := range nodes {
+		if m != n {
+			replicas = append(replicas, m.ID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, n.Addr))
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(faultTopic, 0, replicas)
+	if rs, err := adm.AlterPartitionAssignments(ctx, req); err != nil || rs.Error() != nil {
+		t.Fatalf("reorder the replicas to %v: %v %v", replicas, err, rs.Error())
+	}
+	poll(t, time.Minute, fmt.Sprintf("broker %d leading", n.ID), func() bool {
+		if leaderOf(t, nodes, 0) == n {
+			return true
+		}
+		adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{faultTopic: {0: {}}})
+		return false
+	})
 }

@@ -21,7 +21,11 @@ var compactArgs = []string{"--log-cleaner-backoff", "100ms"}
 // metric returns the value of the unlabelled series name of a node's /metrics.
 func metric(t *testing.T, n *testnode.Node, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	hc := http.DefaultClient
+	if labDial != nil { // the node is in a network lab
+		hc = &http.Client{Transport: &http.Transport{DialContext: labDial}}
+	}
+	resp, err := hc.Get("http://" + n.HTTPAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 package e2e
 
-// Kill faults during the exactly-once pipeline (internal/eos): SIGKILL of the
+// Faults during the exactly-once pipeline (internal/eos): SIGKILL of the
 // transaction coordinator's node, of a data partition's leader, and of a group
-// member's process. The checker must still find every input in the output exactly
-// once, no aborted read, and the committed offsets at the input's end.
+// member's process; SIGSTOP of the transaction coordinator's node for longer than
+// the session timeout; a network partition cutting off an output partition's
+// leader. The checker must still find every input in the output exactly once, no
+// aborted read, and the committed offsets at the input's end.
 
 import (
 	"bufio"
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,27 +31,34 @@ const eosFaultRecords = 3000
 // runWithFault runs the pipeline on a 3-node cluster and calls fault once the
 // group has committed a few transactions.
 func runWithFault(t *testing.T, fault func(r *eosRun)) {
-	nodes := testnode.StartCluster(t, 3, eosArgs...)
+	runWithFaultOn(t, testnode.StartCluster(t, 3, eosArgs...), fault)
+}
+
+// runWithFaultOn is runWithFault on the cluster of nodes.
+func runWithFaultOn(t *testing.T, nodes []*testnode.Node, fault func(r *eosRun)) {
 	r := newEOSRun(t, nodes, eosFaultRecords)
 	r.pipe.MaxPoll = 50 // many small transactions, so the fault lands inside some
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- r.pipe.Run(ctx) }()
-	poll(t, time.Minute, "a few committed transactions", func() bool {
-		n := 0
-		for _, tx := range r.pipe.Txns() {
-			if tx.Outcome == eos.Committed {
-				n++
-			}
-		}
-		return n >= 6
-	})
+	poll(t, time.Minute, "a few committed transactions", func() bool { return committedTxns(r) >= 6 })
 	fault(r)
 	if err := <-errc; err != nil {
 		t.Fatalf("pipeline: %v", err)
 	}
 	r.check(ctx)
+}
+
+// committedTxns counts the pipeline's committed transactions.
+func committedTxns(r *eosRun) int {
+	n := 0
+	for _, tx := range r.pipe.Txns() {
+		if tx.Outcome == eos.Committed {
+			n++
+		}
+	}
+	return n
 }
 
 // nodeByID returns the running node with broker id id.
@@ -86,6 +96,68 @@ func TestEOSFaultCoordinatorKilled(t *testing.T) {
 		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, cluster.TransactionTopic, p))
 		t.Logf("killing node %d, the transaction coordinator of %s", n.ID, id)
 		n.Kill()
+	})
+}
+
+// minPause is the least time a test of a paused node keeps it frozen: three of
+// faultArgs' session timeouts (2 s), and twice the share record lock of
+// shareKillRun (3 s).
+const minPause = 6 * time.Second
+
+// TestEOSFaultCoordinatorPaused freezes the transaction coordinator's node
+// (SIGSTOP) until another node leads its transaction-log partition and for at
+// least minPause, then resumes it (SIGCONT) with the members' requests waiting in
+// its sockets: the resumed node must not answer as the coordinator it was, nor
+// fence or complete transactions from its stale state.
+func TestEOSFaultCoordinatorPaused(t *testing.T) {
+	runWithFault(t, func(r *eosRun) {
+		id := fmt.Sprintf("%s-member-0", r.pipe.Group)
+		p := txn.PartitionFor(id, txn.DefaultTopicPartitions)
+		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, cluster.TransactionTopic, p))
+		t.Logf("freezing node %d, the transaction coordinator of %s", n.ID, id)
+		if err := n.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		took := poll(t, time.Minute, "the transaction coordinator moved", func() bool {
+			md, err := metadata(t, anyRunning(r.nodes, n).Addr, cluster.TransactionTopic)
+			if err != nil {
+				return false
+			}
+			l := md.Topics[cluster.TransactionTopic].Partitions[p].Leader
+			return l >= 0 && l != n.ID
+		})
+		time.Sleep(minPause - took) // the fault lasts this long at least (no-op when negative)
+		if err := n.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("resumed node %d; another node coordinated %s %v after the freeze", n.ID, id, took.Round(time.Millisecond))
+	})
+}
+
+// TestEOSFaultLeaderPartitioned cuts the leader of an output partition off the
+// network (internal/netlab) mid-pipeline until another node leads it and the
+// pipeline has committed more transactions, then heals it: the transactions it was in abort or complete on the majority's side, and
+// the old leader, rejoining, must not bring back anything the majority decided
+// otherwise.
+func TestEOSFaultLeaderPartitioned(t *testing.T) {
+	nodes := startLabCluster(t, withArgs(eosArgs...))
+	runWithFaultOn(t, nodes, func(r *eosRun) {
+		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, r.pipe.Output, 0))
+		other := anyRunning(r.nodes, n)
+		t.Logf("cutting off node %d, the leader of %s-0", n.ID, r.pipe.Output)
+		n.Host.Cut()
+		took := poll(t, time.Minute, "the output partition led on the majority side", func() bool {
+			md, err := metadata(t, other.Addr, r.pipe.Output)
+			if err != nil {
+				return false
+			}
+			l := md.Topics[r.pipe.Output].Partitions[0].Leader
+			return l >= 0 && l != n.ID
+		})
+		before := committedTxns(r)
+		poll(t, time.Minute, "3 more committed transactions while cut off", func() bool { return committedTxns(r) >= before+3 })
+		n.Host.Heal()
+		t.Logf("healed node %d; the majority led %s-0 %v after the cut, and committed 3 more transactions", n.ID, r.pipe.Output, took.Round(time.Millisecond))
 	})
 }
 

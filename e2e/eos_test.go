@@ -32,7 +32,7 @@ type eosRun struct {
 func newEOSRun(t testing.TB, nodes []*testnode.Node, records int) *eosRun {
 	t.Helper()
 	name := fmt.Sprintf("eos-%d", time.Now().UnixNano())
-	r := &eosRun{t: t, nodes: nodes, opts: []kgo.Opt{seeds(nodes)}}
+	r := &eosRun{t: t, nodes: nodes, opts: append([]kgo.Opt{seeds(nodes)}, clientOpts...)}
 	r.pipe = &eos.Pipeline{Opts: r.opts, Input: name + "-in", Output: name + "-out", Group: name, Members: 3, AbortEvery: 4, MaxPoll: 100,
 		Logf: func(f string, args ...any) { t.Logf(f, args...) }}
 	for _, topic := range []string{r.pipe.Input, r.pipe.Output} {

@@ -56,7 +56,7 @@ func createTopicRF(t testing.TB, addr, topic string, partitions int32, rf int16)
 // until every partition has a leader and a complete ISR.
 func createTopicWith(t testing.TB, addr, topic string, partitions int32, rf int16, configs map[string]string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, clientOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

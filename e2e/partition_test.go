@@ -12,36 +12,55 @@ import (
 	"skiff/internal/testnode"
 )
 
-// TestFaultLeaderPartitioned cuts the leader of partition 0 off the network (network
-// namespaces: every node and the client on its own host, in 10.77.0.0/24, which
-// exists only inside them): the majority elects a new leader and keeps serving; the
-// isolated node loses its session and stops leading; healed, it rejoins as a follower;
-// the history holds. Needs root (network namespaces); CI runs as root.
-func TestFaultLeaderPartitioned(t *testing.T) {
+// startLabCluster starts three nodes, each on its own host of a network lab (network
+// namespaces: in 10.77.0.0/24, which exists only inside them), with args(host) as each
+// node's extra arguments; the lab's fourth host is the client's, through which
+// clientOpts dial for the rest of the test. It skips the test where network
+// namespaces cannot be made (they need root; CI runs as root).
+func startLabCluster(t *testing.T, args func(h *netlab.Host) []string) []*testnode.Node {
+	t.Helper()
 	if why := netlab.Available(); why != "" {
 		t.Skipf("skipping the network partition test: %s", why)
 	}
 	lab := netlab.New(t, 4)
 	client := lab.Host(4)
-	clientOpts = []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+	labDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		// A custom dialer replaces kgo.DialTimeout: without a bound, a dial to the
 		// cut-off node retries its SYN for minutes and stalls the client meanwhile.
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		return client.DialContext(ctx, network, addr)
-	})}
-	t.Cleanup(func() { clientOpts = nil })
+	}
+	clientOpts = []kgo.Opt{kgo.Dialer(labDial)}
+	t.Cleanup(func() { clientOpts, labDial = nil, nil })
 
 	var nodes []*testnode.Node
 	for i := 1; i <= 3; i++ {
-		args := append([]string(nil), faultArgs...)
+		a := args(lab.Host(i))
 		if i > 1 {
-			args = append(args, "--join", nodes[0].EtcdClient)
+			a = append(a, "--join", nodes[0].EtcdClient)
 		}
-		n := testnode.NewIn(t, lab.Host(i), args...)
+		n := testnode.NewIn(t, lab.Host(i), a...)
 		n.Restart()
 		nodes = append(nodes, n)
 	}
+	waitBrokers(t, len(nodes), nodes...)
+	return nodes
+}
+
+// labDial, while a lab test runs, dials from the lab's client host (for HTTP).
+var labDial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// withArgs is an args function of startLabCluster: the same arguments on every host.
+func withArgs(args ...string) func(*netlab.Host) []string {
+	return func(*netlab.Host) []string { return append([]string(nil), args...) }
+}
+
+// TestFaultLeaderPartitioned cuts the leader of partition 0 off the network: the
+// majority elects a new leader and keeps serving; the isolated node loses its session
+// and stops leading; healed, it rejoins as a follower; the history holds.
+func TestFaultLeaderPartitioned(t *testing.T) {
+	nodes := startLabCluster(t, withArgs(faultArgs...))
 	setUpFaultTopic(t, nodes)
 	w := startWorkload(t, nodes)
 	w.progress(500, 30*time.Second)

@@ -52,7 +52,7 @@ func (f secureFiles) tlsArgs() []string {
 // unauthenticated listener at addr.
 func createSCRAMUser(t *testing.T, addr, user, password string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, clientOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

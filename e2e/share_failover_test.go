@@ -7,22 +7,62 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"skiff/internal/testnode"
+	"skiff/sharegroup"
 )
 
 // confirmingTally records what share consumers accepted, and which acceptances
 // the broker confirmed: a record delivered again after a confirmed acceptance is
-// a violation.
+// a violation, and so is a delivery count outside 1..the group's limit (the
+// default, sharegroup.DefaultDeliveryCountLimit) or lower than one seen before
+// for the same record (each acquisition counts).
 type confirmingTally struct {
 	mu         sync.Mutex
 	accepted   map[string]int
 	confirmed  map[string]bool
+	counts     map[string]int32 // key -> highest delivery count seen
 	violations []string
+	hold       *holdPoint // when set, where consumer c0 holds acquired records
+}
+
+// holdPoint makes consumer c0, once armed, hold the records of its next poll
+// unacknowledged (closing held) until release is closed: a fault then lands
+// while they are acquired.
+type holdPoint struct {
+	armed         atomic.Bool
+	held, release chan struct{}
+}
+
+func newHoldPoint() *holdPoint {
+	return &holdPoint{held: make(chan struct{}), release: make(chan struct{})}
+}
+
+// wait holds if h is armed (once), until release or ctx ends.
+func (h *holdPoint) wait(ctx context.Context, name string) {
+	if h == nil || name != "c0" || !h.armed.CompareAndSwap(true, false) {
+		return
+	}
+	close(h.held)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+}
+
+// isHeld reports whether the consumer holds.
+func (h *holdPoint) isHeld() bool {
+	select {
+	case <-h.held:
+		return true
+	default:
+		return false
+	}
 }
 
 // confirmingConsumer polls as a share group member, accepts every record, flushes
@@ -56,6 +96,14 @@ func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic
 				if tally.confirmed[k] {
 					tally.violations = append(tally.violations, k+" delivered again (count "+strconv.Itoa(int(r.DeliveryCount()))+") after its acceptance was confirmed")
 				}
+				dc := r.DeliveryCount()
+				if dc < 1 || dc > sharegroup.DefaultDeliveryCountLimit {
+					tally.violations = append(tally.violations, k+" delivered with count "+strconv.Itoa(int(dc)))
+				}
+				if prev := tally.counts[k]; dc < prev {
+					tally.violations = append(tally.violations, k+" delivered with count "+strconv.Itoa(int(dc))+" after count "+strconv.Itoa(int(prev)))
+				}
+				tally.counts[k] = max(tally.counts[k], dc)
 				tally.accepted[k]++
 				tally.mu.Unlock()
 				r.Ack(kgo.AckAccept)
@@ -64,6 +112,7 @@ func confirmingConsumer(ctx context.Context, t *testing.T, seeds []string, topic
 			if len(keys) == 0 || ctx.Err() != nil {
 				continue
 			}
+			tally.hold.wait(ctx, name)
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := cl.FlushAcks(fctx)
 			cancel()
@@ -101,6 +150,21 @@ func TestShareGroupLeaderKilledThreeNodes(t *testing.T) {
 // broker confirmed may be delivered again. It returns the addresses of the nodes
 // left.
 func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string) int32, consumerOpts ...kgo.Opt) []string {
+	var left []string
+	shareFaultRun(t, topic, group, victim, nil, func(n *testnode.Node, nodes []*testnode.Node) {
+		n.Kill()
+		for _, m := range nodes {
+			if m != n {
+				left = append(left, m.Addr)
+			}
+		}
+	}, consumerOpts...)
+	return left
+}
+
+// shareFaultRun is shareKillRun with fault (given the victim and all the nodes)
+// in place of the SIGKILL, and consumer c0 holding at hold (if not nil).
+func shareFaultRun(t *testing.T, topic, group string, victim func(seeds []string) int32, hold *holdPoint, fault func(victim *testnode.Node, nodes []*testnode.Node), consumerOpts ...kgo.Opt) {
 	nodes := testnode.StartCluster(t, 3, append(clusterArgs, "--group-share-record-lock-duration", "3s")...)
 	var seeds []string
 	for _, n := range nodes {
@@ -113,7 +177,7 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()))
 	setShareGroupConfig(t, prod, group, "share.auto.offset.reset", "earliest")
 
-	tally := &confirmingTally{accepted: map[string]int{}, confirmed: map[string]bool{}}
+	tally := &confirmingTally{accepted: map[string]int{}, confirmed: map[string]bool{}, counts: map[string]int32{}, hold: hold}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	for i := range 3 {
@@ -142,18 +206,17 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 	poll(t, time.Minute, "a fifth of the records accepted", func() bool { return accepted() >= records/5 })
 
 	id := victim(seeds)
-	var left []string
+	var target *testnode.Node
 	for _, n := range nodes {
 		if n.ID == id {
-			n.Kill()
-			t.Logf("killed node %d with %d records accepted", n.ID, accepted())
-		} else {
-			left = append(left, n.Addr)
+			target = n
 		}
 	}
-	if len(left) != 2 {
-		t.Fatalf("no node %d to kill", id)
+	if target == nil {
+		t.Fatalf("no node %d to fault", id)
 	}
+	t.Logf("fault on node %d with %d records accepted", id, accepted())
+	fault(target, nodes)
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +234,47 @@ func shareKillRun(t *testing.T, topic, group string, victim func(seeds []string)
 		}
 	}
 	t.Logf("all %d records accepted %v after the last was produced; %d accepted more than once (their acceptance unconfirmed)", records, took.Round(time.Millisecond), dup)
-	return left
+}
+
+// TestShareGroupLeaderPausedThreeNodes: as TestShareGroupLeaderKilledThreeNodes,
+// but the node leading the partition (which holds the share-partition) is frozen
+// (SIGSTOP) while consumer c0 holds records it acquired there, until another node
+// leads it and for at least minPause, and then resumed (SIGCONT) with the
+// consumers' fetches still in its sockets; c0 then accepts what it held, through
+// the resumed node. That node must neither acquire nor accept on the
+// share-partition it no longer leads, so no record is lost, none whose acceptance
+// was confirmed comes again, and every delivery count stays within the group's
+// limit.
+func TestShareGroupLeaderPausedThreeNodes(t *testing.T) {
+	const topic = "share-paused"
+	leader := func(seeds []string) int32 {
+		md, err := metadata(t, seeds[0], topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md.Topics[topic].Partitions[0].Leader
+	}
+	hold := newHoldPoint()
+	shareFaultRun(t, topic, "share-paused-group", leader, hold, func(n *testnode.Node, nodes []*testnode.Node) {
+		hold.armed.Store(true)
+		poll(t, time.Minute, "consumer c0 holding acquired records", hold.isHeld)
+		defer close(hold.release) // c0 acknowledges them to the resumed node
+		if err := n.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		other := anyRunning(nodes, n)
+		took := poll(t, time.Minute, "the partition led by another node", func() bool {
+			md, err := metadata(t, other.Addr, topic)
+			if err != nil {
+				return false
+			}
+			l := md.Topics[topic].Partitions[0].Leader
+			return l >= 0 && l != n.ID
+		})
+		time.Sleep(minPause - took) // the fault lasts this long at least (no-op when negative)
+		if err := n.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("resumed node %d; another node led the partition %v after the freeze", n.ID, took.Round(time.Millisecond))
+	})
 }
