@@ -144,13 +144,26 @@ func main() {
 	run(20) // warm-up: connections, metadata, producer id
 	h.reset()
 	conc.n.Store(0)
+	stateRecords := func() int64 { // in __transaction_state, all partitions
+		ends, err := adm.ListEndOffsets(ctx, "__transaction_state")
+		if err != nil {
+			fail(err)
+		}
+		var sum int64
+		ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+		return sum
+	}
+	state0 := stateRecords()
 	flush, end, took := run(*n)
+	state1 := stateRecords()
 	out := map[string]any{
 		"transactions":    *n,
 		"txns_per_sec":    float64(*n) / took.Seconds(),
 		"ms_per_txn":      float64(took.Microseconds()) / 1000 / float64(*n),
 		"produce_flush":   summarize(flush),
 		"end_transaction": summarize(end),
+		// __transaction_state records written per transaction
+		"state_records_per_txn": float64(state1-state0) / float64(*n),
 	}
 	h.mu.Lock()
 	reqs := map[string]stat{}
