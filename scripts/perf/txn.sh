@@ -3,7 +3,7 @@
 # fresh nodes of $SKIFF: `skiff bench produce` idempotent then transactional (1,000
 # records per transaction, RF 3, min.insync.replicas=2), then txnsteps (per-request
 # latency of N transactions back to back), with the three nodes' CPU seconds of each.
-# One JSON line per command appended to $OUT, tagged with $TAG.
+# One JSON line per command appended to $OUT, tagged with $TAG (needs jq and bc).
 #   usage: scripts/perf/txn.sh ROUND   (env: SKIFF=./skiff, TXNSTEPS=txnsteps binary
 #   (go build ./scripts/perf/txnsteps), WORK=/tmp/skiff-txn, OUT=$WORK/txn.jsonl, TAG,
 #   ARGS (extra serve args), D=5s, N=300, PORTBASE=21200: uses PORTBASE..PORTBASE+39)
