@@ -95,6 +95,10 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 	// A transactional producer needs WRITE on its transactional id too.
 	txnAllowed := req.TransactionID == nil ||
 		(s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID))
+	var verified map[*replication.Partition]txnVerified
+	if req.TransactionID != nil && txnAllowed {
+		verified = s.verifyProduce(c, *req.TransactionID, req, mayWrite)
+	}
 	for i, t := range req.Topics {
 		authorized := mayWrite(t.Topic)
 		rt := &resp.Topics[i]
@@ -130,7 +134,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			var res replication.AppendResult
 			var err error
 			if req.TransactionID != nil && batch.IsTransactional(rp.Records) {
-				res, err = s.appendTransactional(c, p, *req.TransactionID, rp.Records, req.Acks)
+				res, err = s.appendTransactional(c, p, *req.TransactionID, rp.Records, req.Acks, verified)
 			} else {
 				res, err = p.Append(rp.Records, req.Acks)
 			}

@@ -8,7 +8,10 @@ package kafkaapi
 // UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; a stale epoch
 // INVALID_PRODUCER_EPOCH. While the markers of the producer's previous
 // transaction are being written the request waits for them (up to the
-// coordinator's commit timeout, then CONCURRENT_TRANSACTIONS).
+// coordinator's commit timeout, then CONCURRENT_TRANSACTIONS). A client's
+// requests are pipelined: the connection reads the next request while one
+// waits (pipeline.go), and the producer's requests that wait together are
+// written together.
 //
 // v4 batches several transactional ids (transactions); an entry with verify_only
 // adds nothing and answers, per partition, whether it is in the id's open
@@ -24,6 +27,8 @@ package kafkaapi
 // Not implemented: v5 (transaction version 2).
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -77,8 +82,31 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, _ *RequestHeader, req *kmsg.A
 		}
 		return resp
 	}
+	// A client's request (v0-v3): authorized here, in the connection's loop, and
+	// added from a goroutine, answered in order (pipeline.go): the loop reads the
+	// client's next AddPartitionsToTxn meanwhile, and the coordinator writes
+	// those that wait together in one record.
+	if s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID) && allTopicsAllowed(c, req.Topics) {
+		c.ackWait = func(ctx context.Context) {
+			code, codes := s.cfg.Txn.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, txnPartitions(req.Topics))
+			resp.Topics = addPartitionsAnswer(req.Topics, code, codes)
+		}
+		c.acks.adds = true
+		return resp
+	}
 	resp.Topics = s.addPartitions(c, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, req.Topics)
 	return resp
+}
+
+// txnPartitions lists the partitions of topics.
+func txnPartitions(topics []kmsg.AddPartitionsToTxnRequestTopic) []txn.TopicPartition {
+	var parts []txn.TopicPartition
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, txn.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	return parts
 }
 
 // addPartitions adds (or, verifyOnly, checks) the partitions of topics in the
@@ -111,6 +139,12 @@ func (s *Server) addPartitions(c *conn, id string, pid int64, epoch int16, verif
 	default:
 		code, codes = s.cfg.Txn.AddPartitions(c.ctx, id, pid, epoch, parts)
 	}
+	return addPartitionsAnswer(topics, code, codes)
+}
+
+// addPartitionsAnswer is the answer for topics: each partition's code in codes,
+// or code.
+func addPartitionsAnswer(topics []kmsg.AddPartitionsToTxnRequestTopic, code int16, codes map[txn.TopicPartition]int16) []kmsg.AddPartitionsToTxnResponseTopic {
 	var out []kmsg.AddPartitionsToTxnResponseTopic
 	for _, t := range topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()

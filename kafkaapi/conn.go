@@ -280,7 +280,7 @@ func (c *conn) logReadErr(what string, err error, midFrame bool) {
 // means the connection must be closed (the stream cannot be trusted any more).
 func (c *conn) handle(frame []byte) error {
 	d, err := decodeFrame(frame, c.srv.cfg.MaxPartitionsPerRequest)
-	if (d.req == nil || d.hdr.Key != 0) && !c.acks.drain() {
+	if mustDrain(d, c.acks.adds) && !c.acks.drain() {
 		return errRefused // an answer in flight could not be written (logged)
 	}
 	switch {

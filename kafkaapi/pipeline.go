@@ -1,6 +1,13 @@
 package kafkaapi
 
-// Pipelined acknowledgements. A Produce that waits for its acknowledgement
+// Pipelined acknowledgements. A client's AddPartitionsToTxn (v0-v3) is
+// pipelined the same way: authorized on the loop, added by the transaction
+// coordinator on the goroutine (waiting for its __transaction_state record's
+// commit, and for the markers of the producer's previous transaction), so
+// that the requests franz-go sends at once, one per partition leader, wait
+// together; a Produce behind one drains first.
+//
+// A Produce that waits for its acknowledgement
 // (acks=all, or flush.policy=always) would hold its connection for the
 // followers' next fetches, and every request a client pipelines behind it
 // (franz-go sends up to 5 Produce requests at once) would pay that wait again
@@ -32,6 +39,10 @@ type ackPipe struct {
 	slots  chan struct{}   // one per wait in flight
 	last   <-chan struct{} // closed once the newest waiting answer is written (nil: none)
 	failed chan struct{}   // closed once writing an answer failed
+	// adds: a client's AddPartitionsToTxn may be in flight (set by its
+	// handler, cleared by drain). A Produce then drains first, so that it is
+	// appended after its partitions are added (KIP-890 part 1 checks).
+	adds bool
 }
 
 func (a *ackPipe) init(parent context.Context) {
@@ -43,6 +54,7 @@ func (a *ackPipe) init(parent context.Context) {
 // drain waits until every answer in flight is written. It reports false if
 // one could not be written (the connection is closing).
 func (a *ackPipe) drain() bool {
+	a.adds = false
 	if a.last != nil {
 		<-a.last
 		a.last = nil
@@ -96,4 +108,20 @@ func (c *conn) endAcks(owed bool) {
 	}
 	c.acks.drain()
 	c.acks.cancel()
+}
+
+// mustDrain reports whether request d waits for every answer in flight before
+// it is handled: all but a Produce (unless a client's AddPartitionsToTxn may
+// be in flight) and a client's AddPartitionsToTxn.
+func mustDrain(d decodedRequest, adds bool) bool {
+	if d.req == nil {
+		return true
+	}
+	switch d.hdr.Key {
+	case 0:
+		return adds
+	case 24:
+		return d.hdr.Version >= 4 // v4+: brokers' batched and verify-only requests
+	}
+	return true
 }

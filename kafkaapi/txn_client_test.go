@@ -3,6 +3,7 @@ package kafkaapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -158,9 +159,11 @@ func TestTransactionTimeout(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
 	}
+	// The transaction's timeout runs from its AddPartitionsToTxn: measured from
+	// before it, an abort is never early, however slow the produce is.
+	started := time.Now()
 	wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
 	f.produce(t, c, 0, "left", "open")
-	started := time.Now()
 	for listOffset(t, c, f.topic, 1) == 0 {
 		if time.Since(started) > 30*time.Second {
 			t.Fatal("the open transaction was not aborted within 30 s")
@@ -245,5 +248,58 @@ func TestListOffsetsByTimestampStable(t *testing.T) {
 			t.Fatalf("read_committed lookup after the commit: %d, want %d", got, open.Offset)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestAddPartitionsPipelined sends AddPartitionsToTxn requests back to back on one
+// connection, as franz-go does (one per partition leader), then a stale one, then
+// a transactional Produce to an added partition: the coordinator handles the
+// first ones together, the answers keep request order, and the Produce waits
+// for the adds before it (else the partition's leader would find it not added:
+// INVALID_TXN_STATE).
+func TestAddPartitionsPipelined(t *testing.T) {
+	n, err := startNode(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c := dial(t, n.KafkaAddr())
+	f := txnFixture{id: topicName(t, "id"), topic: topicName(t, "")}
+	createTopic(t, c, f.topic, 3, nil)
+	f.pid, f.epoch = initTxnAt(t, c, 0, f.id)
+	add := func(p int32, epoch int16) *kmsg.AddPartitionsToTxnRequest {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = f.id, f.pid, epoch
+		req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: f.topic, Partitions: []int32{p}}}
+		return req
+	}
+	reqs := []kmsg.Request{add(0, f.epoch), add(1, f.epoch), add(2, f.epoch-1)}
+	prod := produceRequest(7, -1, f.topic, 0, makeBatchAttrs(batchOpts{producerID: f.pid, epoch: f.epoch}, 0x10, "a"))
+	prod.TransactionID = &f.id
+	reqs = append(reqs, prod)
+	corrs := make([]int32, len(reqs))
+	for i, req := range reqs {
+		corrs[i] = c.send(req)
+	}
+	for i, req := range reqs {
+		resp := c.recv(req, corrs[i]) // fails on an answer out of order
+		var code int16
+		switch r := resp.(type) {
+		case *kmsg.AddPartitionsToTxnResponse:
+			code = r.Topics[0].Partitions[0].ErrorCode
+		case *kmsg.ProduceResponse:
+			code = r.Topics[0].Partitions[0].ErrorCode
+		}
+		want := int16(0)
+		if i == 2 {
+			want = kerr.InvalidProducerEpoch.Code
+		}
+		wantCode(t, fmt.Sprintf("request %d (%s)", i, kmsg.NameForKey(req.Key())), code, want)
+	}
+	wantCode(t, "commit", f.end(t, c, 0, true), 0)
+	got := consumeAll(context.Background(), t, n.KafkaAddr(), f.topic, kgo.ReadCommitted(), 1)
+	if !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("read_committed read %q, want a", got)
 	}
 }

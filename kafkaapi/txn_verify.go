@@ -22,63 +22,149 @@ import (
 // verifyTimeout bounds a verification with another broker.
 const verifyTimeout = 5 * time.Second
 
+// txnVerified is a partition's verification done for a whole Produce request
+// (verifyProduce): the guard taken before it and the coordinator's code.
+type txnVerified struct {
+	pid   int64
+	epoch int16
+	guard uint64
+	code  int16
+}
+
+// verifyProduce verifies, in one question to the coordinator of id, every
+// partition of req led here whose transactional batch would open a transaction
+// there, when all of them are of one producer and epoch (a client's request
+// is): a leader of several partitions of a transaction then pays one round trip
+// to the coordinator, not one per partition in a row. It returns the
+// verifications by partition (nil: none done; appendTransactional verifies
+// alone whatever is missing).
+func (s *Server) verifyProduce(c *conn, id string, req *kmsg.ProduceRequest, mayWrite func(string) bool) map[*replication.Partition]txnVerified {
+	var parts []*replication.Partition
+	var tps []txn.TopicPartition
+	var guards []uint64
+	pid, epoch := int64(-1), int16(-1)
+	for _, t := range req.Topics {
+		if !mayWrite(t.Topic) || cluster.IsInternalTopic(t.Topic) {
+			continue
+		}
+		for _, rp := range t.Partitions {
+			if !batch.IsTransactional(rp.Records) {
+				continue
+			}
+			h, err := batch.ParseHeader(rp.Records)
+			if err != nil {
+				continue
+			}
+			p, code := s.localPartition(t.Topic, rp.Partition)
+			if code != 0 {
+				continue
+			}
+			guard, needed := p.TxnVerification(h.ProducerID)
+			if !needed {
+				continue
+			}
+			if len(parts) > 0 && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
+				return nil // several producers: each partition verifies alone
+			}
+			pid, epoch = h.ProducerID, h.ProducerEpoch
+			parts, tps, guards = append(parts, p), append(tps, txn.TopicPartition{Topic: p.Topic, Partition: p.ID}), append(guards, guard)
+		}
+	}
+	if len(parts) < 2 {
+		return nil // one question either way
+	}
+	codes := s.verifyTxn(c.ctx, id, pid, epoch, tps)
+	out := make(map[*replication.Partition]txnVerified, len(parts))
+	for i, p := range parts {
+		out[p] = txnVerified{pid: pid, epoch: epoch, guard: guards[i], code: codes[i]}
+	}
+	return out
+}
+
 // appendTransactional appends a transactional batch of transactional id id,
-// verifying first when it would open a transaction on p.
-func (s *Server) appendTransactional(c *conn, p *replication.Partition, id string, records []byte, acks int16) (replication.AppendResult, error) {
+// verifying first when it would open a transaction on p, unless verified holds
+// p's verification for this batch's producer and epoch.
+func (s *Server) appendTransactional(c *conn, p *replication.Partition, id string, records []byte, acks int16, verified map[*replication.Partition]txnVerified) (replication.AppendResult, error) {
 	h, err := batch.ParseHeader(records)
 	if err != nil {
 		return p.Append(records, acks) // refused there, with the right code
 	}
-	guard, needed := p.TxnVerification(h.ProducerID)
-	if !needed {
-		return p.Append(records, acks)
+	v, ok := verified[p]
+	if !ok || v.pid != h.ProducerID || v.epoch != h.ProducerEpoch {
+		var needed bool
+		v.guard, needed = p.TxnVerification(h.ProducerID)
+		if !needed {
+			return p.Append(records, acks)
+		}
+		tp := txn.TopicPartition{Topic: p.Topic, Partition: p.ID}
+		v.code = s.verifyTxn(c.ctx, id, h.ProducerID, h.ProducerEpoch, []txn.TopicPartition{tp})[0]
 	}
-	tp := txn.TopicPartition{Topic: p.Topic, Partition: p.ID}
-	if code := s.verifyTxn(c.ctx, id, h.ProducerID, h.ProducerEpoch, tp); code != 0 {
-		return replication.AppendResult{}, fmt.Errorf("transaction of %q does not include %s-%d: %w", id, p.Topic, p.ID, kerr.ErrorForCode(code))
+	if v.code != 0 {
+		return replication.AppendResult{}, fmt.Errorf("transaction of %q does not include %s-%d: %w", id, p.Topic, p.ID, kerr.ErrorForCode(v.code))
 	}
-	return p.AppendVerified(records, acks, guard)
+	return p.AppendVerified(records, acks, v.guard)
 }
 
-// verifyTxn asks the coordinator of id, here or on its broker, whether tp is in
-// the open transaction of pid at epoch, and returns its code.
-func (s *Server) verifyTxn(ctx context.Context, id string, pid int64, epoch int16, tp txn.TopicPartition) int16 {
+// verifyTxn asks the coordinator of id, here or on its broker, whether each of
+// tps is in the open transaction of pid at epoch, and returns their codes, in
+// order.
+func (s *Server) verifyTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) []int16 {
+	codes := make([]int16, len(tps))
+	all := func(code int16) []int16 {
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
 	t, ok := s.cache.Topic(cluster.TransactionTopic)
 	if !ok {
-		return kerr.InvalidTxnState.Code // no transaction was ever begun
+		return all(kerr.InvalidTxnState.Code) // no transaction was ever begun
 	}
 	st, ok := s.cache.Partition(cluster.TransactionTopic, txn.PartitionFor(id, t.Partitions))
 	switch {
 	case !ok || st.Leader == cluster.NoLeader:
-		return kerr.NotEnoughReplicas.Code // retriable: the coordinator moves
+		return all(kerr.NotEnoughReplicas.Code) // retriable: the coordinator moves
 	case st.Leader == s.cfg.NodeID:
-		return verifyCode(s.cfg.Txn.Verify(id, pid, epoch, tp))
+		for i, tp := range tps {
+			codes[i] = verifyCode(s.cfg.Txn.Verify(id, pid, epoch, tp))
+		}
+		return codes
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.SetVersion(4)
 	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = id, pid, epoch, true
-	x.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: tp.Topic, Partitions: []int32{tp.Partition}}}
+	for _, tp := range tps {
+		x.Topics = append(x.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: tp.Topic, Partitions: []int32{tp.Partition}})
+	}
 	req.Transactions = append(req.Transactions, x)
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
 	resp, err := s.parts.BrokerRequest(ctx, st.Leader, req)
 	if err != nil {
 		s.logger.Debug("verify a transaction with its coordinator", "broker", st.Leader, "err", err)
-		return kerr.NotEnoughReplicas.Code
+		return all(kerr.NotEnoughReplicas.Code)
 	}
 	r := resp.(*kmsg.AddPartitionsToTxnResponse)
 	if r.ErrorCode != 0 {
-		return r.ErrorCode
+		return all(r.ErrorCode)
 	}
+	got := make(map[txn.TopicPartition]int16, len(tps))
 	for _, rx := range r.Transactions {
 		for _, rt := range rx.Topics {
 			for _, rp := range rt.Partitions {
-				return verifyCode(rp.ErrorCode)
+				got[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = verifyCode(rp.ErrorCode)
 			}
 		}
 	}
-	return kerr.UnknownServerError.Code
+	for i, tp := range tps {
+		code, ok := got[tp]
+		if !ok {
+			code = kerr.UnknownServerError.Code
+		}
+		codes[i] = code
+	}
+	return codes
 }
 
 // verifyCode maps the coordinator's answer to the producer's: a coordinator that

@@ -157,7 +157,8 @@ func (sh *shard) abortTimedOut(now time.Time) {
 	}
 }
 
-// notifyChanged wakes the requests waiting for a transaction to complete.
+// notifyChanged wakes the requests waiting for a transaction to complete or
+// for a change being written to end.
 func (sh *shard) notifyChanged() {
 	sh.mu.Lock()
 	close(sh.changed)
@@ -196,6 +197,7 @@ func (sh *shard) expireIDs(now time.Time) {
 		}
 	}
 	sh.mu.Unlock()
+	sh.notifyChanged()
 	if err != nil {
 		sh.c.logger.Warn("transaction coordinator: expiring transactional ids", "partition", sh.id, "err", err)
 		return

@@ -21,9 +21,10 @@
 //
 // Each transaction has at most one change in flight (txnMeta.pending): requests that
 // would change it meanwhile get CONCURRENT_TRANSACTIONS, which clients retry,
-// except the producer's next AddPartitionsToTxn or AddOffsetsToTxn after EndTxn,
-// which waits for the markers (complete.go): EndTxn answers once the decision is
-// committed.
+// except the producer's AddPartitionsToTxn and AddOffsetsToTxn, which wait for
+// the change in flight and, after EndTxn, for the markers (complete.go): EndTxn
+// answers once the decision is committed. Those that wait together are written
+// together, in one record (ops.go, addBatch).
 //
 // Lock order: Coordinator.mu, then shard.mu; no lock is held while appending,
 // waiting for a commit or writing markers.

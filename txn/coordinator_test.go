@@ -260,3 +260,86 @@ func TestInitRetryAfterAbort(t *testing.T) {
 		t.Fatalf("the fenced instance re-initializing: %d, want PRODUCER_FENCED", code)
 	}
 }
+
+// TestAddPartitionsWrittenTogether sends three AddPartitions of one producer at
+// once while the markers of its previous transaction are being written, as
+// franz-go does (one request per partition leader): they wait together and
+// take one record after the complete state, in one batch, and each gets its
+// answer once that is committed.
+func TestAddPartitionsWrittenTogether(t *testing.T) {
+	log := newLog(t)
+	gate := make(chan struct{})
+	var next atomic.Int64
+	c := New(Config{
+		AllocateProducerID: func(context.Context) (int64, error) { return next.Add(1) + 100, nil },
+		WriteMarkers: func(ctx context.Context, _ []Marker) error {
+			select {
+			case <-gate:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		CommitTimeout: 10 * time.Second,
+	})
+	defer c.Close()
+	c.SetPartitions(1)
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, epoch, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if code != 0 {
+		t.Fatalf("init: %d", code)
+	}
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+		t.Fatalf("add partitions: %d", code)
+	}
+	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+		t.Fatalf("end: %d", code)
+	}
+	leo := log.LogEndOffset()
+	codes := make(chan int16, 3)
+	for p := range int32(3) {
+		go func() {
+			code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", p}})
+			codes <- code
+		}()
+	}
+	sh, _ := c.shardFor("app")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sh.mu.Lock()
+		gathered := 0
+		if b := sh.txns["app"].adds; b != nil {
+			gathered = len(b.parts)
+		}
+		sh.mu.Unlock()
+		if gathered == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 requests gathered within 10 s", gathered)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	if got := log.LogEndOffset(); got != leo {
+		t.Fatalf("log end %d before the markers are written, want %d", got, leo)
+	}
+	close(gate)
+	for range 3 {
+		if code := <-codes; code != 0 {
+			t.Fatalf("add partitions: %d", code)
+		}
+	}
+	// CompleteCommit and the new Ongoing state: two records, one batch.
+	if got := log.LogEndOffset(); got != leo+2 {
+		t.Fatalf("log end %d after the adds, want %d (one batch of two records)", got, leo+2)
+	}
+	sh.mu.Lock()
+	m := sh.txns["app"]
+	st, n := m.state, len(m.partitions)
+	sh.mu.Unlock()
+	if st != Ongoing || n != 3 {
+		t.Fatalf("state %s with %d partitions, want Ongoing with 3", StateName(st), n)
+	}
+}

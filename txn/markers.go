@@ -2,7 +2,6 @@ package txn
 
 import (
 	"context"
-	"sync"
 
 	"skiff/replication"
 )
@@ -11,39 +10,36 @@ import (
 // is applied by the group coordinator (groups.Coordinator.WaitApplied).
 type OffsetsApplied func(ctx context.Context, partition int32, offset int64) error
 
-// WriteMarkerTo appends marker m to p, which leads here, and returns once it is
-// committed; on __consumer_offsets also once applied, so that the offsets it
-// commits are visible. Errors carry Kafka codes (kerr).
-func WriteMarkerTo(ctx context.Context, p *replication.Partition, m Marker, applied OffsetsApplied) error {
-	res, err := p.WriteMarker(m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch)
-	if err == nil {
-		err = p.WaitHighWatermark(ctx, res.LeaderEpoch, res.LastOffset)
-	}
-	if err == nil && m.Topic == OffsetsTopic && applied != nil {
-		err = applied(ctx, m.Partition, res.LastOffset)
-	}
-	return err
-}
-
 // LocalMarker is a marker and the partition, led here, it goes to.
 type LocalMarker struct {
 	To     *replication.Partition
 	Marker Marker
 }
 
-// WriteLocalMarkers writes markers to their partitions all at once (each waits
-// for its own commit, and sync under flush.policy=always) and returns each one's
-// error, in order.
+// WriteLocalMarkers appends markers to their partitions, then waits until each
+// is committed (and synced under flush.policy=always; on __consumer_offsets also
+// applied, so that the offsets it commits are visible), and returns each one's
+// error, in order. Errors carry Kafka codes (kerr).
+//
+// Every marker is appended before the first wait: a follower's fetch parked at
+// this leader wakes on the first append and, by the time it reads, usually
+// finds the others too, so one fetch round commits them all (appended one by
+// one as each waited, a transaction's two partitions on one leader often took
+// two rounds).
 func WriteLocalMarkers(ctx context.Context, ms []LocalMarker, applied OffsetsApplied) []error {
 	errs := make([]error, len(ms))
-	var wg sync.WaitGroup
+	res := make([]replication.AppendResult, len(ms))
 	for i, m := range ms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = WriteMarkerTo(ctx, m.To, m.Marker, applied)
-		}()
+		res[i], errs[i] = m.To.WriteMarker(m.Marker.ProducerID, m.Marker.Epoch, m.Marker.Commit, m.Marker.CoordinatorEpoch)
 	}
-	wg.Wait()
+	for i, m := range ms {
+		if errs[i] != nil {
+			continue
+		}
+		errs[i] = m.To.WaitHighWatermark(ctx, res[i].LeaderEpoch, res[i].LastOffset)
+		if errs[i] == nil && m.Marker.Topic == OffsetsTopic && applied != nil {
+			errs[i] = applied(ctx, m.Marker.Partition, res[i].LastOffset)
+		}
+	}
 	return errs
 }

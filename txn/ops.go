@@ -152,11 +152,89 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	if code != 0 {
 		return code, nil
 	}
+	return sh.addPartitions(ctx, id, pid, epoch, parts), nil
+}
+
+// addBatch is the partitions that AddPartitionsToTxn requests of one producer
+// (pid at epoch) asked for while its transaction could not change (a change
+// being written, or the markers of the transaction it ended): the request that
+// began the batch waits until the transaction can change, then writes them
+// all in one record, and every request of the batch gets that answer. A client
+// adds partitions as it first produces to each leader, in one request per
+// leader, and pipelines them (franz-go): they then take one
+// __transaction_state write, not one each in a row.
+type addBatch struct {
+	pid   int64
+	epoch int16
+	parts []TopicPartition
+	done  chan struct{} // closed once code is set
+	code  int16
+}
+
+// addPartitions is AddPartitions on the shard of id.
+func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) int16 {
+	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	b := &addBatch{pid: pid, epoch: epoch, parts: parts, done: make(chan struct{})}
 	sh.mu.Lock()
-	m := sh.awaitCompletion(ctx, id, pid, epoch)
+	// Wait while the transaction cannot change (only its own producer waits;
+	// others get their answer at once), gathering the producer's other
+	// requests meanwhile. A transaction being ended has its markers waited for
+	// (the complete state then goes into this change's batch, complete.go).
+	var m *txnMeta
+	for {
+		m = sh.txns[id]
+		if m == nil || m.pid != pid || m.epoch != epoch {
+			break
+		}
+		if o := m.adds; o != nil && o != b {
+			// Another request of the producer waits to write: join it.
+			o.parts = append(o.parts, parts...)
+			sh.mu.Unlock()
+			select {
+			case <-o.done:
+				return o.code
+			case <-ctx.Done():
+				return codeConcurrent
+			}
+		}
+		if !m.pending && m.state != PrepareCommit && m.state != PrepareAbort {
+			break
+		}
+		m.adds = b
+		m.awaiting++
+		changed := sh.changed
+		sh.mu.Unlock()
+		var done bool
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			done = true
+		case <-sh.ctx.Done():
+			done = true
+		}
+		sh.mu.Lock()
+		m.awaiting--
+		if done {
+			m = sh.txns[id]
+			break
+		}
+	}
+	if m != nil && m.adds == b {
+		m.adds = nil // no request joins from here on
+	}
+	code := sh.addLocked(m, pid, epoch, b.parts)
+	b.code = code
+	close(b.done)
+	return code
+}
+
+// addLocked adds parts to the transaction of m, starting it if none is open,
+// and returns the code to answer. It is called with sh.mu held and releases it.
+func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPartition) int16 {
 	if code := checkProducerLocked(m, pid, epoch); code != 0 {
 		sh.mu.Unlock()
-		return code, nil
+		return code
 	}
 	if m.state == Ongoing {
 		missing := false
@@ -168,7 +246,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		}
 		if !missing {
 			sh.mu.Unlock()
-			return 0, nil
+			return 0
 		}
 	}
 	next := m.clone()
@@ -182,7 +260,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	next.state, next.updated = Ongoing, time.Now()
 	m.pending = true
 	sh.mu.Unlock()
-	return waitCode(sh.transition(m, next)), nil
+	return waitCode(sh.transition(m, next))
 }
 
 // AddOffsets adds the __consumer_offsets partition of group to the transaction of

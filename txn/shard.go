@@ -38,7 +38,7 @@ type shard struct {
 
 	mu      sync.Mutex
 	txns    map[string]*txnMeta // guarded by mu
-	changed chan struct{}       // closed and replaced when a transaction completes; guarded by mu
+	changed chan struct{}       // closed and replaced when a transaction completes or a change is written; guarded by mu
 	closing bool                // stop has begun: no new completion starts; guarded by mu
 }
 
@@ -199,8 +199,8 @@ func (sh *shard) writeRecords(recs []batch.Record) error {
 
 // transition writes next, a changed copy of m (marked pending by the caller), and
 // makes it m's state once committed; on failure m stays as it was. Either way m is
-// no longer pending. A complete state of m not yet written goes first, in the
-// same batch.
+// no longer pending, and the requests waiting for it to change are woken. A
+// complete state of m not yet written goes first, in the same batch.
 func (sh *shard) transition(m, next *txnMeta) error {
 	sh.mu.Lock()
 	states := make([]*txnMeta, 0, 2)
@@ -211,10 +211,11 @@ func (sh *shard) transition(m, next *txnMeta) error {
 	next.pending, next.completeUnwritten = false, false
 	err := sh.write(append(states, next)...)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if err == nil {
 		m.set(next)
 	}
 	m.pending = false
+	sh.mu.Unlock()
+	sh.notifyChanged()
 	return err
 }

@@ -109,13 +109,18 @@ type txnMeta struct {
 	// for the id's next change; a coordinator elected meanwhile finds the
 	// transaction prepared and writes its markers again. In memory only.
 	completeUnwritten bool
+	// adds gathers the AddPartitionsToTxn requests of the producer that wait
+	// for the transaction to become changeable (ops.go, AddPartitions); nil:
+	// none. In memory only.
+	adds *addBatch
 }
 
-// set makes next m's state; the requests waiting on m stay counted.
+// set makes next m's state; the requests waiting on m stay counted, and
+// gathered.
 func (m *txnMeta) set(next *txnMeta) {
-	awaiting := m.awaiting
+	awaiting, adds := m.awaiting, m.adds
 	*m = *next
-	m.awaiting = awaiting
+	m.awaiting, m.adds = awaiting, adds
 }
 
 // sortedPartitions returns the transaction's partitions in order.
@@ -136,6 +141,7 @@ func (m *txnMeta) sortedPartitions() []TopicPartition {
 // clone copies m, for a change to write before it takes effect.
 func (m *txnMeta) clone() *txnMeta {
 	n := *m
+	n.adds = nil
 	n.partitions = make(map[TopicPartition]struct{}, len(m.partitions))
 	for tp := range m.partitions {
 		n.partitions[tp] = struct{}{}

@@ -1,0 +1,189 @@
+// Command txnsteps times where a transaction's time goes (docs/performance.md,
+// Transactions): one franz-go transactional producer runs N transactions of R
+// records back to back and prints, as one JSON line, the transactions a second,
+// the client's phases per transaction (produce+flush, EndTransaction) and the
+// per-request latency of each request key (franz-go HookBrokerE2E: from the
+// request written to its response read, that is the broker's time plus loopback).
+//
+//	go run ./scripts/perf/txnsteps -b ADDR -t T [-n 300] [-r 1000] [-rf 3]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type hook struct {
+	mu    sync.Mutex
+	lat   map[string][]time.Duration
+	trace bool      // print each request's span (ms since t0) to stderr
+	t0    time.Time // the traced transaction's start
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (h *hook) OnBrokerE2E(m kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if e.Err() != nil {
+		return
+	}
+	h.mu.Lock()
+	h.lat[kmsg.NameForKey(key)] = append(h.lat[kmsg.NameForKey(key)], e.ReadWait+e.TimeToRead)
+	if h.trace {
+		// The hook runs once the response is read: the request was written
+		// ReadWait+TimeToRead before.
+		now := time.Since(h.t0)
+		fmt.Fprintf(os.Stderr, "%8.3f %8.3f %s broker %d\n", ms(now-e.ReadWait-e.TimeToRead), ms(now), kmsg.NameForKey(key), m.NodeID)
+	}
+	h.mu.Unlock()
+}
+
+// concurrent counts the client's retries after CONCURRENT_TRANSACTIONS (each
+// backs off 20 ms by default).
+type concurrent struct{ n atomic.Int64 }
+
+func (c *concurrent) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+func (c *concurrent) Log(_ kgo.LogLevel, msg string, _ ...any) {
+	if strings.Contains(msg, "CONCURRENT_TRANSACTIONS") {
+		c.n.Add(1)
+	}
+}
+
+func (h *hook) reset() {
+	h.mu.Lock()
+	h.lat = map[string][]time.Duration{}
+	h.mu.Unlock()
+}
+
+type stat struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	Avg float64 `json:"mean_ms"`
+}
+
+func summarize(ds []time.Duration) stat {
+	if len(ds) == 0 {
+		return stat{}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return stat{N: len(ds), P50: ms(ds[len(ds)/2]), P90: ms(ds[len(ds)*9/10]), Avg: ms(sum / time.Duration(len(ds)))}
+}
+
+func main() {
+	brokers := flag.String("b", "127.0.0.1:9092", "bootstrap brokers, comma-separated")
+	topic := flag.String("t", "txnsteps", "topic (created with -p partitions and -rf replicas unless it exists)")
+	parts := flag.Int("p", 6, "partitions")
+	rf := flag.Int("rf", 3, "replication factor")
+	n := flag.Int("n", 300, "transactions")
+	recs := flag.Int("r", 1000, "records per transaction")
+	size := flag.Int("s", 1024, "record value bytes")
+	id := flag.String("id", "txnsteps", "transactional id")
+	trace := flag.Int("trace", 0, "after the run, trace this many transactions' requests to stderr")
+	flag.Parse()
+	ctx := context.Background()
+	h := &hook{lat: map[string][]time.Duration{}}
+	conc := &concurrent{}
+	k, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...), kgo.DefaultProduceTopic(*topic),
+		kgo.TransactionalID(*id), kgo.WithHooks(h), kgo.WithLogger(conc))
+	if err != nil {
+		fail(err)
+	}
+	defer k.Close()
+	adm := kadm.NewClient(k)
+	cfg := map[string]*string{}
+	if *rf > 1 {
+		two := "2"
+		cfg["min.insync.replicas"] = &two
+	}
+	if _, err := adm.CreateTopic(ctx, int32(*parts), int16(*rf), cfg, *topic); err != nil && !strings.Contains(err.Error(), kerr.TopicAlreadyExists.Message) {
+		fail(err)
+	}
+	value := make([]byte, *size)
+	run := func(txns int) (flush, end []time.Duration, took time.Duration) {
+		start := time.Now()
+		for range txns {
+			if err := k.BeginTransaction(); err != nil {
+				fail(err)
+			}
+			t0 := time.Now()
+			for range *recs {
+				k.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						fail(err)
+					}
+				})
+			}
+			if err := k.Flush(ctx); err != nil {
+				fail(err)
+			}
+			t1 := time.Now()
+			if err := k.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				fail(err)
+			}
+			flush, end = append(flush, t1.Sub(t0)), append(end, time.Since(t1))
+		}
+		return flush, end, time.Since(start)
+	}
+	run(20) // warm-up: connections, metadata, producer id
+	h.reset()
+	conc.n.Store(0)
+	stateRecords := func() int64 { // in __transaction_state, all partitions
+		ends, err := adm.ListEndOffsets(ctx, "__transaction_state")
+		if err != nil {
+			fail(err)
+		}
+		var sum int64
+		ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+		return sum
+	}
+	state0 := stateRecords()
+	flush, end, took := run(*n)
+	state1 := stateRecords()
+	out := map[string]any{
+		"transactions":    *n,
+		"txns_per_sec":    float64(*n) / took.Seconds(),
+		"ms_per_txn":      float64(took.Microseconds()) / 1000 / float64(*n),
+		"produce_flush":   summarize(flush),
+		"end_transaction": summarize(end),
+		// __transaction_state records written per transaction
+		"state_records_per_txn": float64(state1-state0) / float64(*n),
+	}
+	h.mu.Lock()
+	reqs := map[string]stat{}
+	for key, ds := range h.lat {
+		reqs[key] = summarize(ds)
+	}
+	h.mu.Unlock()
+	out["requests"] = reqs
+	out["concurrent_transactions_retries"] = conc.n.Load()
+	for range *trace {
+		h.mu.Lock()
+		h.trace, h.t0 = true, time.Now()
+		h.mu.Unlock()
+		f, e, _ := run(1)
+		fmt.Fprintf(os.Stderr, "%8.3f flushed, %8.3f committed\n", ms(f[0]), ms(f[0]+e[0]))
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "txnsteps:", err)
+	os.Exit(1)
+}
