@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestBareReplication: the leader and both followers of the bare replication end
+// with exactly the stream in their files, each thread's CPU is measured, the files
+// are removed, and the baseline row carries the split and the ratio.
+func TestBareReplication(t *testing.T) {
+	n := int64(3*BaselineChunk + 12345) // not a whole number of chunks
+	buf := make([]byte, BaselineChunk)
+	for i := range buf {
+		buf[i] = byte(i * 31 / 7)
+	}
+	want := bytes.Repeat(buf, 4)[:n]
+	dir := t.TempDir()
+	checked := false
+	run, err := bareReplicate(dir, buf, n, func(leader *os.File, followers [2]*os.File) {
+		checked = true
+		for i, f := range []*os.File{leader, followers[0], followers[1]} {
+			data, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<40))
+			if err != nil || !bytes.Equal(data, want) {
+				t.Errorf("file %d: %d of %d bytes, equal %v (%v)", i, len(data), n, bytes.Equal(data, want), err)
+			}
+		}
+	})
+	if err != nil || !checked {
+		t.Fatalf("%+v %v (checked %v)", run, err, checked)
+	}
+	if run.d <= 0 || (threadCPU() > 0 && (run.leader <= 0 || run.followers[0] <= 0 || run.followers[1] <= 0)) {
+		t.Errorf("run %+v", run)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left %v", left)
+	}
+
+	// Three pairs: the row is the median run by CPU (6 s: 3 s leader, 1+2 s
+	// followers), the ratio the median of 6/2, 9/1 and 4/2.
+	res := &BaselineResult{Bytes: n}
+	res.add("bare_receiver_read_write", "r", time.Second, 2*time.Second, nil)
+	pair := func(recv, leader, f1, f2 time.Duration) replicationPair {
+		return replicationPair{receiverRun{time.Second, recv}, replicationRun{time.Second, leader, [2]time.Duration{f1, f2}}}
+	}
+	res.addReplication([]replicationPair{
+		pair(2*time.Second, 3*time.Second, time.Second, 2*time.Second),
+		pair(time.Second, 5*time.Second, 2*time.Second, 2*time.Second),
+		pair(2*time.Second, 2*time.Second, time.Second, time.Second),
+	}, io.Discard)
+	row := res.Rows[1]
+	perGB := float64(n) / gb
+	if row.Name != "bare_replication" || !near(row.CPUSecondsPerGB, 6/perGB) || !near(row.LeaderCPUSecondsPerGB, 3/perGB) ||
+		!near(row.FollowersCPUSecondsPerGB, 3/perGB) || !near(res.BareReplicationRatio, 3) || len(res.BareReplicationRatios) != 3 {
+		t.Errorf("row %+v, ratio %v %v", row, res.BareReplicationRatio, res.BareReplicationRatios)
+	}
+}
+
+func near(a, b float64) bool { return a > b*0.999 && a < b*1.001 }
