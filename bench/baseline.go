@@ -129,6 +129,22 @@ func (b *BaselineResult) add(name, desc string, d, cpu time.Duration, out io.Wri
 	}
 }
 
+// maxWarmBytes bounds the file warmPageCache writes before each pair.
+const maxWarmBytes = 4 << 30
+
+// warmPageCache writes n bytes of buf into a new file in dir and removes it,
+// leaving that much page cache just freed for the next writes to reuse.
+func warmPageCache(dir string, buf []byte, n int64) error {
+	f, err := os.CreateTemp(dir, ".skiff-bench-warm-*.tmp")
+	if err != nil {
+		return fmt.Errorf("create warm-up file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	_, _, err = writeFile(f, buf, n, false)
+	return err
+}
+
 // replicationPairs is how many times the bare replication and, before each, the
 // read+write receiver are measured for the ratio of the two.
 const replicationPairs = 3
@@ -234,9 +250,18 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 	// Bare replication: what RF 3 on one machine cannot go below, against the
 	// read+write receiver. A single pair of runs is too noisy for a ratio here (the
 	// kernel's receive work of loopback lands on whichever thread is in the kernel),
-	// so each is run replicationPairs times, alternating.
+	// so each is run replicationPairs times, alternating. Before each pair, a file
+	// of the pair's page-cache need is written and removed, so that both runs
+	// write into pages the kernel has just freed: on a VM that hands free memory
+	// back to its host (virtio-balloon free page reporting), the first write into
+	// a page returned to the host costs several times the copy itself, and the
+	// replication, writing three times the bytes, would otherwise pay it for more
+	// of its pages than the receiver (docs/performance.md).
 	var pairs []replicationPair
 	for range replicationPairs {
+		if err := warmPageCache(dir, buf, min(4*n, maxWarmBytes)); err != nil {
+			return nil, err
+		}
 		var p replicationPair
 		if p.receiver, err = bareReceive(dir, buf, n, readWriteReceive); err != nil {
 			return nil, fmt.Errorf("bare receiver: %w", err)

@@ -5,8 +5,10 @@
 # nodes' CPU per GB, and acks=all latency at 20 MB/s with linger 0. One JSON line
 # per command appended to $OUT, tagged with $TAG, with the three nodes' Produce and Fetch
 # requests of each RF 3 run and the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds)
-# of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one.
-#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY)
+# of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one. BASELINE=path to a skiff
+# with the bare_replication row first runs `bench baseline` (BASELINE_BYTES, default
+# 512 MiB, in $WORK) before any node starts: the floor ratio of RF 3 on this machine.
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, BASELINE, BASELINE_BYTES)
 set -eu
 R=$1
 SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
@@ -24,6 +26,9 @@ start() { # name [args...]: starts a node; sets KAFKA, HTTP, EC
 }
 rec() { jq -c --arg n "$1" --arg tag "$TAG" --argjson r "$R" '{round: $r, tag: $tag, name: $n, result: .}' >> "$OUT"; }
 mkdir -p "$WORK"
+if [ -n "${BASELINE:-}" ]; then
+  "$BASELINE" bench baseline --dir "$WORK" --bytes "${BASELINE_BYTES:-536870912}" --json | rec baseline
+fi
 if [ -z "${RATE_ONLY:-}" ]; then
   start one; K1=$KAFKA; H1=$HTTP
   "$SKIFF" bench produce -b $K1 --http $H1 -t one -d $D --config flush.policy=replicated --json | rec one
