@@ -60,3 +60,36 @@ func TestBareReplication(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a > b*0.999 && a < b*1.001 }
+
+// TestMeasureBaselineReplication: a whole baseline has the bare replication row
+// after the bare receivers, its ratio from three pairs, its text lines, and
+// leaves no file behind.
+func TestMeasureBaselineReplication(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	res, err := MeasureBaseline(t.Context(), dir, 2*BaselineChunk, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var repl BaselineRow
+	for _, r := range res.Rows {
+		names = append(names, r.Name)
+		if r.Name == "bare_replication" {
+			repl = r
+		}
+	}
+	if repl.Name == "" || names[len(names)-4] != "bare_replication" {
+		t.Fatalf("rows %v", names)
+	}
+	if threadCPU() > 0 && (repl.CPUSecondsPerGB <= 0 || len(res.BareReplicationRatios) != replicationPairs ||
+		res.BareReplicationRatio <= 0 || !near(repl.LeaderCPUSecondsPerGB+repl.FollowersCPUSecondsPerGB, repl.CPUSecondsPerGB)) {
+		t.Errorf("row %+v, ratio %v %v", repl, res.BareReplicationRatio, res.BareReplicationRatios)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("bare replication: receiver + sendfile to 2 followers")) {
+		t.Errorf("text output:\n%s", out.String())
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left %v", left)
+	}
+}
