@@ -35,7 +35,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -102,6 +101,9 @@ type BaselineRow struct {
 	// CPU per GB: the leader's thread, and the two followers' threads together.
 	LeaderCPUSecondsPerGB    float64 `json:"leader_cpu_seconds_per_gb,omitempty"`
 	FollowersCPUSecondsPerGB float64 `json:"followers_cpu_seconds_per_gb,omitempty"`
+	// Bytes is what this row moved when not the baseline's bytes (bare
+	// replication, at most 1 GiB); 0: the baseline's.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 func (b *BaselineResult) writeJSON(w io.Writer) error {
@@ -129,8 +131,10 @@ func (b *BaselineResult) add(name, desc string, d, cpu time.Duration, out io.Wri
 	}
 }
 
-// maxWarmBytes bounds the file warmPageCache writes before each pair.
-const maxWarmBytes = 4 << 30
+// maxReplicationBytes bounds what the bare replication and its receiver runs
+// move: the replication holds three files of it at once, and a warm-up file of
+// four times it comes before each pair.
+const maxReplicationBytes = 1 << 30
 
 // warmPageCache writes n bytes of buf into a new file in dir and removes it,
 // leaving that much page cache just freed for the next writes to reuse.
@@ -157,9 +161,10 @@ type replicationPair struct {
 }
 
 // addReplication records the bare replication row from the median (by CPU) of
-// pairs' runs, its split between the leader and the followers, and its ratio to
-// the read+write receiver: the median of the pairs' ratios.
-func (b *BaselineResult) addReplication(pairs []replicationPair, out io.Writer) {
+// pairs' runs, each of which moved n bytes, its split between the leader and the
+// followers, and its ratio to the read+write receiver: the median of the pairs'
+// ratios.
+func (b *BaselineResult) addReplication(pairs []replicationPair, n int64, out io.Writer) {
 	if len(pairs) == 0 {
 		return
 	}
@@ -172,12 +177,19 @@ func (b *BaselineResult) addReplication(pairs []replicationPair, out io.Writer) 
 	}
 	slices.SortFunc(runs, func(x, y replicationRun) int { return cmp.Compare(x.cpu(), y.cpu()) })
 	run := runs[len(runs)/2]
-	b.add("bare_replication", "bare replication: receiver + sendfile to 2 followers", run.d, run.cpu(), nil)
-	row := &b.Rows[len(b.Rows)-1]
-	if b.Bytes > 0 {
-		row.LeaderCPUSecondsPerGB = run.leader.Seconds() / (float64(b.Bytes) / gb)
-		row.FollowersCPUSecondsPerGB = (run.followers[0] + run.followers[1]).Seconds() / (float64(b.Bytes) / gb)
+	row := BaselineRow{Name: "bare_replication", Desc: "bare replication: receiver + sendfile to 2 followers", Seconds: run.d.Seconds()}
+	if run.d > 0 {
+		row.MBPerSec = float64(n) / mb / run.d.Seconds()
 	}
+	if n > 0 {
+		row.CPUSecondsPerGB = run.cpu().Seconds() / (float64(n) / gb)
+		row.LeaderCPUSecondsPerGB = run.leader.Seconds() / (float64(n) / gb)
+		row.FollowersCPUSecondsPerGB = (run.followers[0] + run.followers[1]).Seconds() / (float64(n) / gb)
+	}
+	if n != b.Bytes {
+		row.Bytes = n
+	}
+	b.Rows = append(b.Rows, row)
 	if rs := b.BareReplicationRatios; len(rs) > 0 {
 		sorted := slices.Sorted(slices.Values(rs))
 		b.BareReplicationRatio = sorted[len(sorted)/2]
@@ -185,7 +197,7 @@ func (b *BaselineResult) addReplication(pairs []replicationPair, out io.Writer) 
 	if out != nil {
 		fmt.Fprintf(out, "  %-50s %8.1f MB/s  (%.2f s)%s\n", row.Desc, row.MBPerSec, row.Seconds, row.cpuText())
 		if row.CPUSecondsPerGB > 0 {
-			fmt.Fprintf(out, "  %-50s %8.2f leader, %.2f followers\n", "  its CPU per GB (median of "+strconv.Itoa(len(pairs))+" runs)",
+			fmt.Fprintf(out, "  %-50s %8.2f leader, %.2f followers\n", fmt.Sprintf("  its CPU per GB (median of %d runs of %.0f MB)", len(pairs), float64(n)/mb),
 				row.LeaderCPUSecondsPerGB, row.FollowersCPUSecondsPerGB)
 		}
 		if b.BareReplicationRatio > 0 {
@@ -257,16 +269,19 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 	// a page returned to the host costs several times the copy itself, and the
 	// replication, writing three times the bytes, would otherwise pay it for more
 	// of its pages than the receiver (docs/performance.md).
+	// The replication keeps three files of its bytes at once: at most
+	// maxReplicationBytes each.
+	rn := min(n, maxReplicationBytes)
 	var pairs []replicationPair
 	for range replicationPairs {
-		if err := warmPageCache(dir, buf, min(4*n, maxWarmBytes)); err != nil {
+		if err := warmPageCache(dir, buf, 4*rn); err != nil {
 			return nil, err
 		}
 		var p replicationPair
-		if p.receiver, err = bareReceive(dir, buf, n, readWriteReceive); err != nil {
+		if p.receiver, err = bareReceive(dir, buf, rn, readWriteReceive); err != nil {
 			return nil, fmt.Errorf("bare receiver: %w", err)
 		}
-		if p.run, err = bareReplicate(dir, buf, n, nil); err != nil {
+		if p.run, err = bareReplicate(dir, buf, rn, nil); err != nil {
 			return nil, fmt.Errorf("bare replication: %w", err)
 		}
 		pairs = append(pairs, p)
@@ -274,7 +289,7 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 			return nil, err
 		}
 	}
-	res.addReplication(pairs, out)
+	res.addReplication(pairs, rn, out)
 
 	// The sending thread's CPU of the two ways to serve a cached file: what a
 	// broker's consume path cannot go below.

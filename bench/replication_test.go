@@ -50,12 +50,22 @@ func TestBareReplication(t *testing.T) {
 		pair(2*time.Second, 3*time.Second, time.Second, 2*time.Second),
 		pair(time.Second, 5*time.Second, 2*time.Second, 2*time.Second),
 		pair(2*time.Second, 2*time.Second, time.Second, time.Second),
-	}, io.Discard)
+	}, n, io.Discard)
 	row := res.Rows[1]
 	perGB := float64(n) / gb
 	if row.Name != "bare_replication" || !near(row.CPUSecondsPerGB, 6/perGB) || !near(row.LeaderCPUSecondsPerGB, 3/perGB) ||
 		!near(row.FollowersCPUSecondsPerGB, 3/perGB) || !near(res.BareReplicationRatio, 3) || len(res.BareReplicationRatios) != 3 {
 		t.Errorf("row %+v, ratio %v %v", row, res.BareReplicationRatio, res.BareReplicationRatios)
+	}
+	if row.Bytes != 0 {
+		t.Errorf("row of the baseline's bytes says %d", row.Bytes)
+	}
+	// Fewer bytes than the baseline's (capped at maxReplicationBytes): the row says
+	// so, and its CPU per GB is per its own bytes.
+	capped := &BaselineResult{Bytes: 2 * n}
+	capped.addReplication([]replicationPair{pair(2*time.Second, 3*time.Second, time.Second, 2*time.Second)}, n, nil)
+	if r := capped.Rows[0]; r.Bytes != n || !near(r.CPUSecondsPerGB, 6/perGB) {
+		t.Errorf("capped row %+v", r)
 	}
 }
 
