@@ -12,15 +12,21 @@ package bench
 //     127.0.0.1 (what a producer can push into a socket here);
 //   - bare receivers: that stream received into a file with read+write, and with
 //     splice (Linux): the floor of a broker's produce path (receiver.go);
+//   - bare replication: that stream received into a file by a leader that sends
+//     each write's bytes with sendfile to two followers, each receiving them into
+//     a file of its own: the floor of RF 3 on one machine, and its ratio to the
+//     read+write receiver (replication.go);
 //   - sendfile: the page-cache file sent whole over loopback with sendfile(2)
 //     (the zero-copy Fetch path);
 //   - copy: the same file with pread and write through a 1 MiB buffer (the Fetch
 //     path without sendfile; on loopback it is often the faster one).
 //
 // Every step moves the same number of bytes, and says what the thread doing its
-// work (the writer, the receiver, the sender) cost in CPU per GB.
+// work (the writer, the receiver, the sender; for bare replication the leader's
+// and both followers' threads together) cost in CPU per GB.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +34,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -69,6 +76,15 @@ type BaselineResult struct {
 	Rows  []BaselineRow `json:"rows"`
 	// FdatasyncP50Ms is the median time of one 1 MiB write plus fdatasync.
 	FdatasyncP50Ms float64 `json:"fdatasync_p50_ms"`
+	// BareReplicationRatio is the bare replication's CPU per GB over the read+write
+	// receiver's, measured in pairs (replicationPairs): what RF 3 on one machine costs against one
+	// node at the floor, the ratio a broker's RF 3 against one node is judged by
+	// (0: not measured).
+	BareReplicationRatio float64 `json:"bare_replication_ratio,omitempty"`
+	// BareReplicationRatios are the ratios of the pairs of runs (the bare
+	// replication and the read+write receiver just before it) whose median
+	// BareReplicationRatio is.
+	BareReplicationRatios []float64 `json:"bare_replication_ratios,omitempty"`
 }
 
 // BaselineRow is one measurement of a baseline.
@@ -81,6 +97,13 @@ type BaselineRow struct {
 	// work (the writer, the sender, the receiver) per 10^9 bytes moved; 0: not
 	// measured.
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
+	// LeaderCPUSecondsPerGB and FollowersCPUSecondsPerGB split bare_replication's
+	// CPU per GB: the leader's thread, and the two followers' threads together.
+	LeaderCPUSecondsPerGB    float64 `json:"leader_cpu_seconds_per_gb,omitempty"`
+	FollowersCPUSecondsPerGB float64 `json:"followers_cpu_seconds_per_gb,omitempty"`
+	// Bytes is what this row moved when not the baseline's bytes (bare
+	// replication, at most 1 GiB); 0: the baseline's.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 func (b *BaselineResult) writeJSON(w io.Writer) error {
@@ -105,6 +128,81 @@ func (b *BaselineResult) add(name, desc string, d, cpu time.Duration, out io.Wri
 	b.Rows = append(b.Rows, row)
 	if out != nil {
 		fmt.Fprintf(out, "  %-50s %8.1f MB/s  (%.2f s)%s\n", desc, row.MBPerSec, row.Seconds, row.cpuText())
+	}
+}
+
+// maxReplicationBytes bounds what the bare replication and its receiver runs
+// move: the replication holds three files of it at once, and a warm-up file of
+// four times it comes before each pair.
+const maxReplicationBytes = 1 << 30
+
+// warmPageCache writes n bytes of buf into a new file in dir and removes it,
+// leaving that much page cache just freed for the next writes to reuse.
+func warmPageCache(dir string, buf []byte, n int64) error {
+	f, err := os.CreateTemp(dir, ".skiff-bench-warm-*.tmp")
+	if err != nil {
+		return fmt.Errorf("create warm-up file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	_, _, err = writeFile(f, buf, n, false)
+	return err
+}
+
+// replicationPairs is how many times the bare replication and, before each, the
+// read+write receiver are measured for the ratio of the two.
+const replicationPairs = 3
+
+// replicationPair is one bare replication run and the read+write receiver's run
+// just before it.
+type replicationPair struct {
+	receiver receiverRun
+	run      replicationRun
+}
+
+// addReplication records the bare replication row from the median (by CPU) of
+// pairs' runs, each of which moved n bytes, its split between the leader and the
+// followers, and its ratio to the read+write receiver: the median of the pairs'
+// ratios.
+func (b *BaselineResult) addReplication(pairs []replicationPair, n int64, out io.Writer) {
+	if len(pairs) == 0 {
+		return
+	}
+	runs := make([]replicationRun, len(pairs))
+	for i, p := range pairs {
+		runs[i] = p.run
+		if p.receiver.cpu > 0 {
+			b.BareReplicationRatios = append(b.BareReplicationRatios, p.run.cpu().Seconds()/p.receiver.cpu.Seconds())
+		}
+	}
+	slices.SortFunc(runs, func(x, y replicationRun) int { return cmp.Compare(x.cpu(), y.cpu()) })
+	run := runs[len(runs)/2]
+	row := BaselineRow{Name: "bare_replication", Desc: "bare replication: receiver + sendfile to 2 followers", Seconds: run.d.Seconds()}
+	if run.d > 0 {
+		row.MBPerSec = float64(n) / mb / run.d.Seconds()
+	}
+	if n > 0 {
+		row.CPUSecondsPerGB = run.cpu().Seconds() / (float64(n) / gb)
+		row.LeaderCPUSecondsPerGB = run.leader.Seconds() / (float64(n) / gb)
+		row.FollowersCPUSecondsPerGB = (run.followers[0] + run.followers[1]).Seconds() / (float64(n) / gb)
+	}
+	if n != b.Bytes {
+		row.Bytes = n
+	}
+	b.Rows = append(b.Rows, row)
+	if rs := b.BareReplicationRatios; len(rs) > 0 {
+		sorted := slices.Sorted(slices.Values(rs))
+		b.BareReplicationRatio = sorted[len(sorted)/2]
+	}
+	if out != nil {
+		fmt.Fprintf(out, "  %-50s %8.1f MB/s  (%.2f s)%s\n", row.Desc, row.MBPerSec, row.Seconds, row.cpuText())
+		if row.CPUSecondsPerGB > 0 {
+			fmt.Fprintf(out, "  %-50s %8.2f leader, %.2f followers\n", fmt.Sprintf("  its CPU per GB (median of %d runs of %.0f MB)", len(pairs), float64(n)/mb),
+				row.LeaderCPUSecondsPerGB, row.FollowersCPUSecondsPerGB)
+		}
+		if b.BareReplicationRatio > 0 {
+			fmt.Fprintf(out, "  %-50s %8.2f x  %.2f\n", "  its CPU per GB / the read+write receiver's", b.BareReplicationRatio, b.BareReplicationRatios)
+		}
 	}
 }
 
@@ -160,6 +258,38 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 			return nil, err
 		}
 	}
+
+	// Bare replication: what RF 3 on one machine cannot go below, against the
+	// read+write receiver. A single pair of runs is too noisy for a ratio here (the
+	// kernel's receive work of loopback lands on whichever thread is in the kernel),
+	// so each is run replicationPairs times, alternating. Before each pair, a file
+	// of the pair's page-cache need is written and removed, so that both runs
+	// write into pages the kernel has just freed: on a VM that hands free memory
+	// back to its host (virtio-balloon free page reporting), the first write into
+	// a page returned to the host costs several times the copy itself, and the
+	// replication, writing three times the bytes, would otherwise pay it for more
+	// of its pages than the receiver (docs/performance.md).
+	// The replication keeps three files of its bytes at once: at most
+	// maxReplicationBytes each.
+	rn := min(n, maxReplicationBytes)
+	var pairs []replicationPair
+	for range replicationPairs {
+		if err := warmPageCache(dir, buf, 4*rn); err != nil {
+			return nil, err
+		}
+		var p replicationPair
+		if p.receiver, err = bareReceive(dir, buf, rn, readWriteReceive); err != nil {
+			return nil, fmt.Errorf("bare receiver: %w", err)
+		}
+		if p.run, err = bareReplicate(dir, buf, rn, nil); err != nil {
+			return nil, fmt.Errorf("bare replication: %w", err)
+		}
+		pairs = append(pairs, p)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	res.addReplication(pairs, rn, out)
 
 	// The sending thread's CPU of the two ways to serve a cached file: what a
 	// broker's consume path cannot go below.

@@ -15,7 +15,10 @@ import (
 
 // sendFileTo sends the first n bytes of f to c with sendfile(2), as the Fetch
 // path does (kafkaapi/sendfile_linux.go).
-func sendFileTo(c net.Conn, f *os.File, n int64) error {
+func sendFileTo(c net.Conn, f *os.File, n int64) error { return sendFileRange(c, f, 0, n) }
+
+// sendFileRange sends the n bytes of f from offset off to c with sendfile(2).
+func sendFileRange(c net.Conn, f *os.File, off, n int64) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return fmt.Errorf("sendfile: %T has no file descriptor", c)
@@ -28,7 +31,7 @@ func sendFileTo(c net.Conn, f *os.File, n int64) error {
 	if err != nil {
 		return err
 	}
-	var off, sent int64
+	var sent int64
 	var opErr error
 	ctlErr := src.Control(func(infd uintptr) {
 		werr := dst.Write(func(outfd uintptr) bool {

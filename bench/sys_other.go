@@ -12,8 +12,11 @@ import (
 
 // sendFileTo sends the first n bytes of f to c; the runtime uses sendfile where
 // the platform has it.
-func sendFileTo(c net.Conn, f *os.File, n int64) error {
-	m, err := io.Copy(c, io.NewSectionReader(f, 0, n))
+func sendFileTo(c net.Conn, f *os.File, n int64) error { return sendFileRange(c, f, 0, n) }
+
+// sendFileRange sends the n bytes of f from offset off to c.
+func sendFileRange(c net.Conn, f *os.File, off, n int64) error {
+	m, err := io.Copy(c, io.NewSectionReader(f, off, n))
 	if err == nil && m != n {
 		err = io.ErrUnexpectedEOF
 	}

@@ -268,9 +268,15 @@ func benchBaselineCommand() *cli.Command {
 (page cache, no sync); the same with fdatasync after every 1 MiB; a loopback TCP
 stream between two goroutines; that stream received into a file in --dir with
 read+write through a 1 MiB buffer, and with splice (Linux), the bare receivers;
+bare replication, the floor of RF 3 on one machine: that stream received into a
+file by a leader that sends each write's bytes with sendfile to two followers over
+loopback, each reading them into a file of its own (three runs of at most 1 GiB,
+each after a run of the read+write receiver, and the median of the ratios of the
+pairs' CPU per GB);
 the first file sent over loopback with sendfile; and the same file copied over
 loopback through a 1 MiB buffer. Rows print the CPU time of the thread doing the
-measured side's work (writer, receiver, sender) per GB (10^9 bytes). Put --dir on
+measured side's work (writer, receiver, sender; the leader's and followers'
+threads together for bare replication) per GB (10^9 bytes). Put --dir on
 the filesystem of the brokers' data directory. The files are removed afterwards.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: ".", Usage: "write the disk baseline into `DIR`"},

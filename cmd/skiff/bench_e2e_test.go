@@ -84,7 +84,7 @@ func TestBenchE2E(t *testing.T) {
 	if r.Records != 1001 || r.Producers != 2 || r.Acks != "1" || r.Compression != "lz4" || r.LingerMs == nil || *r.LingerMs != 0 {
 		t.Fatalf("produce -k 2: %+v", r)
 	}
-	if r.Baseline == nil || len(r.Baseline.Rows) != 8 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
+	if r.Baseline == nil || len(r.Baseline.Rows) != 9 || r.Baseline.BareReplicationRatio <= 0 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
 		r.Ratios["null_kafka_server"] <= 0 {
 		t.Fatalf("baseline: %+v ratios %v", r.Baseline, r.Ratios)
 	}
@@ -99,7 +99,7 @@ func TestBenchE2E(t *testing.T) {
 
 	// consume --baseline reads as many records from a null Kafka server.
 	c = benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--baseline", "--dir", dir)
-	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 8 || c.Ratios["null_kafka_server"] <= 0 {
+	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 9 || c.Ratios["null_kafka_server"] <= 0 {
 		t.Fatalf("consume --baseline: %d records, baseline %+v ratios %v", c.Records, c.Baseline, c.Ratios)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {

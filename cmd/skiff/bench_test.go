@@ -77,8 +77,8 @@ func TestBaselineSmall(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	want := []string{"page_cache_write", "loopback_tcp", "bare_receiver_read_write", "bare_receiver_splice",
-		"sendfile_loopback", "copy_loopback", "fdatasync_write"}
-	if res.Bytes != 4<<20 || len(res.Rows) != len(want) || res.FdatasyncP50Ms <= 0 {
+		"bare_replication", "sendfile_loopback", "copy_loopback", "fdatasync_write"}
+	if res.Bytes != 4<<20 || len(res.Rows) != len(want) || res.FdatasyncP50Ms <= 0 || res.BareReplicationRatio <= 0 {
 		t.Fatalf("baseline %+v", res)
 	}
 	for i, row := range res.Rows {
@@ -98,8 +98,8 @@ func TestBaselineSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"page-cache write", "loopback TCP", "bare receiver", "splice", "sendfile", "copy", "fdatasync", "MB/s",
-		"s CPU per GB"} {
+	for _, w := range []string{"page-cache write", "loopback TCP", "bare receiver", "splice", "bare replication", "read+write receiver's",
+		"sendfile", "copy", "fdatasync", "MB/s", "s CPU per GB"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text output lacks %q:\n%s", w, text)
 		}

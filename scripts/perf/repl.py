@@ -26,7 +26,14 @@ rows = {}
 for (tag, r), m in sorted(runs.items()):
     one, rf3, rate, waits = m.get("one"), m.get("rf3"), m.get("rf3_20mbs"), m.get("ack_wait")
     reqs, rate_reqs = m.get("rf3_requests"), m.get("rf3_20mbs_requests")
+    base = m.get("baseline")
     vals = rows.setdefault(tag, {})
+    if base and base.get("bare_replication_ratio"):
+        # skiff bench baseline's floor: bare replication's CPU per GB / the read+write receiver's
+        vals.setdefault("floor: bare replication / bare receiver", []).append(base["bare_replication_ratio"])
+        if one and rf3:
+            vals.setdefault("(RF3 / one node, CPU/GB) / floor", []).append(
+                rf3["broker_cpu_seconds_per_gb"] / one["broker_cpu_seconds_per_gb"] / base["bare_replication_ratio"])
     if one and rf3:
         vals.setdefault("RF3 MB/s", []).append(rf3["mb_per_sec"])
         vals.setdefault("RF3 / one node, MB/s", []).append(rf3["mb_per_sec"] / one["mb_per_sec"])

@@ -5,8 +5,15 @@
 # nodes' CPU per GB, and acks=all latency at 20 MB/s with linger 0. One JSON line
 # per command appended to $OUT, tagged with $TAG, with the three nodes' Produce and Fetch
 # requests of each RF 3 run and the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds)
-# of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one.
-#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY)
+# of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one. BASELINE=path to a skiff
+# with the bare_replication row first runs `bench baseline` (BASELINE_BYTES, default
+# 512 MiB, in $WORK) before any node starts: the floor ratio of RF 3 on this machine.
+# WARM=MiB writes and removes a file of that many MiB in $WORK right before each
+# full-rate run, so that the one node and the cluster both write into just-freed page
+# cache (on a VM with free page reporting, writing into pages the host took back costs
+# several times more, and the one node, run first, would otherwise reuse the pages the
+# previous round freed). FULL_ONLY=1 skips the 20 MB/s run.
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, FULL_ONLY, BASELINE, BASELINE_BYTES, WARM)
 set -eu
 R=$1
 SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
@@ -24,8 +31,13 @@ start() { # name [args...]: starts a node; sets KAFKA, HTTP, EC
 }
 rec() { jq -c --arg n "$1" --arg tag "$TAG" --argjson r "$R" '{round: $r, tag: $tag, name: $n, result: .}' >> "$OUT"; }
 mkdir -p "$WORK"
+warm() { if [ -n "${WARM:-}" ]; then dd if=/dev/zero of="$WORK/.warm-$TAG$R" bs=1M count="$WARM" status=none; rm -f "$WORK/.warm-$TAG$R"; fi; }
+if [ -n "${BASELINE:-}" ]; then
+  "$BASELINE" bench baseline --dir "$WORK" --bytes "${BASELINE_BYTES:-536870912}" --json | rec baseline
+fi
 if [ -z "${RATE_ONLY:-}" ]; then
   start one; K1=$KAFKA; H1=$HTTP
+  warm
   "$SKIFF" bench produce -b $K1 --http $H1 -t one -d $D --config flush.policy=replicated --json | rec one
 fi
 start c1; C1=$KAFKA; HC1=$HTTP; J=$EC
@@ -37,7 +49,7 @@ requests() { for h in $HC1 $HC2 $HC3; do curl -s "http://$h/metrics"; done |
   awk -F'[" ]' '/^skiff_requests_total\{api="(Produce|Fetch)"\}/ { c[$2] += $NF }
        END { printf "{\"Produce\":%d,\"Fetch\":%d}\n", c["Produce"], c["Fetch"] }'; }
 if [ -z "${RATE_ONLY:-}" ]; then
-  Q0=$(requests)
+  warm; Q0=$(requests)
   "$SKIFF" bench produce -b $C1 $H -t rf3 -r 3 --config min.insync.replicas=2 -d $D --json | rec rf3
   jq -n --argjson b "$Q0" --argjson a "$(requests)" '{Produce: ($a.Produce - $b.Produce), Fetch: ($a.Fetch - $b.Fetch)}' | rec rf3_requests
 fi
@@ -46,6 +58,7 @@ fi
 ackwait() { for h in $HC1 $HC2 $HC3; do curl -s "http://$h/metrics"; done |
   awk '/^skiff_produce_ack_wait_seconds_bucket/ { match($0, /le="[^"]*"/); c[substr($0, RSTART+4, RLENGTH-5)] += $NF }
        END { printf "{"; n = 0; for (k in c) printf "%s\"%s\":%d", (n++ ? "," : ""), k, c[k]; print "}" }'; }
+[ -n "${FULL_ONLY:-}" ] && exit 0
 W0=$(ackwait); Q0=$(requests)
 "$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger 0 --json | rec rf3_20mbs
 jq -n --argjson b "$W0" --argjson a "$(ackwait)" '[$a | to_entries[] | {le: .key, n: (.value - ($b[.key] // 0))}]' | rec ack_wait
