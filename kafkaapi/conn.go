@@ -53,6 +53,7 @@ type conn struct {
 	held  int64
 
 	fw *FrameWriter // Fetch responses
+	rd connReader   // the bytes read ahead of the request in hand (connread.go)
 
 	// acks holds the answers of Produce requests waiting for their
 	// acknowledgement while the loop reads on (pipeline.go); ackWait is the
@@ -138,11 +139,13 @@ func (c *conn) serve() {
 		}
 	}()
 	defer c.releaseFrame()
+	defer c.rd.release()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()
 	if c.listener.Protocol.TLS() && !c.handshakeTLS() {
 		return
 	}
+	c.initReader()
 	c.acks.init(c.ctx)
 	owed := false // the answers in flight are written even as the loop ends
 	defer func() { c.endAcks(owed) }()
@@ -177,24 +180,25 @@ func (c *conn) serve() {
 // logged and closes the connection.
 func (c *conn) readFrame() ([]byte, error) {
 	cfg := &c.srv.cfg
-	if !c.armRead(cfg.IdleTimeout) {
+	if c.stopping() {
 		return nil, errRefused
 	}
 	// The size prefix and the API key: the key tells how much memory the request
 	// may take. A frame of fewer than 2 bytes is refused before its key is needed.
 	var head [6]byte
-	n, err := c.nc.Read(head[:])
+	n, err := c.readSome(head[:], cfg.IdleTimeout)
 	if err != nil {
-		c.logReadErr("read frame size", err, false)
+		if !errors.Is(err, errRefused) {
+			c.logReadErr("read frame size", err, false)
+		}
 		return nil, err
 	}
 	frameTimeout := min(cfg.ReadTimeout, cfg.IdleTimeout)
-	if !c.armRead(frameTimeout) {
-		return nil, errRefused
-	}
 	if n < 4 {
-		if _, err := io.ReadFull(c.nc, head[n:4]); err != nil {
-			c.logReadErr("read frame size", err, true)
+		if err := c.readFull(head[n:4], frameTimeout); err != nil {
+			if !errors.Is(err, errRefused) {
+				c.logReadErr("read frame size", err, true)
+			}
 			return nil, err
 		}
 		n = 4
@@ -210,8 +214,10 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, errRefused
 	}
 	if n < 6 {
-		if _, err := io.ReadFull(c.nc, head[n:6]); err != nil {
-			c.logReadErr("read frame", err, true)
+		if err := c.readFull(head[n:6], frameTimeout); err != nil {
+			if !errors.Is(err, errRefused) {
+				c.logReadErr("read frame", err, true)
+			}
 			return nil, err
 		}
 	}
@@ -229,12 +235,12 @@ func (c *conn) readFrame() ([]byte, error) {
 	frame := getBuf(int(size))
 	c.frame = frame
 	copy(frame, head[4:6])
-	// Time spent waiting for the budget is not the client's.
-	if !c.armRead(frameTimeout) {
-		return nil, errRefused
-	}
-	if _, err := io.ReadFull(c.nc, frame[2:]); err != nil {
-		c.logReadErr("read frame", err, true)
+	// The deadline is armed before reading the socket, after the wait for the
+	// budget (not the client's time); a frame already read ahead needs none.
+	if err := c.readFull(frame[2:], frameTimeout); err != nil {
+		if !errors.Is(err, errRefused) {
+			c.logReadErr("read frame", err, true)
+		}
 		return nil, err
 	}
 	return frame, nil

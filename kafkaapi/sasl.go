@@ -10,7 +10,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -162,12 +161,15 @@ func (c *conn) rawSASL() error {
 // releaseFrame).
 func (c *conn) readToken() ([]byte, error) {
 	cfg := &c.srv.cfg
-	if !c.armRead(min(cfg.ReadTimeout, cfg.IdleTimeout)) {
+	timeout := min(cfg.ReadTimeout, cfg.IdleTimeout)
+	if c.stopping() {
 		return nil, errRefused
 	}
 	var head [4]byte
-	if _, err := io.ReadFull(c.nc, head[:]); err != nil {
-		c.logReadErr("read SASL token", err, true)
+	if err := c.readFull(head[:], timeout); err != nil {
+		if !errors.Is(err, errRefused) {
+			c.logReadErr("read SASL token", err, true)
+		}
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(head[:]))
@@ -180,8 +182,10 @@ func (c *conn) readToken() ([]byte, error) {
 	}
 	c.held = int64(size)
 	c.frame = getBuf(int(size))
-	if _, err := io.ReadFull(c.nc, c.frame); err != nil {
-		c.logReadErr("read SASL token", err, true)
+	if err := c.readFull(c.frame, timeout); err != nil {
+		if !errors.Is(err, errRefused) {
+			c.logReadErr("read SASL token", err, true)
+		}
 		return nil, err
 	}
 	return c.frame, nil
