@@ -103,3 +103,52 @@ func TestWaitAckedISRBelowMin(t *testing.T) {
 	defer cancel()
 	wantCode(t, "acks=all wait, ISR below min.insync.replicas", p.WaitAcked(ctx, res.LeaderEpoch, res.LastOffset, -1), kerr.NotEnoughReplicasAfterAppend)
 }
+
+// TestHWWaitersWokenByOffset: a high-watermark waiter is not woken by an
+// append, nor by a high-watermark move short of its offset; it is woken once
+// the high watermark passes its offset, and by notify (leadership, sync, log
+// start, close) whatever its offset.
+func TestHWWaitersWokenByOffset(t *testing.T) {
+	p := &Partition{
+		waiters:        make(map[chan<- struct{}]struct{}),
+		replicaWaiters: make(map[chan<- struct{}]struct{}),
+		hwWaiters:      make(map[chan<- struct{}]int64),
+	}
+	woken := func(ch chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	at10, at20 := make(chan struct{}, 1), make(chan struct{}, 1)
+	p.addHWWaiter(at10, 10)
+	p.addHWWaiter(at20, 20)
+	p.notifyAppended()
+	if woken(at10) || woken(at20) {
+		t.Fatal("an append woke a high-watermark waiter")
+	}
+	p.hw.Store(10) // the record at 10 is not committed yet
+	p.notifyCommitted()
+	if woken(at10) || woken(at20) {
+		t.Fatal("a high watermark of 10 woke a waiter for offset 10 or 20")
+	}
+	p.hw.Store(11)
+	p.notifyCommitted()
+	if !woken(at10) {
+		t.Fatal("a high watermark of 11 did not wake the waiter for offset 10")
+	}
+	if woken(at20) {
+		t.Fatal("a high watermark of 11 woke the waiter for offset 20")
+	}
+	p.notify()
+	if !woken(at20) || !woken(at10) {
+		t.Fatal("notify did not wake every high-watermark waiter")
+	}
+	p.removeHWWaiter(at10)
+	p.notify()
+	if woken(at10) {
+		t.Fatal("a removed waiter was woken")
+	}
+}
