@@ -7,7 +7,9 @@
 # requests of each RF 3 run and the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds)
 # of the 20 MB/s run, and the three nodes' context switches and read and write calls
 # during it. RATE_ONLY=1 runs only the 20 MB/s one.
-#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY)
+# LINGER=MS runs the 20 MB/s one with that linger instead of 0 (batches then follow the clock,
+# not how fast acknowledgements come back, so two builds get about the same requests).
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, LINGER)
 set -eu
 R=$1
 SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
@@ -56,7 +58,7 @@ kernel() { for p in $NODES; do
   done | paste - - | awk '{ v += $1; n += $2; r += $3; w += $4 }
        END { printf "{\"vcs\":%d,\"ics\":%d,\"reads\":%d,\"writes\":%d}\n", v, n, r, w }'; }
 W0=$(ackwait); Q0=$(requests); K0=$(kernel)
-"$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger 0 --json | rec rf3_20mbs
+"$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger ${LINGER:-0} --json | rec rf3_20mbs
 jq -n --argjson b "$K0" --argjson a "$(kernel)" '$a | with_entries(.value -= $b[.key])' | rec rf3_20mbs_kernel
 jq -n --argjson b "$W0" --argjson a "$(ackwait)" '[$a | to_entries[] | {le: .key, n: (.value - ($b[.key] // 0))}]' | rec ack_wait
 jq -n --argjson b "$Q0" --argjson a "$(requests)" '{Produce: ($a.Produce - $b.Produce), Fetch: ($a.Fetch - $b.Fetch)}' | rec rf3_20mbs_requests
