@@ -167,9 +167,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 		timeout := requestTimeout(req.TimeoutMillis)
 		waitFrom := time.Now()
 		c.ackWait = func(parent context.Context) {
-			// The timeout counts from the append, though the connection's
-			// answerer may come to this wait after the ones before it.
-			ctx, cancel := context.WithDeadline(parent, waitFrom.Add(timeout))
+			ctx, cancel := context.WithTimeout(parent, timeout)
 			defer cancel()
 			defer func() { s.metrics.ackWait.Observe(time.Since(waitFrom).Seconds()) }()
 			for _, w := range waits {

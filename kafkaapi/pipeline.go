@@ -5,8 +5,7 @@ package kafkaapi
 // followers' next fetches, and every request a client pipelines behind it
 // (franz-go sends up to 5 Produce requests at once) would pay that wait again
 // before it is even appended. Instead the connection's loop appends the
-// request, hands the wait and the answer to the connection's answerer
-// goroutine, and reads the next
+// request, hands the wait and the answer to a goroutine, and reads the next
 // request while the followers catch up. Answers still go out in request order,
 // as the protocol requires: each waiting answer is written after the one
 // before it, and any request other than a Produce, or a Produce answered at
@@ -26,26 +25,13 @@ import (
 const maxAckWaits = 5
 
 // ackPipe is a connection's acknowledgements in flight. Only the connection's
-// loop calls its methods. One goroutine per connection, started with its first
-// deferred answer and ended with the connection, runs the waits in request
-// order and writes each answer: a goroutine per Produce was one more goroutine
-// to start and schedule per request, and once two acknowledgements came
-// together, each waited again for the one before it to be written.
+// loop calls its methods.
 type ackPipe struct {
 	ctx    context.Context // ends the waits when the connection is dropped
 	cancel context.CancelFunc
 	slots  chan struct{}   // one per wait in flight
-	queue  chan ackAnswer  // the answers for the answerer, in request order (nil: not started)
 	last   <-chan struct{} // closed once the newest waiting answer is written (nil: none)
 	failed chan struct{}   // closed once writing an answer failed
-}
-
-// ackAnswer is one deferred answer: its wait, then its response.
-type ackAnswer struct {
-	hdr  RequestHeader
-	resp kmsg.Response
-	wait func(context.Context)
-	done chan struct{} // closed once it is written or abandoned
 }
 
 func (a *ackPipe) init(parent context.Context) {
@@ -69,49 +55,36 @@ func (a *ackPipe) drain() bool {
 	}
 }
 
-// deferAnswer hands wait and resp to the connection's answerer, which runs the
-// wait and writes resp once the answers before it are written. It blocks while
-// maxAckWaits are in flight. Only an unthrottled answer is deferred: a
-// throttled one mutes the connection after it is written.
+// deferAnswer runs wait on a goroutine, then writes resp once the answer
+// before it is written. It blocks while maxAckWaits are in flight. Only an
+// unthrottled answer is deferred: a throttled one mutes the connection after
+// it is written.
 func (c *conn) deferAnswer(hdr RequestHeader, resp kmsg.Response, wait func(context.Context)) {
 	a := &c.acks
 	a.slots <- struct{}{}
-	if a.queue == nil {
-		a.queue = make(chan ackAnswer, maxAckWaits)
-		go c.answerAcks(a.queue)
-	}
-	done := make(chan struct{})
+	prev, done := a.last, make(chan struct{})
 	a.last = done
-	a.queue <- ackAnswer{hdr: hdr, resp: resp, wait: wait, done: done}
-}
-
-// answerAcks is the connection's answerer: it runs each deferred answer's wait
-// and writes the answer, in request order, until endAcks closes queue.
-func (c *conn) answerAcks(queue <-chan ackAnswer) {
-	a := &c.acks
-	for ans := range queue {
-		c.answer(ans)
-		close(ans.done)
-		<-a.slots
-	}
-}
-
-func (c *conn) answer(ans ackAnswer) {
-	a := &c.acks
-	ans.wait(a.ctx)
-	select {
-	case <-a.failed:
-		return // an earlier answer was lost: the connection is closing
-	default:
-	}
-	if a.ctx.Err() != nil && c.ctx.Err() == nil {
-		return // the connection was dropped: nobody reads the answer
-	}
-	if err := c.writeResponse(&ans.hdr, ans.resp); err != nil {
-		c.logger.Warn("closing connection", "err", err)
-		close(a.failed)
-		c.netConn().Close() // ends the loop's read
-	}
+	go func() {
+		defer func() { <-a.slots }()
+		defer close(done)
+		wait(a.ctx)
+		if prev != nil {
+			<-prev
+		}
+		select {
+		case <-a.failed:
+			return // an earlier answer was lost: the connection is closing
+		default:
+		}
+		if a.ctx.Err() != nil && c.ctx.Err() == nil {
+			return // the connection was dropped: nobody reads the answer
+		}
+		if err := c.writeResponse(&hdr, resp); err != nil {
+			c.logger.Warn("closing connection", "err", err)
+			close(a.failed)
+			c.netConn().Close() // ends the loop's read
+		}
+	}()
 }
 
 // endAcks finishes the answers in flight when the loop ends: written if the
@@ -123,7 +96,4 @@ func (c *conn) endAcks(owed bool) {
 	}
 	c.acks.drain()
 	c.acks.cancel()
-	if c.acks.queue != nil {
-		close(c.acks.queue) // the answerer ends
-	}
 }
