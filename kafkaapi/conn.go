@@ -53,7 +53,6 @@ type conn struct {
 	held  int64
 
 	fw *FrameWriter // Fetch responses
-	rd connReader   // the bytes read ahead of the request in hand (connread.go)
 
 	// acks holds the answers of Produce requests waiting for their
 	// acknowledgement while the loop reads on (pipeline.go); ackWait is the
@@ -139,13 +138,11 @@ func (c *conn) serve() {
 		}
 	}()
 	defer c.releaseFrame()
-	defer c.rd.release()
 	c.srv.metrics.connections.Inc()
 	defer c.srv.metrics.connections.Dec()
 	if c.listener.Protocol.TLS() && !c.handshakeTLS() {
 		return
 	}
-	c.initReader()
 	c.acks.init(c.ctx)
 	owed := false // the answers in flight are written even as the loop ends
 	defer func() { c.endAcks(owed) }()
@@ -180,25 +177,24 @@ func (c *conn) serve() {
 // logged and closes the connection.
 func (c *conn) readFrame() ([]byte, error) {
 	cfg := &c.srv.cfg
-	if c.stopping() {
+	if !c.armRead(cfg.IdleTimeout) {
 		return nil, errRefused
 	}
 	// The size prefix and the API key: the key tells how much memory the request
 	// may take. A frame of fewer than 2 bytes is refused before its key is needed.
 	var head [6]byte
-	n, err := c.readSome(head[:], cfg.IdleTimeout)
+	n, err := c.nc.Read(head[:])
 	if err != nil {
-		if !errors.Is(err, errRefused) {
-			c.logReadErr("read frame size", err, false)
-		}
+		c.logReadErr("read frame size", err, false)
 		return nil, err
 	}
 	frameTimeout := min(cfg.ReadTimeout, cfg.IdleTimeout)
+	if !c.armRead(frameTimeout) {
+		return nil, errRefused
+	}
 	if n < 4 {
-		if err := c.readFull(head[n:4], frameTimeout); err != nil {
-			if !errors.Is(err, errRefused) {
-				c.logReadErr("read frame size", err, true)
-			}
+		if _, err := io.ReadFull(c.nc, head[n:4]); err != nil {
+			c.logReadErr("read frame size", err, true)
 			return nil, err
 		}
 		n = 4
@@ -214,10 +210,8 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, errRefused
 	}
 	if n < 6 {
-		if err := c.readFull(head[n:6], frameTimeout); err != nil {
-			if !errors.Is(err, errRefused) {
-				c.logReadErr("read frame", err, true)
-			}
+		if _, err := io.ReadFull(c.nc, head[n:6]); err != nil {
+			c.logReadErr("read frame", err, true)
 			return nil, err
 		}
 	}
@@ -235,12 +229,12 @@ func (c *conn) readFrame() ([]byte, error) {
 	frame := getBuf(int(size))
 	c.frame = frame
 	copy(frame, head[4:6])
-	// The deadline is armed before reading the socket, after the wait for the
-	// budget (not the client's time); a frame already read ahead needs none.
-	if err := c.readFull(frame[2:], frameTimeout); err != nil {
-		if !errors.Is(err, errRefused) {
-			c.logReadErr("read frame", err, true)
-		}
+	// Time spent waiting for the budget is not the client's.
+	if !c.armRead(frameTimeout) {
+		return nil, errRefused
+	}
+	if _, err := io.ReadFull(c.nc, frame[2:]); err != nil {
+		c.logReadErr("read frame", err, true)
 		return nil, err
 	}
 	return frame, nil

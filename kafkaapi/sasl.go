@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -161,15 +162,12 @@ func (c *conn) rawSASL() error {
 // releaseFrame).
 func (c *conn) readToken() ([]byte, error) {
 	cfg := &c.srv.cfg
-	timeout := min(cfg.ReadTimeout, cfg.IdleTimeout)
-	if c.stopping() {
+	if !c.armRead(min(cfg.ReadTimeout, cfg.IdleTimeout)) {
 		return nil, errRefused
 	}
 	var head [4]byte
-	if err := c.readFull(head[:], timeout); err != nil {
-		if !errors.Is(err, errRefused) {
-			c.logReadErr("read SASL token", err, true)
-		}
+	if _, err := io.ReadFull(c.nc, head[:]); err != nil {
+		c.logReadErr("read SASL token", err, true)
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(head[:]))
@@ -182,10 +180,8 @@ func (c *conn) readToken() ([]byte, error) {
 	}
 	c.held = int64(size)
 	c.frame = getBuf(int(size))
-	if err := c.readFull(c.frame, timeout); err != nil {
-		if !errors.Is(err, errRefused) {
-			c.logReadErr("read SASL token", err, true)
-		}
+	if _, err := io.ReadFull(c.nc, c.frame); err != nil {
+		c.logReadErr("read SASL token", err, true)
 		return nil, err
 	}
 	return c.frame, nil
