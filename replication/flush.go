@@ -193,7 +193,7 @@ func (p *Partition) WaitAcked(ctx context.Context, epoch int32, offset int64, ac
 	registered := false
 	defer func() {
 		if registered {
-			p.removeHWWaiter(ch)
+			p.RemoveWaiter(ch)
 		}
 	}()
 	for {
@@ -224,7 +224,7 @@ func (p *Partition) WaitAcked(ctx context.Context, epoch int32, offset int64, ac
 			return fmt.Errorf("%s-%d stopped leading (epoch %d) before offset %d was acknowledged: %w", p.Topic, p.ID, epoch, offset, kerr.NotLeaderForPartition)
 		}
 		if !registered {
-			p.addHWWaiter(ch, offset)
+			p.AddWaiter(ch)
 			registered = true
 			continue // look again: the state may have moved before the waiter was added
 		}

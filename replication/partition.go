@@ -219,11 +219,6 @@ type Partition struct {
 	waiters map[chan<- struct{}]struct{} // guarded by waitMu
 	// replicaWaiters are parked follower fetches (AddReplicaWaiter); guarded by waitMu.
 	replicaWaiters map[chan<- struct{}]struct{}
-	// hwWaiters wait for the high watermark to pass an offset (WaitAcked,
-	// WaitHighWatermark), each with that offset; guarded by waitMu. notify wakes
-	// them all, notifyCommitted only those whose offset the high watermark passed,
-	// and an append (notifyAppended) none.
-	hwWaiters map[chan<- struct{}]int64
 
 	syncer   syncer // the flush.policy goroutine (flush.go)
 	stopOnce sync.Once
@@ -288,7 +283,6 @@ func openPartition(fs vfs.FS, dir, topic string, id int32, topicID [16]byte, cfg
 		snap:           newSnapshotState(),
 		waiters:        make(map[chan<- struct{}]struct{}),
 		replicaWaiters: make(map[chan<- struct{}]struct{}),
-		hwWaiters:      make(map[chan<- struct{}]int64),
 		st:             replicaState{leaderID: -1},
 	}
 	p.cfg.Store(&cfg)
@@ -509,7 +503,7 @@ func (p *Partition) appendLocked(records []byte, h *batch.Header) (AppendResult,
 
 	res.BaseOffset, res.LastOffset = base, h.LastOffset()
 	p.maybeAdvanceHW()
-	p.notifyAppended()
+	p.notify()
 	return res, nil
 }
 
@@ -663,7 +657,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, epoch int32, offset i
 	registered := false
 	defer func() {
 		if registered {
-			p.removeHWWaiter(ch)
+			p.RemoveWaiter(ch)
 		}
 	}()
 	for {
@@ -676,7 +670,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, epoch int32, offset i
 		case !led:
 			return fmt.Errorf("%s-%d stopped leading (epoch %d) before offset %d was committed: %w", p.Topic, p.ID, epoch, offset, kerr.NotLeaderForPartition)
 		case !registered:
-			p.addHWWaiter(ch, offset)
+			p.AddWaiter(ch)
 			registered = true
 			continue // look again: the state may have moved before the waiter was added
 		}
@@ -721,23 +715,8 @@ func (p *Partition) RemoveReplicaWaiter(ch chan<- struct{}) {
 	p.waitMu.Unlock()
 }
 
-// notify wakes every waiter: the leadership, the log start or what was synced moved.
+// notify wakes every waiter: the log end, the leadership or the log start moved.
 func (p *Partition) notify() {
-	p.waitMu.Lock()
-	wakeAll(p.waiters)
-	wakeAll(p.replicaWaiters)
-	for ch := range p.hwWaiters {
-		wake(ch)
-	}
-	p.waitMu.Unlock()
-}
-
-// notifyAppended is notify after an append, which only moved the log end: the
-// waiters on the high watermark are not woken (the append moved it, if it did,
-// through maybeAdvanceHW and notifyCommitted). Before they had their own list,
-// each acks=all produce in flight woke on every append to its partition, only to
-// park again.
-func (p *Partition) notifyAppended() {
 	p.waitMu.Lock()
 	wakeAll(p.waiters)
 	wakeAll(p.replicaWaiters)
@@ -745,46 +724,20 @@ func (p *Partition) notifyAppended() {
 }
 
 // notifyCommitted wakes the waiters on the high watermark or the followers' log
-// starts (consumers' fetches, DeleteRecords) and the high watermark's waiters
-// whose offset it passed (acks=all produces), not parked follower fetches.
+// starts (acks=all produces, consumers' fetches, DeleteRecords), not parked
+// follower fetches.
 func (p *Partition) notifyCommitted() {
-	hw := p.hw.Load()
 	p.waitMu.Lock()
 	wakeAll(p.waiters)
-	for ch, offset := range p.hwWaiters {
-		if hw > offset {
-			wake(ch)
-		}
-	}
-	p.waitMu.Unlock()
-}
-
-// addHWWaiter registers ch to be woken once the high watermark passes offset, and
-// by every notify (leadership, sync, log start, close).
-func (p *Partition) addHWWaiter(ch chan<- struct{}, offset int64) {
-	p.waitMu.Lock()
-	p.hwWaiters[ch] = offset
-	p.waitMu.Unlock()
-}
-
-// removeHWWaiter undoes addHWWaiter.
-func (p *Partition) removeHWWaiter(ch chan<- struct{}) {
-	p.waitMu.Lock()
-	delete(p.hwWaiters, ch)
 	p.waitMu.Unlock()
 }
 
 func wakeAll(waiters map[chan<- struct{}]struct{}) {
 	for ch := range waiters {
-		wake(ch)
-	}
-}
-
-// wake sends to ch unless a wake is pending there already.
-func wake(ch chan<- struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
