@@ -7,13 +7,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// errProduceCutShort is made once: produceShape runs for every Produce, and
+// building its error there cost every request an fmt.Errorf.
+var errProduceCutShort = fmt.Errorf("%w: produce body cut short", errMalformed)
+
 // produceShape walks a Produce body of a served version (v3..v7 share one layout:
 // transactional_id nullable string, acks int16, timeout_ms int32, topics array of
 // {name string, partitions array of {index int32, records nullable bytes}}) without
 // allocating, and returns its entries (produceEntries). It fails where the body is
 // cut short, so an array length is never believed before its elements are there.
 func produceShape(b []byte) (int, error) {
-	short := fmt.Errorf("%w: produce body cut short", errMalformed)
+	short := errProduceCutShort
 	take := func(n int) bool {
 		if n < 0 || n > len(b) {
 			return false

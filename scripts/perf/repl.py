@@ -52,6 +52,16 @@ for (tag, r), m in sorted(runs.items()):
     if rate and rate_reqs:
         vals.setdefault("20 MB/s: Produce requests per s (3 nodes)", []).append(rate_reqs["Produce"] / rate["seconds"])
         vals.setdefault("20 MB/s: Fetch requests per s (3 nodes)", []).append(rate_reqs["Fetch"] / rate["seconds"])
+        # The load moves how franz-go batches (fewer, larger requests on a busy machine):
+        # the CPU per request is steadier across rounds than the CPU per 10 s.
+        vals.setdefault("20 MB/s: 3 nodes' CPU us per request", []).append(
+            rate["broker_cpu_seconds"] * 1e6 / max(rate_reqs["Produce"] + rate_reqs["Fetch"], 1))
+    kern = m.get("rf3_20mbs_kernel")
+    if kern and rate_reqs:  # the three nodes' kernel counters during the 20 MB/s run, per request
+        n = max(rate_reqs["Produce"] + rate_reqs["Fetch"], 1)
+        for k, label in (("vcs", "voluntary context switches"), ("ics", "involuntary context switches"),
+                         ("reads", "read calls"), ("writes", "write calls")):
+            vals.setdefault("20 MB/s: %s per request" % label, []).append(kern[k] / n)
     if waits:  # the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds), at bucket bounds
         for q in (0.5, 0.99):
             vals.setdefault("20 MB/s: leaders' ack wait p%d ms (<=)" % round(q * 100), []).append(bucket_quantile(waits, q) * 1000)

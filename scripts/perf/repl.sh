@@ -12,8 +12,11 @@
 # full-rate run, so that the one node and the cluster both write into just-freed page
 # cache (on a VM with free page reporting, writing into pages the host took back costs
 # several times more, and the one node, run first, would otherwise reuse the pages the
-# previous round freed). FULL_ONLY=1 skips the 20 MB/s run.
-#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, FULL_ONLY, BASELINE, BASELINE_BYTES, WARM)
+# previous round freed). FULL_ONLY=1 skips the 20 MB/s run. The 20 MB/s run also records the three nodes' context
+# switches and read and write calls during it; LINGER=MS runs it with that linger instead of 0
+# (batches then follow the clock, not how fast acknowledgements come back, so two builds get
+# about the same requests).
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, FULL_ONLY, BASELINE, BASELINE_BYTES, WARM, LINGER)
 set -eu
 R=$1
 SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
@@ -59,7 +62,16 @@ ackwait() { for h in $HC1 $HC2 $HC3; do curl -s "http://$h/metrics"; done |
   awk '/^skiff_produce_ack_wait_seconds_bucket/ { match($0, /le="[^"]*"/); c[substr($0, RSTART+4, RLENGTH-5)] += $NF }
        END { printf "{"; n = 0; for (k in c) printf "%s\"%s\":%d", (n++ ? "," : ""), k, c[k]; print "}" }'; }
 [ -n "${FULL_ONLY:-}" ] && exit 0
-W0=$(ackwait); Q0=$(requests)
-"$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger 0 --json | rec rf3_20mbs
+# The three nodes' context switches (voluntary, involuntary, over all their threads) and
+# read and write calls (/proc/PID/io syscr, syscw), as {"vcs": N, "ics": N, "reads": N, "writes": N}.
+NODES="${pids[@]: -3}"
+kernel() { for p in $NODES; do
+    cat /proc/$p/task/*/status 2>/dev/null | awk '/^voluntary_ctxt/ { v += $2 } /^nonvoluntary_ctxt/ { n += $2 } END { print v + 0, n + 0 }'
+    awk '/^syscr/ { r = $2 } /^syscw/ { w = $2 } END { print r + 0, w + 0 }' /proc/$p/io
+  done | paste - - | awk '{ v += $1; n += $2; r += $3; w += $4 }
+       END { printf "{\"vcs\":%d,\"ics\":%d,\"reads\":%d,\"writes\":%d}\n", v, n, r, w }'; }
+W0=$(ackwait); Q0=$(requests); K0=$(kernel)
+"$SKIFF" bench produce -b $C1 $H -t rate -r 3 --config min.insync.replicas=2 -d 10s --rate 19532 --linger ${LINGER:-0} --json | rec rf3_20mbs
+jq -n --argjson b "$K0" --argjson a "$(kernel)" '$a | with_entries(.value -= $b[.key])' | rec rf3_20mbs_kernel
 jq -n --argjson b "$W0" --argjson a "$(ackwait)" '[$a | to_entries[] | {le: .key, n: (.value - ($b[.key] // 0))}]' | rec ack_wait
 jq -n --argjson b "$Q0" --argjson a "$(requests)" '{Produce: ($a.Produce - $b.Produce), Fetch: ($a.Fetch - $b.Fetch)}' | rec rf3_20mbs_requests
