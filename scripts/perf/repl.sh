@@ -47,6 +47,8 @@ start c1; C1=$KAFKA; HC1=$HTTP; J=$EC
 start c2 --join $J; HC2=$HTTP
 start c3 --join $J; HC3=$HTTP
 H="--http $HC1 --http $HC2 --http $HC3"
+# A node is ready before the first one's metadata lists it: wait until a topic of RF 3 can be made.
+for _ in $(seq 1 100); do "$SKIFF" topic create -b $C1 -r 3 -p 1 ready3 >/dev/null 2>&1 && break; sleep 0.1; done
 # The three nodes' Produce and Fetch requests so far, as {"Produce": N, "Fetch": M}.
 requests() { for h in $HC1 $HC2 $HC3; do curl -s "http://$h/metrics"; done |
   awk -F'[" ]' '/^skiff_requests_total\{api="(Produce|Fetch)"\}/ { c[$2] += $NF }
