@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"skiff/internal/batchtest"
 	"skiff/internal/netlab"
 	"skiff/internal/testnode"
 )
@@ -184,16 +183,7 @@ func aliceClient(t *testing.T, n *testnode.Node, opts ...kgo.Opt) *kgo.Client {
 // aliceProduce sends one record to each of partitions of the ACL topic to cl's
 // seed broker only, and returns the error codes by partition.
 func aliceProduce(ctx context.Context, cl *kgo.Client, partitions []int32, acks int16, v string) (map[int32]int16, error) {
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(7)
-	req.Acks, req.TimeoutMillis = acks, 5000
-	rt := kmsg.ProduceRequestTopic{Topic: aclCutTopic}
-	for _, p := range partitions {
-		rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{
-			Partition: p, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), v)})
-	}
-	req.Topics = []kmsg.ProduceRequestTopic{rt}
-	resp, err := seedRequest(ctx, cl, req)
+	resp, err := seedRequest(ctx, cl, produceRequest(aclCutTopic, partitions, acks, 5000, v))
 	if err != nil {
 		return nil, err
 	}

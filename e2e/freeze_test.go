@@ -275,10 +275,16 @@ func TestFaultFrozenLeaderResumes(t *testing.T) {
 // produceTo is a Produce request (v7) of one record with value v to each of the
 // partitions of the fault topic.
 func produceTo(partitions []int32, acks int16, v string) *kmsg.ProduceRequest {
+	return produceRequest(faultTopic, partitions, acks, 10_000, v)
+}
+
+// produceRequest is a Produce request (v7) of one record with value v to each of
+// the partitions of topic, with the broker's wait bounded by timeoutMs.
+func produceRequest(topic string, partitions []int32, acks int16, timeoutMs int32, v string) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(7)
-	req.Acks, req.TimeoutMillis = acks, 10_000
-	rt := kmsg.ProduceRequestTopic{Topic: faultTopic}
+	req.Acks, req.TimeoutMillis = acks, timeoutMs
+	rt := kmsg.ProduceRequestTopic{Topic: topic}
 	for _, p := range partitions {
 		rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{
 			Partition: p, Records: batchtest.Strings(batchtest.Plain, time.Now().UnixMilli(), v)})

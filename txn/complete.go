@@ -111,23 +111,29 @@ func (sh *shard) awaitCompletion(ctx context.Context, id string, pid int64, epoc
 			(m.state != PrepareCommit && m.state != PrepareAbort) {
 			return m
 		}
-		m.awaiting++
-		changed := sh.changed
-		sh.mu.Unlock()
-		var done bool
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			done = true
-		case <-sh.ctx.Done():
-			done = true
-		}
-		sh.mu.Lock()
-		m.awaiting--
-		if done {
+		if sh.awaitChange(ctx, m) {
 			return sh.txns[id]
 		}
 	}
+}
+
+// awaitChange waits, with sh.mu held (it is released meanwhile), for the next
+// change of any transaction of the shard, counting the wait on m; it reports
+// true when ctx or the shard ended first.
+func (sh *shard) awaitChange(ctx context.Context, m *txnMeta) (done bool) {
+	m.awaiting++
+	changed := sh.changed
+	sh.mu.Unlock()
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		done = true
+	case <-sh.ctx.Done():
+		done = true
+	}
+	sh.mu.Lock()
+	m.awaiting--
+	return done
 }
 
 // abortTimedOut aborts the transactions open longer than their timeout, under a

@@ -202,20 +202,7 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 			break
 		}
 		m.adds = b
-		m.awaiting++
-		changed := sh.changed
-		sh.mu.Unlock()
-		var done bool
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			done = true
-		case <-sh.ctx.Done():
-			done = true
-		}
-		sh.mu.Lock()
-		m.awaiting--
-		if done {
+		if sh.awaitChange(ctx, m) {
 			m = sh.txns[id]
 			break
 		}
