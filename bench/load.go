@@ -108,7 +108,16 @@ type loadProducer struct {
 	// every txnRecords records; txns counts the commits.
 	txnRecords int
 	txns       int64
+	// phases times each committed transaction from the client's side: from
+	// BeginTransaction until its last record was handed to the client (buffer),
+	// then Flush (flush), then EndTransaction (end). txnBegan is the clock
+	// time of the open transaction's begin. Owned by run; read after it returns.
+	txnBegan int64
+	phases   txnPhases
 }
+
+// txnPhases are the client-side phases of a producer's transactions.
+type txnPhases struct{ buffer, flush, end histogram }
 
 // ackGaps finds the longest time a partition went without an acknowledgement while
 // one of this producer's records waited for one: for each acknowledgement, the time
@@ -281,19 +290,26 @@ func (p *loadProducer) begin() error {
 	if err := p.k.Kafka().BeginTransaction(); err != nil {
 		return fmt.Errorf("begin transaction: %w", p.k.Explain(err))
 	}
+	p.txnBegan = p.clock.now()
 	return nil
 }
 
 // commit flushes the open transaction's records and commits it.
 func (p *loadProducer) commit() error {
 	ctx := context.Background()
+	buffered := p.clock.now()
 	if err := p.k.Kafka().Flush(ctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
+	flushed := p.clock.now()
 	if err := p.k.Kafka().EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit transaction: %w", p.k.Explain(err))
 	}
+	ended := p.clock.now()
 	p.txns++
+	p.phases.buffer.record(buffered - p.txnBegan)
+	p.phases.flush.record(flushed - buffered)
+	p.phases.end.record(ended - flushed)
 	return nil
 }
 
@@ -338,6 +354,7 @@ func (p *loadProducer) warmUp(ctx context.Context, n int) error {
 			return err
 		}
 		p.txns = 0
+		p.phases = txnPhases{}
 	}
 	return nil
 }
@@ -587,9 +604,15 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	res.Records, res.Bytes, res.Failed = acked.records.Load(), acked.bytes.Load(), acked.failed.Load()
 	if cfg.TransactionalID != "" {
 		res.Transactional = &TxnComparison{TxnRecords: cfg.TxnRecords}
+		var ph txnPhases
 		for _, p := range producers {
 			res.Transactional.Transactions += p.txns
+			ph.buffer.merge(&p.phases.buffer)
+			ph.flush.merge(&p.phases.flush)
+			ph.end.merge(&p.phases.end)
 		}
+		b, f, e := ph.buffer.summary(), ph.flush.summary(), ph.end.summary()
+		res.Transactional.BufferLatency, res.Transactional.FlushLatency, res.Transactional.EndLatency = &b, &f, &e
 	}
 	if err := acked.firstErr(); err != nil {
 		res.FirstError = producers[0].k.Explain(err).Error()

@@ -76,6 +76,12 @@ type TxnComparison struct {
 	Transactions            int64   `json:"transactions"` // committed
 	IdempotentRecordsPerSec float64 `json:"idempotent_records_per_sec"`
 	Ratio                   float64 `json:"ratio"` // transactional / idempotent records/s
+	// The phases of each transaction as the client saw them: BeginTransaction
+	// until its last record was handed to the client, then Flush (every record
+	// acknowledged), then EndTransaction (committed).
+	BufferLatency *LatencySummary `json:"txn_buffer,omitempty"`
+	FlushLatency  *LatencySummary `json:"txn_flush,omitempty"`
+	EndLatency    *LatencySummary `json:"txn_end,omitempty"`
 }
 
 const (
@@ -151,6 +157,10 @@ func (r *Result) writeText(w io.Writer) error {
 	if t := r.Transactional; t != nil {
 		fmt.Fprintf(&b, "transactions %d committed, %d records each; idempotent in the same run: %.0f records/s; ratio %.2f\n",
 			t.Transactions, t.TxnRecords, t.IdempotentRecordsPerSec, t.Ratio)
+		if t.BufferLatency != nil && t.FlushLatency != nil && t.EndLatency != nil && t.FlushLatency.Count > 0 {
+			fmt.Fprintf(&b, "txn phases   p50 %.2f ms to buffer the records, %.2f ms Flush, %.2f ms EndTransaction (p95 %.2f, %.2f, %.2f)\n",
+				t.BufferLatency.P50, t.FlushLatency.P50, t.EndLatency.P50, t.BufferLatency.P95, t.FlushLatency.P95, t.EndLatency.P95)
+		}
 	}
 	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {
 		fmt.Fprintf(&b, "client CPU   %.2f s (%.2f cores) in this process, %.2f s per GB\n",

@@ -219,6 +219,13 @@ func TestBenchTransactional(t *testing.T) {
 		p.Transactional.TxnRecords != 100 || p.Transactional.IdempotentRecordsPerSec <= 0 || p.Transactional.Ratio <= 0 {
 		t.Fatalf("transactional produce: %+v %+v", p, p.Transactional)
 	}
+	// Each committed transaction (not the warm-up's) is timed in every phase.
+	for name, s := range map[string]*bench.LatencySummary{"txn_buffer": p.Transactional.BufferLatency,
+		"txn_flush": p.Transactional.FlushLatency, "txn_end": p.Transactional.EndLatency} {
+		if s == nil || s.Count != 20 || s.P50 <= 0 {
+			t.Fatalf("%s: %+v, want 20 transactions timed", name, s)
+		}
+	}
 	// Both runs: 2000 records each plus 2 warm-up records per partition each.
 	for _, iso := range []string{"read_uncommitted", "read_committed"} {
 		if c := benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--isolation", iso); c.Records != 4008 {

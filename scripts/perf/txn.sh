@@ -6,12 +6,16 @@
 # One JSON line per command appended to $OUT, tagged with $TAG (needs jq and bc).
 #   usage: scripts/perf/txn.sh ROUND   (env: SKIFF=./skiff, TXNSTEPS=txnsteps binary
 #   (go build ./scripts/perf/txnsteps), WORK=/tmp/skiff-txn, OUT=$WORK/txn.jsonl, TAG,
-#   ARGS (extra serve args), D=5s, N=300, PORTBASE=21200: uses PORTBASE..PORTBASE+39)
+#   ARGS (extra serve args), D=5s, N=300, PORTBASE=21200: uses PORTBASE..PORTBASE+39,
+#   BENCH=skiff binary that runs the bench (default $SKIFF: give the newer one to get its
+#   txn_buffer/txn_flush/txn_end phases against either build's nodes), STEPS=extra txnsteps
+#   args, e.g. "-z none -letters" for the bench's bytes: without them txnsteps sends
+#   snappy-compressed zeros, about a twentieth of the bench's 1 MB per transaction)
 # A/B: for r in 1 2 3; do TAG=base SKIFF=/tmp/skiff-base scripts/perf/txn.sh $r;
 #        TAG=new SKIFF=./skiff scripts/perf/txn.sh $r; done
 set -eu
 R=$1
-SKIFF=$(realpath "${SKIFF:-./skiff}"); TXNSTEPS=$(realpath "${TXNSTEPS:-./txnsteps}")
+SKIFF=$(realpath "${SKIFF:-./skiff}"); BENCH=$(realpath "${BENCH:-$SKIFF}"); read -r -a STEPSA <<< "${STEPS:-}"; TXNSTEPS=$(realpath "${TXNSTEPS:-./txnsteps}")
 WORK=${WORK:-/tmp/skiff-txn}; OUT=${OUT:-$WORK/txn.jsonl}; D=${D:-5s}; N=${N:-300}
 TAG=${TAG:-default}; PB=${PORTBASE:-21200}; read -r -a EXTRA <<< "${ARGS:-}"
 pids=()
@@ -31,8 +35,8 @@ mkdir -p "$WORK"
 start 0; start 1 --join 127.0.0.1:$((PB + 2)); start 2 --join 127.0.0.1:$((PB + 2))
 B=127.0.0.1:$PB
 c0=$(cpu)
-res=$(nice -n 5 "$SKIFF" bench produce -b $B -t bench -r 3 --config min.insync.replicas=2 --transactional-id X \
+res=$(nice -n 5 "$BENCH" bench produce -b $B -t bench -r 3 --config min.insync.replicas=2 --transactional-id X \
   --txn-records 1000 -d $D --json)
 c1=$(cpu); echo "$res" | rec bench "$(echo "$c1 - $c0" | bc -l)"
-res=$(nice -n 5 "$TXNSTEPS" -b $B -t steps -n $N)
+res=$(nice -n 5 "$TXNSTEPS" -b $B -t steps -n $N "${STEPSA[@]}")
 c2=$(cpu); echo "$res" | rec steps "$(echo "$c2 - $c1" | bc -l)"

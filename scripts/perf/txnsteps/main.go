@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -95,13 +96,31 @@ func main() {
 	recs := flag.Int("r", 1000, "records per transaction")
 	size := flag.Int("s", 1024, "record value bytes")
 	id := flag.String("id", "txnsteps", "transactional id")
+	z := flag.String("z", "snappy", "batch compression: snappy (franz-go's default) or none (the bench's default)")
+	letters := flag.Bool("letters", false, "fill values with random lower-case letters as the bench does (default: zeros, which snappy shrinks ~20x)")
+	idem := flag.Bool("idem", false, "idempotent, not transactional: each \"transaction\" is its records and a Flush, to tell the transaction's cost from that of a flushed 1 MB")
+	batch := flag.Int("batch", 0, "producer batch max bytes (0: franz-go's, 1 MB)")
 	trace := flag.Int("trace", 0, "after the run, trace this many transactions' requests to stderr")
 	flag.Parse()
 	ctx := context.Background()
 	h := &hook{lat: map[string][]time.Duration{}}
 	conc := &concurrent{}
-	k, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...), kgo.DefaultProduceTopic(*topic),
-		kgo.TransactionalID(*id), kgo.WithHooks(h), kgo.WithLogger(conc))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(*brokers, ",")...), kgo.DefaultProduceTopic(*topic),
+		kgo.WithHooks(h), kgo.WithLogger(conc)}
+	if !*idem {
+		opts = append(opts, kgo.TransactionalID(*id))
+	}
+	if *batch > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(*batch)))
+	}
+	switch *z {
+	case "snappy":
+	case "none":
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	default:
+		fail(fmt.Errorf("-z %q: want snappy or none", *z))
+	}
+	k, err := kgo.NewClient(opts...)
 	if err != nil {
 		fail(err)
 	}
@@ -116,11 +135,18 @@ func main() {
 		fail(err)
 	}
 	value := make([]byte, *size)
+	if *letters {
+		for i := range value {
+			value[i] = 'a' + byte(rand.IntN(26))
+		}
+	}
 	run := func(txns int) (flush, end []time.Duration, took time.Duration) {
 		start := time.Now()
 		for range txns {
-			if err := k.BeginTransaction(); err != nil {
-				fail(err)
+			if !*idem {
+				if err := k.BeginTransaction(); err != nil {
+					fail(err)
+				}
 			}
 			t0 := time.Now()
 			for range *recs {
@@ -134,8 +160,10 @@ func main() {
 				fail(err)
 			}
 			t1 := time.Now()
-			if err := k.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				fail(err)
+			if !*idem {
+				if err := k.EndTransaction(ctx, kgo.TryCommit); err != nil {
+					fail(err)
+				}
 			}
 			flush, end = append(flush, t1.Sub(t0)), append(end, time.Since(t1))
 		}
