@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"skiff/appliance"
 )
 
 // fetchCounter counts the Fetch requests a franz-go client writes.
@@ -36,16 +34,7 @@ func TestFetchBoundedReachesEveryPartition(t *testing.T) {
 		sealed     = 8 // sealed segments per partition, one batch each
 		size       = 32 << 10
 	)
-	dir := t.TempDir()
-	n, err := startNode(dir, func(c *appliance.Config) { c.SegmentFileCache = 8 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	n := startCachedNode(t, t.TempDir(), 8)
 	c := dial(t, n.KafkaAddr())
 	topic := topicName(t, "")
 	createTopic(t, c, topic, partitions, map[string]string{"internal.segment.bytes": "1"})

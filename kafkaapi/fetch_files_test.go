@@ -50,15 +50,7 @@ func TestFetchSealedFilesBounded(t *testing.T) {
 		big        = 512 << 10 // 40 of them are more than the sockets' buffers
 	)
 	dir := t.TempDir()
-	n, err := startNode(dir, func(c *appliance.Config) { c.SegmentFileCache = cacheSize })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	n := startCachedNode(t, dir, cacheSize)
 	topics := filepath.Join(dir, "topics")
 	c := dial(t, n.KafkaAddr())
 	topic := topicName(t, "")
@@ -135,6 +127,22 @@ func sealedPartitions(t *testing.T, c *kconn, topic string, partitions int32, si
 	return want
 }
 
+// startCachedNode starts a node in dir whose segment file cache holds size
+// files, closed when the test ends.
+func startCachedNode(t *testing.T, dir string, size int) *appliance.Node {
+	t.Helper()
+	n, err := startNode(dir, func(c *appliance.Config) { c.SegmentFileCache = size })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
+}
+
 // readAll fetches every partition of topic from its start, again from where
 // each stopped, until all of want was read, and checks it came once, in order.
 func readAll(t *testing.T, c *kconn, topic string, partitions int32, want map[int32][]string) {
@@ -192,15 +200,7 @@ func TestFetchSealedFilesBoundedAcrossConnections(t *testing.T) {
 		big            = 512 << 10 // 10 of them are more than the sockets' buffers
 	)
 	dir := t.TempDir()
-	n, err := startNode(dir, func(c *appliance.Config) { c.SegmentFileCache = cacheSize })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	n := startCachedNode(t, dir, cacheSize)
 	c := dial(t, n.KafkaAddr())
 	topic := topicName(t, "")
 	want := sealedPartitions(t, c, topic, partitions, big)
