@@ -48,8 +48,8 @@ const (
 )
 
 // RunBaseline measures this machine's limits moving n bytes each (the bare
-// replication as opts say), with its files in dir, and prints the result to out: each row as it is measured, or with asJSON
-// one JSON object at the end.
+// replication as opts say), with its files in dir, and prints the result to
+// out: each row as it is measured, or with asJSON one JSON object at the end.
 func RunBaseline(ctx context.Context, dir string, n int64, opts BaselineOptions, asJSON bool, out io.Writer) error {
 	var rowOut io.Writer
 	if !asJSON {
@@ -141,23 +141,23 @@ type BaselineOptions struct {
 	// Replication adds the bare replication row: three pairs of runs that write
 	// four times its bytes each, and a warm-up file before each pair, so it is
 	// measured only where something is compared with it (skiff bench baseline,
-	// and produce into a replicated topic).
+	// and produce or e2e into a replicated topic).
 	Replication bool
 	// WarmUp is the bytes of the file written and removed before each pair;
-	// 0: the pair's bytes, at most MaxDefaultWarmUp.
+	// 0: the pair's bytes, at most maxDefaultWarmUp.
 	WarmUp int64
 }
 
-// MaxDefaultWarmUp bounds the default warm-up: with three pairs the warm-ups
+// maxDefaultWarmUp bounds the default warm-up: with three pairs the warm-ups
 // write at most 768 MiB in all unless BaselineOptions.WarmUp asks for more.
-const MaxDefaultWarmUp = 256 << 20
+const maxDefaultWarmUp = 256 << 20
 
 // warmUpBytes is the warm-up before each pair of runs of rn bytes.
 func (o BaselineOptions) warmUpBytes(rn int64) int64 {
 	if o.WarmUp > 0 {
 		return o.WarmUp
 	}
-	return min(rn, MaxDefaultWarmUp)
+	return min(rn, maxDefaultWarmUp)
 }
 
 // warmPageCache writes n bytes of buf into a new file in dir and removes it,
