@@ -15,7 +15,8 @@ package bench
 //   - bare replication: that stream received into a file by a leader that sends
 //     each write's bytes with sendfile to two followers, each receiving them into
 //     a file of its own: the floor of RF 3 on one machine, and its ratio to the
-//     read+write receiver (replication.go);
+//     read+write receiver (replication.go); only when asked for
+//     (BaselineOptions), as it writes many times the others' bytes;
 //   - sendfile: the page-cache file sent whole over loopback with sendfile(2)
 //     (the zero-copy Fetch path);
 //   - copy: the same file with pread and write through a 1 MiB buffer (the Fetch
@@ -46,16 +47,16 @@ const (
 	baselineTimeout = 10 * time.Minute
 )
 
-// RunBaseline measures this machine's limits moving n bytes each, with its files in
-// dir, and prints the result to out: each row as it is measured, or with asJSON
-// one JSON object at the end.
-func RunBaseline(ctx context.Context, dir string, n int64, asJSON bool, out io.Writer) error {
+// RunBaseline measures this machine's limits moving n bytes each (the bare
+// replication as opts say), with its files in dir, and prints the result to
+// out: each row as it is measured, or with asJSON one JSON object at the end.
+func RunBaseline(ctx context.Context, dir string, n int64, opts BaselineOptions, asJSON bool, out io.Writer) error {
 	var rowOut io.Writer
 	if !asJSON {
 		rowOut = out
 		fmt.Fprintf(rowOut, "baseline  %.0f MB each, disk in %s\n", float64(n)/mb, dir)
 	}
-	res, err := MeasureBaseline(ctx, dir, n, rowOut)
+	res, err := MeasureBaseline(ctx, dir, n, opts, rowOut)
 	if err != nil {
 		return err
 	}
@@ -132,13 +133,40 @@ func (b *BaselineResult) add(name, desc string, d, cpu time.Duration, out io.Wri
 }
 
 // maxReplicationBytes bounds what the bare replication and its receiver runs
-// move: the replication holds three files of it at once, and a warm-up file of
-// four times it comes before each pair.
+// move: the replication holds three files of it at once.
 const maxReplicationBytes = 1 << 30
 
+// BaselineOptions are what a baseline measures beyond its fixed rows.
+type BaselineOptions struct {
+	// Replication adds the bare replication row: three pairs of runs that write
+	// four times its bytes each, and a warm-up file before each pair, so it is
+	// measured only where something is compared with it (skiff bench baseline,
+	// and produce or e2e into a replicated topic).
+	Replication bool
+	// WarmUp is the bytes of the file written and removed before each pair;
+	// 0: the pair's bytes, at most maxDefaultWarmUp.
+	WarmUp int64
+}
+
+// maxDefaultWarmUp bounds the default warm-up: with three pairs the warm-ups
+// write at most 768 MiB in all unless BaselineOptions.WarmUp asks for more.
+const maxDefaultWarmUp = 256 << 20
+
+// warmUpBytes is the warm-up before each pair of runs of rn bytes.
+func (o BaselineOptions) warmUpBytes(rn int64) int64 {
+	if o.WarmUp > 0 {
+		return o.WarmUp
+	}
+	return min(rn, maxDefaultWarmUp)
+}
+
 // warmPageCache writes n bytes of buf into a new file in dir and removes it,
-// leaving that much page cache just freed for the next writes to reuse.
-func warmPageCache(dir string, buf []byte, n int64) error {
+// leaving that much page cache just freed for the next writes to reuse (a
+// variable: tests see what is asked of it).
+var warmPageCache = func(dir string, buf []byte, n int64) error {
+	if n <= 0 {
+		return nil
+	}
 	f, err := os.CreateTemp(dir, ".skiff-bench-warm-*.tmp")
 	if err != nil {
 		return fmt.Errorf("create warm-up file: %w", err)
@@ -214,9 +242,10 @@ func (row BaselineRow) cpuText() string {
 	return fmt.Sprintf("  %.2f s CPU per GB", row.CPUSecondsPerGB)
 }
 
-// MeasureBaseline runs every measurement with n bytes, writing its files in dir.
-// Each row is printed to out as it is measured when out is not nil.
-func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*BaselineResult, error) {
+// MeasureBaseline runs every measurement with n bytes (the bare replication
+// only with opts.Replication), writing its files in dir. Each row is printed to
+// out as it is measured when out is not nil.
+func MeasureBaseline(ctx context.Context, dir string, n int64, opts BaselineOptions, out io.Writer) (*BaselineResult, error) {
 	res := &BaselineResult{Dir: dir, Bytes: n}
 	buf := make([]byte, BaselineChunk)
 	for i := range buf {
@@ -259,37 +288,11 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 		}
 	}
 
-	// Bare replication: what RF 3 on one machine cannot go below, against the
-	// read+write receiver. A single pair of runs is too noisy for a ratio here (the
-	// kernel's receive work of loopback lands on whichever thread is in the kernel),
-	// so each is run replicationPairs times, alternating. Before each pair, a file
-	// of the pair's page-cache need is written and removed, so that both runs
-	// write into pages the kernel has just freed: on a VM that hands free memory
-	// back to its host (virtio-balloon free page reporting), the first write into
-	// a page returned to the host costs several times the copy itself, and the
-	// replication, writing three times the bytes, would otherwise pay it for more
-	// of its pages than the receiver (docs/performance.md).
-	// The replication keeps three files of its bytes at once: at most
-	// maxReplicationBytes each.
-	rn := min(n, maxReplicationBytes)
-	var pairs []replicationPair
-	for range replicationPairs {
-		if err := warmPageCache(dir, buf, 4*rn); err != nil {
-			return nil, err
-		}
-		var p replicationPair
-		if p.receiver, err = bareReceive(dir, buf, rn, readWriteReceive); err != nil {
-			return nil, fmt.Errorf("bare receiver: %w", err)
-		}
-		if p.run, err = bareReplicate(dir, buf, rn, nil); err != nil {
-			return nil, fmt.Errorf("bare replication: %w", err)
-		}
-		pairs = append(pairs, p)
-		if err := ctx.Err(); err != nil {
+	if opts.Replication {
+		if err := measureReplication(ctx, res, dir, buf, opts, out); err != nil {
 			return nil, err
 		}
 	}
-	res.addReplication(pairs, rn, out)
 
 	// The sending thread's CPU of the two ways to serve a cached file: what a
 	// broker's consume path cannot go below.
@@ -332,6 +335,43 @@ func MeasureBaseline(ctx context.Context, dir string, n int64, out io.Writer) (*
 		fmt.Fprintf(out, "  %-50s %8.2f ms\n", "1 MiB write + fdatasync, median", res.FdatasyncP50Ms)
 	}
 	return res, nil
+}
+
+// measureReplication adds the bare replication row: what RF 3 on one machine
+// cannot go below, against the read+write receiver. A single pair of runs is
+// too noisy for a ratio here (the kernel's receive work of loopback lands on
+// whichever thread is in the kernel), so each is run replicationPairs times,
+// alternating. Before each pair a file is written and removed, so that the runs
+// write into pages the kernel has just freed: on a VM that hands free memory
+// back to its host (virtio-balloon free page reporting), the first write into a
+// page returned to the host costs several times the copy itself, and the
+// replication, writing three times the bytes, would otherwise pay it for more of
+// its pages than the receiver (docs/performance.md). The pair needs four times
+// its bytes of such pages; by default the warm-up frees only its bytes, at most
+// 256 MiB (BaselineOptions.WarmUp asks for more). The replication keeps three
+// files of its bytes at once: at most maxReplicationBytes each.
+func measureReplication(ctx context.Context, res *BaselineResult, dir string, buf []byte, opts BaselineOptions, out io.Writer) error {
+	rn := min(res.Bytes, maxReplicationBytes)
+	var pairs []replicationPair
+	for range replicationPairs {
+		if err := warmPageCache(dir, buf, opts.warmUpBytes(rn)); err != nil {
+			return err
+		}
+		var p replicationPair
+		var err error
+		if p.receiver, err = bareReceive(dir, buf, rn, readWriteReceive); err != nil {
+			return fmt.Errorf("bare receiver: %w", err)
+		}
+		if p.run, err = bareReplicate(dir, buf, rn, nil); err != nil {
+			return fmt.Errorf("bare replication: %w", err)
+		}
+		pairs = append(pairs, p)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	res.addReplication(pairs, rn, out)
+	return nil
 }
 
 // writeFile writes n bytes to f in chunks of buf, with fdatasync after each when

@@ -81,9 +81,13 @@ type Config struct {
 	// JSON prints the result as one JSON object instead of text.
 	JSON bool
 	// Baseline also measures this machine's limits, writing the disk baseline and
-	// the null server's files in Dir, and reports ratios.
-	Baseline bool
-	Dir      string
+	// the null server's files in Dir, and reports ratios; the bare replication
+	// row only for produce and e2e into a replicated topic, after a warm-up of
+	// BaselineWarmUp bytes before each of its pairs of runs (0: the default,
+	// BaselineOptions.WarmUp).
+	Baseline       bool
+	Dir            string
+	BaselineWarmUp int64
 
 	// Metrics are the /metrics addresses (HOST:PORT) of the nodes whose CPU the
 	// run reports; when empty, each broker of the cluster's metadata at its host
@@ -151,7 +155,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if cfg.Baseline {
 		syncFilesystems() // what the run left dirty (gigabytes), or the baselines pay for it
-		bl, err := MeasureBaseline(ctx, cfg.Dir, baselineVolume(res.Bytes), nil)
+		bl, err := MeasureBaseline(ctx, cfg.Dir, baselineVolume(res.Bytes), cfg.baselineOptions(res), nil)
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
@@ -172,6 +176,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("%d of %d records were not acknowledged (first error: %s)", res.Failed, res.Failed+res.Records, res.FirstError)
 	}
 	return nil
+}
+
+// baselineOptions are what the baseline beside run measures: the bare
+// replication only where the run is compared with it, a produce into a topic
+// of more than one replica.
+func (cfg Config) baselineOptions(run *Result) BaselineOptions {
+	return BaselineOptions{Replication: cfg.Mode != Consume && run.ReplicationFactor > 1, WarmUp: cfg.BaselineWarmUp}
 }
 
 // runTransactional measures idempotent producers, then transactional ones with
@@ -222,31 +233,32 @@ func (cfg Config) baseProducerOpts() []kgo.Opt {
 
 // ensureTopic creates the topic unless it exists, then waits until every
 // partition has a leader and all its replicas in sync, so that the run does not
-// measure a cluster still settling. It returns the partition count.
-func ensureTopic(ctx context.Context, k *client.Client, cfg Config) (int32, error) {
+// measure a cluster still settling. It returns the partition count and the
+// replication factor (the most replicas of any partition).
+func ensureTopic(ctx context.Context, k *client.Client, cfg Config) (int32, int, error) {
 	cctx, cancel := k.RequestCtx(ctx)
 	rs, err := k.Admin().CreateTopics(cctx, cfg.Partitions, cfg.ReplicationFactor, cfg.Configs, cfg.Topic)
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("create topic %q: %w", cfg.Topic, k.Explain(err))
+		return 0, 0, fmt.Errorf("create topic %q: %w", cfg.Topic, k.Explain(err))
 	}
 	if r, ok := rs[cfg.Topic]; ok && r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-		return 0, fmt.Errorf("create topic %q: %w%s", cfg.Topic, r.Err, brokerSays(r.ErrMessage))
+		return 0, 0, fmt.Errorf("create topic %q: %w%s", cfg.Topic, r.Err, brokerSays(r.ErrMessage))
 	}
 	deadline := time.Now().Add(cfg.Client.Timeout)
 	for {
-		n, ready, err := topicSettled(ctx, k, cfg.Topic)
+		n, rf, ready, err := topicSettled(ctx, k, cfg.Topic)
 		switch {
 		case err != nil:
-			return 0, err
+			return 0, 0, err
 		case ready:
-			return n, nil
+			return n, rf, nil
 		case time.Now().After(deadline):
-			return 0, fmt.Errorf("topic %q: partitions still without a leader or with replicas out of sync after %v (raise --timeout to wait longer)", cfg.Topic, cfg.Client.Timeout)
+			return 0, 0, fmt.Errorf("topic %q: partitions still without a leader or with replicas out of sync after %v (raise --timeout to wait longer)", cfg.Topic, cfg.Client.Timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-time.After(100 * time.Millisecond): // polling the cluster's state
 		}
 	}
@@ -259,26 +271,29 @@ func brokerSays(msg string) string {
 	return " (broker says: " + msg + ")"
 }
 
-// topicSettled reports the topic's partition count and whether each partition
-// has a leader and every replica in its ISR.
-func topicSettled(ctx context.Context, k *client.Client, topic string) (int32, bool, error) {
+// topicSettled reports the topic's partition count, its replication factor (the
+// most replicas of any partition) and whether each partition has a leader and
+// every replica in its ISR.
+func topicSettled(ctx context.Context, k *client.Client, topic string) (int32, int, bool, error) {
 	td, err := describeTopic(ctx, k, topic)
 	switch {
 	case err != nil:
-		return 0, false, err
+		return 0, 0, false, err
 	case errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.LeaderNotAvailable):
-		return 0, false, nil // just created: not known everywhere yet
+		return 0, 0, false, nil // just created: not known everywhere yet
 	case td.Err != nil:
-		return 0, false, client.TopicError(topic, td.Err)
+		return 0, 0, false, client.TopicError(topic, td.Err)
 	case len(td.Partitions) == 0:
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
+	rf := 0
 	for _, p := range td.Partitions {
 		if p.Err != nil || p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
-			return 0, false, nil
+			return 0, 0, false, nil
 		}
+		rf = max(rf, len(p.Replicas))
 	}
-	return int32(len(td.Partitions)), true, nil
+	return int32(len(td.Partitions)), rf, true, nil
 }
 
 // describeTopic looks topic up with a metadata request, never creating it; a

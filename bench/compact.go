@@ -170,7 +170,7 @@ func fillCompacted(ctx context.Context, lc Config, topic string, keys, overwrite
 	tc.Topic, tc.Partitions = topic, 1
 	tc.Configs = map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000"),
 		"segment.bytes": ptr("2147483647"), "message.timestamp.after.max.ms": ptr("9223372036854775807")}
-	if _, err := ensureTopic(ctx, admin, tc); err != nil {
+	if _, _, err := ensureTopic(ctx, admin, tc); err != nil {
 		return 0, err
 	}
 	n, err := fillKeys(ctx, lc, topic, keys, overwrites, t0)

@@ -79,7 +79,7 @@ func produceRounds(ctx context.Context, cfg CompactConfig, res *CompactResult) e
 		return err
 	}
 	defer admin.Close()
-	if _, err := ensureTopic(ctx, admin, load); err != nil {
+	if _, _, err := ensureTopic(ctx, admin, load); err != nil {
 		return err
 	}
 	prev := time.Duration(0)

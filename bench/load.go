@@ -496,7 +496,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		return nil, err
 	}
 	defer admin.Close()
-	parts, err := ensureTopic(ctx, admin, cfg)
+	parts, rf, err := ensureTopic(ctx, admin, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -594,7 +594,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		return nil, err
 	}
 
-	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: parts, Producers: cfg.Producers,
+	res := &Result{Mode: cfg.Mode, Topic: cfg.Topic, Partitions: parts, ReplicationFactor: rf, Producers: cfg.Producers,
 		Acks: cfg.AcksName, Compression: cfg.CompressionName, RecordSize: cfg.RecordSize, Rate: cfg.Rate,
 		Security: cfg.Client.Protocol()}
 	if cfg.Linger >= 0 {

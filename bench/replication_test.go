@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -71,15 +73,32 @@ func TestBareReplication(t *testing.T) {
 
 func near(a, b float64) bool { return a > b*0.999 && a < b*1.001 }
 
+// recordWarmUps makes warmPageCache record what it is asked to write, and
+// still write it, for the rest of the test.
+func recordWarmUps(t *testing.T) *[]int64 {
+	var asked []int64
+	warm := warmPageCache
+	warmPageCache = func(dir string, buf []byte, n int64) error {
+		asked = append(asked, n)
+		return warm(dir, buf, n)
+	}
+	t.Cleanup(func() { warmPageCache = warm })
+	return &asked
+}
+
 // TestMeasureBaselineReplication: a whole baseline has the bare replication row
-// after the bare receivers, its ratio from three pairs, its text lines, and
-// leaves no file behind.
+// after the bare receivers, its ratio from three pairs each after a warm-up of
+// its bytes, its text lines, and leaves no file behind.
 func TestMeasureBaselineReplication(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	res, err := MeasureBaseline(t.Context(), dir, 2*BaselineChunk, &out)
+	warmUps := recordWarmUps(t)
+	res, err := MeasureBaseline(t.Context(), dir, 2*BaselineChunk, BaselineOptions{Replication: true}, &out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []int64{2 * BaselineChunk, 2 * BaselineChunk, 2 * BaselineChunk}; !slices.Equal(*warmUps, want) {
+		t.Errorf("warm-ups %v, want %v", *warmUps, want)
 	}
 	var names []string
 	var repl BaselineRow
@@ -101,5 +120,68 @@ func TestMeasureBaselineReplication(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("left %v", left)
+	}
+
+	// Not asked for: no row, no ratio, no warm-up.
+	*warmUps = nil
+	out.Reset()
+	res, err = MeasureBaseline(t.Context(), dir, BaselineChunk, BaselineOptions{}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows {
+		if r.Name == "bare_replication" {
+			t.Errorf("row %+v not asked for", r)
+		}
+	}
+	if res.BareReplicationRatio != 0 || res.BareReplicationRatios != nil || len(*warmUps) != 0 ||
+		bytes.Contains(out.Bytes(), []byte("bare replication")) {
+		t.Errorf("ratio %v %v, warm-ups %v, text:\n%s", res.BareReplicationRatio, res.BareReplicationRatios, *warmUps, out.String())
+	}
+	j, err := json.Marshal(res)
+	if err != nil || bytes.Contains(j, []byte("bare_replication")) {
+		t.Errorf("JSON %s (%v)", j, err)
+	}
+}
+
+// TestWarmUpBytes: the warm-up before each pair is the pair's bytes, at most
+// 256 MiB, unless the options ask for a size; with three pairs of the largest
+// runs the default writes at most 768 MiB in all.
+func TestWarmUpBytes(t *testing.T) {
+	for _, tc := range []struct {
+		rn, asked, want int64
+	}{
+		{2 << 20, 0, 2 << 20},
+		{100 << 20, 0, 100 << 20},
+		{maxReplicationBytes, 0, 256 << 20},
+		{min(baselineVolume(64<<30), maxReplicationBytes), 0, 256 << 20},
+		{maxReplicationBytes, 4 << 30, 4 << 30},
+		{2 << 20, 8 << 20, 8 << 20},
+	} {
+		if got := (BaselineOptions{Replication: true, WarmUp: tc.asked}).warmUpBytes(tc.rn); got != tc.want {
+			t.Errorf("warm-up of runs of %d asked %d: %d, want %d", tc.rn, tc.asked, got, tc.want)
+		}
+	}
+	if total := replicationPairs * (BaselineOptions{}).warmUpBytes(maxReplicationBytes); total > 768<<20 {
+		t.Errorf("default warm-ups write %d in all", total)
+	}
+}
+
+// TestBaselineOptionsOfRun: a run's baseline has the bare replication row only
+// for produce and e2e into a replicated topic, with the run's warm-up.
+func TestBaselineOptionsOfRun(t *testing.T) {
+	for _, tc := range []struct {
+		mode Mode
+		rf   int
+		want bool
+	}{
+		{Produce, 1, false}, {Produce, 3, true}, {Produce, 2, true}, {E2E, 3, true}, {E2E, 1, false},
+		{Consume, 3, false}, {Consume, 0, false},
+	} {
+		cfg := Config{Mode: tc.mode, Baseline: true, BaselineWarmUp: 5 << 20}
+		got := cfg.baselineOptions(&Result{Mode: tc.mode, ReplicationFactor: tc.rf})
+		if got.Replication != tc.want || got.WarmUp != 5<<20 {
+			t.Errorf("%s into RF %d: %+v, want replication %v", tc.mode, tc.rf, got, tc.want)
+		}
 	}
 }

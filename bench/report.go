@@ -27,6 +27,9 @@ type Result struct {
 	Rate        float64 `json:"target_rate,omitempty"`
 	// Security is the clients' security.protocol (and SASL mechanism).
 	Security string `json:"security"`
+	// ReplicationFactor is the produced topic's (produce, e2e): the most
+	// replicas of any of its partitions.
+	ReplicationFactor int `json:"replication_factor,omitempty"`
 
 	// Records and Bytes (record values and keys) are acknowledged (produce, e2e)
 	// or read (consume); Failed were not acknowledged.

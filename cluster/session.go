@@ -242,25 +242,49 @@ func (s *Session) expire() {
 // timeout (5 s plus two election timeouts), as long as a default session lives, while
 // a new stream reaches whichever member leads now. Without this, every broker would
 // lose its session whenever the etcd leader's node freezes.
+//
+// Of a run of failed renewals (a node cut off fails one every third of the TTL
+// for as long as the cut lasts) the first is logged, the rest at debug level, and
+// a renewal that ends the run says how many failed.
 func (s *Session) renewLoop(ctx context.Context) {
 	t := time.NewTicker(s.ttl / 6)
 	defer t.Stop()
+	failed := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			if !s.suspect.Load() && time.Since(time.Unix(0, s.lastAnswer.Load())) < s.ttl/3 {
+				s.renewedAfter(&failed) // the keep-alive stream is answered again
 				continue
 			}
 		case <-s.renew:
 		}
 		rctx, cancel := context.WithTimeout(ctx, s.ttl/3)
-		if err := s.Renew(rctx); err != nil && ctx.Err() == nil {
-			// The session lapses if this goes on; the next tick tries again.
-			s.logger.Info("renewing the broker session failed", "broker_id", s.broker.ID, "err", err)
-		}
+		err := s.Renew(rctx)
 		cancel()
+		switch {
+		case ctx.Err() != nil: // the session is ending
+		case err != nil:
+			// The session lapses if this goes on; the next tick tries again.
+			level := slog.LevelInfo
+			if failed > 0 {
+				level = slog.LevelDebug
+			}
+			failed++
+			s.logger.Log(ctx, level, "renewing the broker session failed", "broker_id", s.broker.ID, "attempt", failed, "err", err)
+		default:
+			s.renewedAfter(&failed)
+		}
+	}
+}
+
+// renewedAfter ends a run of *failed renewals, saying how long it was.
+func (s *Session) renewedAfter(failed *int) {
+	if *failed > 0 {
+		s.logger.Info("renewed the broker session", "broker_id", s.broker.ID, "failed_attempts", *failed)
+		*failed = 0
 	}
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -286,5 +287,43 @@ func TestBrokerAddress(t *testing.T) {
 	old := Broker{ID: 2, Host: "h", Port: 9092}
 	if h, p, ok := old.Address("ANY"); !ok || h != "h" || p != 9092 {
 		t.Errorf("registration without listeners: %s:%d %v", h, p, ok)
+	}
+}
+
+// TestSessionRenewFailuresLoggedOnce: a session whose renewals keep failing (here
+// its lease was revoked; a node cut off fails them the same way) logs the first
+// failure and the rest at debug level, however long it goes on.
+func TestSessionRenewFailuresLoggedOnce(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	rec := newRecorder()
+	s := New(m.Client(), slog.New(rec))
+	sess, err := s.RegisterBroker(ctx, Broker{ID: 8, Host: "h", Port: 9092}, time.Second) // a renewal every 1/3 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, err := m.Client().Revoke(ctx, sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	failures := func() (info, debug int) {
+		for _, r := range rec.all() {
+			if r.Message != "renewing the broker session failed" {
+				continue
+			}
+			switch r.Level {
+			case slog.LevelInfo:
+				info++
+			case slog.LevelDebug:
+				debug++
+			default:
+				t.Errorf("failed renewal at %v", r.Level)
+			}
+		}
+		return info, debug
+	}
+	waitFor(t, 10*time.Second, "five failed renewals", func() bool { info, debug := failures(); return info+debug >= 5 })
+	if info, debug := failures(); info != 1 {
+		t.Errorf("%d failed renewals at info, %d at debug: want the first only at info", info, debug)
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +84,27 @@ func TestFaultLeaderPartitioned(t *testing.T) {
 	waitFullISR(t, nodes)
 	w.progress(200, 30*time.Second)
 	w.finish(other.Addr)
+	checkCutOffLogs(t, leader, time.Since(start))
+}
+
+// checkCutOffLogs: a node that was cut off for about d said so once in its own
+// words and that its session came back, logged the etcd client's warning for
+// each failed attempt of a request (every 25 ms without an etcd leader) at most
+// once per 10 s (embedetcd's repeatEvery), and of its failed session renewals
+// (one every third of the session timeout) only the first of each run.
+func checkCutOffLogs(t *testing.T, n *testnode.Node, d time.Duration) {
+	t.Helper()
+	poll(t, 30*time.Second, "the cut-off node's session confirmed or restored", func() bool {
+		logs := n.Logs()
+		return strings.Contains(logs, `"msg":"broker session confirmed"`) || strings.Contains(logs, `"msg":"broker session restored"`)
+	})
+	logs := n.Logs()
+	retries := strings.Count(logs, `"level":"WARN","msg":"retrying of unary invoker failed"`)
+	doubts := strings.Count(logs, `"msg":"broker session in doubt`)
+	renewals := strings.Count(logs, `"level":"INFO","msg":"renewing the broker session failed"`)
+	if limit := 2 + int(d/(10*time.Second)); retries > limit || doubts < 1 || doubts > 5 || renewals > 3 {
+		t.Errorf("cut off for %v: %d etcd retry warnings (at most %d), %d session doubts, %d failed renewals at info (at most 3)",
+			d.Round(time.Second), retries, limit, doubts, renewals)
+	}
+	t.Logf("cut off for %v: %d etcd retry warnings, %d session doubts, %d failed renewals at info", d.Round(time.Second), retries, doubts, renewals)
 }

@@ -80,14 +80,16 @@ func demote(ent zapcore.Entry, fields []zapcore.Field, closing bool) zapcore.Lev
 // newZapLogger returns a zap logger that writes to h. closing tells the
 // filter that the member is being shut down.
 func newZapLogger(h slog.Handler, closing *atomic.Bool) *zap.Logger {
-	return zap.New(&slogCore{h: h, closing: closing})
+	return zap.New(&slogCore{h: h, closing: closing, repeats: newRepeats()})
 }
 
 // slogCore is a zapcore.Core forwarding entries to a slog.Handler. Keys are
 // rewritten to the house style (local-member-id becomes local_member_id).
+// Benign lines are demoted (benign), and repetitive ones limited (repeats).
 type slogCore struct {
 	h       slog.Handler
 	closing *atomic.Bool
+	repeats *repeats
 }
 
 func slogLevel(l zapcore.Level) slog.Level {
@@ -111,7 +113,7 @@ func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
 	if len(fields) == 0 {
 		return c
 	}
-	return &slogCore{h: c.h.WithAttrs(attrs(fields)), closing: c.closing}
+	return &slogCore{h: c.h.WithAttrs(attrs(fields)), closing: c.closing, repeats: c.repeats}
 }
 
 func (c *slogCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -124,7 +126,15 @@ func (c *slogCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 }
 
 func (c *slogCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
-	lvl := slogLevel(demote(ent, fields, c.closing.Load()))
+	zl := demote(ent, fields, c.closing.Load())
+	held := 0
+	if zl > zapcore.DebugLevel {
+		var keep bool
+		if keep, held = c.repeats.admit(ent); !keep {
+			zl = zapcore.DebugLevel
+		}
+	}
+	lvl := slogLevel(zl)
 	ctx := context.Background()
 	if !c.h.Enabled(ctx, lvl) {
 		return nil
@@ -134,6 +144,9 @@ func (c *slogCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 		r.AddAttrs(slog.String("logger", ent.LoggerName))
 	}
 	r.AddAttrs(attrs(fields)...)
+	if held > 0 {
+		r.AddAttrs(slog.Int("repeated_at_debug", held))
+	}
 	return c.h.Handle(ctx, r)
 }
 

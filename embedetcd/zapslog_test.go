@@ -134,3 +134,84 @@ func TestAddresses(t *testing.T) {
 		t.Errorf("no dir: %v", err)
 	}
 }
+
+// stepClock is a zap clock whose time tests move.
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time                         { return c.now }
+func (c *stepClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+
+// TestRetryWarningsLimited: the etcd client's warning for each failed attempt of
+// a request (every 25 ms while its member has no leader) is logged at its level
+// once, then at most once per repeatEvery with how many went at debug since;
+// other warnings, and the same message's other fields, are untouched; loggers
+// made with With share the limit.
+func TestRetryWarningsLimited(t *testing.T) {
+	rec := newRecorder()
+	clock := &stepClock{now: time.Unix(1_700_000_000, 0)}
+	lg := newZapLogger(rec, new(atomic.Bool)).WithOptions(zap.WithClock(clock))
+	session := lg.With(zap.String("for", "session")) // a session client's logger
+	retry := func(l *zap.Logger, attempt uint) {
+		l.Warn("retrying of unary invoker failed", zap.String("method", "/etcdserverpb.KV/Range"),
+			zap.Uint("attempt", attempt), zap.Error(errors.New("rpc error: code = Unavailable desc = etcdserver: no leader")))
+	}
+	// 30 s of a cut: an attempt every 25 ms on each of two loggers.
+	for i := range 1200 {
+		retry(lg, uint(i%100))
+		retry(session, uint(i%100))
+		if i == 600 {
+			lg.Warn("request stats") // another warning: kept
+		}
+		clock.now = clock.now.Add(25 * time.Millisecond)
+	}
+	var warns []slog.Record
+	debug, others := 0, 0
+	for _, r := range rec.all() {
+		switch {
+		case r.Message != "retrying of unary invoker failed":
+			others++
+			if r.Level != slog.LevelWarn {
+				t.Errorf("%q at %v", r.Message, r.Level)
+			}
+		case r.Level == slog.LevelWarn:
+			warns = append(warns, r)
+		case r.Level == slog.LevelDebug:
+			debug++
+		default:
+			t.Errorf("retry line at %v", r.Level)
+		}
+	}
+	if len(warns) != 3 || others != 1 || debug+len(warns) != 2400 {
+		t.Fatalf("%d warnings, %d at debug, %d others: want 3 in 30 s, 2397, 1", len(warns), debug, others)
+	}
+	if _, ok := attrMap(warns[0])["repeated_at_debug"]; ok {
+		t.Errorf("first warning %v", attrMap(warns[0]))
+	}
+	held := 0
+	for i, w := range warns[1:] {
+		a := attrMap(w)
+		n, _ := a["repeated_at_debug"].(int64)
+		held += int(n)
+		if n <= 0 || a["method"] != "/etcdserverpb.KV/Range" || a["error"] == nil {
+			t.Errorf("warning %d: %v", i+1, a)
+		}
+		if gap := w.Time.Sub(warns[i].Time); gap < repeatEvery {
+			t.Errorf("warning %d %v after the one before", i+1, gap)
+		}
+	}
+	// All but those after the last kept warning are counted in a later one.
+	if tail := debug - held; tail < 0 || tail >= 2*int(repeatEvery/(25*time.Millisecond)) {
+		t.Errorf("%d at debug, %d counted", debug, held)
+	}
+
+	// With debug off, the held-back lines are not written at all.
+	var n atomic.Int32
+	quiet := newZapLogger(countingHandler{level: slog.LevelInfo, n: &n}, new(atomic.Bool)).WithOptions(zap.WithClock(clock))
+	for range 100 {
+		retry(quiet, 0)
+		clock.now = clock.now.Add(25 * time.Millisecond)
+	}
+	if n.Load() != 1 {
+		t.Errorf("handled %d of 100 retry lines in 2.5 s, want 1", n.Load())
+	}
+}

@@ -38,9 +38,13 @@ sendfile). With --baseline, produce, consume and e2e measure the baseline in
 the same run and print their result beside it as ratios (produce and consume
 also against a Kafka server that only appends and sends back, with the same
 client and settings): on a shared machine the ratio is the figure to compare,
-not the absolute. produce, consume and e2e also print the CPU the client and
-the brokers (each node's process_cpu_seconds_total, read from its /metrics
-before and after: --http) used, per GB of record values.
+not the absolute. Their baseline has the bare replication row only for produce
+and e2e into a topic of more than one replica, the floor to compare those with:
+its three pairs of runs each write four times the row's bytes (at most 1 GiB),
+after a warm-up file of the row's bytes, at most 256 MiB (--warm-up asks for
+more). produce, consume and e2e also print the CPU the client and the brokers
+(each node's process_cpu_seconds_total, read from its /metrics before and after:
+--http) used, per GB of record values.
 docs/performance.md has the targets and how to reproduce them.`,
 		Subcommands: []*cli.Command{
 			benchLoadCommand(bench.Produce),
@@ -101,6 +105,7 @@ producers and the consumer share this machine's CPUs with the brokers.`
 			&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "batch compression `CODEC`: none, gzip, snappy, lz4 or zstd"},
 			&cli.IntFlag{Name: "linger", DefaultText: "franz-go's, 10", Usage: "producer linger in `MS`"},
 			&cli.Float64Flag{Name: "rate", DefaultText: "as fast as possible", Usage: "send `R` records/s in total on a fixed schedule"},
+			warmUpFlag(),
 		)
 	}
 	if mode == bench.Produce {
@@ -223,7 +228,32 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 		return cfg, fmt.Errorf("--rate must be a positive number of records per second, not %v", c.Float64("rate"))
 	}
 	cfg.DeliveryTimeout = defaultDeliveryTimeout
+	if cfg.BaselineWarmUp, err = warmUpFrom(c); err != nil {
+		return cfg, err
+	}
+	if c.IsSet("warm-up") && !cfg.Baseline {
+		return cfg, errors.New("--warm-up is for the baseline's bare replication: it needs --baseline")
+	}
 	return cfg, nil
+}
+
+// warmUpFlag sets the file written and removed before each pair of bare
+// replication runs (bench.BaselineOptions.WarmUp).
+func warmUpFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "warm-up", DefaultText: "the runs' bytes, at most 256 MiB",
+		Usage: "with the bare replication row: write and remove `N` bytes in --dir before each of its 3 pairs of runs"}
+}
+
+// warmUpFrom is --warm-up's bytes, 0 when not given (the default).
+func warmUpFrom(c *cli.Context) (int64, error) {
+	if !c.IsSet("warm-up") {
+		return 0, nil
+	}
+	n := c.Int64("warm-up")
+	if n < bench.BaselineChunk || n > 64<<30 {
+		return 0, fmt.Errorf("--warm-up must be from %d (1 MiB) to 64 GiB, not %d", bench.BaselineChunk, n)
+	}
+	return n, nil
 }
 
 func runBenchLoad(c *cli.Context, mode bench.Mode) error {
@@ -272,7 +302,9 @@ bare replication, the floor of RF 3 on one machine: that stream received into a
 file by a leader that sends each write's bytes with sendfile to two followers over
 loopback, each reading them into a file of its own (three runs of at most 1 GiB,
 each after a run of the read+write receiver, and the median of the ratios of the
-pairs' CPU per GB);
+pairs' CPU per GB; before each pair a file of the runs' bytes, at most 256 MiB
+unless --warm-up says otherwise, is written and removed, so that both runs write
+into pages the kernel has just freed);
 the first file sent over loopback with sendfile; and the same file copied over
 loopback through a 1 MiB buffer. Rows print the CPU time of the thread doing the
 measured side's work (writer, receiver, sender; the leader's and followers'
@@ -282,6 +314,7 @@ the filesystem of the brokers' data directory. The files are removed afterwards.
 			&cli.StringFlag{Name: "dir", Value: ".", Usage: "write the disk baseline into `DIR`"},
 			&cli.Int64Flag{Name: "bytes", Value: defaultBaseBytes, Usage: "move `N` bytes in each measurement"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
+			warmUpFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := unexpectedArgs(c, 0, ": bench baseline takes no arguments"); err != nil {
@@ -291,10 +324,15 @@ the filesystem of the brokers' data directory. The files are removed afterwards.
 			if n < bench.BaselineChunk || n > 64<<30 {
 				return fmt.Errorf("--bytes must be from %d (1 MiB) to 64 GiB, not %d", bench.BaselineChunk, n)
 			}
+			warm, err := warmUpFrom(c)
+			if err != nil {
+				return err
+			}
 			if err := checkBaselineDir(c.String("dir")); err != nil {
 				return err
 			}
-			return bench.RunBaseline(c.Context, c.String("dir"), n, c.Bool("json"), c.App.Writer)
+			opts := bench.BaselineOptions{Replication: true, WarmUp: warm}
+			return bench.RunBaseline(c.Context, c.String("dir"), n, opts, c.Bool("json"), c.App.Writer)
 		},
 	}
 }

@@ -84,8 +84,10 @@ func TestBenchE2E(t *testing.T) {
 	if r.Records != 1001 || r.Producers != 2 || r.Acks != "1" || r.Compression != "lz4" || r.LingerMs == nil || *r.LingerMs != 0 {
 		t.Fatalf("produce -k 2: %+v", r)
 	}
-	if r.Baseline == nil || len(r.Baseline.Rows) != 9 || r.Baseline.BareReplicationRatio <= 0 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
-		r.Ratios["null_kafka_server"] <= 0 {
+	// One node: RF 1, and no bare replication row to compare with.
+	if r.Baseline == nil || len(r.Baseline.Rows) != 8 || r.Ratios["loopback_tcp"] <= 0 || r.Ratios["fdatasync_write"] <= 0 ||
+		r.Ratios["null_kafka_server"] <= 0 || r.ReplicationFactor != 1 || hasRow(r.Baseline, "bare_replication") ||
+		r.Baseline.BareReplicationRatio != 0 || r.Baseline.BareReplicationRatios != nil {
 		t.Fatalf("baseline: %+v ratios %v", r.Baseline, r.Ratios)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
@@ -99,7 +101,8 @@ func TestBenchE2E(t *testing.T) {
 
 	// consume --baseline reads as many records from a null Kafka server.
 	c = benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--baseline", "--dir", dir)
-	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 9 || c.Ratios["null_kafka_server"] <= 0 {
+	if c.Records != 3006+1000+2*3+200+2*3 || c.Baseline == nil || len(c.Baseline.Rows) != 8 || c.Ratios["null_kafka_server"] <= 0 ||
+		hasRow(c.Baseline, "bare_replication") || c.Baseline.BareReplicationRatio != 0 {
 		t.Fatalf("consume --baseline: %d records, baseline %+v ratios %v", c.Records, c.Baseline, c.Ratios)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
@@ -111,6 +114,39 @@ func TestBenchE2E(t *testing.T) {
 	skiffOK(t, nil, "topic", "create", empty, "-b", b)
 	mustContain(t, "empty", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", empty), "is empty", "skiff bench produce")
 	mustContain(t, "missing", skiffErr(t, nil, "bench", "consume", "-b", b, "-t", uniqueTopic("nope")), "does not exist")
+}
+
+func hasRow(b *bench.BaselineResult, name string) bool {
+	for _, row := range b.Rows {
+		if row.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBenchBaselineRF3: produce --baseline into a topic of three replicas has
+// the bare replication row, the floor it is compared with, and its ratio;
+// consume --baseline of the same topic does not.
+func TestBenchBaselineRF3(t *testing.T) {
+	nodes := testnode.StartCluster(t, 3)
+	skiffExecutable = func() (string, error) { return testnode.Binary(t), nil }
+	t.Cleanup(func() { skiffExecutable = os.Executable })
+	dir := t.TempDir()
+	topic := uniqueTopic("bench-rf3")
+	p := benchJSON(t, "bench", "produce", "-b", nodes[0].Addr, "-t", topic, "--records", "2000", "-r", "3", "--partitions", "2",
+		"--baseline", "--dir", dir, "--warm-up", "2097152")
+	if p.Records != 2000 || p.ReplicationFactor != 3 || p.Baseline == nil || len(p.Baseline.Rows) != 9 || !hasRow(p.Baseline, "bare_replication") ||
+		p.Baseline.BareReplicationRatio <= 0 || len(p.Baseline.BareReplicationRatios) != 3 || p.Ratios["bare_replication"] <= 0 {
+		t.Fatalf("produce RF 3: RF %d, baseline %+v ratios %v", p.ReplicationFactor, p.Baseline, p.Ratios)
+	}
+	c := benchJSON(t, "bench", "consume", "-b", nodes[0].Addr, "-t", topic, "--baseline", "--dir", dir)
+	if c.Baseline == nil || hasRow(c.Baseline, "bare_replication") || c.Baseline.BareReplicationRatio != 0 {
+		t.Fatalf("consume: baseline %+v", c.Baseline)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+		t.Errorf("the baselines left %v in --dir", left)
+	}
 }
 
 // TestBenchBrokerCPU: produce and consume report the node's CPU over the run,

@@ -34,6 +34,10 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "consume", "-t", "x", "--rate", "10"}, "flag provided but not defined"},
 		{[]string{"bench", "produce", "-t", "x", "extra"}, "unexpected argument"},
 		{[]string{"bench", "baseline", "--bytes", "1000"}, "--bytes must be from"},
+		{[]string{"bench", "baseline", "--warm-up", "1000"}, "--warm-up must be from"},
+		{[]string{"bench", "produce", "-t", "x", "--baseline", "--warm-up", "0"}, "--warm-up must be from"},
+		{[]string{"bench", "produce", "-t", "x", "--warm-up", "2097152"}, "needs --baseline"},
+		{[]string{"bench", "consume", "-t", "x", "--baseline", "--warm-up", "2097152"}, "flag provided but not defined"},
 	} {
 		args := tc.args
 		if args[1] != "baseline" {
@@ -61,8 +65,14 @@ func TestBenchConfigDefaults(t *testing.T) {
 	}
 	if got.Duration != defaultBenchDuration || got.Records != 0 || got.RecordSize != 1024 || got.Partitions != 6 ||
 		got.Producers != 1 || got.AcksName != "all" || !got.Idempotent || got.Linger != -1 || got.Rate != 0 ||
-		got.DeliveryTimeout != defaultDeliveryTimeout {
+		got.DeliveryTimeout != defaultDeliveryTimeout || got.BaselineWarmUp != 0 {
 		t.Errorf("defaults: %+v", got)
+	}
+	if err := app.Run([]string{"skiff", "bench", "produce", "-t", "x", "--baseline", "--warm-up", "8388608"}); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Baseline || got.BaselineWarmUp != 8<<20 {
+		t.Errorf("--warm-up 8388608: %+v", got)
 	}
 }
 

@@ -7,7 +7,9 @@
 # requests of each RF 3 run and the leaders' acknowledgement waits (skiff_produce_ack_wait_seconds)
 # of the 20 MB/s run. RATE_ONLY=1 runs only the 20 MB/s one. BASELINE=path to a skiff
 # with the bare_replication row first runs `bench baseline` (BASELINE_BYTES, default
-# 512 MiB, in $WORK) before any node starts: the floor ratio of RF 3 on this machine.
+# 512 MiB, in $WORK) before any node starts: the floor ratio of RF 3 on this machine;
+# BASELINE_WARM=BYTES passes --warm-up BYTES to it (4x BASELINE_BYTES is what the
+# measurements before the default of at most 256 MiB used).
 # WARM=MiB writes and removes a file of that many MiB in $WORK right before each
 # full-rate run, so that the one node and the cluster both write into just-freed page
 # cache (on a VM with free page reporting, writing into pages the host took back costs
@@ -16,7 +18,7 @@
 # switches and read and write calls during it; LINGER=MS runs it with that linger instead of 0
 # (batches then follow the clock, not how fast acknowledgements come back, so two builds get
 # about the same requests).
-#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, FULL_ONLY, BASELINE, BASELINE_BYTES, WARM, LINGER)
+#   usage: scripts/perf/repl.sh ROUND   (env: SKIFF=./skiff, WORK=/tmp/skiff-repl, OUT=$WORK/repl.jsonl, TAG, ARGS, D=5s, RATE_ONLY, FULL_ONLY, BASELINE, BASELINE_BYTES, BASELINE_WARM, WARM, LINGER)
 set -eu
 R=$1
 SKIFF=$(realpath "${SKIFF:-./skiff}"); WORK=${WORK:-/tmp/skiff-repl}; OUT=${OUT:-$WORK/repl.jsonl}; D=${D:-5s}
@@ -36,7 +38,7 @@ rec() { jq -c --arg n "$1" --arg tag "$TAG" --argjson r "$R" '{round: $r, tag: $
 mkdir -p "$WORK"
 warm() { if [ -n "${WARM:-}" ]; then dd if=/dev/zero of="$WORK/.warm-$TAG$R" bs=1M count="$WARM" status=none; rm -f "$WORK/.warm-$TAG$R"; fi; }
 if [ -n "${BASELINE:-}" ]; then
-  "$BASELINE" bench baseline --dir "$WORK" --bytes "${BASELINE_BYTES:-536870912}" --json | rec baseline
+  "$BASELINE" bench baseline --dir "$WORK" --bytes "${BASELINE_BYTES:-536870912}" ${BASELINE_WARM:+--warm-up "$BASELINE_WARM"} --json | rec baseline
 fi
 if [ -z "${RATE_ONLY:-}" ]; then
   start one; K1=$KAFKA; H1=$HTTP
