@@ -176,13 +176,16 @@ func sendRaw(addr string, req kmsg.Request, timeout time.Duration) (net.Conn, er
 	return nc, nil
 }
 
-// rawFrame is req (a non-flexible version of it) framed with correlation id corr
-// and a null client id.
+// rawFrame is req framed with correlation id corr and a null client id (and an
+// empty tag section for a flexible version).
 func rawFrame(req kmsg.Request, corr int32) []byte {
 	frame := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
 	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
 	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
+	if req.IsFlexible() {
+		frame = append(frame, 0)
+	}
 	frame = req.AppendTo(frame)
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
 }
@@ -205,5 +208,32 @@ func readRawAnswer(nc net.Conn, req kmsg.Request) (int32, kmsg.Response, error) 
 		return 0, nil, err
 	}
 	resp := req.ResponseKind()
+	if resp.IsFlexible() && req.Key() != 18 { // ApiVersions answers with no header tags
+		var err error
+		if body, err = skipHeaderTags(body); err != nil {
+			return 0, nil, err
+		}
+	}
 	return int32(binary.BigEndian.Uint32(hdr[4:])), resp, resp.ReadFrom(body)
+}
+
+// skipHeaderTags skips the tag section of a flexible response header.
+func skipHeaderTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, io.ErrUnexpectedEOF
+	}
+	b = b[k:]
+	for range n {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || size > uint64(len(b)-k) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// Produce, key 0, versions 3..7 (magic 2 record batches only).
+// Produce, key 0, versions 3..11 (magic 2 record batches only; v9+ flexible).
 //
 // Behaviour: each partition's records must be exactly one RecordBatch v2; it is
 // checked (length, magic, lastOffsetDelta, CRC32C: CORRUPT_MESSAGE), limited by
@@ -53,10 +53,23 @@ package kafkaapi
 // client's producer_byte_rate; over it, the answer carries throttle_time_ms and
 // the connection is muted for that long (throttle.go).
 //
-// Not implemented: per-record errors (v8+).
+// Newer versions (Kafka's ProduceRequest.json): v8 names the records that made a
+// batch refused (KIP-467): a compacted topic's records without a key
+// (INVALID_RECORD) and, under CreateTime, the records whose timestamp is out of
+// bounds (INVALID_TIMESTAMP; the batch header is checked, and a refused batch's
+// records are read to name them), each by index in the batch with Kafka's
+// message, and the batch's summary in error_message. v9 is flexible. v10 answers
+// NOT_LEADER_OR_FOLLOWER with the partition's leader and epoch from the metadata
+// cache, and that broker's address on the listener the client came in on
+// (KIP-951: the client moves without a Metadata round trip); none when no live
+// leader is known. v11 answers a transactional batch for a partition that is not
+// in the producer's transaction (the KIP-890 verification above) with
+// TRANSACTION_ABORTABLE instead of INVALID_TXN_STATE (KIP-1050: the producer can
+// abort and go on). v12 (transaction version 2) is not served.
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,7 +84,7 @@ import (
 
 func init() {
 	register(api[*kmsg.ProduceRequest]{
-		min: 3, max: 7,
+		min: 3, max: 11,
 		handle:      (*Server).handleProduce,
 		entries:     produceEntries,
 		shape:       produceShape,
@@ -139,7 +152,10 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 				res, err = p.Append(rp.Records, req.Acks)
 			}
 			if err != nil {
-				pr.ErrorCode = errorCode(err)
+				pr.ErrorCode = produceErrorCode(err, hdr.Version)
+				if hdr.Version >= 8 {
+					recordErrors(pr, p, err)
+				}
 				c.logger.Debug("produce refused", "topic", t.Topic, "partition", rp.Partition, "err", err)
 				continue
 			}
@@ -165,6 +181,7 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 	if req.Acks == 0 {
 		return nil
 	}
+	hints := hdr.Version >= 10
 	if len(waits) > 0 {
 		// The connection's loop runs the wait, on its own goroutine unless
 		// the client is throttled (pipeline.go), and then answers.
@@ -182,7 +199,95 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 					}
 				}
 			}
+			if hints {
+				s.leaderHints(c, resp)
+			}
 		}
+		return resp
+	}
+	if hints {
+		s.leaderHints(c, resp)
 	}
 	return resp
+}
+
+// errNotInTxn marks a transactional batch refused because the coordinator says
+// its partition is not in the producer's transaction (appendTransactional).
+var errNotInTxn = errors.New("partition not in the transaction")
+
+// produceErrorCode is err's code for a client at version: from v11 a partition
+// not in the transaction is TRANSACTION_ABORTABLE (KIP-1050), as Kafka answers.
+func produceErrorCode(err error, version int16) int16 {
+	code := errorCode(err)
+	if version >= 11 && code == kerr.InvalidTxnState.Code && errors.Is(err, errNotInTxn) {
+		return kerr.TransactionAbortable.Code
+	}
+	return code
+}
+
+// recordErrors names in pr the records that made its batch refused (v8+), with
+// the batch's summary, as Kafka's validator does; other errors name none.
+func recordErrors(pr *kmsg.ProduceResponseTopicPartition, p *replication.Partition, err error) {
+	var re *replication.RecordErrors
+	if !errors.As(err, &re) {
+		return
+	}
+	pr.ErrorRecords = make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Records))
+	for i, r := range re.Records {
+		msg := r.Message
+		pr.ErrorRecords[i] = kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: r.Index, ErrorMessage: &msg}
+	}
+	msg := re.Message
+	pr.ErrorMessage = &msg
+	pr.LogStartOffset = p.LogStartOffset()
+}
+
+// leaderHints fills KIP-951's hints of a v10+ answer: each partition answered
+// NOT_LEADER_OR_FOLLOWER gets its leader and leader epoch from the metadata
+// cache, and the answer that leader's address on c's listener, so the client
+// moves there without asking for metadata. A leader this broker knows to be
+// gone (no live registration, or itself while its replica does not lead) is not
+// named: the client asks for metadata then.
+func (s *Server) leaderHints(c *conn, resp *kmsg.ProduceResponse) {
+	var snap *cluster.Snapshot
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			pr := &rt.Partitions[j]
+			if pr.ErrorCode != kerr.NotLeaderForPartition.Code {
+				continue
+			}
+			if snap == nil {
+				snap = s.cache.Snapshot()
+			}
+			st, ok := snap.Partition(rt.Topic, pr.Partition)
+			if !ok || st.Leader == cluster.NoLeader || !s.nameable(rt.Topic, pr.Partition, st.Leader) {
+				continue
+			}
+			b, live := snap.Broker(st.Leader)
+			if !live {
+				continue
+			}
+			pr.CurrentLeader.LeaderID, pr.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
+			host, port, ok := b.Address(c.listener.Name)
+			if !ok || hasEndpoint(resp.Brokers, b.ID) {
+				continue
+			}
+			var rack *string
+			if b.Rack != "" {
+				r := b.Rack
+				rack = &r
+			}
+			resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: b.ID, Host: host, Port: port, Rack: rack})
+		}
+	}
+}
+
+func hasEndpoint(eps []kmsg.ProduceResponseBroker, id int32) bool {
+	for _, e := range eps {
+		if e.NodeID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// InitProducerId, key 22, versions 0..4.
+// InitProducerId, key 22, versions 0..5.
 //
 // Behaviour: an idempotent producer (null transactional_id) gets a new producer id,
 // unique in the cluster and never reused (allocated from blocks reserved in etcd), at
@@ -21,7 +21,11 @@ package kafkaapi
 // idempotent default of franz-go and Java producers works for every client allowed
 // to write.
 //
-// Not implemented: v5 (transaction version 2, KIP-890 part 2).
+// v5 (KIP-1050) lets the client be answered TRANSACTION_ABORTABLE, which Kafka's
+// coordinator never gives to InitProducerId, nor does Skiff's: v5 is answered as
+// v4. Java producers from 3.8 and franz-go ask for it.
+//
+// Not implemented: v6 (two-phase commit, KIP-939).
 
 import (
 	"context"
@@ -35,7 +39,7 @@ import (
 
 func init() {
 	register(api[*kmsg.InitProducerIDRequest]{
-		min: 0, max: 4,
+		min: 0, max: 5,
 		handle: (*Server).handleInitProducerID,
 	})
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// AddOffsetsToTxn, key 25, versions 0..3.
+// AddOffsetsToTxn, key 25, versions 0..4.
 //
 // Behaviour (package txn): the __consumer_offsets partition of the group joins the
 // producer's transaction, so that the offsets TxnOffsetCommit writes there are
@@ -9,6 +9,10 @@ package kafkaapi
 // Authorization, as in Kafka: WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
 // (GROUP_AUTHORIZATION_FAILED).
+//
+// v4 (KIP-1050) lets the client be answered TRANSACTION_ABORTABLE, which Kafka's
+// coordinator never gives to AddOffsetsToTxn, nor does Skiff's: v4 is answered
+// as v3.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +23,7 @@ import (
 
 func init() {
 	register(api[*kmsg.AddOffsetsToTxnRequest]{
-		min: 0, max: 3,
+		min: 0, max: 4,
 		handle: (*Server).handleAddOffsetsToTxn,
 	})
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// EndTxn, key 26, versions 0..3.
+// EndTxn, key 26, versions 0..4.
 //
 // Behaviour (package txn): the producer's transaction is committed (commit true) or
 // aborted: the decision is recorded in __transaction_state, and the answer comes
@@ -15,7 +15,11 @@ package kafkaapi
 // Authorization, as in Kafka: WRITE on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 //
-// Not implemented: v4+ (TRANSACTION_ABORTABLE, transaction version 2).
+// v4 (KIP-1050) lets the client be answered TRANSACTION_ABORTABLE; Kafka's
+// coordinator gives it to no EndTxn (only to a partition leader's verification,
+// see Produce v11), and neither does Skiff's: v4 is answered as v3.
+//
+// Not implemented: v5 (transaction version 2: an epoch bump per transaction).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +30,7 @@ import (
 
 func init() {
 	register(api[*kmsg.EndTxnRequest]{
-		min: 0, max: 3,
+		min: 0, max: 4,
 		handle: (*Server).handleEndTxn,
 	})
 }

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// TxnOffsetCommit, key 28, versions 0..3.
+// TxnOffsetCommit, key 28, versions 0..4.
 //
 // Behaviour (package groups): the offsets are appended to the group's
 // __consumer_offsets partition inside the producer's transaction and become
@@ -15,6 +15,13 @@ package kafkaapi
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
 // (GROUP_AUTHORIZATION_FAILED), each for every partition; READ on each topic
 // (TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
+//
+// v4 (KIP-1050) lets the client be answered TRANSACTION_ABORTABLE, which Kafka
+// gives when its verification finds the group's offsets partition not in the
+// transaction (KIP-890 part 1 for offsets). Skiff does not verify offset commits
+// with the transaction coordinator, so v4 is answered as v3.
+//
+// Not implemented: v5 (transaction version 2).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,7 +32,7 @@ import (
 
 func init() {
 	register(api[*kmsg.TxnOffsetCommitRequest]{
-		min: 0, max: 3,
+		min: 0, max: 4,
 		handle: (*Server).handleTxnOffsetCommit,
 		entries: func(r *kmsg.TxnOffsetCommitRequest) (n int) {
 			for _, t := range r.Topics {

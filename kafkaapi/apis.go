@@ -34,7 +34,7 @@ type api[R kmsg.Request] struct {
 	// shape, when set, walks a body of a served version before it is decoded and
 	// returns entries of it, so that a request naming too many is refused before
 	// kmsg allocates for them. It fails where the body is malformed.
-	shape func(body []byte) (int, error)
+	shape func(body []byte, version int16) (int, error)
 	// weighsFrame: while it is read and decoded, a request takes its frame size from
 	// the budget instead of decodeFactor times it, because its large fields alias the
 	// frame and shape bounds its entries before it is decoded (Produce).
@@ -59,7 +59,7 @@ type apiKey struct {
 	beforeAuth          bool
 	weighsFrame         bool
 	plainResponseHeader bool
-	shape               func(body []byte) (int, error)
+	shape               func(body []byte, version int16) (int, error)
 	entries             func(req kmsg.Request) int
 	handle              func(s *Server, c *conn, hdr *RequestHeader, req kmsg.Request) kmsg.Response
 	write               func(s *Server, c *conn, hdr *RequestHeader, req kmsg.Request) error

@@ -176,23 +176,14 @@ func encodeRequest(req kmsg.Request, version int16) []byte {
 	return req.AppendTo(h)
 }
 
-// decodeRequest is what conn.handle does with a frame before dispatching it.
+// decodeRequest is what conn.handle does with a frame before dispatching it
+// (decodeFrame: header, Produce's shape walk, kmsg).
 func decodeRequest(frame []byte) (kmsg.Request, error) {
-	hdr, body, err := parseHeaderPrefix(frame)
-	if err != nil {
-		return nil, err
+	d, err := decodeFrame(frame, 0)
+	if err == nil && d.req == nil {
+		return nil, fmt.Errorf("key %d v%d not served", d.hdr.Key, d.hdr.Version)
 	}
-	if servedAt(hdr.Key, hdr.Version) == nil {
-		return nil, fmt.Errorf("key %d v%d not served", hdr.Key, hdr.Version)
-	}
-	req := kmsg.RequestForKey(hdr.Key)
-	req.SetVersion(hdr.Version)
-	if req.IsFlexible() {
-		if body, err = skipTags(body); err != nil {
-			return nil, err
-		}
-	}
-	return req, req.ReadFrom(body)
+	return d.req, err
 }
 
 // BenchmarkDecodeRequest decodes Produce and Fetch requests of the shapes franz-go
@@ -245,6 +236,9 @@ func BenchmarkDecodeRequest(b *testing.B) {
 		{"produce-v7/1x16KiB", produce(1, 16<<10), 7},
 		{"produce-v7/6x16KiB", produce(6, 16<<10), 7},
 		{"produce-v7/6x1MiB", produce(6, 1<<20), 7},
+		{"produce-v11/1x16KiB", produce(1, 16<<10), 11},
+		{"produce-v11/6x16KiB", produce(6, 16<<10), 11},
+		{"produce-v11/6x1MiB", produce(6, 1<<20), 11},
 		{"fetch-v11/1partition", fetch(1), 11},
 		{"fetch-v11/6partitions", fetch(6), 11},
 		{"fetch-v11/100partitions", fetch(100), 11},

@@ -51,7 +51,7 @@ func decodeFrame(frame []byte, maxEntries int) (decodedRequest, error) {
 		}
 	}
 	if a.shape != nil {
-		n, err := a.shape(body)
+		n, err := a.shape(body, hdr.Version)
 		if err != nil {
 			return d, fmt.Errorf("decode %s v%d: %w", a.name, hdr.Version, err)
 		}

@@ -180,31 +180,63 @@ func FuzzDecodeRequest(f *testing.F) {
 }
 
 // FuzzProduceShape checks produceShape against kmsg on arbitrary Produce bodies at
-// every served version. Invariants: no panic; produceShape accepts a body exactly
-// when kmsg decodes it, and then counts the decoded request's entries.
+// every served version, the flexible ones (v9+) included. Invariants: no panic;
+// produceShape accepts a body exactly when kmsg decodes it, and then counts the
+// decoded request's entries (its tagged fields as many as it reads: kmsg keeps a
+// repeated key once).
 func FuzzProduceShape(f *testing.F) {
 	for _, req := range servedRequests() {
 		if req.Key() == 0 {
-			f.Add(req.AppendTo(nil), uint8(req.GetVersion()))
+			f.Add(req.AppendTo(nil), uint8(req.GetVersion()-lookup(0).min))
 		}
 	}
-	f.Add([]byte{0xff, 0xff, 0, 1, 0, 0, 0, 100, 0x7f, 0xff, 0xff, 0xff}, uint8(7))
+	f.Add([]byte{0xff, 0xff, 0, 1, 0, 0, 0, 100, 0x7f, 0xff, 0xff, 0xff}, uint8(7-3))
+	// v9+: a null transactional id, one topic "t" with one partition of null
+	// records, tagged fields at each level (two with the same key at the end).
+	flex := []byte{0, 0, 1, 0, 0, 0x3a, 0x98, 2, 2, 't', 2, 0, 0, 0, 0, 0, 1, 5, 1, 'x', 0, 2, 1, 0, 1, 0}
+	for v := 9; v <= int(lookup(0).max); v++ {
+		f.Add(flex, uint8(v-3))
+	}
+	f.Add([]byte{0, 0, 1, 0, 0, 0x3a, 0x98, 0x80, 0x80, 0x80, 0x80, 0x10}, uint8(9-3)) // a varint past 32 bits
 	f.Fuzz(func(t *testing.T, body []byte, v uint8) {
 		r := lookup(0)
 		version := r.min + int16(v)%(r.max-r.min+1)
-		n, shapeErr := produceShape(body)
+		n, shapeErr := produceShape(body, version)
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(version)
 		err := req.ReadFrom(body)
 		switch {
 		case (shapeErr == nil) != (err == nil):
 			t.Fatalf("v%d: produceShape %v, kmsg %v", version, shapeErr, err)
-		case err == nil && n != produceEntries(req):
+		case err == nil && n != produceEntries(req) && (version < 9 || n < produceEntries(req)):
 			t.Fatalf("v%d: produceShape counts %d entries, the decoded request %d", version, n, produceEntries(req))
 		case shapeErr != nil && !errors.Is(shapeErr, errMalformed):
 			t.Fatalf("produceShape error %v is not errMalformed", shapeErr)
 		}
 	})
+}
+
+// TestProduceShapeFlexibleTags checks that produceShape counts every tagged field
+// of a flexible Produce (they cost kmsg a map entry each), so that a body of many
+// tags is refused by max.partitions.per.request like a body of many partitions.
+func TestProduceShapeFlexibleTags(t *testing.T) {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(11)
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "t"
+	topic.Partitions = []kmsg.ProduceRequestTopicPartition{kmsg.NewProduceRequestTopicPartition()}
+	for k := range uint32(50) {
+		topic.Partitions[0].UnknownTags.Set(k, []byte{1})
+		req.UnknownTags.Set(k, nil)
+	}
+	req.Topics = []kmsg.ProduceRequestTopic{topic}
+	n, err := produceShape(req.AppendTo(nil), 11)
+	if err != nil || n != 101 {
+		t.Fatalf("produceShape = %d, %v; want 101 entries (1 partition, 100 tags)", n, err)
+	}
+	if _, err := decodeFrame(encodeFrame(req, 1), 100); !errors.Is(err, errTooManyPartitions) {
+		t.Fatalf("decodeFrame with max 100 entries: %v, want errTooManyPartitions", err)
+	}
 }
 
 // TestDecodeMemoryBound writes large array lengths at every position of the start of

@@ -100,7 +100,7 @@ func (s *Server) appendTransactional(c *conn, p *replication.Partition, id strin
 		v.code = s.verifyTxn(c.ctx, id, h.ProducerID, h.ProducerEpoch, []txn.TopicPartition{tp})[0]
 	}
 	if v.code != 0 {
-		return replication.AppendResult{}, fmt.Errorf("transaction of %q does not include %s-%d: %w", id, p.Topic, p.ID, kerr.ErrorForCode(v.code))
+		return replication.AppendResult{}, fmt.Errorf("transaction of %q does not include %s-%d: %w: %w", id, p.Topic, p.ID, errNotInTxn, kerr.ErrorForCode(v.code))
 	}
 	return p.AppendVerified(records, acks, v.guard)
 }

@@ -68,18 +68,24 @@ type TimestampBounds struct {
 	BeforeMs, AfterMs int64
 }
 
-// check returns why h's timestamps are out of bounds at now (ms), or nil.
-func (b TimestampBounds) check(h *batch.Header, now int64) error {
-	if !b.Check {
-		return nil
-	}
-	lo, hi := now-b.BeforeMs, now+b.AfterMs
+// bounds returns the timestamps allowed at now (ms), inclusive.
+func (b TimestampBounds) bounds(now int64) (lo, hi int64) {
+	lo, hi = now-b.BeforeMs, now+b.AfterMs
 	if b.BeforeMs > now { // no overflow below the epoch
 		lo = math.MinInt64
 	}
 	if b.AfterMs > math.MaxInt64-now {
 		hi = math.MaxInt64
 	}
+	return lo, hi
+}
+
+// check returns why h's timestamps are out of bounds at now (ms), or nil.
+func (b TimestampBounds) check(h *batch.Header, now int64) error {
+	if !b.Check {
+		return nil
+	}
+	lo, hi := b.bounds(now)
 	for _, ts := range []int64{h.BaseTimestamp, h.MaxTimestamp} {
 		if ts < lo || ts > hi {
 			return fmt.Errorf("timestamp %d of the batch is out of range: it must be within [%d, %d] (message.timestamp.before.max.ms %d, message.timestamp.after.max.ms %d): %w",
@@ -419,12 +425,14 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 		return res, fmt.Errorf("%w: lastOffsetDelta %d, recordCount %d: %w", batch.ErrRecordCount, h.LastOffsetDelta, h.RecordCount, kerr.CorruptMessage)
 	}
 	if !cfg.LogAppendTime {
-		if err := cfg.Timestamps.check(&h, time.Now().UnixMilli()); err != nil {
-			return res, err
+		now := time.Now().UnixMilli()
+		if err := cfg.Timestamps.check(&h, now); err != nil {
+			lo, hi := cfg.Timestamps.bounds(now)
+			return res, timestampErrors(records, lo, hi, err)
 		}
 	}
 	if cfg.Compaction.Compact {
-		if err := checkKeys(records); err != nil {
+		if err := checkKeys(records, p.Topic, p.ID); err != nil {
 			return res, err
 		}
 	}
@@ -508,30 +516,6 @@ func (p *Partition) appendLocked(records []byte, h *batch.Header) (AppendResult,
 }
 
 var decoders = sync.Pool{New: func() any { return new(batch.Decoder) }}
-
-// errNoKey stops reading records at the first without a key.
-var errNoKey = errors.New("replication: record without a key")
-
-// checkKeys refuses a batch for a compacted topic unless every record has a
-// key, as Kafka does (INVALID_RECORD); a batch whose records do not parse is
-// CORRUPT_MESSAGE.
-func checkKeys(records []byte) error {
-	d := decoders.Get().(*batch.Decoder)
-	defer decoders.Put(d)
-	err := d.Records(records, func(r batch.Record) error {
-		if r.Key == nil {
-			return fmt.Errorf("%w at offset delta %d", errNoKey, r.Offset)
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errNoKey):
-		return fmt.Errorf("compacted topic cannot accept a record without a key (%v): %w", err, kerr.InvalidRecord)
-	case err != nil:
-		return fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
-	}
-	return nil
-}
 
 // Name names the replica's log: its folder name (compaction.Target).
 func (p *Partition) Name() string { return PartitionKey(p.Topic, p.ID) }
