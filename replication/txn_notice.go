@@ -48,9 +48,12 @@ func (p *Partition) MarkerStamp(pid int64) (stamp uint64, leaderEpoch int32) {
 // the producer's latest marker here is still the one of stamp. It reports
 // whether the notice was kept.
 func (p *Partition) NoteTxn(pid int64, epoch int16, stamp uint64, leaderEpoch int32) bool {
+	if stamp == 0 || !p.IsLeader() {
+		return false
+	}
 	p.txns.mu.Lock()
 	defer p.txns.mu.Unlock()
-	if stamp == 0 || !p.IsLeader() || p.leaderEpoch.Load() != leaderEpoch || p.txns.stamps[pid] != stamp {
+	if p.leaderEpoch.Load() != leaderEpoch || p.txns.stamps[pid] != stamp {
 		return false
 	}
 	p.txns.notices[pid] = txnNotice{epoch: epoch, stamp: stamp, leaderEpoch: leaderEpoch}

@@ -17,7 +17,8 @@ verify-recv (a leader's KIP-890 verification with a remote coordinator),
 verify-check (the coordinator's in-memory check), txnrec-append /
 txnrec-committed (a __transaction_state record), markers-start/markers-done,
 wtm-send / kconn-wrote / wtm-head / wtm-recv (a WriteTxnMarkers request taken,
-written, its frame's head read by the leader, answered).
+written, its frame's head read by the leader, answered), notify (a coordinator's
+notices sent) and noticed (a batch appended under a notice, not verified).
 """
 import sys
 from collections import defaultdict
@@ -48,8 +49,10 @@ def main(paths):
             st['endresp'] = t
             D['EndTxn: read -> answered (PrepareCommit committed)'].append(t - st['end'])
         elif ev == 'markers-start':
-            st['ms'] = t
-        elif ev == 'req' and l[3] == 'WriteTxnMarkers' and 'ms' in st:
+            st['ms'], st['wtm'] = t, set()
+        elif ev == 'req' and l[3] == 'WriteTxnMarkers' and 'ms' in st and node not in st['wtm']:
+            # The first per leader after markers-start: later ones are notices.
+            st['wtm'].add(node)
             wreq[node] = t
             D['markers: start -> WriteTxnMarkers read by a leader'].append(t - st['ms'])
         elif ev == 'resp' and l[3] == 'key=27' and node in wreq:
@@ -96,6 +99,12 @@ def main(paths):
             if int(l[4].split('=')[1]) > last:
                 D['data batch: append -> high watermark past it'].append(t - a)
                 del appended[l[3]]
+    counts = defaultdict(int)
+    for l in lines:
+        if l[2] in ('noticed', 'verify-send', 'verify-check'):
+            counts[l[2]] += 1
+    print('batches appended under a notice %d, remote verifications %d, in-memory checks %d' %
+          (counts['noticed'], counts['verify-send'], counts['verify-check']))
     for k in D:
         v = D[k]
         print('%-62s n=%5d p50=%6d p90=%6d us' % (k, len(v), pct(v, 0.5), pct(v, 0.9)))
