@@ -46,6 +46,7 @@ func (n *Node) startTxn() {
 	n.txn = txn.New(txn.Config{
 		AllocateProducerID: n.store.AllocateProducerID,
 		WriteMarkers:       n.writeMarkers,
+		Notify:             n.notifyTxn,
 		TopicPartitions: func(topic string) (int32, bool) {
 			t, ok := n.cache.Topic(topic)
 			return t.Partitions, ok
@@ -109,35 +110,46 @@ func (n *Node) applyTxn(snap *cluster.Snapshot) {
 // A partition that refuses a marker as stale (INVALID_PRODUCER_EPOCH: the producer
 // moved on, so the transaction is over there; TRANSACTION_COORDINATOR_FENCED: a
 // newer coordinator of the producer wrote there) or whose topic is gone counts as
-// done.
-func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) error {
+// done. It returns the stamp each marker got (zero: unknown).
+func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) ([]txn.Stamp, error) {
 	snap := n.cache.Snapshot()
-	byLeader := make(map[int32][]txn.Marker)
-	for _, m := range markers {
+	byLeader := make(map[int32][]int) // indexes into markers
+	for i, m := range markers {
 		st, ok := snap.Partition(m.Topic, m.Partition)
 		switch {
 		case !ok:
 			if _, exists := snap.Topic(m.Topic); !exists {
 				continue // deleted
 			}
-			return fmt.Errorf("partition %s-%d: %w", m.Topic, m.Partition, kerr.UnknownTopicOrPartition)
+			return nil, fmt.Errorf("partition %s-%d: %w", m.Topic, m.Partition, kerr.UnknownTopicOrPartition)
 		case st.Leader == cluster.NoLeader:
-			return fmt.Errorf("partition %s-%d has no leader: %w", m.Topic, m.Partition, kerr.NotLeaderForPartition)
+			return nil, fmt.Errorf("partition %s-%d has no leader: %w", m.Topic, m.Partition, kerr.NotLeaderForPartition)
 		}
-		byLeader[st.Leader] = append(byLeader[st.Leader], m)
+		byLeader[st.Leader] = append(byLeader[st.Leader], i)
 	}
+	stamps := make([]txn.Stamp, len(markers))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	for leader, ms := range byLeader {
+	for leader, idx := range byLeader {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ms := make([]txn.Marker, len(idx))
+			for j, i := range idx {
+				ms[j] = markers[i]
+			}
+			var got []txn.Stamp
 			var err error
 			if leader == n.id {
-				err = n.writeLocalMarkers(ctx, ms)
+				got, err = n.writeLocalMarkers(ctx, ms)
 			} else {
-				err = n.sendMarkers(ctx, leader, ms)
+				got, err = n.sendMarkers(ctx, leader, ms)
+			}
+			for j, i := range idx {
+				if j < len(got) {
+					stamps[i] = got[j] // each goroutine its own indexes
+				}
 			}
 			if err != nil {
 				mu.Lock()
@@ -147,7 +159,7 @@ func (n *Node) writeMarkers(ctx context.Context, markers []txn.Marker) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return stamps, errors.Join(errs...)
 }
 
 func markerDone(err error) bool {
@@ -155,30 +167,37 @@ func markerDone(err error) bool {
 		errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
-// writeLocalMarkers writes markers to partitions led here, all at once.
-func (n *Node) writeLocalMarkers(ctx context.Context, ms []txn.Marker) error {
+// writeLocalMarkers writes markers to partitions led here, all at once, and
+// returns their stamps.
+func (n *Node) writeLocalMarkers(ctx context.Context, ms []txn.Marker) ([]txn.Stamp, error) {
 	var errs []error
 	var local []txn.LocalMarker
-	for _, m := range ms {
+	var at []int // each local marker's index in ms
+	for i, m := range ms {
 		p := n.parts.Partition(m.Topic, m.Partition)
 		if p == nil || !p.IsLeader() {
 			errs = append(errs, fmt.Errorf("marker for %s-%d: %w", m.Topic, m.Partition, kerr.NotLeaderForPartition))
 			continue
 		}
 		local = append(local, txn.LocalMarker{To: p, Marker: m})
+		at = append(at, i)
 	}
-	for i, err := range txn.WriteLocalMarkers(ctx, local, n.groups.WaitApplied) {
+	stamps := make([]txn.Stamp, len(ms))
+	written, got := txn.WriteLocalMarkers(ctx, local, n.groups.WaitApplied)
+	for i, err := range written {
+		stamps[at[i]] = got[i]
 		if !markerDone(err) {
 			errs = append(errs, fmt.Errorf("marker for %s-%d: %w", local[i].Marker.Topic, local[i].Marker.Partition, err))
 		}
 	}
-	return errors.Join(errs...)
+	return stamps, errors.Join(errs...)
 }
 
-// sendMarkers sends markers in one WriteTxnMarkers v0 request to broker id.
-func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) error {
+// sendMarkers sends markers in one WriteTxnMarkers v1 request to broker id and
+// returns the stamps its answer gives them.
+func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) ([]txn.Stamp, error) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.SetVersion(0)
+	req.SetVersion(1)
 	for _, m := range ms {
 		rm := kmsg.NewWriteTxnMarkersRequestMarker()
 		rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
@@ -189,20 +208,69 @@ func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) error
 	}
 	resp, err := n.parts.BrokerRequest(ctx, id, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	stamps := make([]txn.Stamp, len(ms))
 	var errs []error
-	for _, rm := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
+	for i, rm := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
-				if err := kerr.ErrorForCode(rp.ErrorCode); !markerDone(err) {
+				err := kerr.ErrorForCode(rp.ErrorCode)
+				if !markerDone(err) {
 					errs = append(errs, fmt.Errorf("marker for %s-%d on broker %d: %w", rt.Topic, rp.Partition, id, err))
+				}
+				// One partition per marker: the answer's order is the request's.
+				if s, ok := txn.TaggedStamp(&rp.UnknownTags); ok && err == nil && i < len(ms) &&
+					rt.Topic == ms[i].Topic && rp.Partition == ms[i].Partition {
+					stamps[i] = s
 				}
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return stamps, errors.Join(errs...)
 }
+
+// notifyTxn sends a transaction coordinator's notices to their partitions'
+// leaders (txn/notice.go): directly to partitions led here, in one
+// WriteTxnMarkers v1 request per other broker. Best effort: a leader without
+// the notice asks the coordinator.
+func (n *Node) notifyTxn(ctx context.Context, ns []txn.Notice) {
+	snap := n.cache.Snapshot()
+	byLeader := make(map[int32][]txn.Notice)
+	for _, x := range ns {
+		if st, ok := snap.Partition(x.Topic, x.Partition); ok && st.Leader != cluster.NoLeader {
+			byLeader[st.Leader] = append(byLeader[st.Leader], x)
+		}
+	}
+	for leader, ns := range byLeader {
+		if leader == n.id {
+			for _, x := range ns {
+				if p := n.parts.Partition(x.Topic, x.Partition); p != nil {
+					p.NoteTxn(x.ProducerID, x.Epoch, x.At.Stamp, x.At.LeaderEpoch)
+				}
+			}
+			continue
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, noticeTimeout)
+			defer cancel()
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			req.SetVersion(1)
+			for _, x := range ns {
+				rm := kmsg.NewWriteTxnMarkersRequestMarker()
+				rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch = x.ProducerID, x.Epoch, -1
+				rm.UnknownTags.Set(txn.NoticeTag, txn.AppendNotice(nil, x))
+				req.Markers = append(req.Markers, rm)
+			}
+			if _, err := n.parts.BrokerRequest(ctx, leader, req); err != nil {
+				n.logger.Debug("transaction notice", "broker", leader, "err", err)
+			}
+		}()
+	}
+}
+
+// noticeTimeout bounds a notice's request: past it, the leader will have asked.
+const noticeTimeout = 5 * time.Second
 
 // txnKafkaConfig adds the transaction coordinator and its topic's settings to the
 // Kafka server's configuration.

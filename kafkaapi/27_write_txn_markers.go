@@ -12,6 +12,14 @@ package kafkaapi
 // producer's latest marker there TRANSACTION_COORDINATOR_FENCED (as in Kafka);
 // partitions not led here NOT_LEADER_OR_FOLLOWER.
 //
+// Between Skiff brokers, v1 carries tagged fields of Skiff's own (txn/notice.go):
+// each partition's answer holds the producer's marker stamp after its marker
+// (txn.StampTag), and a marker entry tagged txn.NoticeTag is a transaction
+// coordinator's notice instead (replication.Partition.NoteTxn), for the one
+// partition its tag names: nothing is written, and the answer names that
+// partition with 0 if it kept the notice, INVALID_TXN_STATE if the producer's
+// marker stamp or the leader epoch no longer match.
+//
 // Authorization, as in Kafka: CLUSTER_ACTION on the cluster (brokers have it;
 // CLUSTER_AUTHORIZATION_FAILED for every partition).
 
@@ -42,7 +50,7 @@ func init() {
 func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	var local []txn.LocalMarker
-	var codes []*int16 // where each local marker's outcome goes
+	var answers []*kmsg.WriteTxnMarkersResponseMarkerTopicPartition // each local marker's
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -61,6 +69,11 @@ func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.Writ
 	allowed := c.allowedCluster(acl.OpClusterAction)
 	// Every partition's marker at once; each answer waits for its own commit.
 	for i, m := range req.Markers {
+		if tp, stamp, ok := txn.TaggedNotice(&m.UnknownTags); ok && req.Version >= 1 {
+			resp.Markers[i].Topics = []kmsg.WriteTxnMarkersResponseMarkerTopic{{Topic: tp.Topic,
+				Partitions: []kmsg.WriteTxnMarkersResponseMarkerTopicPartition{{Partition: tp.Partition, ErrorCode: s.noteTxn(allowed, m, tp, stamp)}}}}
+			continue
+		}
 		for j, t := range m.Topics {
 			for k, p := range t.Partitions {
 				rp := &resp.Markers[i].Topics[j].Partitions[k]
@@ -75,12 +88,32 @@ func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.Writ
 				}
 				local = append(local, txn.LocalMarker{To: part, Marker: txn.Marker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,
 					Epoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch}})
-				codes = append(codes, &rp.ErrorCode)
+				answers = append(answers, rp)
 			}
 		}
 	}
-	for i, err := range txn.WriteLocalMarkers(c.ctx, local, s.cfg.Groups.WaitApplied) {
-		*codes[i] = errorCode(err)
+	errs, stamps := txn.WriteLocalMarkers(c.ctx, local, s.cfg.Groups.WaitApplied)
+	for i, err := range errs {
+		answers[i].ErrorCode = errorCode(err)
+		if err == nil && stamps[i].Stamp != 0 && req.Version >= 1 {
+			answers[i].UnknownTags.Set(txn.StampTag, txn.AppendStamp(nil, stamps[i]))
+		}
 	}
 	return resp
+}
+
+// noteTxn hands a coordinator's notice (a marker entry tagged txn.NoticeTag)
+// to the partition it names and returns the partition's answer.
+func (s *Server) noteTxn(allowed bool, m kmsg.WriteTxnMarkersRequestMarker, tp txn.TopicPartition, stamp txn.Stamp) int16 {
+	if !allowed {
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	part, code := s.localPartition(tp.Topic, tp.Partition)
+	switch {
+	case code != 0:
+		return code
+	case !part.NoteTxn(m.ProducerID, m.ProducerEpoch, stamp.Stamp, stamp.LeaderEpoch):
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
 }

@@ -2,7 +2,8 @@ package kafkaapi
 
 // KIP-890 part 1: a partition leader verifies with the transaction coordinator that
 // a partition is in a producer's transaction before the producer's first batch of
-// it is appended there.
+// it is appended there, unless the coordinator told it so already (a notice,
+// replication/txn_notice.go), which saves the round trip.
 
 import (
 	"context"
@@ -63,6 +64,9 @@ func (s *Server) verifyProduce(c *conn, id string, req *kmsg.ProduceRequest, may
 			if !needed {
 				continue
 			}
+			if _, noticed := p.TxnNoticed(h.ProducerID, h.ProducerEpoch); noticed {
+				continue // appendTransactional appends it without asking
+			}
 			if len(parts) > 0 && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
 				return nil // several producers: each partition verifies alone
 			}
@@ -83,7 +87,8 @@ func (s *Server) verifyProduce(c *conn, id string, req *kmsg.ProduceRequest, may
 
 // appendTransactional appends a transactional batch of transactional id id,
 // verifying first when it would open a transaction on p, unless verified holds
-// p's verification for this batch's producer and epoch.
+// p's verification for this batch's producer and epoch or the coordinator's
+// notice covers it.
 func (s *Server) appendTransactional(c *conn, p *replication.Partition, id string, records []byte, acks int16, verified map[*replication.Partition]txnVerified) (replication.AppendResult, error) {
 	h, err := batch.ParseHeader(records)
 	if err != nil {
@@ -95,6 +100,9 @@ func (s *Server) appendTransactional(c *conn, p *replication.Partition, id strin
 		v.guard, needed = p.TxnVerification(h.ProducerID)
 		if !needed {
 			return p.Append(records, acks)
+		}
+		if guard, noticed := p.TxnNoticed(h.ProducerID, h.ProducerEpoch); noticed {
+			return p.AppendVerified(records, acks, guard)
 		}
 		tp := txn.TopicPartition{Topic: p.Topic, Partition: p.ID}
 		v.code = s.verifyTxn(c.ctx, id, h.ProducerID, h.ProducerEpoch, []txn.TopicPartition{tp})[0]

@@ -56,11 +56,16 @@ type txnIndex struct {
 	// coordinatorEpochs holds the coordinator epoch of each producer's latest
 	// marker: a marker of an older coordinator is refused (WriteMarker).
 	coordinatorEpochs map[int64]int32
+	// stamps holds the stamp of each producer's latest marker since the
+	// replica opened, and notices the coordinators' notices bound to them
+	// (txn_notice.go). Neither is in snapshots.
+	stamps  map[int64]uint64
+	notices map[int64]txnNotice
 }
 
 func newTxnIndex() *txnIndex {
 	return &txnIndex{open: make(map[int64]OpenTxn), firstUnstable: math.MaxInt64, markers: make(map[int64]uint64),
-		coordinatorEpochs: make(map[int64]int32)}
+		coordinatorEpochs: make(map[int64]int32), stamps: make(map[int64]uint64), notices: make(map[int64]txnNotice)}
 }
 
 // abortedRecord is an aborted transaction as the Store keeps it: with the last
@@ -92,6 +97,7 @@ func (x *txnIndex) observe(h *batch.Header, raw func() ([]byte, error), now time
 		return nil, nil
 	}
 	x.markers[h.ProducerID]++
+	x.stampMarkerLocked(h.ProducerID)
 	if h.RecordCount == 0 {
 		return nil, nil // a marker the cleaner removed, its header left (compaction/markers.go)
 	}
@@ -151,6 +157,8 @@ func (x *txnIndex) reset() {
 	x.open, x.aborted, x.firstUnstable = make(map[int64]OpenTxn), nil, math.MaxInt64
 	clear(x.markers)
 	clear(x.coordinatorEpochs)
+	clear(x.stamps)
+	clear(x.notices)
 }
 
 // abortedIn returns the aborted transactions whose records may be in [from, to):
@@ -394,6 +402,8 @@ func (p *Partition) expireProducersLocked(cutoffMs int64) int {
 	}, func(pid int64) {
 		delete(x.markers, pid)
 		delete(x.coordinatorEpochs, pid)
+		delete(x.stamps, pid)
+		delete(x.notices, pid)
 		p.changedLocked(pid)
 	})
 }

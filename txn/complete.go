@@ -50,7 +50,13 @@ func (sh *shard) complete(m *txnMeta) {
 		return true
 	}
 	for len(markers) > 0 {
-		err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
+		stamps, err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
+		if err != nil {
+			stamps = nil // some may have been written again since: none is known
+		}
+		sh.mu.Lock()
+		noteStampsLocked(m, markers, stamps)
+		sh.mu.Unlock()
 		if err == nil {
 			break
 		}

@@ -16,11 +16,11 @@ type gatedMarkers struct {
 	open chan struct{}
 }
 
-func (g *gatedMarkers) write(ctx context.Context, ms []Marker) error {
+func (g *gatedMarkers) write(ctx context.Context, ms []Marker) ([]Stamp, error) {
 	select {
 	case <-g.open:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	return g.markerLog.write(ctx, ms)
 }

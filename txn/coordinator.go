@@ -74,8 +74,12 @@ type Config struct {
 	AllocateProducerID func(ctx context.Context) (int64, error)
 	// WriteMarkers writes markers to their partitions' leaders and returns once each
 	// is committed there, or fails (they are written again later: a partition
-	// ignores a marker for a transaction it no longer has open). Required.
-	WriteMarkers func(ctx context.Context, markers []Marker) error
+	// ignores a marker for a transaction it no longer has open), with the stamp
+	// each marker got (notice.go; nil or zero: unknown). Required.
+	WriteMarkers func(ctx context.Context, markers []Marker) ([]Stamp, error)
+	// Notify sends notices to their partitions' leaders, best effort
+	// (notice.go). Default: none sent, leaders verify with the coordinator.
+	Notify func(ctx context.Context, notices []Notice)
 	// TopicPartitions returns the partition count of a topic, ok false when it does
 	// not exist; AddPartitionsToTxn refuses other partitions. Default: all accepted.
 	TopicPartitions func(topic string) (int32, bool)

@@ -51,14 +51,14 @@ type markerLog struct {
 	failing atomic.Bool
 }
 
-func (l *markerLog) write(_ context.Context, ms []Marker) error {
+func (l *markerLog) write(_ context.Context, ms []Marker) ([]Stamp, error) {
 	if l.failing.Load() {
-		return errors.New("partition leader unreachable")
+		return nil, errors.New("partition leader unreachable")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.markers = append(l.markers, ms...)
-	return nil
+	return nil, nil
 }
 
 func (l *markerLog) count() int {
@@ -272,12 +272,12 @@ func TestAddPartitionsWrittenTogether(t *testing.T) {
 	var next atomic.Int64
 	c := New(Config{
 		AllocateProducerID: func(context.Context) (int64, error) { return next.Add(1) + 100, nil },
-		WriteMarkers: func(ctx context.Context, _ []Marker) error {
+		WriteMarkers: func(ctx context.Context, _ []Marker) ([]Stamp, error) {
 			select {
 			case <-gate:
-				return nil
+				return nil, nil
 			case <-ctx.Done():
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
 		},
 		CommitTimeout: 10 * time.Second,

@@ -19,18 +19,29 @@ type LocalMarker struct {
 // WriteLocalMarkers appends markers to their partitions, then waits until each
 // is committed (and synced under flush.policy=always; on __consumer_offsets also
 // applied, so that the offsets it commits are visible), and returns each one's
-// error, in order. Errors carry Kafka codes (kerr).
+// error and the producer's marker stamp after it (notice.go), in order.
+// Errors carry Kafka codes (kerr).
 //
 // Every marker is appended before the first wait: a follower's fetch parked at
 // this leader wakes on the first append and, by the time it reads, usually
 // finds the others too, so one fetch round commits them all (appended one by
 // one as each waited, a transaction's two partitions on one leader often took
 // two rounds).
-func WriteLocalMarkers(ctx context.Context, ms []LocalMarker, applied OffsetsApplied) []error {
+func WriteLocalMarkers(ctx context.Context, ms []LocalMarker, applied OffsetsApplied) ([]error, []Stamp) {
 	errs := make([]error, len(ms))
+	stamps := make([]Stamp, len(ms))
 	res := make([]replication.AppendResult, len(ms))
 	for i, m := range ms {
 		res[i], errs[i] = m.To.WriteMarker(m.Marker.ProducerID, m.Marker.Epoch, m.Marker.Commit, m.Marker.CoordinatorEpoch)
+		if errs[i] == nil {
+			// Read after the marker: a later marker's stamp would do as
+			// well (notices bound to it end with that marker), an earlier
+			// one's never.
+			stamps[i].Stamp, stamps[i].LeaderEpoch = m.To.MarkerStamp(m.Marker.ProducerID)
+			if stamps[i].LeaderEpoch != res[i].LeaderEpoch {
+				stamps[i] = Stamp{} // leadership moved meanwhile
+			}
+		}
 	}
 	for i, m := range ms {
 		if errs[i] != nil {
@@ -40,6 +51,9 @@ func WriteLocalMarkers(ctx context.Context, ms []LocalMarker, applied OffsetsApp
 		if errs[i] == nil && m.Marker.Topic == OffsetsTopic && applied != nil {
 			errs[i] = applied(ctx, m.Marker.Partition, res[i].LastOffset)
 		}
+		if errs[i] != nil {
+			stamps[i] = Stamp{}
+		}
 	}
-	return errs
+	return errs, stamps
 }

@@ -246,8 +246,15 @@ func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPart
 	}
 	next.state, next.updated = Ongoing, time.Now()
 	m.pending = true
+	// Bound to the stamps of markers written before this change: none of
+	// the transaction it opens can be among them.
+	notices := noticesLocked(m, parts)
 	sh.mu.Unlock()
-	return waitCode(sh.transition(m, next))
+	code := waitCode(sh.transition(m, next))
+	if code == 0 {
+		sh.notify(notices)
+	}
+	return code
 }
 
 // AddOffsets adds the __consumer_offsets partition of group to the transaction of

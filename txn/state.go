@@ -113,14 +113,21 @@ type txnMeta struct {
 	// for the transaction to become changeable (ops.go, AddPartitions); nil:
 	// none. In memory only.
 	adds *addBatch
+	// stamps holds, by partition, the stamp of the producer's latest marker
+	// written there by this coordinator (notice.go). In memory only, kept
+	// across states of the same producer id.
+	stamps map[TopicPartition]Stamp
 }
 
 // set makes next m's state; the requests waiting on m stay counted, and
 // gathered.
 func (m *txnMeta) set(next *txnMeta) {
-	awaiting, adds := m.awaiting, m.adds
+	awaiting, adds, stamps := m.awaiting, m.adds, m.stamps
+	if next.pid != m.pid {
+		stamps = nil // another producer: its markers have stamps of their own
+	}
 	*m = *next
-	m.awaiting, m.adds = awaiting, adds
+	m.awaiting, m.adds, m.stamps = awaiting, adds, stamps
 }
 
 // sortedPartitions returns the transaction's partitions in order.
@@ -141,7 +148,7 @@ func (m *txnMeta) sortedPartitions() []TopicPartition {
 // clone copies m, for a change to write before it takes effect.
 func (m *txnMeta) clone() *txnMeta {
 	n := *m
-	n.adds = nil
+	n.adds, n.stamps = nil, nil
 	n.partitions = make(map[TopicPartition]struct{}, len(m.partitions))
 	for tp := range m.partitions {
 		n.partitions[tp] = struct{}{}
