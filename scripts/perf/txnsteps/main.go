@@ -34,8 +34,8 @@ type hook struct {
 	mu    sync.Mutex
 	lat   map[string][]time.Duration
 	nodes map[string]int32 // the broker that last answered each key
-	trace bool      // print each request's span (ms since t0) to stderr
-	t0    time.Time // the traced transaction's start
+	trace bool             // print each request's span (ms since t0) to stderr
+	t0    time.Time        // the traced transaction's start
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
