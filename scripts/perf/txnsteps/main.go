@@ -147,6 +147,21 @@ func main() {
 		}
 	}
 	var commits int64
+	// retry sends until the answer is not retriable (the coordinators load
+	// __consumer_offsets on first use), for 30 s at most.
+	retry := func(what string, send func() error) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := send()
+			if err == nil {
+				return
+			}
+			if !kerr.IsRetriable(err) || time.Now().After(deadline) {
+				fail(fmt.Errorf("%s: %w", what, err))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	commitOffset := func() { // AddOffsetsToTxn then TxnOffsetCommit, as a GroupTransactSession
 		pid, epoch, err := k.ProducerID(ctx)
 		if err != nil {
@@ -154,13 +169,13 @@ func main() {
 		}
 		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
 		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = *id, pid, epoch, *group
-		resp, err := ao.RequestWith(ctx, k)
-		if err == nil {
-			err = kerr.ErrorForCode(resp.ErrorCode)
-		}
-		if err != nil {
-			fail(fmt.Errorf("AddOffsetsToTxn: %w", err))
-		}
+		retry("AddOffsetsToTxn", func() error {
+			resp, err := ao.RequestWith(ctx, k)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			return err
+		})
 		commits++
 		tc := kmsg.NewPtrTxnOffsetCommitRequest()
 		tc.SetVersion(3)
@@ -168,13 +183,24 @@ func main() {
 		tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		tp.Offset = commits
 		tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: *topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{tp}}}
-		tr, err := tc.RequestWith(ctx, k)
-		if err == nil {
-			err = kerr.ErrorForCode(tr.Topics[0].Partitions[0].ErrorCode)
-		}
-		if err != nil {
-			fail(fmt.Errorf("TxnOffsetCommit: %w", err))
-		}
+		retry("TxnOffsetCommit", func() error {
+			tr, err := tc.RequestWith(ctx, k)
+			if err == nil {
+				err = kerr.ErrorForCode(tr.Topics[0].Partitions[0].ErrorCode)
+			}
+			return err
+		})
+	}
+	if *group != "" { // creates __consumer_offsets, which AddOffsetsToTxn needs
+		retry("FindCoordinator", func() error {
+			fc := kmsg.NewPtrFindCoordinatorRequest()
+			fc.CoordinatorKey = *group
+			resp, err := fc.RequestWith(ctx, k)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			return err
+		})
 	}
 	run := func(txns int) (flush, end []time.Duration, took time.Duration) {
 		start := time.Now()
