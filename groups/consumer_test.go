@@ -473,7 +473,7 @@ func TestConsumerOffsetCommit(t *testing.T) {
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset = p, 6
 		r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
-		return e.c.TxnOffsetCommit(context.Background(), r).Topics[0].Partitions[0].ErrorCode
+		return e.c.TxnOffsetCommit(context.Background(), r, nil).Topics[0].Partitions[0].ErrorCode
 	}
 	wantCode(t, "transactional, newer epoch", txn(3, "m1", 3, mine), kerr.IllegalGeneration)
 	wantCode(t, "transactional, older epoch, another member's partition", txn(3, "m1", 1, theirs), kerr.IllegalGeneration)

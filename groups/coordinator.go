@@ -197,6 +197,11 @@ type Log interface {
 	Append(batch []byte, acks int16) (replication.AppendResult, error)
 	// AppendFromCoordinator appends a transactional batch of TxnOffsetCommit records.
 	AppendFromCoordinator(batch []byte) (replication.AppendResult, error)
+	// TxnVerification and AppendFromCoordinatorVerified are KIP-890 part 1's
+	// check that a TxnOffsetCommit's batch does not open a transaction its
+	// coordinator does not know (see replication.Partition).
+	TxnVerification(producerID int64) (guard uint64, needed bool)
+	AppendFromCoordinatorVerified(batch []byte, guard uint64) (replication.AppendResult, error)
 	HighWatermark() int64
 	// IsLeader and LeaderEpoch tell whether the replica still leads in the
 	// shard's epoch: its high watermark counts for the shard only then.

@@ -110,7 +110,7 @@ func TestWritesAfterLeadershipLoss(t *testing.T) {
 			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			rp.Partition, rp.Offset = 0, 6
 			r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
-			return e.c.TxnOffsetCommit(context.Background(), r).Topics[0].Partitions[0].ErrorCode
+			return e.c.TxnOffsetCommit(context.Background(), r, nil).Topics[0].Partitions[0].ErrorCode
 		}},
 		{"share membership", func(e *env) int16 {
 			rec := batch.Record{Key: []byte("share-key"), Value: []byte("share-value")}

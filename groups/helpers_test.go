@@ -146,6 +146,14 @@ func (l *testLog) AppendFromCoordinator(b []byte) (replication.AppendResult, err
 	return l.Append(b, -1)
 }
 
+// TxnVerification: the test log keeps no transactions; every batch would
+// open one.
+func (l *testLog) TxnVerification(int64) (uint64, bool) { return 0, true }
+
+func (l *testLog) AppendFromCoordinatorVerified(b []byte, _ uint64) (replication.AppendResult, error) {
+	return l.Append(b, -1)
+}
+
 func (l *testLog) notify() {
 	l.mu.Lock()
 	for ch := range l.waiters {

@@ -17,6 +17,12 @@ import (
 	"skiff/replication"
 )
 
+// TxnVerifier asks the transaction coordinator of a TxnOffsetCommit's
+// transactional id whether __consumer_offsets partition partition is in the
+// producer's ongoing transaction (AddOffsetsToTxn put it there): 0 when it is,
+// else the code to answer (INVALID_TXN_STATE: not in it).
+type TxnVerifier func(ctx context.Context, partition int32) int16
+
 // TxnOffsetCommit handles a TxnOffsetCommit request. A member of the group (v3+:
 // member id and generation given) is checked as OffsetCommit checks it, so that a
 // zombie of a previous generation cannot commit (KIP-447); a producer outside group
@@ -24,7 +30,14 @@ import (
 // member epoch (consumerCommitCodeLocked). A share group's id is
 // GROUP_ID_NOT_FOUND for every partition, as Kafka answers (ShareGroup's
 // validateOffsetCommit).
-func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+//
+// When the batch would open a transaction of the producer on the group's
+// partition, verify (nil: none) must first confirm that the partition is in the
+// transaction (KIP-890 part 1, as Kafka's group coordinator does), so that no
+// commit without AddOffsetsToTxn, or after the transaction ended, leaves a
+// transaction there that no marker ends; a marker of the producer appended
+// between the answer and the append voids it.
+func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, verify TxnVerifier) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	var parts []commitPartition
 	for _, t := range req.Topics {
@@ -55,12 +68,19 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		fillCodes(codes, kerr.GroupIDNotFound.Code)
 		return resp
 	}
+	verifiedOn, guard, code := c.verifyTxnOffsets(ctx, req, verify)
+	if code != 0 {
+		fillCodes(codes, code)
+		return resp
+	}
 	g, code := c.lockGroup(req.Group, true)
 	if code != 0 {
 		fillCodes(codes, code)
 		return resp
 	}
-	if g.cg != nil {
+	if verifiedOn != nil && g.sh != verifiedOn {
+		code = kerr.NotCoordinator.Code // the partition moved while it was verified
+	} else if g.cg != nil {
 		member, epoch := "", int32(-1) // v0..v2 name no member
 		if req.Version >= 3 {
 			member, epoch = req.MemberID, req.Generation
@@ -88,7 +108,12 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	var err error
 	if len(recs) > 0 {
 		var res replication.AppendResult
-		res, err = sh.log.AppendFromCoordinator(batch.BuildTransactional(now.UnixMilli(), req.ProducerID, req.ProducerEpoch, recs))
+		b := batch.BuildTransactional(now.UnixMilli(), req.ProducerID, req.ProducerEpoch, recs)
+		if verifiedOn != nil {
+			res, err = sh.log.AppendFromCoordinatorVerified(b, guard)
+		} else {
+			res, err = sh.log.AppendFromCoordinator(b)
+		}
 		if err == nil {
 			err = sh.checkEpoch(res.LeaderEpoch)
 		}
@@ -110,7 +135,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if err != nil {
 		c.logger.Warn("group coordinator: transactional offset commit failed", "group", req.Group, "err", err)
 		if code == kerr.CoordinatorNotAvailable.Code {
-			code = errCodeOf(err, code)
+			code = errCodeOf(err, code, req.Version)
 		}
 	}
 	settleCodes(codes, code)
@@ -118,12 +143,49 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 }
 
 // errCodeOf returns INVALID_PRODUCER_EPOCH when err carries it (a fenced
-// producer), else def.
-func errCodeOf(err error, def int16) int16 {
-	if errors.Is(err, kerr.InvalidProducerEpoch) {
+// producer), the code of a transaction ended while it was verified when err
+// carries INVALID_TXN_STATE, else def.
+func errCodeOf(err error, def, version int16) int16 {
+	switch {
+	case errors.Is(err, kerr.InvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, kerr.InvalidTxnState):
+		return notInTxnCode(kerr.InvalidTxnState.Code, version)
 	}
 	return def
+}
+
+// verifyTxnOffsets asks verify, when req's batch would open a transaction of
+// its producer on the group's partition, whether that partition is in the
+// transaction. It returns the shard verified (nil: no verification needed) with
+// the partition's guard, or the code to answer.
+func (c *Coordinator) verifyTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, verify TxnVerifier) (*shard, uint64, int16) {
+	if verify == nil {
+		return nil, 0, 0
+	}
+	sh, code := c.shardFor(req.Group)
+	if code != 0 {
+		return nil, 0, code
+	}
+	guard, needed := sh.log.TxnVerification(req.ProducerID)
+	if !needed {
+		return nil, 0, 0 // the producer's transaction is open there: a marker ends it
+	}
+	if code := verify(ctx, sh.id); code != 0 {
+		return nil, 0, notInTxnCode(code, req.Version)
+	}
+	return sh, guard, 0
+}
+
+// notInTxnCode is the code of a TxnOffsetCommit whose offsets partition is not in
+// the transaction, for a client at version: TRANSACTION_ABORTABLE from v4
+// (KIP-1050), INVALID_TXN_STATE before, as Kafka's AddPartitionsToTxnManager
+// maps them; other codes are kept.
+func notInTxnCode(code, version int16) int16 {
+	if code == kerr.InvalidTxnState.Code && version >= 4 {
+		return kerr.TransactionAbortable.Code
+	}
+	return code
 }
 
 // WaitApplied waits until the record at offset of __consumer_offsets partition id,

@@ -16,18 +16,27 @@ package kafkaapi
 // (GROUP_AUTHORIZATION_FAILED), each for every partition; READ on each topic
 // (TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
 //
-// v4 (KIP-1050) lets the client be answered TRANSACTION_ABORTABLE, which Kafka
-// gives when its verification finds the group's offsets partition not in the
-// transaction (KIP-890 part 1 for offsets). Skiff does not verify offset commits
-// with the transaction coordinator, so v4 is answered as v3.
+// KIP-890 part 1 for offsets, as Kafka: before the producer's first offsets of a
+// transaction on the group's __consumer_offsets partition, the group coordinator
+// asks the transaction coordinator (verifyTxn: here, or AddPartitionsToTxn v4
+// verify_only to its broker) whether that partition is in the producer's ongoing
+// transaction. If not (no AddOffsetsToTxn, or the transaction already ended: a
+// late or retried request), nothing is appended: INVALID_TXN_STATE, or
+// TRANSACTION_ABORTABLE from v4 (KIP-1050). A coordinator that cannot be reached
+// is COORDINATOR_NOT_AVAILABLE (retriable; Kafka's group coordinator maps
+// NOT_ENOUGH_REPLICAS so).
 //
 // Not implemented: v5 (transaction version 2).
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"skiff/acl"
+	"skiff/groups"
+	"skiff/txn"
 )
 
 func init() {
@@ -59,12 +68,13 @@ func (s *Server) handleTxnOffsetCommit(c *conn, _ *RequestHeader, req *kmsg.TxnO
 			denied = append(denied, t)
 		}
 	}
+	verify := s.txnOffsetsVerifier(req)
 	if len(denied) == 0 {
-		return s.cfg.Groups.TxnOffsetCommit(c.ctx, req)
+		return s.cfg.Groups.TxnOffsetCommit(c.ctx, req, verify)
 	}
 	sub := *req
 	sub.Topics = allowed
-	resp := s.cfg.Groups.TxnOffsetCommit(c.ctx, &sub)
+	resp := s.cfg.Groups.TxnOffsetCommit(c.ctx, &sub, verify)
 	resp.Topics = append(resp.Topics, txnOffsetCommitRefused(req, denied, kerr.TopicAuthorizationFailed.Code).Topics...)
 	return resp
 }
@@ -83,4 +93,18 @@ func txnOffsetCommitRefused(req *kmsg.TxnOffsetCommitRequest, topics []kmsg.TxnO
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// txnOffsetsVerifier asks req's transaction coordinator whether a
+// __consumer_offsets partition is in the producer's transaction (verifyTxn, as
+// Produce's verification does).
+func (s *Server) txnOffsetsVerifier(req *kmsg.TxnOffsetCommitRequest) groups.TxnVerifier {
+	return func(ctx context.Context, partition int32) int16 {
+		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: partition}
+		code := s.verifyTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})[0]
+		if code == kerr.NotEnoughReplicas.Code {
+			return kerr.CoordinatorNotAvailable.Code // the transaction coordinator moves: retriable
+		}
+		return code
+	}
 }

@@ -112,7 +112,9 @@ func txnRefusals() []refusal {
 			codes: func(resp kmsg.Response) []int16 {
 				return []int16{resp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode}
 			},
-			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"},
+			// Authorized, then verified: no AddOffsetsToTxn (KIP-890 part 1, v4).
+			aliceWant: kerr.TransactionAbortable.Code},
 		{name: "DescribeProducers needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeProducersRequest()

@@ -326,6 +326,19 @@ func (p *Partition) noteLocked(h *batch.Header, raw []byte) (*abortedRecord, err
 // behalf of a producer (the group coordinator's TxnOffsetCommit records): it carries
 // the producer's id and epoch but no sequence (-1), so only the epoch is checked.
 func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) {
+	return p.appendFromCoordinator(records, nil)
+}
+
+// AppendFromCoordinatorVerified is AppendFromCoordinator for a batch whose
+// transaction the transaction coordinator confirmed includes this partition
+// (KIP-890 part 1 for TxnOffsetCommit), with the guard TxnVerification gave
+// before asking: a marker of the producer appended since voids the confirmation
+// (INVALID_TXN_STATE).
+func (p *Partition) AppendFromCoordinatorVerified(records []byte, guard uint64) (AppendResult, error) {
+	return p.appendFromCoordinator(records, &guard)
+}
+
+func (p *Partition) appendFromCoordinator(records []byte, guard *uint64) (AppendResult, error) {
 	h, err := batch.Check(records)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
@@ -341,6 +354,10 @@ func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) 
 	if e := p.producers.m[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
 		p.appendMu.Unlock()
 		return AppendResult{}, fmt.Errorf("producer %d epoch %d is older than %d: %w", h.ProducerID, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	if guard != nil && !p.txns.verifiedLocked(h.ProducerID, *guard) {
+		p.appendMu.Unlock()
+		return AppendResult{}, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
 	}
 	return p.appendLocked(records, &h)
 }

@@ -303,3 +303,39 @@ func TestMarkerCoordinatorEpoch(t *testing.T) {
 		t.Fatalf("producers: %+v, want coordinator epoch 4", ps)
 	}
 }
+
+// TestAppendFromCoordinatorVerified: a coordinator's transactional batch verified
+// before a marker of its producer was appended is refused (INVALID_TXN_STATE,
+// nothing appended); verified after it, it opens the transaction, and a batch of
+// the open transaction needs no verification.
+func TestAppendFromCoordinatorVerified(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	offsets := func() []byte {
+		return batch.BuildTransactional(time.Now().UnixMilli(), 7, 0, []batch.Record{{Key: []byte("k"), Value: []byte("v")}})
+	}
+	stale, needed := p.TxnVerification(7)
+	if !needed {
+		t.Fatal("no verification needed with no transaction open")
+	}
+	if _, err := p.WriteMarker(7, 0, true, 0); err != nil { // the transaction ends meanwhile
+		t.Fatal(err)
+	}
+	end := p.LogEndOffset()
+	_, err := p.AppendFromCoordinatorVerified(offsets(), stale)
+	wantCode(t, "verified before the marker", err, kerr.InvalidTxnState)
+	if got := p.LogEndOffset(); got != end {
+		t.Fatalf("log end %d after a refused batch, want %d", got, end)
+	}
+	guard, _ := p.TxnVerification(7)
+	if _, err := p.AppendFromCoordinatorVerified(offsets(), guard); err != nil {
+		t.Fatalf("verified after the marker: %v", err)
+	}
+	if _, needed := p.TxnVerification(7); needed {
+		t.Fatal("verification needed with the producer's transaction open")
+	}
+}

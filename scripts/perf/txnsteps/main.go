@@ -4,8 +4,10 @@
 // the client's phases per transaction (produce+flush, EndTransaction) and the
 // per-request latency of each request key (franz-go HookBrokerE2E: from the
 // request written to its response read, that is the broker's time plus loopback).
+// With -group G each transaction also commits an offset of G in it, as a
+// GroupTransactSession does (AddOffsetsToTxn, then TxnOffsetCommit).
 //
-//	go run ./scripts/perf/txnsteps -b ADDR -t T [-n 300] [-r 1000] [-rf 3]
+//	go run ./scripts/perf/txnsteps -b ADDR -t T [-n 300] [-r 1000] [-rf 3] [-group G]
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -30,8 +33,9 @@ import (
 type hook struct {
 	mu    sync.Mutex
 	lat   map[string][]time.Duration
-	trace bool      // print each request's span (ms since t0) to stderr
-	t0    time.Time // the traced transaction's start
+	nodes map[string]int32 // the broker that last answered each key
+	trace bool             // print each request's span (ms since t0) to stderr
+	t0    time.Time        // the traced transaction's start
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -42,6 +46,7 @@ func (h *hook) OnBrokerE2E(m kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
 	}
 	h.mu.Lock()
 	h.lat[kmsg.NameForKey(key)] = append(h.lat[kmsg.NameForKey(key)], e.ReadWait+e.TimeToRead)
+	h.nodes[kmsg.NameForKey(key)] = m.NodeID
 	if h.trace {
 		// The hook runs once the response is read: the request was written
 		// ReadWait+TimeToRead before.
@@ -101,9 +106,10 @@ func main() {
 	idem := flag.Bool("idem", false, "idempotent, not transactional: each \"transaction\" is its records and a Flush, to tell the transaction's cost from that of a flushed 1 MB")
 	batch := flag.Int("batch", 0, "producer batch max bytes (0: franz-go's, 1 MB)")
 	trace := flag.Int("trace", 0, "after the run, trace this many transactions' requests to stderr")
+	group := flag.String("group", "", "commit an offset of this group in each transaction (AddOffsetsToTxn + TxnOffsetCommit v3)")
 	flag.Parse()
 	ctx := context.Background()
-	h := &hook{lat: map[string][]time.Duration{}}
+	h := &hook{lat: map[string][]time.Duration{}, nodes: map[string]int32{}}
 	conc := &concurrent{}
 	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(*brokers, ",")...), kgo.DefaultProduceTopic(*topic),
 		kgo.WithHooks(h), kgo.WithLogger(conc)}
@@ -140,6 +146,62 @@ func main() {
 			value[i] = 'a' + byte(rand.IntN(26))
 		}
 	}
+	var commits int64
+	// retry sends until the answer is not retriable (the coordinators load
+	// __consumer_offsets on first use), for 30 s at most.
+	retry := func(what string, send func() error) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := send()
+			if err == nil {
+				return
+			}
+			if !kerr.IsRetriable(err) || time.Now().After(deadline) {
+				fail(fmt.Errorf("%s: %w", what, err))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	commitOffset := func() { // AddOffsetsToTxn then TxnOffsetCommit, as a GroupTransactSession
+		pid, epoch, err := k.ProducerID(ctx)
+		if err != nil {
+			fail(err)
+		}
+		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = *id, pid, epoch, *group
+		retry("AddOffsetsToTxn", func() error {
+			resp, err := ao.RequestWith(ctx, k)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			return err
+		})
+		commits++
+		tc := kmsg.NewPtrTxnOffsetCommitRequest()
+		tc.SetVersion(3)
+		tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = *id, *group, pid, epoch, -1
+		tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		tp.Offset = commits
+		tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: *topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{tp}}}
+		retry("TxnOffsetCommit", func() error {
+			tr, err := tc.RequestWith(ctx, k)
+			if err == nil {
+				err = kerr.ErrorForCode(tr.Topics[0].Partitions[0].ErrorCode)
+			}
+			return err
+		})
+	}
+	if *group != "" { // creates __consumer_offsets, which AddOffsetsToTxn needs
+		retry("FindCoordinator", func() error {
+			fc := kmsg.NewPtrFindCoordinatorRequest()
+			fc.CoordinatorKey = *group
+			resp, err := fc.RequestWith(ctx, k)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			return err
+		})
+	}
 	run := func(txns int) (flush, end []time.Duration, took time.Duration) {
 		start := time.Now()
 		for range txns {
@@ -158,6 +220,9 @@ func main() {
 			}
 			if err := k.Flush(ctx); err != nil {
 				fail(err)
+			}
+			if *group != "" && !*idem {
+				commitOffset()
 			}
 			t1 := time.Now()
 			if !*idem {
@@ -200,6 +265,9 @@ func main() {
 	}
 	h.mu.Unlock()
 	out["requests"] = reqs
+	// AddOffsetsToTxn and TxnOffsetCommit on different brokers: a TxnOffsetCommit
+	// that verifies asks another broker.
+	out["brokers"] = maps.Clone(h.nodes)
 	out["concurrent_transactions_retries"] = conc.n.Load()
 	for range *trace {
 		h.mu.Lock()
