@@ -37,6 +37,11 @@ type Metrics struct {
 	// the throttle time given, and the last measured rate.
 	quotaThrottle *prometheus.CounterVec
 	quotaRate     *prometheus.GaugeVec
+	// txnFirstWrites counts first writes of a producer's transaction to a
+	// partition led here (KIP-890 part 1), by how their place in the
+	// transaction was known: asked (the coordinator verified it) or noticed
+	// (its notice came first, no question asked).
+	txnFirstWrites *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not registered).
@@ -78,6 +83,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		quotaRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "skiff_quota_rate", Help: "Last measured rate of clients with a quota (bytes/s, or percent of one thread for request_percentage), by quota and the user and client id the rate counts.",
 		}, []string{"quota", "user", "client_id"}),
+		txnFirstWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skiff_txn_first_writes_total", Help: "A producer's first writes of a transaction to a partition led here (Produce batches and TxnOffsetCommit offsets), by how the partition was known to be in the transaction: asked (verified with the transaction coordinator) or noticed (the coordinator's notice came first).",
+		}, []string{"how"}),
 		ackWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "skiff_produce_ack_wait_seconds", Help: "Time Produce requests waited after their appends for their acknowledgement (acks=all: the in-sync followers' fetches; flush.policy=always: fdatasync).",
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 14), // 0.25 ms to 2 s
@@ -85,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.connectionsRefused, m.requestBytes, m.requests, m.requestErrors, m.sendfileBytes, m.copiedBytes, m.produceBytes, m.ackWait, m.authentications, m.authorizationFailures,
-			m.quotaThrottle, m.quotaRate)
+			m.quotaThrottle, m.quotaRate, m.txnFirstWrites)
 	}
 	return m
 }

@@ -102,6 +102,7 @@ func (s *Server) appendTransactional(c *conn, p *replication.Partition, id strin
 			return p.Append(records, acks)
 		}
 		if guard, noticed := p.TxnNoticed(h.ProducerID, h.ProducerEpoch); noticed {
+			s.metrics.txnFirstWrites.WithLabelValues("noticed").Inc()
 			return p.AppendVerified(records, acks, guard)
 		}
 		tp := txn.TopicPartition{Topic: p.Topic, Partition: p.ID}
@@ -117,6 +118,7 @@ func (s *Server) appendTransactional(c *conn, p *replication.Partition, id strin
 // tps is in the open transaction of pid at epoch, and returns their codes, in
 // order.
 func (s *Server) verifyTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) []int16 {
+	s.metrics.txnFirstWrites.WithLabelValues("asked").Add(float64(len(tps)))
 	codes := make([]int16, len(tps))
 	all := func(code int16) []int16 {
 		for i := range codes {
