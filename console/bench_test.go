@@ -113,9 +113,11 @@ func scaleCluster(b *testing.B, topics, partitions int) (*cluster.Cache, []strin
 		b.Cleanup(func() { sess.Close() })
 		urls = append(urls, srv.URL)
 	}
-	for len(cache.Snapshot().Brokers()) < 3 {
+	// Wait on the snapshot that was read: the change after it closes its
+	// channel (cache.Changed() after the read could miss the third broker).
+	for snap := cache.Snapshot(); len(snap.Brokers()) < 3; snap = cache.Snapshot() {
 		select {
-		case <-cache.Changed():
+		case <-snap.Changed():
 		case <-ctx.Done():
 			b.Fatal("the cache never listed the three brokers")
 		}
