@@ -89,6 +89,10 @@ func init() {
 		entries:     produceEntries,
 		shape:       produceShape,
 		weighsFrame: true,
+		// Waits for acknowledgements overlap (pipeline.go); behind a client's
+		// AddPartitionsToTxn a Produce waits for it, so that its partitions are
+		// in the transaction before its batches are checked (KIP-890 part 1).
+		pipelined: func(_ int16, adds bool) bool { return !adds },
 	})
 }
 

@@ -40,6 +40,9 @@ func init() {
 	register(api[*kmsg.AddPartitionsToTxnRequest]{
 		min: 0, max: 4,
 		handle: (*Server).handleAddPartitionsToTxn,
+		// A client's requests (v0-v3) wait together (pipeline.go); v4 carries
+		// brokers' batched and verify-only requests, answered in order.
+		pipelined: func(version int16, _ bool) bool { return version < 4 },
 		entries: func(r *kmsg.AddPartitionsToTxnRequest) (n int) {
 			for _, t := range r.Topics {
 				n += topicEntries(len(t.Partitions))

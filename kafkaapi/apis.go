@@ -47,6 +47,11 @@ type api[R kmsg.Request] struct {
 	// (ApiVersions: its v0 body listing the served versions, so the client can retry
 	// at one it knows). Other keys get a body holding only UNSUPPORTED_VERSION.
 	unsupported func() kmsg.Response
+	// pipelined, when set, reports whether a request of this version is handled
+	// while earlier answers of its connection are still waiting (pipeline.go);
+	// adds: a client's AddPartitionsToTxn may be among them. nil: never, the
+	// request waits until every answer in flight is written.
+	pipelined func(version int16, adds bool) bool
 }
 
 // apiKey is one entry of the table: an api with its request type erased.
@@ -64,6 +69,7 @@ type apiKey struct {
 	handle              func(s *Server, c *conn, hdr *RequestHeader, req kmsg.Request) kmsg.Response
 	write               func(s *Server, c *conn, hdr *RequestHeader, req kmsg.Request) error
 	unsupported         func() kmsg.Response
+	pipelined           func(version int16, adds bool) bool
 }
 
 // apis is the table, indexed by key; nil: not served.
@@ -88,7 +94,7 @@ func register[R kmsg.Request](a api[R]) {
 	k := &apiKey{
 		key: key, name: kmsg.NameForKey(key), file: file, min: a.min, max: a.max,
 		beforeAuth: a.beforeAuth, weighsFrame: a.weighsFrame, plainResponseHeader: a.plainResponseHeader,
-		shape: a.shape, unsupported: a.unsupported,
+		shape: a.shape, unsupported: a.unsupported, pipelined: a.pipelined,
 		entries: func(kmsg.Request) int { return 0 },
 	}
 	if a.entries != nil {

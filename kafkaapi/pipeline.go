@@ -111,17 +111,12 @@ func (c *conn) endAcks(owed bool) {
 }
 
 // mustDrain reports whether request d waits for every answer in flight before
-// it is handled: all but a Produce (unless a client's AddPartitionsToTxn may
-// be in flight) and a client's AddPartitionsToTxn.
+// it is handled: all but those its key's entry declares pipelined (a Produce
+// unless a client's AddPartitionsToTxn may be in flight, a client's
+// AddPartitionsToTxn).
 func mustDrain(d decodedRequest, adds bool) bool {
 	if d.req == nil {
 		return true
 	}
-	switch d.hdr.Key {
-	case 0:
-		return adds
-	case 24:
-		return d.hdr.Version >= 4 // v4+: brokers' batched and verify-only requests
-	}
-	return true
+	return d.api.pipelined == nil || !d.api.pipelined(d.hdr.Version, adds)
 }
