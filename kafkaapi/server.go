@@ -160,7 +160,7 @@ type Config struct {
 	Metrics *Metrics
 	// QuotaWindow is how client rates are measured against their quotas
 	// (quota.window.num, quota.window.size.seconds); zero fields: Kafka's
-	// defaults, 11 samples of 1 s.
+	// defaults, quota.DefaultSamples samples of quota.DefaultSize.
 	QuotaWindow quota.Window
 }
 

@@ -235,11 +235,11 @@ func (m *Manager) WaitUnfenced(ctx context.Context) bool {
 
 // Defaults of Config, shared with the broker's settings table (appliance).
 const (
-	DefaultReplicaLagMax          = 30 * time.Second       // replica.lag.time.max.ms
-	DefaultReplicaFetchMinBytes   = 1                      // replica.fetch.min.bytes
-	DefaultReplicaFetchWaitMax    = 500 * time.Millisecond // replica.fetch.wait.max.ms
-	DefaultRetentionCheckInterval = 5 * time.Minute        // log.retention.check.interval.ms
-	DefaultProducerIDExpiration   = 24 * time.Hour         // producer.id.expiration.ms
+	DefaultReplicaLagMax          = 30 * time.Second                // replica.lag.time.max.ms
+	DefaultReplicaFetchMinBytes   = 1                               // replica.fetch.min.bytes
+	DefaultReplicaFetchWaitMax    = 500 * time.Millisecond          // replica.fetch.wait.max.ms
+	DefaultRetentionCheckInterval = 5 * time.Minute                 // log.retention.check.interval.ms
+	DefaultProducerIDExpiration   = compaction.ProducerIDExpiration // producer.id.expiration.ms
 )
 
 // NewManager creates the topics folder and starts the retention loop.

@@ -22,7 +22,7 @@ const UnitName = "skiff.service"
 //     ProtectSystem=strict. A data-dir elsewhere needs ReadWritePaths= in a drop-in
 //     (`systemctl edit skiff`). SKIFF_* variables in a drop-in (Environment=)
 //     override the file.
-//   - TimeoutStopSec= leaves room for shutdown-timeout (30s by default) plus closing
+//   - TimeoutStopSec= leaves room for shutdown-timeout (its default) plus closing
 //     storage and the etcd member.
 const Unit = `[Unit]
 Description=Skiff, a Kafka-compatible message engine
