@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -64,6 +65,21 @@ type SecureFormed struct {
 	JoinTokenExpires time.Time
 	// HTTPAddr is where joiners send the token (--join).
 	HTTPAddr string
+}
+
+// Print tells the operator of a new secure cluster where the admin password is
+// and how the next nodes join (skiff serve prints it on stdout, not in the log:
+// the token is a secret for as long as it lasts).
+func (f SecureFormed) Print(w io.Writer) {
+	fmt.Fprintf(w, "\nThe cluster was formed securely (CA fingerprint SHA-256 %s).\n", f.CAFingerprint)
+	fmt.Fprintf(w, "The password of the super user %q is in %s (readable by this node's user only).\n", AdminUser, f.AdminPasswordFile)
+	if f.JoinToken == "" {
+		fmt.Fprintf(w, "No join token could be made: make one with `skiff cluster join-token --data-dir DIR` on this node.\n\n")
+		return
+	}
+	fmt.Fprintf(w, "Join token, valid once until %s:\n\n  %s\n\n", f.JoinTokenExpires.UTC().Format(time.RFC3339), f.JoinToken)
+	fmt.Fprintf(w, "Start each further node with:\n\n  skiff serve --join %s --join-token TOKEN\n\n", f.HTTPAddr)
+	fmt.Fprintf(w, "Each token admits one node; `skiff cluster join-token --data-dir DIR` on a node makes another.\n\n")
 }
 
 // validateSecure checks the settings of secure formation.

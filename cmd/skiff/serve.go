@@ -1,16 +1,19 @@
 package main
 
+//go:generate go test . -run ^TestPackagedConfigFile$ -update
+
+// skiff serve: its flags come from the settings table (appliance/settings.go);
+// their values, with the YAML file and SKIFF_* variables, are resolved by
+// appliance (settings_sources.go).
+
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -29,7 +32,7 @@ func serveCommand() *cli.Command {
 		if s.Kafka != "" {
 			usage += " (" + s.Kafka + ")"
 		}
-		usage += fmt.Sprintf(" (env %s)", envName(s.Name))
+		usage += fmt.Sprintf(" (env %s)", appliance.EnvName(s.Name))
 		// Defaults are shown in the usage text but not set on the flag, so that
 		// IsSet tells a flag given on the command line from one left alone. The
 		// man page leaves out a bool flag's DefaultText: it goes into the usage.
@@ -54,12 +57,12 @@ func runServe(c *cli.Context) error {
 	var file map[string]string
 	if path := c.String("config"); path != "" {
 		var err error
-		if file, err = readConfigFile(path); err != nil {
+		if file, err = appliance.ReadSettingsFile(path); err != nil {
 			return err
 		}
 	}
 	var cfg appliance.Config
-	err := resolveSettings(&cfg, file, func(s appliance.Setting) (string, bool) {
+	err := cfg.ResolveSettings(file, func(s appliance.Setting) (string, bool) {
 		if s.Kind() == appliance.KindBool {
 			return strconv.FormatBool(c.Bool(s.Name)), c.IsSet(s.Name)
 		}
@@ -68,7 +71,7 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+	logger, err := appliance.NewLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat, isTerminal(os.Stderr))
 	if err != nil {
 		return err
 	}
@@ -89,7 +92,7 @@ func runServe(c *cli.Context) error {
 	sd := systemd.NewNotifier(logger)
 	sd.Status("starting")
 	cfg.OnStatus = sd.Status
-	cfg.OnSecureFormed = func(f appliance.SecureFormed) { printSecureFormed(c.App.Writer, f) }
+	cfg.OnSecureFormed = func(f appliance.SecureFormed) { f.Print(c.App.Writer) }
 	node, err := appliance.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -126,41 +129,4 @@ func runServe(c *cli.Context) error {
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-// printSecureFormed tells the operator of a new secure cluster where the admin
-// password is and how the next nodes join (on stdout, not in the log: the token
-// is a secret for as long as it lasts).
-func printSecureFormed(w io.Writer, f appliance.SecureFormed) {
-	fmt.Fprintf(w, "\nThe cluster was formed securely (CA fingerprint SHA-256 %s).\n", f.CAFingerprint)
-	fmt.Fprintf(w, "The password of the super user %q is in %s (readable by this node's user only).\n", appliance.AdminUser, f.AdminPasswordFile)
-	if f.JoinToken == "" {
-		fmt.Fprintf(w, "No join token could be made: make one with `skiff cluster join-token --data-dir DIR` on this node.\n\n")
-		return
-	}
-	fmt.Fprintf(w, "Join token, valid once until %s:\n\n  %s\n\n", f.JoinTokenExpires.UTC().Format(time.RFC3339), f.JoinToken)
-	fmt.Fprintf(w, "Start each further node with:\n\n  skiff serve --join %s --join-token TOKEN\n\n", f.HTTPAddr)
-	fmt.Fprintf(w, "Each token admits one node; `skiff cluster join-token --data-dir DIR` on a node makes another.\n\n")
-}
-
-// newLogger builds the node's structured logger: JSON when stderr is not a terminal
-// or runs under journald (JOURNAL_STREAM set), human text on a terminal.
-func newLogger(level, format string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log-level %q: use debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch strings.ToLower(format) {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
-	case "auto":
-		if os.Getenv("JOURNAL_STREAM") == "" && isTerminal(os.Stderr) {
-			return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
-		}
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	}
-	return nil, fmt.Errorf("log-format %q: use auto, json or text", format)
 }

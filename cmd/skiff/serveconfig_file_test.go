@@ -151,7 +151,7 @@ func TestPackagedConfigFile(t *testing.T) {
 // The packaged file is a valid config file; with every setting uncommented it
 // still is, and gives every setting its default (a commented line shows it right).
 func TestPackagedConfigDefaults(t *testing.T) {
-	file, err := readConfigFile(packagedConfig)
+	file, err := appliance.ReadSettingsFile(packagedConfig)
 	if err != nil {
 		t.Fatalf("the packaged config file is refused: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestPackagedConfigDefaults(t *testing.T) {
 	if err := os.WriteFile(all, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	allFile, err := readConfigFile(all)
+	allFile, err := appliance.ReadSettingsFile(all)
 	if err != nil {
 		t.Fatalf("with every setting uncommented the file is refused: %v", err)
 	}
@@ -183,10 +183,10 @@ func TestPackagedConfigDefaults(t *testing.T) {
 	}
 	var got, want appliance.Config
 	noFlags := func(appliance.Setting) (string, bool) { return "", false }
-	if err := resolveSettings(&got, allFile, noFlags); err != nil {
+	if err := got.ResolveSettings(allFile, noFlags); err != nil {
 		t.Fatal(err)
 	}
-	if err := resolveSettings(&want, packagedValuesFile(), noFlags); err != nil {
+	if err := want.ResolveSettings(packagedValuesFile(), noFlags); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -13,7 +13,7 @@ import (
 // Precedence: environment, then flag, then file, then the default.
 func TestServeSettingsPrecedence(t *testing.T) {
 	file := configFileWith(t, "listen: file:1\nnum-partitions: 3\nmax-connections: 5\nauto-create-topics: false\njoin: a:1,b:2\n")
-	vals, err := readConfigFile(file)
+	vals, err := appliance.ReadSettingsFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestServeSettingsPrecedence(t *testing.T) {
 	t.Setenv("SKIFF_LISTEN", "env:3")
 	t.Setenv("SKIFF_GROUP_MAX_SIZE", "9")
 	var cfg appliance.Config
-	err = resolveSettings(&cfg, vals, func(s appliance.Setting) (string, bool) {
+	err = cfg.ResolveSettings(vals, func(s appliance.Setting) (string, bool) {
 		v, ok := flags[s.Name]
 		return v, ok
 	})
@@ -96,7 +96,7 @@ func TestServeHelp(t *testing.T) {
 	}
 	for _, s := range new(appliance.Config).Settings() {
 		l := lines[s.Name]
-		want := []string{s.Doc, "(env " + envName(s.Name) + ")"}
+		want := []string{s.Doc, "(env " + appliance.EnvName(s.Name) + ")"}
 		if s.Kafka != "" {
 			want = append(want, s.Doc+" ("+s.Kafka+")")
 		}

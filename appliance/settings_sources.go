@@ -1,6 +1,12 @@
-package main
+package appliance
 
-//go:generate go test . -run ^TestPackagedConfigFile$ -update
+// Where the settings of `skiff serve` come from besides the defaults of the table:
+// a YAML file, flags and SKIFF_* environment variables. Each setting is a flag,
+// a YAML key of the same name, and a SKIFF_<NAME> variable (EnvName).
+// Precedence: environment, then flag, then file, then the default (the
+// environment wins so that a systemd drop-in or a container can override what a
+// unit's command line or /etc/skiff/skiff.yaml says). The packaged skiff.yaml is
+// generated from the same table (cmd/skiff, go generate).
 
 import (
 	"errors"
@@ -9,24 +15,17 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"skiff/appliance"
 )
 
-// The settings of `skiff serve` are declared in appliance (Config.Settings). Each is
-// a flag, a YAML key of the same name, and a SKIFF_<NAME> environment variable.
-// Precedence: environment, then flag, then file, then the default (the environment
-// wins so that a systemd drop-in or a container can override what a unit's command
-// line or /etc/skiff/skiff.yaml says). The packaged skiff.yaml is generated from the
-// same table (go generate; serveconfig_file_test.go).
-
-func envName(name string) string {
+// EnvName is the environment variable of the setting called name:
+// SKIFF_<NAME> with dashes as underscores.
+func EnvName(name string) string {
 	return "SKIFF_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// readConfigFile reads a YAML file of settings, by name. Unknown keys and bad
+// ReadSettingsFile reads a YAML file of settings, by name. Unknown keys and bad
 // values are refused with the file, line and key named.
-func readConfigFile(path string) (map[string]string, error) {
+func ReadSettingsFile(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
@@ -43,8 +42,8 @@ func readConfigFile(path string) (map[string]string, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("config file %s:%d: expected key: value lines", path, root.Line)
 	}
-	known := map[string]appliance.Setting{}
-	for _, s := range new(appliance.Config).Settings() {
+	known := map[string]Setting{}
+	for _, s := range new(Config).Settings() {
 		known[s.Name] = s
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -67,12 +66,13 @@ func readConfigFile(path string) (map[string]string, error) {
 	return out, nil
 }
 
-// resolveSettings sets cfg's settings from their defaults, the file, the flags that
-// were set, and the environment, each overriding the one before. Every bad value is
-// reported.
-func resolveSettings(cfg *appliance.Config, file map[string]string, flagSet func(appliance.Setting) (string, bool)) error {
+// ResolveSettings sets c's settings from their defaults, the file's values
+// (ReadSettingsFile), the flags that were set (flagSet reports a flag's text and
+// whether it was given), and the environment, each overriding the one before.
+// Every bad value is reported.
+func (c *Config) ResolveSettings(file map[string]string, flagSet func(Setting) (string, bool)) error {
 	var errs []error
-	for _, s := range cfg.Settings() {
+	for _, s := range c.Settings() {
 		if err := s.Set(s.Default()); err != nil {
 			errs = append(errs, fmt.Errorf("default of %s: %v", s.Name, err))
 		}
@@ -86,9 +86,9 @@ func resolveSettings(cfg *appliance.Config, file map[string]string, flagSet func
 				errs = append(errs, fmt.Errorf("flag --%s: %v", s.Name, err))
 			}
 		}
-		if v, ok := os.LookupEnv(envName(s.Name)); ok {
+		if v, ok := os.LookupEnv(EnvName(s.Name)); ok {
 			if err := s.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("environment %s: %v", envName(s.Name), err))
+				errs = append(errs, fmt.Errorf("environment %s: %v", EnvName(s.Name), err))
 			}
 		}
 	}
