@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -23,7 +22,6 @@ const (
 	defaultBenchDuration = 10 * time.Second
 	defaultRecordSize    = 1024
 	defaultBenchParts    = 6
-	maxRecordSize        = 64 << 20
 	defaultBaseBytes     = 1 << 30
 )
 
@@ -170,19 +168,9 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 	}
 	if mode == bench.Produce && c.IsSet("transactional-id") {
 		cfg.TransactionalID, cfg.TxnRecords = c.String("transactional-id"), c.Int("txn-records")
-		switch {
-		case cfg.TransactionalID == "":
+		if cfg.TransactionalID == "" {
 			return cfg, errors.New("--transactional-id must not be empty")
-		case cfg.TxnRecords < 1:
-			return cfg, fmt.Errorf("--txn-records must be at least 1, not %d", cfg.TxnRecords)
-		case c.IsSet("rate"):
-			return cfg, errors.New("--transactional-id measures throughput: --rate does not apply")
 		}
-	}
-
-	cfg.RecordSize = c.Int("record-size")
-	if cfg.RecordSize < bench.MinRecordSize || cfg.RecordSize > maxRecordSize {
-		return cfg, fmt.Errorf("--record-size must be from %d (the send stamp) to %d bytes, not %d", bench.MinRecordSize, maxRecordSize, cfg.RecordSize)
 	}
 	p, rf := c.Int("partitions"), c.Int("replication-factor")
 	if p < 1 || p > math.MaxInt32 {
@@ -196,45 +184,21 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 	if cfg.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
 		return cfg, err
 	}
-	cfg.Producers = c.Int("producers")
-	if cfg.Producers < 1 || cfg.Producers > 1024 {
-		return cfg, fmt.Errorf("--producers must be from 1 to 1024, not %d", cfg.Producers)
-	}
-	cfg.AcksName = strings.ToLower(c.String("acks"))
-	switch cfg.AcksName {
-	case "all", "-1":
-		cfg.AcksName = "all"
-	case "1", "leader":
-		cfg.AcksName = "1"
-	default:
-		return cfg, fmt.Errorf("invalid --acks %q: want all or 1 (latency is measured to the acknowledgement)", c.String("acks"))
-	}
-	if cfg.Acks, cfg.Idempotent, err = parseAcks(cfg.AcksName); err != nil {
-		return cfg, err
-	}
-	cfg.CompressionName = strings.ToLower(c.String("compression"))
-	if cfg.Compression, err = parseCompression(cfg.CompressionName); err != nil {
-		return cfg, err
-	}
+	cfg.RecordSize, cfg.Producers = c.Int("record-size"), c.Int("producers")
+	cfg.AcksName, cfg.CompressionName = c.String("acks"), c.String("compression")
 	if c.IsSet("linger") {
-		ms := c.Int("linger")
-		if ms < 0 || ms > 60_000 {
-			return cfg, fmt.Errorf("--linger must be from 0 to 60000 ms, not %d", ms)
-		}
-		cfg.Linger = time.Duration(ms) * time.Millisecond
+		cfg.Linger = time.Duration(c.Int("linger")) * time.Millisecond
 	}
 	cfg.Rate = c.Float64("rate")
 	if c.IsSet("rate") && (cfg.Rate <= 0 || math.IsInf(cfg.Rate, 0) || math.IsNaN(cfg.Rate)) {
 		return cfg, fmt.Errorf("--rate must be a positive number of records per second, not %v", c.Float64("rate"))
 	}
-	cfg.DeliveryTimeout = defaultDeliveryTimeout
-	if cfg.BaselineWarmUp, err = warmUpFrom(c); err != nil {
-		return cfg, err
+	if c.IsSet("warm-up") {
+		if cfg.BaselineWarmUp = c.Int64("warm-up"); cfg.BaselineWarmUp == 0 {
+			return cfg, bench.CheckWarmUp(0)
+		}
 	}
-	if c.IsSet("warm-up") && !cfg.Baseline {
-		return cfg, errors.New("--warm-up is for the baseline's bare replication: it needs --baseline")
-	}
-	return cfg, nil
+	return cfg, cfg.Check()
 }
 
 // warmUpFlag sets the file written and removed before each pair of bare
@@ -242,18 +206,6 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 func warmUpFlag() cli.Flag {
 	return &cli.Int64Flag{Name: "warm-up", DefaultText: "the runs' bytes, at most 256 MiB",
 		Usage: "with the bare replication row: write and remove `N` bytes in --dir before each of its 3 pairs of runs"}
-}
-
-// warmUpFrom is --warm-up's bytes, 0 when not given (the default).
-func warmUpFrom(c *cli.Context) (int64, error) {
-	if !c.IsSet("warm-up") {
-		return 0, nil
-	}
-	n := c.Int64("warm-up")
-	if n < bench.BaselineChunk || n > 64<<30 {
-		return 0, fmt.Errorf("--warm-up must be from %d (1 MiB) to 64 GiB, not %d", bench.BaselineChunk, n)
-	}
-	return n, nil
 }
 
 func runBenchLoad(c *cli.Context, mode bench.Mode) error {
@@ -268,7 +220,7 @@ func runBenchLoad(c *cli.Context, mode bench.Mode) error {
 		return err
 	}
 	if cfg.Baseline {
-		if err := checkBaselineDir(cfg.Dir); err != nil {
+		if err := bench.CheckDir(cfg.Dir); err != nil {
 			return err
 		}
 	}
@@ -320,32 +272,22 @@ the filesystem of the brokers' data directory. The files are removed afterwards.
 			if err := unexpectedArgs(c, 0, ": bench baseline takes no arguments"); err != nil {
 				return err
 			}
-			n := c.Int64("bytes")
-			if n < bench.BaselineChunk || n > 64<<30 {
-				return fmt.Errorf("--bytes must be from %d (1 MiB) to 64 GiB, not %d", bench.BaselineChunk, n)
-			}
-			warm, err := warmUpFrom(c)
-			if err != nil {
+			n, warm := c.Int64("bytes"), c.Int64("warm-up")
+			if err := bench.CheckBaselineBytes(n); err != nil {
 				return err
 			}
-			if err := checkBaselineDir(c.String("dir")); err != nil {
+			if c.IsSet("warm-up") {
+				if err := bench.CheckWarmUp(warm); err != nil {
+					return err
+				}
+			}
+			if err := bench.CheckDir(c.String("dir")); err != nil {
 				return err
 			}
 			opts := bench.BaselineOptions{Replication: true, WarmUp: warm}
 			return bench.RunBaseline(c.Context, c.String("dir"), n, opts, c.Bool("json"), c.App.Writer)
 		},
 	}
-}
-
-func checkBaselineDir(dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("--dir: %w", err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("--dir %s is not a directory", dir)
-	}
-	return nil
 }
 
 func benchNullServerCommand() *cli.Command {
@@ -367,7 +309,7 @@ started it stops it once its load has stopped.`,
 			if err := unexpectedArgs(c, 0, ": bench null-server takes no arguments"); err != nil {
 				return err
 			}
-			if err := checkBaselineDir(c.String("dir")); err != nil {
+			if err := bench.CheckDir(c.String("dir")); err != nil {
 				return err
 			}
 			return bench.ServeNull(c.String("dir"), os.Stdin, c.App.Writer)

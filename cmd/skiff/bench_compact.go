@@ -7,7 +7,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,37 +58,18 @@ func runBenchCompact(c *cli.Context) error {
 		return err
 	}
 
-	cfg := bench.CompactConfig{Keys: c.Int("keys"), Overwrites: c.Int("overwrites"), Rounds: c.Int("rounds"), HTTP: c.String("http")}
-	lc := bench.Config{Topic: c.String("topic"), RecordSize: c.Int("record-size"), Dir: c.String("dir"), JSON: c.Bool("json"),
-		Producers: 1, Linger: -1, AcksName: "all", DeliveryTimeout: defaultDeliveryTimeout, Client: cc}
-	switch {
-	case cfg.Keys < 1 || cfg.Overwrites < 1:
-		return fmt.Errorf("--keys and --overwrites must be at least 1, not %d and %d", cfg.Keys, cfg.Overwrites)
-	case cfg.Rounds < 1 || cfg.Rounds > 1000:
-		return fmt.Errorf("--rounds must be from 1 to 1000, not %d", cfg.Rounds)
-	case lc.RecordSize < bench.MinRecordSize || lc.RecordSize > 1<<20:
-		return fmt.Errorf("--record-size must be from %d to %d bytes, not %d", bench.MinRecordSize, 1<<20, lc.RecordSize)
-	case int64(cfg.Keys)*int64(cfg.Overwrites)*int64(lc.RecordSize+40) > 1<<31-1:
-		return fmt.Errorf("%d keys x %d overwrites of %d bytes do not fit in one segment of 2 GiB: give fewer", cfg.Keys, cfg.Overwrites, lc.RecordSize)
-	case lc.Topic == "":
-		return fmt.Errorf("--topic must not be empty")
-	}
 	rf, p := c.Int("replication-factor"), c.Int("partitions")
 	if rf == 0 || rf < -1 || rf > 32767 || p < 1 || p > 1<<20 {
 		return fmt.Errorf("--replication-factor must be at least 1 (or -1) and --partitions at least 1, not %d and %d", rf, p)
 	}
-	lc.ReplicationFactor, lc.Partitions = int16(rf), int32(p)
-	if lc.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
+	cfg := bench.CompactConfig{Keys: c.Int("keys"), Overwrites: c.Int("overwrites"), Rounds: c.Int("rounds"), HTTP: c.String("http"),
+		Load: bench.Config{Topic: c.String("topic"), RecordSize: c.Int("record-size"), Dir: c.String("dir"), JSON: c.Bool("json"),
+			Producers: 1, Linger: -1, AcksName: "all", CompressionName: c.String("compression"), Client: cc,
+			ReplicationFactor: int16(rf), Partitions: int32(p)}}
+	if cfg.Load.Configs, err = c.Generic("config").(*configList).configs(); err != nil {
 		return err
 	}
-	if err := checkBaselineDir(lc.Dir); err != nil {
-		return err
-	}
-	if lc.Acks, lc.Idempotent, err = parseAcks(lc.AcksName); err != nil {
-		return err
-	}
-	lc.CompressionName = strings.ToLower(c.String("compression"))
-	if lc.Compression, err = parseCompression(lc.CompressionName); err != nil {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
 	if cfg.HTTP == "" {
@@ -99,6 +79,5 @@ func runBenchCompact(c *cli.Context) error {
 		}
 		cfg.HTTP = net.JoinHostPort(host, appliance.DefaultHTTPPort)
 	}
-	cfg.Load = lc
 	return bench.RunCompact(c.Context, cfg, c.App.Writer)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"skiff/bench"
+	"skiff/client"
 )
 
 // Bad flags are refused before any connection (the broker address is unused).
@@ -38,6 +39,15 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "produce", "-t", "x", "--baseline", "--warm-up", "0"}, "--warm-up must be from"},
 		{[]string{"bench", "produce", "-t", "x", "--warm-up", "2097152"}, "needs --baseline"},
 		{[]string{"bench", "consume", "-t", "x", "--baseline", "--warm-up", "2097152"}, "flag provided but not defined"},
+		{[]string{"bench", "compact", "--keys", "0"}, "--keys and --overwrites must be at least 1"},
+		{[]string{"bench", "compact", "--rounds", "0"}, "--rounds must be from 1"},
+		{[]string{"bench", "compact", "--record-size", "2097152"}, "--record-size must be from 8 to 1048576"},
+		{[]string{"bench", "compact", "--keys", "10000000", "--overwrites", "100"}, "do not fit in one segment"},
+		{[]string{"bench", "compact", "-r", "0"}, "--replication-factor must be at least 1"},
+		{[]string{"bench", "compact", "--compression", "brotli"}, "invalid --compression"},
+		{[]string{"bench", "compact", "--dir", "/nonexistent-skiff"}, "--dir"},
+		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--txn-records", "0"}, "--txn-records must be at least 1"},
+		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--rate", "5"}, "--rate does not apply"},
 	} {
 		args := tc.args
 		if args[1] != "baseline" {
@@ -65,7 +75,7 @@ func TestBenchConfigDefaults(t *testing.T) {
 	}
 	if got.Duration != defaultBenchDuration || got.Records != 0 || got.RecordSize != 1024 || got.Partitions != 6 ||
 		got.Producers != 1 || got.AcksName != "all" || !got.Idempotent || got.Linger != -1 || got.Rate != 0 ||
-		got.DeliveryTimeout != defaultDeliveryTimeout || got.BaselineWarmUp != 0 {
+		got.DeliveryTimeout != client.DefaultDeliveryTimeout || got.BaselineWarmUp != 0 {
 		t.Errorf("defaults: %+v", got)
 	}
 	if err := app.Run([]string{"skiff", "bench", "produce", "-t", "x", "--baseline", "--warm-up", "8388608"}); err != nil {

@@ -7,16 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
 )
-
-const defaultDeliveryTimeout = 2 * time.Minute
 
 func produceCommand() *cli.Command {
 	return &cli.Command{
@@ -48,7 +44,7 @@ acknowledgement. End input typed at a terminal with Ctrl-D; an interrupt
 			&cli.StringFlag{Name: "acks", Value: "all", Usage: "acknowledgements to wait for, `all|1|0`: every in-sync replica, the leader, or none"},
 			&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "batch compression `CODEC`: none, gzip, snappy, lz4 or zstd"},
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read lines from `FILE` instead of stdin (\"-\": stdin)"},
-			&cli.DurationFlag{Name: "delivery-timeout", Value: defaultDeliveryTimeout, Usage: "fail a record not acknowledged within `DURATION` (Kafka's delivery.timeout.ms)"},
+			&cli.DurationFlag{Name: "delivery-timeout", Value: client.DefaultDeliveryTimeout, Usage: "fail a record not acknowledged within `DURATION` (Kafka's delivery.timeout.ms)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a summary line to stderr"},
 		),
 		Action: runProduce,
@@ -72,46 +68,16 @@ func produceOptsFrom(c *cli.Context) (client.ProduceOptions, error) {
 		o.KeySep = []byte(c.String("key-separator"))
 	}
 	var err error
-	if o.Acks, o.Idempotent, err = parseAcks(c.String("acks")); err != nil {
+	if o.Acks, o.Idempotent, err = client.ParseAcks(c.String("acks")); err != nil {
 		return o, err
 	}
-	if o.Compression, err = parseCompression(c.String("compression")); err != nil {
+	if o.Compression, err = client.ParseCompression(c.String("compression")); err != nil {
 		return o, err
 	}
 	if o.DeliveryTimeout < time.Second { // franz-go's minimum
 		return o, fmt.Errorf("--delivery-timeout must be at least 1s, not %v", o.DeliveryTimeout)
 	}
 	return o, nil
-}
-
-// parseAcks maps --acks to franz-go's setting. Idempotent writes (franz-go's
-// default, no duplicates on retry) require acks=all.
-func parseAcks(s string) (acks kgo.Acks, idempotent bool, err error) {
-	switch strings.ToLower(s) {
-	case "all", "-1":
-		return kgo.AllISRAcks(), true, nil
-	case "1", "leader":
-		return kgo.LeaderAck(), false, nil
-	case "0", "none":
-		return kgo.NoAck(), false, nil
-	}
-	return kgo.Acks{}, false, fmt.Errorf("invalid --acks %q: want all, 1 or 0", s)
-}
-
-func parseCompression(s string) (kgo.CompressionCodec, error) {
-	switch strings.ToLower(s) {
-	case "none", "":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.CompressionCodec{}, fmt.Errorf("invalid --compression %q: want none, gzip, snappy, lz4 or zstd", s)
 }
 
 func runProduce(c *cli.Context) error {

@@ -6,31 +6,6 @@ import (
 	"testing"
 )
 
-func TestParseAcksAndCompression(t *testing.T) {
-	for _, s := range []string{"all", "-1", "1", "leader", "0", "none", "ALL"} {
-		if _, _, err := parseAcks(s); err != nil {
-			t.Errorf("parseAcks(%q): %v", s, err)
-		}
-	}
-	if _, idem, _ := parseAcks("all"); !idem {
-		t.Error("acks=all should keep idempotent writes")
-	}
-	if _, idem, _ := parseAcks("1"); idem {
-		t.Error("acks=1 must disable idempotent writes")
-	}
-	if _, _, err := parseAcks("2"); err == nil {
-		t.Error("parseAcks(2) succeeded")
-	}
-	for _, s := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
-		if _, err := parseCompression(s); err != nil {
-			t.Errorf("parseCompression(%q): %v", s, err)
-		}
-	}
-	if _, err := parseCompression("brotli"); err == nil {
-		t.Error("parseCompression(brotli) succeeded")
-	}
-}
-
 // TestProduceFlagErrors checks that bad flags are refused before any
 // connection is attempted (the broker address is unroutable).
 func TestProduceFlagErrors(t *testing.T) {
