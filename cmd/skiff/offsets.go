@@ -6,10 +6,8 @@ package main
 // OffsetCommit). File format: docs/format/offsets-snapshot.md.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"skiff/client"
-	"skiff/internal/fileutil"
 	"skiff/internal/offsetsnap"
 )
 
@@ -104,12 +101,8 @@ func runOffsetsSnapshot(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := offsetsnap.Write(&buf, snap); err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
-	}
-	if err := fileutil.WriteFileAtomic(out, buf.Bytes(), 0o640); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
+	if err := offsetsnap.WriteFile(out, snap); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.App.Writer, "wrote %s of %s to %s\n", countOf(len(snap.Offsets), "offset"), countOf(groups, "group"), out)
 	return nil
@@ -124,18 +117,13 @@ func runOffsetsRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return fmt.Errorf("open snapshot: %w", err)
-	}
-	snap, err := offsetsnap.Read(f)
-	f.Close()
+	snap, err := offsetsnap.ReadFile(file)
 	var ce *offsetsnap.CorruptError
 	if errors.As(err, &ce) {
 		return fmt.Errorf("snapshot %s is damaged at byte %d (%s); nothing was restored", filepath.Base(file), ce.Pos, ce.Reason)
 	}
 	if err != nil {
-		return fmt.Errorf("read snapshot %s: %w", file, err)
+		return err
 	}
 
 	byGroup := client.OffsetsByGroup(snap, filter)

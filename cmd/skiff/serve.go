@@ -79,7 +79,7 @@ func runServe(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	memLimit := setMemoryLimit(cfg.QueuedMaxRequestBytes, cfg.CleanerDedupeBufferSize, os.Getenv("GOMEMLIMIT"))
+	memLimit := appliance.SetMemoryLimit(cfg.QueuedMaxRequestBytes, cfg.CleanerDedupeBufferSize, os.Getenv("GOMEMLIMIT"))
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"runtime/debug"
@@ -13,7 +13,7 @@ import (
 // Go runtime.
 const memoryHeadroom = 256 << 20
 
-// setMemoryLimit gives the Go runtime a soft memory limit, unless GOMEMLIMIT (env)
+// SetMemoryLimit gives the Go runtime of a node a soft memory limit, unless GOMEMLIMIT (env)
 // already set one: the memory requests may take together
 // (queued-max-request-bytes, requestBudget), plus the log cleaner's key maps at
 // their largest (log-cleaner-dedupe-buffer-size, cleanerBudget), plus headroom:
@@ -21,7 +21,7 @@ const memoryHeadroom = 256 << 20
 // Near the limit the collector runs more often rather than letting the heap grow
 // to twice what is live (GOGC=100) after a burst of large requests; it is a
 // target, not a cap that fails allocations. It returns the limit in effect.
-func setMemoryLimit(requestBudget, cleanerBudget int64, env string) int64 {
+func SetMemoryLimit(requestBudget, cleanerBudget int64, env string) int64 {
 	if env != "" {
 		return debug.SetMemoryLimit(-1) // the runtime read GOMEMLIMIT at start
 	}
