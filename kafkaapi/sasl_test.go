@@ -154,7 +154,8 @@ func errString(err error) string {
 }
 
 // TestSASLFailureDelays: failures from one address are answered later and
-// later (at least 100 ms, doubling, capped at 1 s); a good login is answered.
+// later (at least 100 ms, doubling, capped at 1 s); a good login is answered
+// without delay.
 func TestSASLFailureDelays(t *testing.T) {
 	secureNode(t)
 	createUser(t, "delayed", "right")
@@ -176,9 +177,15 @@ func TestSASLFailureDelays(t *testing.T) {
 	if took[3] < 800*time.Millisecond {
 		t.Errorf("the fourth failure answered after %v, want at least 800ms (delays %v)", took[3], took)
 	}
+	// A good login from the same address is not delayed: a fifth failure would
+	// wait the cap (1 s); the good login is answered well within half of it.
 	c := dial(t, secure.addrs["SASL_PLAINTEXT"])
+	start := time.Now()
 	if r := saslLogin(t, c, saslMechanism("PLAIN", "delayed", "right"), 1); r.ErrorCode != 0 {
 		t.Fatalf("good login: %s", errName(r.ErrorCode))
+	}
+	if d := time.Since(start); d >= 500*time.Millisecond {
+		t.Errorf("a good login after failures answered after %v, want it undelayed", d)
 	}
 }
 
