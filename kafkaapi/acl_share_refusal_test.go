@@ -5,6 +5,7 @@ package kafkaapi_test
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -168,6 +169,79 @@ func shareOffsetsRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
 			// Allowed: the run's group is a classic one, which Kafka refuses so.
 			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		// The topic checks, on an empty share group (GROUP_NAME-share, its start
+		// offset 0 set by the super user) whose group right mallory has.
+		{name: "DescribeShareGroupOffsets needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: shareGroupSetup, given: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share"},
+			req: func(r *refusalRun) kmsg.Request {
+				return describeShareOffsetsReq(r)
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				return []int16{resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].Topics[0].Partitions[0].ErrorCode}
+			},
+			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+		{name: "AlterShareGroupOffsets needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: shareGroupSetup, given: []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME-share"},
+			req: func(r *refusalRun) kmsg.Request {
+				return alterShareOffsetsReq(r, 1)
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				return []int16{resp.(*kmsg.AlterShareGroupOffsetsResponse).Topics[0].Partitions[0].ErrorCode}
+			},
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+		{name: "DeleteShareGroupOffsets needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: shareGroupSetup, given: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME-share"},
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				req.GroupID, req.Topics = r.group+"-share", []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
+				return req
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				return []int16{resp.(*kmsg.DeleteShareGroupOffsetsResponse).Topics[0].ErrorCode}
+			},
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+	}
+}
+
+func alterShareOffsetsReq(r *refusalRun, start int64) *kmsg.AlterShareGroupOffsetsRequest {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.GroupID = r.group + "-share"
+	req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: r.topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: start}}}}
+	return req
+}
+
+func describeShareOffsetsReq(r *refusalRun) *kmsg.DescribeShareGroupOffsetsRequest {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: r.group + "-share",
+		Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: r.topic, Partitions: []int32{0}}}}}
+	return req
+}
+
+// shareGroupSetup makes the run's share group, GROUP_NAME-share, as the super
+// user: start offset 0 on the run's topic.
+func shareGroupSetup(t *testing.T, r *refusalRun) {
+	resp := aclRequest[*kmsg.AlterShareGroupOffsetsResponse](t, aclAdminClient(t), alterShareOffsetsReq(r, 0))
+	if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("make the share group: %s, %s", errName(resp.ErrorCode), errName(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	shareStartIs(0)(t, r)
+}
+
+// shareStartIs checks, as the super user, the start offset of the run's share
+// group on partition 0 of its topic.
+func shareStartIs(want int64) func(t *testing.T, r *refusalRun) {
+	return func(t *testing.T, r *refusalRun) {
+		t.Helper()
+		resp := aclRequest[*kmsg.DescribeShareGroupOffsetsResponse](t, aclAdminClient(t), describeShareOffsetsReq(r))
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 || len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
+			t.Fatalf("share group %s: %s, %+v", g.GroupID, errName(g.ErrorCode), g.Topics)
+		}
+		if p := g.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.StartOffset != want {
+			t.Fatalf("share group %s starts at %d (%s), want %d", g.GroupID, p.StartOffset, errName(p.ErrorCode), want)
+		}
 	}
 }
 
