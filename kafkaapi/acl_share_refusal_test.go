@@ -131,8 +131,30 @@ func groupConfigRefusals() []refusal {
 				req.Resources = append(req.Resources, res)
 				return req
 			},
-			codes:  topLevel(func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode }),
-			grants: []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
+			codes:     topLevel(func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode }),
+			unchanged: groupConfigIsNot("share.auto.offset.reset", "earliest"),
+			grants:    []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
+	}
+}
+
+// groupConfigIsNot checks, as the super user, that the run's group does not
+// have config name set to value.
+func groupConfigIsNot(name, value string) func(t *testing.T, r *refusalRun) {
+	return func(t *testing.T, r *refusalRun) {
+		t.Helper()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, r.group
+		req.Resources = append(req.Resources, res)
+		resp := aclRequest[*kmsg.DescribeConfigsResponse](t, aclAdminClient(t), req)
+		if code := resp.Resources[0].ErrorCode; code != 0 {
+			t.Fatalf("describe the configs of group %s: %s", r.group, errName(code))
+		}
+		for _, c := range resp.Resources[0].Configs {
+			if c.Name == name && c.Value != nil && *c.Value == value {
+				t.Fatalf("group %s has %s=%s", r.group, name, value)
+			}
+		}
 	}
 }
 
