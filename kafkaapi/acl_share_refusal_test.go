@@ -103,6 +103,36 @@ func shareRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode }),
 			// Allowed, it has no share session here.
 			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
+		{name: "ShareAcknowledge needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			// The super user opens the member's share session (epoch 0, then 1).
+			setup: func(t *testing.T, r *refusalRun) {
+				fetch := shareFetchReq(r).(*kmsg.ShareFetchRequest)
+				fetch.MemberID = kmsg.StringPtr("ack-member")
+				if resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), fetch); resp.ErrorCode != 0 {
+					t.Fatalf("open the share session: %s", errName(resp.ErrorCode))
+				}
+			},
+			given: []string{groupRead},
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrShareAcknowledgeRequest()
+				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("ack-member"), 1
+				rt := kmsg.NewShareAcknowledgeRequestTopic()
+				rt.TopicID = runTopicID(r)
+				rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+				rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return req
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				r := resp.(*kmsg.ShareAcknowledgeResponse)
+				if r.ErrorCode != 0 || len(r.Topics) == 0 {
+					return []int16{r.ErrorCode}
+				}
+				return []int16{r.Topics[0].Partitions[0].ErrorCode}
+			},
+			// Allowed: mallory's refused request used the session's epoch 1.
+			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.InvalidShareSessionEpoch.Code},
 	}...)
 }
 
