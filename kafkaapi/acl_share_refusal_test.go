@@ -300,7 +300,8 @@ func shareStartIs(want int64) func(t *testing.T, r *refusalRun) {
 func init() { extraShareRefusals = append(extraShareRefusals, shareStateRefusals()...) }
 
 // shareStateRefusals: the node-to-node keys 83 and 86 need CLUSTER_ACTION on the
-// cluster, as in Kafka.
+// cluster, as in Kafka. Each is sent for the run's share group, whose start
+// offset must stay 0 when it is refused.
 func shareStateRefusals() []refusal {
 	clusterAction := "ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"
 	firstCode := func(resp kmsg.Response) []int16 {
@@ -316,20 +317,22 @@ func shareStateRefusals() []refusal {
 		{name: "InitializeShareGroupState needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrInitializeShareGroupStateRequest()
-				req.GroupID = r.group
+				req.GroupID = r.group + "-share"
 				req.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: runTopicID(r),
 					Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
 				return req
 			},
+			setup: shareGroupSetup, unchanged: shareStartIs(0),
 			codes: firstCode, grants: []string{clusterAction}},
 		{name: "DeleteShareGroupState needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteShareGroupStateRequest()
-				req.GroupID = r.group
+				req.GroupID = r.group + "-share"
 				req.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{TopicID: runTopicID(r),
 					Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
 				return req
 			},
+			setup: shareGroupSetup, unchanged: shareStartIs(0),
 			codes: firstCode, grants: []string{clusterAction}},
 	}
 }
