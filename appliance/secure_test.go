@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -105,6 +106,14 @@ func TestSecureFormation(t *testing.T) {
 	}
 
 	// Refusals, each with its reason, and nothing left in the data directory.
+	usedBy := func() string {
+		used, err := n1.store.ConsumeJoinToken(context.Background(), tokID(t, formed.JoinToken), func([]byte) bool { return true }, time.Now(), "probe")
+		if !errors.Is(err, cluster.ErrJoinTokenUsed) {
+			t.Fatalf("the first join token: %v, want it used", err)
+		}
+		return used.UsedBy + " " + used.Used.String()
+	}
+	usedBefore := usedBy()
 	other, err := pki.NewCA(time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +140,18 @@ func TestSecureFormation(t *testing.T) {
 		if ok, _ := pki.PathsOf(c.DataDir).Exists(); ok {
 			t.Errorf("a refused join left %s", pki.PathsOf(c.DataDir).Dir)
 		}
+	}
+	// Nor anything in the cluster: still two etcd members, and the used token
+	// still names the second node.
+	members, err := n1.member.Client().MemberList(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(members.Members) != 2 {
+		t.Errorf("%d etcd members after the refused joins, want 2", len(members.Members))
+	}
+	if after := usedBy(); after != usedBefore {
+		t.Errorf("the used token names %q after the refused joins, %q before", after, usedBefore)
 	}
 
 	// Produce and consume over SASL_SSL as admin, replication factor 2.
@@ -293,4 +314,14 @@ func TestWithSuperUser(t *testing.T) {
 			t.Errorf("withSuperUser(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// tokID is the id of a join token's text.
+func tokID(t *testing.T, text string) string {
+	t.Helper()
+	tok, err := pki.ParseToken(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.ID
 }

@@ -267,6 +267,10 @@ func TestConsoleHTTPToken(t *testing.T) {
 	if body := get(t, anon, base+"/topics").body; csrfField.MatchString(body) {
 		t.Error("without the token the topics page offers write actions")
 	}
+	// A write action without the token is refused, and writes nothing.
+	if got := post(t, anon, base+"/topics", url.Values{"name": {"by-anon"}, "confirm": {"1"}}); got.code != http.StatusForbidden {
+		t.Errorf("create without the token: %d, want 403", got.code)
+	}
 	admin := newBrowserlessClient(t)
 	req, err := http.NewRequest(http.MethodGet, base+"/topics", nil)
 	if err != nil {
@@ -289,4 +293,5 @@ func TestConsoleHTTPToken(t *testing.T) {
 		t.Fatalf("create in the token's session: %d: %s", got.code, got.body)
 	}
 	topicExists(t, ctx, n.Addr, "by-token", true)
+	topicExists(t, ctx, n.Addr, "by-anon", false)
 }

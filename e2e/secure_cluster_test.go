@@ -42,6 +42,10 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	password := strings.TrimSpace(string(pw))
+	// The first node prints where the password is, never the password.
+	if logs := first.Logs(); !strings.Contains(logs, filepath.Join(first.DataDir, "initial-admin-password")) || strings.Contains(logs, password) {
+		t.Errorf("the first node's output should name the password file and not hold the password")
+	}
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)

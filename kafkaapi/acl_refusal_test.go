@@ -53,6 +53,9 @@ type refusalRun struct {
 	// case's setup initialized it (txnSetup).
 	pid   int64
 	epoch int16
+	// member is a member of GROUP_NAME-member, when a case's setup joined one
+	// (memberSetup).
+	member string
 }
 
 var refusalSeq atomic.Int64
@@ -212,6 +215,51 @@ func committedIs(group string, want int64) func(t *testing.T, r *refusalRun) {
 			}
 		} else if want != -1 {
 			t.Fatalf("group %s has no commit for %s, want %d", group, r.topic, want)
+		}
+	}
+}
+
+// memberSetup joins a consumer of the super user to GROUP_NAME-member, waits
+// until it read the topic's record, and keeps its member id in r.member.
+func memberSetup(t *testing.T, r *refusalRun) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(aclNode.addrs["PLAINTEXT"]), kgo.ConsumerGroup(r.group+"-member"),
+		kgo.ConsumeTopics(r.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := refusalCtx(t)
+	for n := 0; n == 0; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		n = fs.NumRecords()
+	}
+	gs, err := r.adm.DescribeGroups(ctx, r.group+"-member")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := gs[r.group+"-member"].Members; len(ms) == 1 {
+		r.member = ms[0].MemberID
+	} else {
+		t.Fatalf("group %s-member has %d members, want 1", r.group, len(ms))
+	}
+}
+
+// memberIn checks whether r.member is (still) a member of GROUP_NAME-member.
+func memberIn(want bool) func(t *testing.T, r *refusalRun) {
+	return func(t *testing.T, r *refusalRun) {
+		gs, err := r.adm.DescribeGroups(refusalCtx(t), r.group+"-member")
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, m := range gs[r.group+"-member"].Members {
+			found = found || m.MemberID == r.member
+		}
+		if found != want {
+			t.Fatalf("member %s of group %s-member: present %v, want %v", r.member, r.group, found, want)
 		}
 	}
 }
@@ -529,11 +577,12 @@ func refusals() []refusal {
 			codes:  topLevel(func(r *kmsg.HeartbeatResponse) int16 { return r.ErrorCode }),
 			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.UnknownMemberID.Code},
 		{name: "LeaveGroup needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: memberSetup,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrLeaveGroupRequest()
-				req.Group = r.group
+				req.Group = r.group + "-member"
 				m := kmsg.NewLeaveGroupRequestMember()
-				m.MemberID = "m"
+				m.MemberID = r.member
 				req.Members = append(req.Members, m)
 				return req
 			},
@@ -544,7 +593,9 @@ func refusals() []refusal {
 				}
 				return []int16{r.ErrorCode}
 			},
-			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.UnknownMemberID.Code},
+			// The member is still there after mallory's request; alice removes it.
+			unchanged: memberIn(true),
+			grants:    []string{"ALLOW READ GROUP LITERAL GROUP_NAME-member"}},
 		{name: "OffsetCommit needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
 			req: commitReq, codes: commitCodes, unchanged: committedIs("", 1),
 			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},

@@ -5,6 +5,7 @@ package kafkaapi_test
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -102,6 +103,36 @@ func shareRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode }),
 			// Allowed, it has no share session here.
 			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
+		{name: "ShareAcknowledge needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			// The super user opens the member's share session (epoch 0, then 1).
+			setup: func(t *testing.T, r *refusalRun) {
+				fetch := shareFetchReq(r).(*kmsg.ShareFetchRequest)
+				fetch.MemberID = kmsg.StringPtr("ack-member")
+				if resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), fetch); resp.ErrorCode != 0 {
+					t.Fatalf("open the share session: %s", errName(resp.ErrorCode))
+				}
+			},
+			given: []string{groupRead},
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrShareAcknowledgeRequest()
+				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("ack-member"), 1
+				rt := kmsg.NewShareAcknowledgeRequestTopic()
+				rt.TopicID = runTopicID(r)
+				rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+				rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return req
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				r := resp.(*kmsg.ShareAcknowledgeResponse)
+				if r.ErrorCode != 0 || len(r.Topics) == 0 {
+					return []int16{r.ErrorCode}
+				}
+				return []int16{r.Topics[0].Partitions[0].ErrorCode}
+			},
+			// Allowed: mallory's refused request used the session's epoch 1.
+			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.InvalidShareSessionEpoch.Code},
 	}...)
 }
 
@@ -130,8 +161,30 @@ func groupConfigRefusals() []refusal {
 				req.Resources = append(req.Resources, res)
 				return req
 			},
-			codes:  topLevel(func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode }),
-			grants: []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
+			codes:     topLevel(func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode }),
+			unchanged: groupConfigIsNot("share.auto.offset.reset", "earliest"),
+			grants:    []string{"ALLOW ALTER_CONFIGS GROUP LITERAL GROUP_NAME"}},
+	}
+}
+
+// groupConfigIsNot checks, as the super user, that the run's group does not
+// have config name set to value.
+func groupConfigIsNot(name, value string) func(t *testing.T, r *refusalRun) {
+	return func(t *testing.T, r *refusalRun) {
+		t.Helper()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, r.group
+		req.Resources = append(req.Resources, res)
+		resp := aclRequest[*kmsg.DescribeConfigsResponse](t, aclAdminClient(t), req)
+		if code := resp.Resources[0].ErrorCode; code != 0 {
+			t.Fatalf("describe the configs of group %s: %s", r.group, errName(code))
+		}
+		for _, c := range resp.Resources[0].Configs {
+			if c.Name == name && c.Value != nil && *c.Value == value {
+				t.Fatalf("group %s has %s=%s", r.group, name, value)
+			}
+		}
 	}
 }
 
@@ -168,13 +221,87 @@ func shareOffsetsRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
 			// Allowed: the run's group is a classic one, which Kafka refuses so.
 			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		// The topic checks, on an empty share group (GROUP_NAME-share, its start
+		// offset 0 set by the super user) whose group right mallory has.
+		{name: "DescribeShareGroupOffsets needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: shareGroupSetup, given: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share"},
+			req: func(r *refusalRun) kmsg.Request {
+				return describeShareOffsetsReq(r)
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				return []int16{resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].Topics[0].Partitions[0].ErrorCode}
+			},
+			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
+		{name: "AlterShareGroupOffsets needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: shareGroupSetup, given: []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME-share"},
+			req: func(r *refusalRun) kmsg.Request {
+				return alterShareOffsetsReq(r, 1)
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				return []int16{resp.(*kmsg.AlterShareGroupOffsetsResponse).Topics[0].Partitions[0].ErrorCode}
+			},
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+		{name: "DeleteShareGroupOffsets needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: shareGroupSetup, given: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME-share"},
+			req: func(r *refusalRun) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				req.GroupID, req.Topics = r.group+"-share", []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
+				return req
+			},
+			codes: func(resp kmsg.Response) []int16 {
+				return []int16{resp.(*kmsg.DeleteShareGroupOffsetsResponse).Topics[0].ErrorCode}
+			},
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+	}
+}
+
+func alterShareOffsetsReq(r *refusalRun, start int64) *kmsg.AlterShareGroupOffsetsRequest {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.GroupID = r.group + "-share"
+	req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: r.topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: start}}}}
+	return req
+}
+
+func describeShareOffsetsReq(r *refusalRun) *kmsg.DescribeShareGroupOffsetsRequest {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: r.group + "-share",
+		Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: r.topic, Partitions: []int32{0}}}}}
+	return req
+}
+
+// shareGroupSetup makes the run's share group, GROUP_NAME-share, as the super
+// user: start offset 0 on the run's topic.
+func shareGroupSetup(t *testing.T, r *refusalRun) {
+	resp := aclRequest[*kmsg.AlterShareGroupOffsetsResponse](t, aclAdminClient(t), alterShareOffsetsReq(r, 0))
+	if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("make the share group: %s, %s", errName(resp.ErrorCode), errName(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	shareStartIs(0)(t, r)
+}
+
+// shareStartIs checks, as the super user, the start offset of the run's share
+// group on partition 0 of its topic.
+func shareStartIs(want int64) func(t *testing.T, r *refusalRun) {
+	return func(t *testing.T, r *refusalRun) {
+		t.Helper()
+		resp := aclRequest[*kmsg.DescribeShareGroupOffsetsResponse](t, aclAdminClient(t), describeShareOffsetsReq(r))
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 || len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
+			t.Fatalf("share group %s: %s, %+v", g.GroupID, errName(g.ErrorCode), g.Topics)
+		}
+		if p := g.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.StartOffset != want {
+			t.Fatalf("share group %s starts at %d (%s), want %d", g.GroupID, p.StartOffset, errName(p.ErrorCode), want)
+		}
 	}
 }
 
 func init() { extraShareRefusals = append(extraShareRefusals, shareStateRefusals()...) }
 
 // shareStateRefusals: the node-to-node keys 83 and 86 need CLUSTER_ACTION on the
-// cluster, as in Kafka.
+// cluster, as in Kafka. Each is sent for the run's share group, whose start
+// offset must stay 0 when it is refused.
 func shareStateRefusals() []refusal {
 	clusterAction := "ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"
 	firstCode := func(resp kmsg.Response) []int16 {
@@ -190,20 +317,22 @@ func shareStateRefusals() []refusal {
 		{name: "InitializeShareGroupState needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrInitializeShareGroupStateRequest()
-				req.GroupID = r.group
+				req.GroupID = r.group + "-share"
 				req.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: runTopicID(r),
 					Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
 				return req
 			},
+			setup: shareGroupSetup, unchanged: shareStartIs(0),
 			codes: firstCode, grants: []string{clusterAction}},
 		{name: "DeleteShareGroupState needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteShareGroupStateRequest()
-				req.GroupID = r.group
+				req.GroupID = r.group + "-share"
 				req.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{TopicID: runTopicID(r),
 					Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
 				return req
 			},
+			setup: shareGroupSetup, unchanged: shareStartIs(0),
 			codes: firstCode, grants: []string{clusterAction}},
 	}
 }

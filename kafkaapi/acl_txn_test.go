@@ -54,6 +54,28 @@ func addPartitionsRequest(r *refusalRun) kmsg.Request {
 	return req
 }
 
+func addOffsetsRequest(r *refusalRun) kmsg.Request {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = r.group, r.pid, r.epoch, r.group
+	return req
+}
+
+func txnOffsetCommitRequest(r *refusalRun) kmsg.Request {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = r.group, r.group, r.pid, r.epoch, -1
+	p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	p.Offset = 1
+	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: r.topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{p}}}
+	return req
+}
+
+func txnOffsetCommitCodes(resp kmsg.Response) []int16 {
+	return []int16{resp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode}
+}
+
+// txnOffsetCommitGrants are the three rights TxnOffsetCommit checks, in order.
+var txnOffsetCommitGrants = []string{"ALLOW WRITE TRANSACTIONAL_ID LITERAL GROUP_NAME", "ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}
+
 func txnRefusals() []refusal {
 	txnWrite := "ALLOW WRITE TRANSACTIONAL_ID LITERAL GROUP_NAME"
 	return []refusal{
@@ -68,12 +90,13 @@ func txnRefusals() []refusal {
 			codes:  addPartitionsCodes,
 			grants: []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "AddOffsetsToTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup: txnSetup,
-			req: func(r *refusalRun) kmsg.Request {
-				req := kmsg.NewPtrAddOffsetsToTxnRequest()
-				req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = r.group, r.pid, r.epoch, r.group
-				return req
-			},
+			setup:  txnSetup,
+			req:    addOffsetsRequest,
+			codes:  topLevel(func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }),
+			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"}},
+		{name: "AddOffsetsToTxn needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: txnSetup, given: []string{txnWrite},
+			req:    addOffsetsRequest,
 			codes:  topLevel(func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }),
 			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"}},
 		{name: "EndTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
@@ -101,20 +124,18 @@ func txnRefusals() []refusal {
 			grants:    []string{"ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"}},
 		{name: "TxnOffsetCommit needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
 			setup: txnSetup,
-			req: func(r *refusalRun) kmsg.Request {
-				req := kmsg.NewPtrTxnOffsetCommitRequest()
-				req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = r.group, r.group, r.pid, r.epoch, -1
-				p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-				p.Offset = 1
-				req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: r.topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{p}}}
-				return req
-			},
-			codes: func(resp kmsg.Response) []int16 {
-				return []int16{resp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode}
-			},
-			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"},
+			req:   txnOffsetCommitRequest, codes: txnOffsetCommitCodes,
+			grants: txnOffsetCommitGrants,
 			// Authorized, then verified: no AddOffsetsToTxn (KIP-890 part 1, v4).
 			aliceWant: kerr.TransactionAbortable.Code},
+		{name: "TxnOffsetCommit needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: txnSetup, given: []string{txnWrite},
+			req: txnOffsetCommitRequest, codes: txnOffsetCommitCodes,
+			grants: txnOffsetCommitGrants, aliceWant: kerr.TransactionAbortable.Code},
+		{name: "TxnOffsetCommit needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			setup: txnSetup, given: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"},
+			req: txnOffsetCommitRequest, codes: txnOffsetCommitCodes,
+			grants: txnOffsetCommitGrants, aliceWant: kerr.TransactionAbortable.Code},
 		{name: "DescribeProducers needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeProducersRequest()

@@ -3,6 +3,7 @@ package kafkaapi_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +154,8 @@ func errString(err error) string {
 }
 
 // TestSASLFailureDelays: failures from one address are answered later and
-// later (at least 100 ms, doubling, capped at 1 s); a good login is answered.
+// later (at least 100 ms, doubling, capped at 1 s); a good login is answered
+// without delay.
 func TestSASLFailureDelays(t *testing.T) {
 	secureNode(t)
 	createUser(t, "delayed", "right")
@@ -175,9 +177,15 @@ func TestSASLFailureDelays(t *testing.T) {
 	if took[3] < 800*time.Millisecond {
 		t.Errorf("the fourth failure answered after %v, want at least 800ms (delays %v)", took[3], took)
 	}
+	// A good login from the same address is not delayed: a fifth failure would
+	// wait the cap (1 s); the good login is answered well within half of it.
 	c := dial(t, secure.addrs["SASL_PLAINTEXT"])
+	start := time.Now()
 	if r := saslLogin(t, c, saslMechanism("PLAIN", "delayed", "right"), 1); r.ErrorCode != 0 {
 		t.Fatalf("good login: %s", errName(r.ErrorCode))
+	}
+	if d := time.Since(start); d >= 500*time.Millisecond {
+		t.Errorf("a good login after failures answered after %v, want it undelayed", d)
 	}
 }
 
@@ -296,4 +304,47 @@ func TestSASLHandshakeV0(t *testing.T) {
 	wrong := []byte("raw\x00raw\x00wrong")
 	c.write(append(binaryLen(wrong), wrong...))
 	c.expectClosed("a raw PLAIN login with a wrong password")
+}
+
+// TestSASLEveryKeyBeforeAuth: before authentication a SASL listener answers only
+// ApiVersions, SaslHandshake and SaslAuthenticate. Every other key franz-go
+// knows (those the node serves at their highest version, the rest at v0; keys
+// added since the SASL work, such as the share and KIP-848 keys and
+// DescribeTopicPartitions, included) closes the connection unanswered, before a
+// handshake and after one.
+func TestSASLEveryKeyBeforeAuth(t *testing.T) {
+	secureNode(t)
+	versions := dial(t, secure.addrs["PLAINTEXT"]).do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+	served := map[int16]int16{}
+	for _, k := range versions.ApiKeys {
+		served[k.ApiKey] = k.MaxVersion
+	}
+	for _, k := range []int16{68, 75, 76, 78} { // keys added since; the node must still serve them for the check to mean something
+		if _, ok := served[k]; !ok {
+			t.Fatalf("key %d (%s) is not served", k, kmsg.NameForKey(k))
+		}
+	}
+	checked := 0
+	for key := int16(0); key <= kmsg.MaxKey; key++ {
+		req := kmsg.RequestForKey(key)
+		if req == nil || key == 17 || key == 18 || key == 36 {
+			continue
+		}
+		req.SetVersion(served[key])
+		for _, handshake := range []bool{false, true} {
+			c := dial(t, secure.addrs["SASL_PLAINTEXT"])
+			if handshake {
+				wantCode(t, "handshake", saslHandshake(c, 1, "SCRAM-SHA-512").ErrorCode, 0)
+			}
+			c.send(req)
+			c.expectClosed(fmt.Sprintf("key %d (%s) v%d before authentication (handshake %v)", key, kmsg.NameForKey(key), served[key], handshake))
+		}
+		checked++
+	}
+	if checked < 60 {
+		t.Fatalf("only %d keys checked", checked)
+	}
+	// The listener still serves ApiVersions before authentication.
+	c := dial(t, secure.addrs["SASL_PLAINTEXT"])
+	wantCode(t, "ApiVersions", c.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse).ErrorCode, 0)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,6 +31,9 @@ func TestTLSClientCertificate(t *testing.T) {
 func TestTLSRefusals(t *testing.T) {
 	secureNode(t)
 	stranger := secure.other.Issue(t, "stranger", pkix.Name{CommonName: "stranger"})
+	// Each refused client tries to write: a produce (which would create the
+	// topic), or a Metadata request that would create it.
+	topic := topicName(t, "")
 	for name, cfg := range map[string]*tls.Config{
 		"no certificate":            clientTLS(nil),
 		"certificate of another CA": clientTLS(stranger),
@@ -37,17 +41,27 @@ func TestTLSRefusals(t *testing.T) {
 		cl := secureClient(t, "SSL", kgo.DialTLSConfig(cfg), kgo.RequestRetries(0))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-		cancel()
 		if err == nil {
 			t.Errorf("%s: the SSL listener answered", name)
 		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(name)}).FirstErr(); err == nil {
+			t.Errorf("%s: a produce was acknowledged", name)
+		}
+		cancel()
 	}
 	waitLog(t, "TLS handshake failed", "listener=SSL")
 
-	// Plaintext on the TLS port: an ApiVersions request, and the connection is closed.
+	// Plaintext on the TLS port: a Metadata request that would create the topic,
+	// and the connection is closed.
 	c := dial(t, secure.addrs["SSL"])
-	c.send(kmsg.NewPtrApiVersionsRequest())
-	c.expectClosed("plaintext ApiVersions on the SSL listener")
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(4)
+	md.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = &topic
+	md.Topics = append(md.Topics, rt)
+	c.send(md)
+	c.expectClosed("plaintext Metadata on the SSL listener")
 	waitLog(t, "does not speak TLS on a TLS listener", "listener=SSL")
 
 	// TLS on the plaintext ports: the handshake fails, the connection is closed.
@@ -70,8 +84,19 @@ func TestTLSRefusals(t *testing.T) {
 	if err := roundTrip(t, secureClient(t, "SSL", kgo.DialTLSConfig(clientTLS(secure.client))), topicName(t, "ssl")); err != nil {
 		t.Fatal(err)
 	}
-	if err := roundTrip(t, secureClient(t, "PLAINTEXT"), topicName(t, "plain")); err != nil {
+	plain := secureClient(t, "PLAINTEXT")
+	if err := roundTrip(t, plain, topicName(t, "plain")); err != nil {
 		t.Fatal(err)
+	}
+	// Nothing was written: the refused clients' topic does not exist.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	topics, err := kadm.NewClient(plain).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has(topic) {
+		t.Errorf("topic %s was created by a refused TLS client", topic)
 	}
 }
 
