@@ -77,8 +77,12 @@ func freezeEach(t *testing.T, cfg workloadConfig) {
 			time.Sleep(freezeEvery - freezeFor) // the pace of the faults
 		}
 	}
+	resumed := time.Now()
 	waitFullISR(t, nodes)
 	w.note("every ISR complete")
+	// Every partition acknowledged after the last resume: the gaps of the last freeze
+	// end with an acknowledgement, not with the end of the run.
+	w.progressEach(resumed, 30*time.Second)
 	w.progress(2000, 30*time.Second)
 	res := w.finish(nodes[0].Addr)
 	if res.failed > 0 {
