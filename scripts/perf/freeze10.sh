@@ -7,6 +7,7 @@
 # "is lost"), and the load average before and after the run.
 #
 # Usage: scripts/perf/freeze10.sh [ROUNDS] [OUTDIR]   (from the repository root)
+# RDKAFKA_CONF="key=value,..." adds librdkafka settings to its producer.
 set -eu
 rounds=${1:-10}
 out=${2:-/tmp/freeze10}
