@@ -24,7 +24,8 @@ package kafkaapi
 // session (after a pause of its process, or a lost lease) a produce first waits for
 // it, up to fencedWait, rather than refusing at once a partition that usually stays
 // here; once its metadata has caught up and names other leaders for all the
-// request's partitions, it is refused at once (waitUnfenced). Under flush.policy=always acks=1 and acks=-1 are also answered only once the
+// request's partitions, it is refused at once (waitUnfenced). Under
+// flush.policy=always acks=1 and acks=-1 are also answered only once the
 // leader's fdatasync covers the batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
