@@ -7,7 +7,10 @@
 # "is lost"), and the load average before and after the run.
 #
 # Usage: scripts/perf/freeze10.sh [ROUNDS] [OUTDIR]   (from the repository root)
-# RDKAFKA_CONF="key=value,..." adds librdkafka settings to its producer.
+# RDKAFKA_CONF="key=value,..." adds librdkafka settings to its producer; CLIENTS picks
+# the tests (default "Franz Librdkafka"). Issue 21's client-setting runs:
+#   CLIENTS=Librdkafka RDKAFKA_CONF="socket.timeout.ms=8000,request.timeout.ms=7000" \
+#     scripts/perf/freeze10.sh 10 /tmp/freeze10-rdk
 set -eu
 rounds=${1:-10}
 out=${2:-/tmp/freeze10}
@@ -15,7 +18,7 @@ mkdir -p "$out"
 CGO_ENABLED=0 go test -c -o "$out/e2e.test" ./e2e
 cd e2e
 for i in $(seq 1 "$rounds"); do
-	for t in Franz Librdkafka; do
+	for t in ${CLIENTS:-Franz Librdkafka}; do
 		log="$out/$t-$i.log"
 		before=$(cut -d' ' -f1 /proc/loadavg)
 		start=$(date +%s)
