@@ -329,6 +329,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BrokerConfigs:            n.brokerConfigs(),
 		TopicDefaults:            n.topicDefaults(),
 		ViewCurrent:              n.viewCurrent,
+		ViewFresh:                n.viewFresh,
 		Logger:                   n.logger,
 		Metrics:                  n.kafkaMetrics,
 		SSLPrincipal:             sslPrincipal,

@@ -233,6 +233,11 @@ func (v *view) notify() {
 	v.moved = make(chan struct{})
 }
 
+// viewFresh reports whether the view is current (caught up with etcd since the
+// session was last in doubt), whether or not the fence has been lifted yet
+// (kafkaapi.Config.ViewFresh).
+func (n *Node) viewFresh() bool { return !n.view.stale.Load() && !n.clockStalled() }
+
 // viewCurrent waits until the node is restored (its view current and its
 // partitions not fenced), or ctx ends, and reports whether its view of the cluster is
 // current (kafkaapi.Config.ViewCurrent). Waiting for the fence too keeps Metadata

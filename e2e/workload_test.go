@@ -293,6 +293,22 @@ func (w *workload) progress(n int, within time.Duration) {
 	poll(w.t, within, fmt.Sprintf("%d more acknowledged records", n), func() bool { return w.ackedCount() >= start+n })
 }
 
+// progressEach waits until every partition has an acknowledgement received after
+// since, so that no partition's gap is cut short by the end of the run.
+func (w *workload) progressEach(since time.Time, within time.Duration) {
+	w.t.Helper()
+	poll(w.t, within, "an acknowledged record on every partition after "+w.since(since), func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, last := range w.gaps.last {
+			if !last.After(since) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // workloadResult is what a finished workload's history showed.
 type workloadResult struct {
 	acked, failed int

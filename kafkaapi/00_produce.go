@@ -23,7 +23,9 @@ package kafkaapi
 // moved, or this broker's session is in doubt). While this broker confirms its
 // session (after a pause of its process, or a lost lease) a produce first waits for
 // it, up to fencedWait, rather than refusing at once a partition that usually stays
-// here. Under flush.policy=always acks=1 and acks=-1 are also answered only once the
+// here; once its metadata has caught up and names other leaders for all the
+// request's partitions, it is refused at once (waitUnfenced). Under
+// flush.policy=always acks=1 and acks=-1 are also answered only once the
 // leader's fdatasync covers the batch (group commit; KAFKA_STORAGE_ERROR if it fails). acks must be -1, 0 or 1
 // (INVALID_REQUIRED_ACKS otherwise). A write the disk refuses (ENOSPC, EIO) gets
 // KAFKA_STORAGE_ERROR and leaves nothing in the log.
@@ -98,7 +100,15 @@ func init() {
 
 func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	s.waitUnfenced(c)
+	s.waitUnfenced(c, func(yield func(string, int32) bool) {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if !yield(t.Topic, p.Partition) {
+					return
+				}
+			}
+		}
+	})
 	type pending struct {
 		pr    *kmsg.ProduceResponseTopicPartition
 		p     *replication.Partition

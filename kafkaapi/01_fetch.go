@@ -108,7 +108,15 @@ type fetchTopic struct {
 }
 
 func (s *Server) handleFetch(c *conn, hdr *RequestHeader, req *kmsg.FetchRequest) error {
-	s.waitUnfenced(c)
+	s.waitUnfenced(c, func(yield func(string, int32) bool) {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if !yield(t.Topic, p.Partition) {
+					return
+				}
+			}
+		}
+	})
 	mayRead := c.allowedTopics(acl.OpRead)
 	if req.ReplicaID >= 0 {
 		follower := c.allowedCluster(acl.OpClusterAction)

@@ -49,7 +49,7 @@ func (s *Server) handleShareFetch(c *conn, _ *RequestHeader, req *kmsg.ShareFetc
 		resp.ErrorCode = code
 		return resp
 	}
-	s.waitUnfenced(c)
+	s.waitUnfenced(c, nil)
 	c.shared = true
 	return s.cfg.Shares.ShareFetch(c.ctx, c.shareID, req, s.shareResolver(c))
 }

@@ -36,7 +36,7 @@ func (s *Server) handleShareAcknowledge(c *conn, _ *RequestHeader, req *kmsg.Sha
 		resp.ErrorCode = code
 		return resp
 	}
-	s.waitUnfenced(c)
+	s.waitUnfenced(c, nil)
 	c.shared = true
 	return s.cfg.Shares.ShareAcknowledge(c.ctx, c.shareID, req, s.shareResolver(c))
 }

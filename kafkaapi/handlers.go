@@ -7,10 +7,12 @@ package kafkaapi
 import (
 	"context"
 	"errors"
+	"iter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"skiff/cluster"
 	"skiff/replication"
 )
 
@@ -70,14 +72,57 @@ func (s *Server) nameable(topic string, p, leader int32) bool {
 // node knows, the request is served, or refused if a partition moved.
 const fencedWait = 500 * time.Millisecond
 
-// waitUnfenced waits up to fencedWait while this node's partitions are fenced.
-func (s *Server) waitUnfenced(c *conn) {
+// waitUnfenced waits up to fencedWait while this node's partitions are fenced. It
+// stops early once the node's view of the cluster is current again and names
+// another broker as the leader of each partition of the request (parts): the
+// answer is NOT_LEADER_OR_FOLLOWER naming that leader either way, and waiting for
+// the session to be confirmed (an etcd round, or a registration) only delays the
+// client's move. A node back from a pause longer than its session learns this
+// first: its partitions moved while it was frozen. parts nil: wait for the fence.
+func (s *Server) waitUnfenced(c *conn, parts iter.Seq2[string, int32]) {
 	if !s.parts.Fenced() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, fencedWait)
 	defer cancel()
-	s.parts.WaitUnfenced(ctx)
+	s.awaitFence(ctx, parts, func(topic string, p int32) (cluster.PartitionState, bool) {
+		return s.cache.Snapshot().Partition(topic, p)
+	})
+}
+
+// fencedPoll is how often awaitFence looks again.
+const fencedPoll = 10 * time.Millisecond
+
+// awaitFence is waitUnfenced's wait, with the metadata's partitions as partition
+// reads them.
+func (s *Server) awaitFence(ctx context.Context, parts iter.Seq2[string, int32], partition func(string, int32) (cluster.PartitionState, bool)) {
+	if s.cfg.ViewFresh == nil || parts == nil {
+		s.parts.WaitUnfenced(ctx)
+		return
+	}
+	t := time.NewTicker(fencedPoll)
+	defer t.Stop()
+	for s.parts.Fenced() && !(s.cfg.ViewFresh() && s.ledElsewhere(parts, partition)) {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ledElsewhere reports whether the metadata names another broker as the leader of
+// every partition of parts (none: false).
+func (s *Server) ledElsewhere(parts iter.Seq2[string, int32], partition func(string, int32) (cluster.PartitionState, bool)) bool {
+	named := false
+	for topic, p := range parts {
+		st, ok := partition(topic, p)
+		if !ok || st.Leader == cluster.NoLeader || st.Leader == s.cfg.NodeID {
+			return false
+		}
+		named = true
+	}
+	return named
 }
 
 // localPartition finds the replica this broker leads, or the error code to answer:

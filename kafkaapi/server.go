@@ -134,6 +134,12 @@ type Config struct {
 	// (the metadata cache) is current: not possibly stale. Requests that name leaders
 	// (Metadata, FindCoordinator) wait up to staleViewWait in it. Nil: always current.
 	ViewCurrent func(ctx context.Context) bool
+	// ViewFresh reports, without waiting, whether this node's view of the cluster is
+	// current again after a pause or a loss of its session, though its partitions
+	// may still be fenced while it confirms its session. A Produce or Fetch stops
+	// waiting for the fence once the view is fresh and names other leaders for all
+	// its partitions (waitUnfenced). Nil: never stop early.
+	ViewFresh func() bool
 	// SASLMechanisms are the mechanisms SASL listeners offer
 	// (sasl.enabled.mechanisms), of auth.Mechanisms; default
 	// DefaultSASLMechanisms.

@@ -301,3 +301,33 @@ func TestBenchCompact(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestBenchE2EFrozenBroker: bench e2e reports availability for a run with a fault.
+// The only broker is frozen (SIGSTOP) for 3 s while records are due every 2 ms:
+// the longest time a partition went without an acknowledgement covers the freeze,
+// and nothing fails.
+func TestBenchE2EFrozenBroker(t *testing.T) {
+	n := testnode.Start(t)
+	const freeze = 3 * time.Second
+	frozen := make(chan error, 1)
+	go func() {
+		time.Sleep(2500 * time.Millisecond) // the run is producing by then
+		if err := n.Signal(syscall.SIGSTOP); err != nil {
+			frozen <- err
+			return
+		}
+		time.Sleep(freeze) // the fault lasts this long
+		frozen <- n.Signal(syscall.SIGCONT)
+	}()
+	e := benchJSON(t, "bench", "e2e", "-b", n.Addr, "-t", uniqueTopic("bench-frozen"), "--duration", "8s", "--rate", "500", "--partitions", "2")
+	if err := <-frozen; err != nil {
+		t.Fatal(err)
+	}
+	if e.Failed != 0 || e.Records == 0 || e.Consumed != e.Records {
+		t.Fatalf("e2e across a freeze: %d records, %d failed, %d consumed", e.Records, e.Failed, e.Consumed)
+	}
+	if e.MaxAckGapMs == nil || *e.MaxAckGapMs < float64(freeze.Milliseconds())-100 || *e.MaxAckGapMs > 2*float64(freeze.Milliseconds()) {
+		t.Errorf("e2e across a %v freeze: longest ack gap %v ms, want about the freeze", freeze, e.MaxAckGapMs)
+	}
+	t.Logf("longest ack gap %.0f ms on partition %d across a %v freeze", *e.MaxAckGapMs, e.MaxAckGapPartition, freeze)
+}

@@ -4,6 +4,8 @@ tests: an idempotent acks=all producer at a fixed rate, until its stdin closes.
 Usage: rdkafka_produce.py BOOTSTRAP TOPIC RATE DELIVERY_TIMEOUT_MS [DEBUG]
 
 DEBUG, when given, is librdkafka's debug setting (its log goes to stderr).
+RDKAFKA_CONF in the environment ("key=value,key=value") adds librdkafka settings,
+for measurements (scripts/perf/freeze10.sh); the tests do not set it.
 
 Each record's value is "v%08d" (a counter) and its key the value's last two digits, as
 the franz-go workload does. One line per outcome on stdout:
@@ -12,6 +14,7 @@ the franz-go workload does. One line per outcome on stdout:
 and "done" once everything produced has an outcome.
 """
 
+import os
 import sys
 import threading
 import time
@@ -41,6 +44,9 @@ def main():
     }
     if len(sys.argv) > 5:
         conf["debug"] = sys.argv[5]
+    for kv in filter(None, os.environ.get("RDKAFKA_CONF", "").split(",")):
+        k, v = kv.split("=", 1)
+        conf[k] = v
     p = Producer(conf)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
