@@ -31,7 +31,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	m := sh.awaitCompletion(ctx, id, pid, -1)
 	if m == nil {
 		// A new id: allocate its producer id, record it at epoch 0.
-		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1, pending: true}
+		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1,
+			prevPID: -1, nextPID: -1, nextEpoch: -1, pending: true}
 		sh.txns[id] = m
 		sh.mu.Unlock()
 		newPID, err := c.cfg.AllocateProducerID(ctx)

@@ -7,6 +7,12 @@ package txn
 //	value  version i16 (0), producer_id i64, producer_epoch i16, timeout_ms i32,
 //	       state i8, topics [topic string, partitions [i32]],
 //	       last_update_ms i64, start_ms i64;  null: the id expired
+//
+// A transaction of a TV2 client (KIP-890 part 2, EndTxn v5) is written as
+// value v1 (flexible, v0's fields then tags): 0 previous_producer_id, 1
+// next_producer_id, 2 client_transaction_version; tag 3 next_producer_epoch
+// (KIP-939) is never written but kept if read. Every other record stays v0,
+// byte for byte.
 
 import (
 	"encoding/binary"
@@ -23,9 +29,13 @@ import (
 
 // Record versions written; Kafka's, they must not change.
 const (
-	keyVersion   = 0
-	valueVersion = 0
+	keyVersion     = 0
+	valueVersion   = 0
+	valueVersionV2 = 1 // a TV2 client's transaction
 )
+
+// clientVersionV2 is client_transaction_version of a TV2 client.
+const clientVersionV2 = 2
 
 // Error codes answered.
 var (
@@ -97,6 +107,15 @@ type txnMeta struct {
 	// abort a timed-out transaction (-1: none): its InitProducerId with that epoch
 	// is accepted (KIP-360). In memory only.
 	lastEpoch int16
+	// tv2: the transaction is a TV2 client's (KIP-890 part 2): EndTxn bumps
+	// the epoch, and its records are value v1.
+	tv2 bool
+	// prevPID is the producer id before an epoch overflow rotated it (-1:
+	// none), so that an EndTxn retry with the old id is recognized; nextPID is
+	// the id a prepared TV2 transaction rotates to once complete (-1: none).
+	// nextEpoch is KIP-939's next_producer_epoch, kept as read (-1: none).
+	prevPID, nextPID int64
+	nextEpoch        int16
 	// pending is set while a change of this transaction is being written.
 	pending bool
 	// awaiting counts the requests of the producer waiting for its ended
@@ -177,6 +196,10 @@ func (m *txnMeta) record() batch.Record {
 	if !m.started.IsZero() {
 		v.StartTimestamp = m.started.UnixMilli()
 	}
+	if m.tv2 {
+		v.Version, v.ClientTransactionVersion = valueVersionV2, clientVersionV2
+		v.PreviousProducerID, v.NextProducerID, v.NextProducerEpoch = m.prevPID, m.nextPID, m.nextEpoch
+	}
 	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 
@@ -214,6 +237,8 @@ func parseRecord(r batch.Record) (string, *txnMeta, error) {
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: v.State,
 		partitions: make(map[TopicPartition]struct{}),
 		updated:    time.UnixMilli(v.LastUpdateTimestamp), lastEpoch: -1,
+		tv2:     v.Version >= 1 && v.ClientTransactionVersion >= clientVersionV2,
+		prevPID: v.PreviousProducerID, nextPID: v.NextProducerID, nextEpoch: v.NextProducerEpoch,
 	}
 	if v.StartTimestamp >= 0 {
 		m.started = time.UnixMilli(v.StartTimestamp)
