@@ -33,7 +33,7 @@ func (sh *shard) complete(m *txnMeta) {
 	markers := make([]Marker, 0, len(prepared.partitions))
 	for _, tp := range prepared.sortedPartitions() {
 		markers = append(markers, Marker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: prepared.pid,
-			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch})
+			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch, TV2: prepared.tv2})
 	}
 	backoff := defaultMarkerRetryBackoff
 	retry := func(what string, err error) bool {
@@ -70,6 +70,11 @@ func (sh *shard) complete(m *txnMeta) {
 		next.state = CompleteCommit
 	}
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	if prepared.nextPID >= 0 {
+		// A TV2 epoch overflow: the producer goes on with the new id; the old
+		// one recognizes a retry (endTxnV2).
+		next.prevPID, next.pid, next.epoch, next.nextPID, next.lastEpoch = prepared.pid, prepared.nextPID, 0, -1, -1
+	}
 	// The complete state takes effect once the markers are written, before its
 	// record is committed: every later change of this id is appended after it and
 	// answered only once committed, which commits this record too; and a

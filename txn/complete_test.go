@@ -55,7 +55,7 @@ func TestNextTransactionWaitsForMarkers(t *testing.T) {
 	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 		t.Fatalf("end: %d", code)
 	}
 	if n := g.count(); n != 0 {
@@ -127,7 +127,7 @@ func TestInitWaitsForMarkers(t *testing.T) {
 	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "app", pid, epoch, false); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, false, false); code != 0 {
 		t.Fatalf("abort: %d", code)
 	}
 	type result struct {

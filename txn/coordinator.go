@@ -66,6 +66,9 @@ type Marker struct {
 	Epoch            int16
 	Commit           bool
 	CoordinatorEpoch int32
+	// TV2: the transaction is a TV2 client's (KIP-890 part 2): Epoch is the
+	// bumped one, above its data's (WriteTxnMarkers v2 transaction_version 2).
+	TV2 bool
 }
 
 // Config configures a Coordinator. Zero values take the documented defaults.

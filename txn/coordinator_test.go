@@ -118,7 +118,7 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 	}
 	ml.failing.Store(true)
 	endCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	code = c.EndTxn(endCtx, "app", pid, epoch, true)
+	_, _, code = c.EndTxn(endCtx, "app", pid, epoch, true, false)
 	cancel()
 	if code != 0 {
 		t.Fatalf("end: %d (the decision is recorded: success)", code)
@@ -150,7 +150,7 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 		}
 	}
 	ml.mu.Unlock()
-	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 		t.Fatalf("commit again after recovery: %d", code)
 	}
 	pid2, epoch2, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
@@ -294,7 +294,7 @@ func TestAddPartitionsWrittenTogether(t *testing.T) {
 	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 		t.Fatalf("end: %d", code)
 	}
 	leo := log.LogEndOffset()

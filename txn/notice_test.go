@@ -71,7 +71,7 @@ func TestNoticesBoundToPreviousMarkers(t *testing.T) {
 				t.Fatalf("add %v: %d", tp, code)
 			}
 		}
-		if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+		if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 			t.Fatalf("end: %d", code)
 		}
 	}
@@ -99,7 +99,7 @@ func TestNoticesBoundToPreviousMarkers(t *testing.T) {
 	mu.Lock()
 	failing = true // the second transaction's markers fail once, then succeed
 	mu.Unlock()
-	if code := c.EndTxn(ctx, "app", pid, epoch, false); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, false, false); code != 0 {
 		t.Fatalf("abort: %d", code)
 	}
 	// The third transaction: noticed with the stamps of the retried markers

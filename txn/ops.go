@@ -79,6 +79,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	}
 	next := m.clone()
 	next.state, next.timeout, next.updated, next.lastEpoch = Empty, timeout, time.Now(), -1
+	// The client picks its transaction version per transaction (TV2 at EndTxn v5).
+	next.tv2, next.prevPID, next.nextPID = false, -1, -1
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
 	if m.epoch >= math.MaxInt16-1 {
 		sh.mu.Unlock()

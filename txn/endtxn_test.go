@@ -1,0 +1,247 @@
+package txn
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+// waitState waits until transactional id is in state st and not pending.
+func waitState(t *testing.T, c *Coordinator, id string, st State) *txnMeta {
+	t.Helper()
+	sh, _ := c.shardFor(id)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sh.mu.Lock()
+		m := sh.txns[id]
+		if m != nil && m.state == st && !m.pending {
+			cp := m.clone()
+			sh.mu.Unlock()
+			return cp
+		}
+		sh.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach %s", id, StateName(st))
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// setEpoch moves id's producer to epoch e in memory (a test hook: no record).
+func setEpoch(c *Coordinator, id string, e int16) {
+	sh, _ := c.shardFor(id)
+	sh.mu.Lock()
+	sh.txns[id].epoch = e
+	sh.mu.Unlock()
+}
+
+// beginTV2 starts a transaction of id on out-0 at (pid, epoch).
+func beginTV2(t *testing.T, c *Coordinator, pid int64, epoch int16) {
+	t.Helper()
+	if code, _ := c.AddPartitions(context.Background(), "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+		t.Fatalf("add partitions at (%d, %d): %d", pid, epoch, code)
+	}
+}
+
+// TestEndTxnV2BumpsEpoch: a TV2 EndTxn records the decision at e+1 and
+// answers it; its markers carry e+1 and say TV2; the record is value v1;
+// Kafka's retry table (TransactionCoordinator.endTransaction, TV2) decides the
+// answers in CompleteCommit; a TV1 EndTxn keeps the epoch.
+func TestEndTxnV2BumpsEpoch(t *testing.T) {
+	ml := &markerLog{}
+	c := newTestCoordinator(ml)
+	defer c.Close()
+	c.Elect(0, 0, newLog(t))
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	beginTV2(t, c, pid, 0)
+	if p, e, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != 0 || p != pid || e != 1 {
+		t.Fatalf("TV2 commit: (%d, %d) code %d, want (%d, 1) 0", p, e, code, pid)
+	}
+	m := waitState(t, c, "app", CompleteCommit)
+	if !m.tv2 || m.epoch != 1 || m.pid != pid {
+		t.Fatalf("complete state %+v", m)
+	}
+	ml.mu.Lock()
+	if len(ml.markers) != 1 || ml.markers[0].Epoch != 1 || !ml.markers[0].TV2 || !ml.markers[0].Commit {
+		t.Fatalf("markers %+v, want one TV2 commit at epoch 1", ml.markers)
+	}
+	ml.mu.Unlock()
+	if _, got, _ := parseRecord(m.record()); !got.tv2 {
+		t.Fatal("the TV2 complete record does not read back as TV2")
+	}
+
+	for _, row := range []struct {
+		name    string
+		epoch   int16
+		commit  bool
+		code    int16
+		toEpoch int16
+	}{
+		{"retry of the commit", 0, true, 0, 1},
+		{"abort at the epoch before the bump", 0, false, codeInvalidState, -1},
+		{"commit at the current epoch, nothing open", 1, true, codeInvalidState, -1},
+		{"an epoch above the current", 2, true, codeFenced, -1},
+		{"an epoch two below", -1, true, codeFenced, -1},
+	} {
+		p, e, code := c.EndTxn(ctx, "app", pid, row.epoch, row.commit, true)
+		want := pid
+		if row.toEpoch < 0 {
+			want = -1
+		}
+		if code != row.code || p != want || e != row.toEpoch {
+			t.Errorf("%s: (%d, %d) code %d, want (%d, %d) code %d", row.name, p, e, code, want, row.toEpoch, row.code)
+		}
+	}
+	if _, _, code := c.EndTxn(ctx, "app", pid+1, 0, true, true); code != codeInvalidMapping {
+		t.Errorf("another producer id: %d, want INVALID_PRODUCER_ID_MAPPING", code)
+	}
+
+	// The next transaction is at the bumped epoch; a TV1 EndTxn keeps it.
+	beginTV2(t, c, pid, 1)
+	if _, _, code := c.EndTxn(ctx, "app", pid, 1, true, false); code != 0 {
+		t.Fatalf("TV1 commit: %d", code)
+	}
+	m = waitState(t, c, "app", CompleteCommit)
+	if m.tv2 || m.epoch != 1 {
+		t.Fatalf("after a TV1 commit: tv2 %v epoch %d, want false 1", m.tv2, m.epoch)
+	}
+	ml.mu.Lock()
+	if last := ml.markers[len(ml.markers)-1]; last.TV2 || last.Epoch != 1 {
+		t.Fatalf("TV1 marker %+v", last)
+	}
+	ml.mu.Unlock()
+}
+
+// TestEndTxnV2EmptyAbort: an abort at the current epoch with nothing open
+// (Empty, or CompleteX) is an empty PrepareAbort with a bump: no marker.
+func TestEndTxnV2EmptyAbort(t *testing.T) {
+	ml := &markerLog{}
+	c := newTestCoordinator(ml)
+	defer c.Close()
+	c.Elect(0, 0, newLog(t))
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if _, _, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != codeInvalidState {
+		t.Fatalf("commit from Empty: %d, want INVALID_TXN_STATE", code)
+	}
+	if p, e, code := c.EndTxn(ctx, "app", pid, 0, false, true); code != 0 || p != pid || e != 1 {
+		t.Fatalf("abort from Empty: (%d, %d) code %d, want (%d, 1) 0", p, e, code, pid)
+	}
+	if m := waitState(t, c, "app", CompleteAbort); m.epoch != 1 || len(m.partitions) != 0 {
+		t.Fatalf("after the empty abort: %+v", m)
+	}
+	// Again from CompleteAbort at the current epoch: another bump.
+	if p, e, code := c.EndTxn(ctx, "app", pid, 1, false, true); code != 0 || p != pid || e != 2 {
+		t.Fatalf("abort from CompleteAbort: (%d, %d) code %d, want (%d, 2) 0", p, e, code, pid)
+	}
+	waitState(t, c, "app", CompleteAbort)
+	// The retry of it, at the epoch before.
+	if p, e, code := c.EndTxn(ctx, "app", pid, 1, false, true); code != 0 || p != pid || e != 2 {
+		t.Fatalf("retry of the empty abort: (%d, %d) code %d, want (%d, 2) 0", p, e, code, pid)
+	}
+	if n := ml.count(); n != 0 {
+		t.Fatalf("%d markers written for empty aborts", n)
+	}
+}
+
+// TestEndTxnV2RetryWhilePrepared: in PrepareX, a retry at the epoch before the
+// bump with the same result answers the bumped epoch once the decision is
+// complete (or its wait ends); another result or epoch is refused at once.
+func TestEndTxnV2RetryWhilePrepared(t *testing.T) {
+	c, g, _ := gatedCoordinator(t)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	beginTV2(t, c, pid, 0)
+	if _, e, code := c.EndTxn(ctx, "app", pid, 0, false, true); code != 0 || e != 1 {
+		t.Fatalf("abort: epoch %d code %d", e, code)
+	}
+	if _, _, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != codeInvalidState {
+		t.Errorf("commit while PrepareAbort: %d, want INVALID_TXN_STATE", code)
+	}
+	if _, _, code := c.EndTxn(ctx, "app", pid, 1, false, true); code != codeFenced {
+		t.Errorf("abort at the bumped epoch while PrepareAbort: %d, want PRODUCER_FENCED", code)
+	}
+	type answer struct {
+		pid   int64
+		epoch int16
+		code  int16
+	}
+	got := make(chan answer, 1)
+	go func() {
+		p, e, code := c.EndTxn(ctx, "app", pid, 0, false, true)
+		got <- answer{p, e, code}
+	}()
+	select {
+	case a := <-got:
+		t.Fatalf("the retry answered %+v before the markers", a)
+	case <-time.After(50 * time.Millisecond): // it has not answered meanwhile
+	}
+	close(g.open)
+	if a := <-got; a != (answer{pid, 1, 0}) {
+		t.Fatalf("retry: %+v, want (%d, 1) 0", a, pid)
+	}
+	if m := waitState(t, c, "app", CompleteAbort); m.epoch != 1 {
+		t.Fatalf("complete at epoch %d", m.epoch)
+	}
+}
+
+// TestEndTxnV2EpochOverflow: at 32765 the bump gives 32766; at 32766 the
+// decision is recorded at 32767 (markers too) with a new producer id, which
+// the answer and the complete state carry at epoch 0; a retry with the old
+// id at 32766 answers it, also after a new election (the v1 record keeps
+// previous_producer_id); 32767 itself is never a client's epoch.
+func TestEndTxnV2EpochOverflow(t *testing.T) {
+	ml := &markerLog{}
+	c := newTestCoordinator(ml)
+	defer c.Close()
+	log := newLog(t)
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	setEpoch(c, "app", math.MaxInt16-2)
+	beginTV2(t, c, pid, math.MaxInt16-2)
+	if p, e, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-2, true, true); code != 0 || p != pid || e != math.MaxInt16-1 {
+		t.Fatalf("commit at 32765: (%d, %d) code %d, want (%d, 32766) 0", p, e, code, pid)
+	}
+	waitState(t, c, "app", CompleteCommit)
+	beginTV2(t, c, pid, math.MaxInt16-1)
+	newPID, e, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-1, true, true)
+	if code != 0 || newPID == pid || newPID < 0 || e != 0 {
+		t.Fatalf("commit at 32766: (%d, %d) code %d, want a new id at 0", newPID, e, code)
+	}
+	m := waitState(t, c, "app", CompleteCommit)
+	if m.pid != newPID || m.epoch != 0 || m.prevPID != pid || m.nextPID != -1 {
+		t.Fatalf("complete after the overflow: pid %d epoch %d prev %d next %d", m.pid, m.epoch, m.prevPID, m.nextPID)
+	}
+	ml.mu.Lock()
+	if last := ml.markers[len(ml.markers)-1]; last.ProducerID != pid || last.Epoch != math.MaxInt16 || !last.TV2 {
+		t.Fatalf("overflow marker %+v, want the old id at 32767", last)
+	}
+	ml.mu.Unlock()
+	check := func(when string) {
+		t.Helper()
+		if p, e, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-1, true, true); code != 0 || p != newPID || e != 0 {
+			t.Fatalf("retry with the old id %s: (%d, %d) code %d, want (%d, 0) 0", when, p, e, code, newPID)
+		}
+		if _, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-1, false, true); code != codeInvalidState {
+			t.Fatalf("abort with the old id %s: %d, want INVALID_TXN_STATE", when, code)
+		}
+		if _, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16, true, true); code != codeInvalidMapping {
+			t.Fatalf("the old id at 32767 %s: %d, want INVALID_PRODUCER_ID_MAPPING", when, code)
+		}
+	}
+	check("")
+	c.Resign(0)
+	c.Elect(0, 1, log)
+	waitLoaded(t, c)
+	check("after an election")
+	beginTV2(t, c, newPID, 0)
+	if p, e, code := c.EndTxn(ctx, "app", newPID, 0, true, true); code != 0 || p != newPID || e != 1 {
+		t.Fatalf("the new id's first commit: (%d, %d) code %d", p, e, code)
+	}
+}
