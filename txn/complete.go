@@ -166,6 +166,17 @@ func (sh *shard) abortTimedOut(now time.Time) {
 	for i, m := range expired {
 		sh.c.logger.Info("transaction coordinator: aborting a transaction open longer than its timeout",
 			"transactional_id", m.id, "producer_id", m.pid, "timeout", m.timeout)
+		if m.tv2 {
+			// A TV2 transaction's abort bumps twice, as Kafka 4.x's
+			// (prepareFenceProducerEpoch, then prepareAbortOrCommit): the
+			// marker's epoch is above the data's and the producer is fenced.
+			// Where the second bump would exhaust the epochs the id rotates.
+			nexts[i].prevPID, nexts[i].nextPID = -1, -1
+			sh.mu.Lock()
+			if sh.bumpEpochLocked(sh.ctx, m, nexts[i], 2) != 0 {
+				continue
+			}
+		}
 		if err := sh.transition(m, nexts[i]); err != nil {
 			sh.c.logger.Warn("transaction coordinator: aborting a timed-out transaction", "transactional_id", m.id, "err", err)
 			continue

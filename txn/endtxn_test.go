@@ -245,3 +245,58 @@ func TestEndTxnV2EpochOverflow(t *testing.T) {
 		t.Fatalf("the new id's first commit: (%d, %d) code %d", p, e, code)
 	}
 }
+
+// TestTimeoutAbortV2BumpsTwice: a TV2 transaction open past its timeout is
+// aborted at e+2 (Kafka 4.x: a fence, then the abort's own bump), so its
+// producer is fenced; where that would exhaust the epochs (e >= 32765) the
+// abort is at 32767 and the id rotates. A TV1 transaction keeps e+1.
+func TestTimeoutAbortV2BumpsTwice(t *testing.T) {
+	for _, row := range []struct {
+		name        string
+		tv2         bool
+		epoch       int16 // of the open transaction
+		markerEpoch int16
+		rotates     bool
+	}{
+		{"TV1", false, 1, 2, false},
+		{"TV2", true, 1, 3, false},
+		{"TV2 at 32764", true, math.MaxInt16 - 3, math.MaxInt16 - 1, false},
+		{"TV2 at 32765", true, math.MaxInt16 - 2, math.MaxInt16, true},
+		{"TV2 at 32766", true, math.MaxInt16 - 1, math.MaxInt16, true},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			ml := &markerLog{}
+			c := newTestCoordinator(ml)
+			defer c.Close()
+			c.Elect(0, 0, newLog(t))
+			waitLoaded(t, c)
+			ctx := context.Background()
+			pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+			beginTV2(t, c, pid, 0)
+			if _, _, code := c.EndTxn(ctx, "app", pid, 0, true, row.tv2); code != 0 {
+				t.Fatalf("first commit: %d", code)
+			}
+			waitState(t, c, "app", CompleteCommit)
+			setEpoch(c, "app", row.epoch)
+			beginTV2(t, c, pid, row.epoch)
+			sh, _ := c.shardFor("app")
+			sh.abortTimedOut(time.Now().Add(2 * time.Minute))
+			m := waitState(t, c, "app", CompleteAbort)
+			ml.mu.Lock()
+			last := ml.markers[len(ml.markers)-1]
+			ml.mu.Unlock()
+			if last.Commit || last.ProducerID != pid || last.Epoch != row.markerEpoch || last.TV2 != row.tv2 {
+				t.Fatalf("abort marker %+v, want producer %d epoch %d TV2 %v", last, pid, row.markerEpoch, row.tv2)
+			}
+			switch {
+			case row.rotates && (m.pid == pid || m.epoch != 0 || m.prevPID != pid):
+				t.Fatalf("after the abort: pid %d epoch %d prev %d, want a new id at 0", m.pid, m.epoch, m.prevPID)
+			case !row.rotates && (m.pid != pid || m.epoch != row.markerEpoch):
+				t.Fatalf("after the abort: pid %d epoch %d, want %d at %d", m.pid, m.epoch, pid, row.markerEpoch)
+			}
+			if _, _, code := c.EndTxn(ctx, "app", pid, row.epoch, true, row.tv2); code == 0 {
+				t.Fatal("the timed-out producer's commit succeeded")
+			}
+		})
+	}
+}
