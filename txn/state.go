@@ -116,6 +116,10 @@ type txnMeta struct {
 	// nextEpoch is KIP-939's next_producer_epoch, kept as read (-1: none).
 	prevPID, nextPID int64
 	nextEpoch        int16
+	// carried is the previous TV2 transaction's completion this Ongoing state
+	// carries until its markers are committed (carry.go; nil: none). Written
+	// as CompletionTag while not done.
+	carried *completion
 	// pending is set while a change of this transaction is being written.
 	pending bool
 	// awaiting counts the requests of the producer waiting for its ended
@@ -199,6 +203,9 @@ func (m *txnMeta) record() batch.Record {
 	if m.tv2 {
 		v.Version, v.ClientTransactionVersion = valueVersionV2, clientVersionV2
 		v.PreviousProducerID, v.NextProducerID, v.NextProducerEpoch = m.prevPID, m.nextPID, m.nextEpoch
+		if c := m.carried; c != nil && !c.done {
+			v.UnknownTags.Set(CompletionTag, appendCompletion(nil, c))
+		}
 	}
 	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
@@ -242,6 +249,15 @@ func parseRecord(r batch.Record) (string, *txnMeta, error) {
 	}
 	if v.StartTimestamp >= 0 {
 		m.started = time.UnixMilli(v.StartTimestamp)
+	}
+	var tagErr error
+	v.UnknownTags.Each(func(k uint32, b []byte) {
+		if k == CompletionTag && m.tv2 {
+			m.carried, tagErr = parseCompletion(b)
+		}
+	})
+	if tagErr != nil {
+		return k.TransactionalID, nil, fmt.Errorf("value of %q: %w", k.TransactionalID, tagErr)
 	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {

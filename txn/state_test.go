@@ -66,3 +66,45 @@ func TestTV2RecordRoundTrip(t *testing.T) {
 		t.Fatalf("next_producer_epoch not kept on write: %d", again.nextEpoch)
 	}
 }
+
+// TestCarriedCompletionRoundTrip: an Ongoing record carrying the previous
+// transaction's completion keeps Kafka's fields (kmsg reads it as a plain
+// Ongoing with one unknown tag) and reads back whole; a done completion is
+// left out; a malformed tag is an error, not a silent loss.
+func TestCarriedCompletionRoundTrip(t *testing.T) {
+	c := &completion{commit: true, pid: 7, epoch: 4, coordinatorEpoch: 9,
+		partitions: []TopicPartition{{"a", 0}, {"a", 2}, {"b", 1}}}
+	m := &txnMeta{id: "id", pid: 7, epoch: 4, timeout: time.Minute, state: Ongoing,
+		partitions: map[TopicPartition]struct{}{{"c", 0}: {}},
+		started:    time.UnixMilli(1000), updated: time.UnixMilli(2000), lastEpoch: -1,
+		tv2: true, prevPID: -1, nextPID: -1, nextEpoch: -1, carried: c}
+	r := m.record()
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(r.Value); err != nil {
+		t.Fatal(err)
+	}
+	if v.State != Ongoing || len(v.Topics) != 1 || v.Topics[0].Topic != "c" || v.UnknownTags.Len() != 1 {
+		t.Fatalf("kmsg reads %+v", v)
+	}
+	_, got, err := parseRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.carried
+	if g == nil || !g.commit || g.pid != 7 || g.epoch != 4 || g.coordinatorEpoch != 9 || len(g.partitions) != 3 ||
+		g.partitions[1] != (TopicPartition{"a", 2}) || g.partitions[2] != (TopicPartition{"b", 1}) {
+		t.Fatalf("carried completion read back as %+v", g)
+	}
+	if ms := g.markers(); len(ms) != 3 || !ms[0].TV2 || ms[0].Epoch != 4 || !ms[0].Commit || ms[0].CoordinatorEpoch != 9 {
+		t.Fatalf("markers %+v", ms)
+	}
+	c.done = true
+	if _, got, _ := parseRecord(m.record()); got.carried != nil {
+		t.Fatal("a done completion was written")
+	}
+	v.UnknownTags = kmsg.Tags{}
+	v.UnknownTags.Set(CompletionTag, []byte{1, 2, 3})
+	if _, _, err := parseRecord(batch.Record{Key: r.Key, Value: v.AppendTo(nil)}); err == nil {
+		t.Fatal("a malformed completion tag was accepted")
+	}
+}
