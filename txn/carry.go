@@ -18,6 +18,7 @@ package txn
 import (
 	"encoding/binary"
 	"errors"
+	"time"
 )
 
 // CompletionTag is the tag of a carried completion on a value v1 record
@@ -137,4 +138,122 @@ func (r *reader) u64() uint64 {
 		return binary.BigEndian.Uint64(b)
 	}
 	return 0
+}
+
+// carryableLocked reports whether an implicit add of producer (pid, epoch)
+// may start its transaction now, carrying the completion of the one it ended:
+// m is that TV2 transaction, prepared (committed) with its markers being
+// written here, and (pid, epoch) is what its EndTxn answered.
+func carryableLocked(m *txnMeta, pid int64, epoch int16) bool {
+	return m != nil && m.completing && m.carrying == nil && continuesLocked(m, pid, epoch)
+}
+
+// continuesLocked reports whether (pid, epoch) is what the EndTxn of m, a
+// prepared TV2 transaction, answered: its producer's next transaction.
+func continuesLocked(m *txnMeta, pid int64, epoch int16) bool {
+	if !m.tv2 || (m.state != PrepareCommit && m.state != PrepareAbort) {
+		return false
+	}
+	p, e := m.continueAs()
+	return p == pid && e == epoch
+}
+
+// carryLocked starts the producer's next transaction on parts while the
+// markers of prepared transaction m are still being written: its Ongoing
+// record carries m's completion, at the producer id and epoch the complete
+// state would have. It is called with sh.mu held and releases it.
+func (sh *shard) carryLocked(m *txnMeta, parts []TopicPartition) int16 {
+	c := &completion{commit: m.state == PrepareCommit, pid: m.pid, epoch: m.epoch, coordinatorEpoch: sh.epoch,
+		partitions: m.sortedPartitions()}
+	next := m.clone()
+	if m.nextPID >= 0 {
+		next.prevPID, next.pid, next.epoch, next.nextPID, next.lastEpoch = m.pid, m.nextPID, 0, -1, -1
+	}
+	now := time.Now()
+	next.state, next.updated, next.started, next.tv2, next.carried = Ongoing, now, now, true, c
+	next.partitions = make(map[TopicPartition]struct{}, len(parts))
+	for _, tp := range parts {
+		next.partitions[tp] = struct{}{}
+	}
+	m.carrying = c
+	sh.mu.Unlock()
+	err := sh.transition(m, next)
+	sh.mu.Lock()
+	if m.carrying == c {
+		m.carrying = nil
+	}
+	restart := false
+	switch {
+	case err == nil && c.done:
+		m.carried = nil // the markers were committed meanwhile
+	case err != nil && c.done:
+		restart = true // complete() left the complete record to this one
+	case err != nil:
+		m.pending = m.completing // transition cleared it; complete() still runs
+	}
+	sh.mu.Unlock()
+	sh.notifyChanged()
+	if restart {
+		sh.startCompletion(m) // markers again (idempotent), then the record
+	}
+	return waitCode(err)
+}
+
+// carriedLocked reports whether the producer's next transaction carries (or
+// is writing a record that carries) the completion of prepared transaction
+// (pid, epoch), whose markers are all committed now: the completion is done,
+// and the next record of the id leaves it out.
+func carriedLocked(m *txnMeta, pid int64, epoch int16) bool {
+	for _, c := range []*completion{m.carrying, m.carried} {
+		if c != nil && c.pid == pid && c.epoch == epoch {
+			c.done = true
+			if m.carried == c {
+				m.carried = nil
+			}
+			m.completing = false
+			return true
+		}
+	}
+	return false
+}
+
+// resendCarried writes again, in the background, the markers of the
+// completion an Ongoing state loaded from the log carries, as a prepared
+// transaction's are: the coordinator that wrote it may have stopped first.
+func (sh *shard) resendCarried(m *txnMeta) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	c := m.carried
+	if sh.closing || c == nil {
+		return
+	}
+	sh.wg.Add(1)
+	go func() {
+		defer sh.wg.Done()
+		markers := c.markers()
+		for i := range markers {
+			markers[i].CoordinatorEpoch = sh.epoch
+		}
+		backoff := defaultMarkerRetryBackoff
+		retry := func(what string, err error) bool {
+			sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", m.id, "err", err)
+			select {
+			case <-sh.ctx.Done():
+				return false
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
+			return true
+		}
+		if !sh.writeMarkers(m, markers, retry) {
+			return
+		}
+		sh.mu.Lock()
+		c.done = true
+		if m.carried == c {
+			m.carried = nil
+		}
+		sh.mu.Unlock()
+		sh.notifyChanged()
+	}()
 }

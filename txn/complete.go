@@ -17,13 +17,15 @@ func (sh *shard) startCompletion(m *txnMeta) {
 	if sh.closing {
 		return // the next coordinator completes it
 	}
-	m.pending = true
+	m.pending, m.completing = true, true
 	sh.wg.Add(1)
 	go sh.complete(m)
 }
 
 // complete writes the markers of prepared transaction m until they are all
-// written, then records it complete. m is pending throughout.
+// written, then records it complete. m is pending throughout, unless the
+// producer's next transaction carries the completion (carry.go): then that
+// transaction's record stands for the complete one.
 func (sh *shard) complete(m *txnMeta) {
 	defer sh.wg.Done()
 	sh.mu.Lock()
@@ -49,21 +51,16 @@ func (sh *shard) complete(m *txnMeta) {
 		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
 		return true
 	}
-	for len(markers) > 0 {
-		stamps, err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
-		if err != nil {
-			stamps = nil // some may have been written again since: none is known
-		}
-		sh.mu.Lock()
-		noteStampsLocked(m, markers, stamps)
-		sh.mu.Unlock()
-		if err == nil {
-			break
-		}
-		if !retry("writing transaction markers", err) {
-			return
-		}
+	if !sh.writeMarkers(m, markers, retry) {
+		return
 	}
+	sh.mu.Lock()
+	if carriedLocked(m, prepared.pid, prepared.epoch) {
+		sh.mu.Unlock()
+		sh.notifyChanged()
+		return
+	}
+	sh.mu.Unlock()
 	next := prepared.clone()
 	next.state, next.updated = CompleteAbort, time.Now()
 	if commit {
@@ -85,7 +82,7 @@ func (sh *shard) complete(m *txnMeta) {
 	sh.mu.Lock()
 	if m.awaiting > 0 {
 		m.set(next)
-		m.pending, m.completeUnwritten = false, true
+		m.pending, m.completeUnwritten, m.completing = false, true, false
 		sh.mu.Unlock()
 		sh.notifyChanged()
 		return
@@ -96,7 +93,7 @@ func (sh *shard) complete(m *txnMeta) {
 		if err == nil {
 			sh.mu.Lock()
 			m.set(next)
-			m.pending = false
+			m.pending, m.completing = false, false
 			sh.mu.Unlock()
 			sh.notifyChanged()
 			return
@@ -105,6 +102,28 @@ func (sh *shard) complete(m *txnMeta) {
 			return
 		}
 	}
+}
+
+// writeMarkers writes markers (to m's partitions, or to those of the
+// completion m carries) until they are all written, noting their stamps; false
+// when retry gives up (the shard stops).
+func (sh *shard) writeMarkers(m *txnMeta, markers []Marker, retry func(string, error) bool) bool {
+	for len(markers) > 0 {
+		stamps, err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
+		if err != nil {
+			stamps = nil // some may have been written again since: none is known
+		}
+		sh.mu.Lock()
+		noteStampsLocked(m, markers, stamps)
+		sh.mu.Unlock()
+		if err == nil {
+			return true
+		}
+		if !retry("writing transaction markers", err) {
+			return false
+		}
+	}
+	return true
 }
 
 // awaitCompletion returns the state of transactional id once the transaction
@@ -154,7 +173,7 @@ func (sh *shard) abortTimedOut(now time.Time) {
 	var expired []*txnMeta
 	var nexts []*txnMeta
 	for _, m := range sh.txns {
-		if m.state != Ongoing || m.pending || now.Sub(m.started) <= m.timeout {
+		if m.state != Ongoing || m.pending || m.carried != nil || now.Sub(m.started) <= m.timeout {
 			continue
 		}
 		next := m.clone()

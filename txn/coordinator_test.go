@@ -110,10 +110,10 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 		t.Fatalf("init: pid %d epoch %d code %d", pid, epoch, code)
 	}
 	parts := []TopicPartition{{"out", 0}, {"out", 1}}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch+1, parts); code != codeInvalidEpoch {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch+1, parts, false); code != codeInvalidEpoch {
 		t.Fatalf("add partitions at a newer epoch: %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 	ml.failing.Store(true)
@@ -125,7 +125,7 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 	}
 	// The next transaction waits for the markers, here until its context ends.
 	addCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	code, _ = c.AddPartitions(addCtx, "app", pid, epoch, parts)
+	code, _ = c.AddPartitions(addCtx, "app", pid, epoch, parts, false)
 	cancel()
 	if code != codeConcurrent {
 		t.Fatalf("add partitions while the markers are pending: %d, want CONCURRENT_TRANSACTIONS", code)
@@ -230,7 +230,7 @@ func TestInitRetryAfterAbort(t *testing.T) {
 	ctx := context.Background()
 	open := func(pid int64, epoch int16) {
 		t.Helper()
-		if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+		if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}, false); code != 0 {
 			t.Fatalf("add partitions: %d", code)
 		}
 	}
@@ -291,7 +291,7 @@ func TestAddPartitionsWrittenTogether(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init: %d", code)
 	}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
 	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
@@ -301,7 +301,7 @@ func TestAddPartitionsWrittenTogether(t *testing.T) {
 	codes := make(chan int16, 3)
 	for p := range int32(3) {
 		go func() {
-			code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", p}})
+			code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", p}}, false)
 			codes <- code
 		}()
 	}

@@ -119,6 +119,19 @@ func (c *Coordinator) endTxnV2(ctx context.Context, id string, pid int64, epoch 
 	}
 	sh.mu.Lock()
 	m := sh.txns[id]
+	// One completion pending per id: a transaction that carries the previous
+	// one's waits for its markers (rare: they take less than a transaction).
+	if m != nil && (m.carried != nil || m.carrying != nil) {
+		wait, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+		defer cancel()
+		for m != nil && (m.carried != nil || m.carrying != nil) {
+			if sh.awaitChange(wait, m) {
+				sh.mu.Unlock()
+				return -1, -1, codeConcurrent
+			}
+			m = sh.txns[id]
+		}
+	}
 	if m == nil || m.pid < 0 {
 		sh.mu.Unlock()
 		return -1, -1, codeInvalidMapping

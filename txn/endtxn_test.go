@@ -39,7 +39,7 @@ func setEpoch(c *Coordinator, id string, e int16) {
 // beginTV2 starts a transaction of id on out-0 at (pid, epoch).
 func beginTV2(t *testing.T, c *Coordinator, pid int64, epoch int16) {
 	t.Helper()
-	if code, _ := c.AddPartitions(context.Background(), "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+	if code, _ := c.AddPartitions(context.Background(), "app", pid, epoch, []TopicPartition{{"out", 0}}, false); code != 0 {
 		t.Fatalf("add partitions at (%d, %d): %d", pid, epoch, code)
 	}
 }

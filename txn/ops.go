@@ -56,7 +56,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
 		sh.mu.Unlock()
 		return -1, -1, codeFenced
-	case m.state == PrepareCommit || m.state == PrepareAbort:
+	case m.state == PrepareCommit || m.state == PrepareAbort, m.carried != nil:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
 	case m.state == Ongoing:
@@ -131,7 +131,12 @@ func checkProducerLocked(m *txnMeta, pid int64, epoch int16) int16 {
 // AddPartitions adds partitions to the transaction of id, starting it if none is
 // open. It returns one code for all of them (or a code per partition, when some
 // are unknown: the others then get OPERATION_NOT_ATTEMPTED).
-func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) (int16, map[TopicPartition]int16) {
+//
+// implicit: a partition leader adds them for a TV2 producer's batch (KIP-890
+// part 2, no AddPartitionsToTxn from the client): the transaction is then
+// TV2, and its first add does not wait for the markers of the transaction the
+// producer ended, whose completion its record carries (carry.go).
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, implicit bool) (int16, map[TopicPartition]int16) {
 	if c.cfg.TopicPartitions != nil {
 		var bad map[TopicPartition]int16
 		for _, tp := range parts {
@@ -155,7 +160,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	if code != 0 {
 		return code, nil
 	}
-	return sh.addPartitions(ctx, id, pid, epoch, parts), nil
+	return sh.addPartitions(ctx, id, pid, epoch, parts, implicit), nil
 }
 
 // addBatch is the partitions that AddPartitionsToTxn requests of one producer
@@ -175,7 +180,7 @@ type addBatch struct {
 }
 
 // addPartitions is AddPartitions on the shard of id.
-func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) int16 {
+func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, implicit bool) int16 {
 	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
 	b := &addBatch{pid: pid, epoch: epoch, parts: parts, done: make(chan struct{})}
@@ -187,7 +192,10 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 	var m *txnMeta
 	for {
 		m = sh.txns[id]
-		if m == nil || m.pid != pid || m.epoch != epoch {
+		if implicit && carryableLocked(m, pid, epoch) {
+			break
+		}
+		if m == nil || !((m.pid == pid && m.epoch == epoch) || (implicit && continuesLocked(m, pid, epoch))) {
 			break
 		}
 		if o := m.adds; o != nil && o != b {
@@ -213,7 +221,12 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 	if m != nil && m.adds == b {
 		m.adds = nil // no request joins from here on
 	}
-	code := sh.addLocked(m, pid, epoch, b.parts)
+	var code int16
+	if implicit && carryableLocked(m, pid, epoch) {
+		code = sh.carryLocked(m, b.parts)
+	} else {
+		code = sh.addLocked(m, pid, epoch, b.parts, implicit)
+	}
 	b.code = code
 	close(b.done)
 	return code
@@ -221,7 +234,7 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 
 // addLocked adds parts to the transaction of m, starting it if none is open,
 // and returns the code to answer. It is called with sh.mu held and releases it.
-func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPartition) int16 {
+func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPartition, implicit bool) int16 {
 	if code := checkProducerLocked(m, pid, epoch); code != 0 {
 		sh.mu.Unlock()
 		return code
@@ -248,10 +261,16 @@ func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPart
 		next.partitions[tp] = struct{}{}
 	}
 	next.state, next.updated = Ongoing, time.Now()
+	var notices []Notice
+	if implicit {
+		// A TV2 producer's: its leaders added the partitions themselves.
+		next.tv2 = true
+	} else {
+		// Bound to the stamps of markers written before this change: none of
+		// the transaction it opens can be among them.
+		notices = noticesLocked(m, parts)
+	}
 	m.pending = true
-	// Bound to the stamps of markers written before this change: none of
-	// the transaction it opens can be among them.
-	notices := noticesLocked(m, parts)
 	sh.mu.Unlock()
 	code := waitCode(sh.transition(m, next))
 	if code == 0 {
@@ -267,7 +286,7 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 	if !ok {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	code, _ := c.AddPartitions(ctx, id, pid, epoch, []TopicPartition{{OffsetsTopic, p}})
+	code, _ := c.AddPartitions(ctx, id, pid, epoch, []TopicPartition{{OffsetsTopic, p}}, false)
 	return code
 }
 

@@ -120,6 +120,11 @@ type txnMeta struct {
 	// carries until its markers are committed (carry.go; nil: none). Written
 	// as CompletionTag while not done.
 	carried *completion
+	// completing: complete() writes the markers of this prepared transaction;
+	// carrying: an implicit add is writing the next transaction's Ongoing
+	// record, carrying this one's completion (carry.go). In memory only.
+	completing bool
+	carrying   *completion
 	// pending is set while a change of this transaction is being written.
 	pending bool
 	// awaiting counts the requests of the producer waiting for its ended
@@ -143,14 +148,16 @@ type txnMeta struct {
 }
 
 // set makes next m's state; the requests waiting on m stay counted, and
-// gathered.
+// gathered, and a completion running or carried stays known.
 func (m *txnMeta) set(next *txnMeta) {
 	awaiting, adds, stamps := m.awaiting, m.adds, m.stamps
+	completing, carrying := m.completing, m.carrying
 	if next.pid != m.pid {
 		stamps = nil // another producer: its markers have stamps of their own
 	}
 	*m = *next
 	m.awaiting, m.adds, m.stamps = awaiting, adds, stamps
+	m.completing, m.carrying = completing, carrying
 }
 
 // sortedPartitions returns the transaction's partitions in order.
@@ -172,6 +179,7 @@ func (m *txnMeta) sortedPartitions() []TopicPartition {
 func (m *txnMeta) clone() *txnMeta {
 	n := *m
 	n.adds, n.stamps = nil, nil
+	n.completing, n.carrying = false, nil
 	n.partitions = make(map[TopicPartition]struct{}, len(m.partitions))
 	for tp := range m.partitions {
 		n.partitions[tp] = struct{}{}
