@@ -300,3 +300,44 @@ func TestTimeoutAbortV2BumpsTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestEndTxnV2OtherEpochs: the rows of Kafka's TV2 table that refuse: another
+// epoch in Ongoing or Empty is PRODUCER_FENCED (never a retry), and so is one
+// in PrepareX after an overflow other than the old id at 32766, which waits.
+func TestEndTxnV2OtherEpochs(t *testing.T) {
+	c, g, _ := gatedCoordinator(t)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	setEpoch(c, "app", 5)
+	for _, e := range []int16{4, 6} {
+		if _, _, code := c.EndTxn(ctx, "app", pid, e, false, true); code != codeFenced {
+			t.Errorf("abort at %d from Empty at 5: %d, want PRODUCER_FENCED", e, code)
+		}
+	}
+	beginTV2(t, c, pid, 5)
+	for _, e := range []int16{4, 6} {
+		if _, _, code := c.EndTxn(ctx, "app", pid, e, true, true); code != codeFenced {
+			t.Errorf("commit at %d of Ongoing at 5: %d, want PRODUCER_FENCED", e, code)
+		}
+	}
+	setEpoch(c, "app", math.MaxInt16-1)
+	newPID, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-1, true, true)
+	if code != 0 {
+		t.Fatalf("commit at 32766: %d", code)
+	}
+	// PrepareCommit at 32767, its markers held.
+	if _, _, code := c.EndTxn(ctx, "app", newPID, 0, true, true); code != codeInvalidMapping {
+		t.Errorf("the new id while PrepareCommit: %d, want INVALID_PRODUCER_ID_MAPPING", code)
+	}
+	if _, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16, true, true); code != codeFenced {
+		t.Errorf("the old id at 32767 while PrepareCommit: %d, want PRODUCER_FENCED", code)
+	}
+	retryCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	p, e, code := c.EndTxn(retryCtx, "app", pid, math.MaxInt16-1, true, true)
+	cancel()
+	if code != 0 || p != newPID || e != 0 {
+		t.Errorf("retry with the old id at 32766 while PrepareCommit: (%d, %d) code %d, want (%d, 0) 0", p, e, code, newPID)
+	}
+	close(g.open)
+	waitState(t, c, "app", CompleteCommit)
+}
