@@ -22,12 +22,28 @@ func TestImplicitAddCarriesCompletion(t *testing.T) {
 	if _, e, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != 0 || e != 1 {
 		t.Fatalf("commit: epoch %d code %d", e, code)
 	}
+	// A late retry of that EndTxn waits while PrepareCommit...
+	retried := make(chan [2]int64, 1)
+	go func() {
+		p, e, code := c.EndTxn(ctx, "app", pid, 0, true, true)
+		retried <- [2]int64{p<<16 | int64(e), int64(code)}
+	}()
 	// The markers are held: the next transaction starts anyway.
 	addCtx, cancel := context.WithTimeout(ctx, time.Second)
 	code, _ := c.AddPartitions(addCtx, "app", pid, 1, []TopicPartition{{"out", 1}}, true)
 	cancel()
 	if code != 0 {
 		t.Fatalf("implicit add while the markers are held: %d", code)
+	}
+	// ... and answers once the next transaction carries the decision, with
+	// what the decision answered (the coordinator's CommitTimeout is 2 s).
+	select {
+	case r := <-retried:
+		if r != [2]int64{pid<<16 | 1, 0} {
+			t.Fatalf("late retry: %x code %d, want (%d, 1) 0", r[0], r[1], pid)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a late retry did not answer once the next transaction began")
 	}
 	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 2}}, true); code != codeInvalidEpoch {
 		t.Fatalf("implicit add at the ended epoch: %d, want INVALID_PRODUCER_EPOCH", code)

@@ -105,9 +105,10 @@ func (sh *shard) waitComplete(ctx context.Context, m *txnMeta, done State) int16
 // Retries follow Kafka's TransactionCoordinator.endTransaction for TV2: the
 // epoch before the bump (e) in PrepareX or CompleteX with the same result, or
 // the old id at 32766 after an overflow, answers 0 with the current id and
-// epoch; in PrepareX once the decision is complete (waitComplete; Kafka
-// answers CONCURRENT_TRANSACTIONS, which clients retry). Another epoch is
-// PRODUCER_FENCED, another result INVALID_TXN_STATE.
+// epoch; in PrepareX once the decision is complete or carried by the next
+// transaction (waitDecided; Kafka answers CONCURRENT_TRANSACTIONS, which
+// clients retry). Another epoch is PRODUCER_FENCED, another result
+// INVALID_TXN_STATE.
 func (c *Coordinator) endTxnV2(ctx context.Context, id string, pid int64, epoch int16, commit bool) (int64, int16, int16) {
 	sh, code := c.shardFor(id)
 	if code != 0 {
@@ -118,19 +119,10 @@ func (c *Coordinator) endTxnV2(ctx context.Context, id string, pid int64, epoch 
 		want, done = PrepareCommit, CompleteCommit
 	}
 	sh.mu.Lock()
-	m := sh.txns[id]
-	// One completion pending per id: a transaction that carries the previous
-	// one's waits for its markers (rare: they take less than a transaction).
-	if m != nil && (m.carried != nil || m.carrying != nil) {
-		wait, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
-		defer cancel()
-		for m != nil && (m.carried != nil || m.carrying != nil) {
-			if sh.awaitChange(wait, m) {
-				sh.mu.Unlock()
-				return -1, -1, codeConcurrent
-			}
-			m = sh.txns[id]
-		}
+	m, answered, p, e, code := sh.awaitCarriedLocked(ctx, sh.txns[id], id, pid, epoch, commit)
+	if answered {
+		sh.mu.Unlock()
+		return p, e, code
 	}
 	if m == nil || m.pid < 0 {
 		sh.mu.Unlock()
@@ -153,13 +145,11 @@ func (c *Coordinator) endTxnV2(ctx context.Context, id string, pid int64, epoch 
 		case m.state != want:
 			return fail(codeInvalidState)
 		}
+		p, e := m.continueAs() // what the decision answered
 		sh.mu.Unlock()
-		if code := sh.waitComplete(ctx, m, done); code != 0 {
+		if code := sh.waitDecided(ctx, m, want); code != 0 {
 			return -1, -1, code
 		}
-		sh.mu.Lock()
-		defer sh.mu.Unlock()
-		p, e := m.continueAs()
 		return p, e, 0
 	case m.pending:
 		return fail(codeConcurrent)
@@ -206,7 +196,7 @@ func (c *Coordinator) endTxnV2(ctx context.Context, id string, pid int64, epoch 
 		return -1, -1, waitCode(err)
 	}
 	sh.startCompletion(m)
-	p, e := next.continueAs()
+	p, e = next.continueAs()
 	return p, e, 0
 }
 
@@ -243,4 +233,59 @@ func (m *txnMeta) continueAs() (int64, int16) {
 		return m.nextPID, 0
 	}
 	return m.pid, m.epoch
+}
+
+// waitDecided waits until m leaves prepared state want (complete, or, under
+// TV2, the producer's next transaction carries it), ctx ends or CommitTimeout
+// passes; the decision is recorded already, so only a lost coordinatorship is
+// an error.
+func (sh *shard) waitDecided(ctx context.Context, m *txnMeta, want State) int16 {
+	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	for {
+		sh.mu.Lock()
+		st, changed := m.state, sh.changed
+		sh.mu.Unlock()
+		if st != want {
+			return 0
+		}
+		select {
+		case <-sh.ctx.Done():
+			return codeNotCoordinator
+		case <-ctx.Done():
+			return 0
+		case <-changed:
+		}
+	}
+}
+
+// awaitCarriedLocked waits, with sh.mu held (released meanwhile), while the
+// transaction of id carries the previous one's completion: one completion
+// pending per id, so its EndTxn waits for those markers (rare: they take less
+// time than a transaction). A late retry of the carried decision is answered
+// at once (answered set, with its answer). It returns the id's state then.
+func (sh *shard) awaitCarriedLocked(ctx context.Context, m *txnMeta, id string, pid int64, epoch int16, commit bool) (_ *txnMeta, answered bool, _ int64, _ int16, _ int16) {
+	if m == nil || (m.carried == nil && m.carrying == nil) {
+		return m, false, 0, 0, 0
+	}
+	wait, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
+	defer cancel()
+	for m != nil && (m.carried != nil || m.carrying != nil) {
+		c := m.carrying
+		if c == nil {
+			c = m.carried
+		}
+		if c.pid == pid && int(c.epoch) == int(epoch)+1 {
+			if c.commit != commit {
+				return m, true, -1, -1, codeInvalidState
+			}
+			p, e := m.continueAs()
+			return m, true, p, e, 0
+		}
+		if sh.awaitChange(wait, m) {
+			return m, true, -1, -1, codeConcurrent
+		}
+		m = sh.txns[id]
+	}
+	return m, false, 0, 0, 0
 }
