@@ -341,3 +341,31 @@ func TestEndTxnV2OtherEpochs(t *testing.T) {
 	close(g.open)
 	waitState(t, c, "app", CompleteCommit)
 }
+
+// TestInitAfterLostOverflowAnswer: a TV2 producer whose EndTxn at 32766
+// rotated its id but lost the answer recovers with InitProducerId(old id,
+// 32766) (franz-go's retry of a lost EndTxn; Kafka's isValidProducerId case
+// 3) and gets the new id, not PRODUCER_FENCED; another old epoch is fenced.
+func TestInitAfterLostOverflowAnswer(t *testing.T) {
+	ml := &markerLog{}
+	c := newTestCoordinator(ml)
+	defer c.Close()
+	c.Elect(0, 0, newLog(t))
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	setEpoch(c, "app", math.MaxInt16-1)
+	beginTV2(t, c, pid, math.MaxInt16-1)
+	newPID, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-1, true, true)
+	if code != 0 {
+		t.Fatalf("commit at 32766: %d", code)
+	}
+	waitState(t, c, "app", CompleteCommit)
+	if _, _, code := c.InitProducerID(ctx, "app", time.Minute, pid, math.MaxInt16-2); code != codeFenced {
+		t.Fatalf("init with the old id at 32765: %d, want PRODUCER_FENCED", code)
+	}
+	p, e, code := c.InitProducerID(ctx, "app", time.Minute, pid, math.MaxInt16-1)
+	if code != 0 || p != newPID || e != 1 {
+		t.Fatalf("init with the old id at 32766: (%d, %d) code %d, want (%d, 1) 0", p, e, code, newPID)
+	}
+}

@@ -53,6 +53,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	case m.pending:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
+	case pid >= 0 && rotatedFrom(m, pid, epoch):
+		// A TV2 producer whose EndTxn rotated its id, and which never got the
+		// answer (Kafka's isValidProducerId): it goes on with the new id.
 	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
 		sh.mu.Unlock()
 		return -1, -1, codeFenced
@@ -103,6 +106,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		return -1, -1, waitCode(err)
 	}
 	return next.pid, next.epoch, 0
+}
+
+// rotatedFrom reports whether (pid, epoch) is the id m's TV2 EndTxn rotated
+// away from at an exhausted epoch.
+func rotatedFrom(m *txnMeta, pid int64, epoch int16) bool {
+	return m.prevPID >= 0 && pid == m.prevPID && pid != m.pid && epoch >= math.MaxInt16-1
 }
 
 // forgetNew drops a transactional id whose first record was never written.
