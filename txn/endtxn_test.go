@@ -369,3 +369,34 @@ func TestInitAfterLostOverflowAnswer(t *testing.T) {
 		t.Fatalf("init with the old id at 32766: (%d, %d) code %d, want (%d, 1) 0", p, e, code, newPID)
 	}
 }
+
+// TestInitFencesTV2Transaction: a new producer's InitProducerId aborts the
+// open TV2 transaction at e+2 (Kafka: the fence, then the abort's bump), so
+// the fenced producer's EndTxn abort at e is not taken for a retry of it.
+func TestInitFencesTV2Transaction(t *testing.T) {
+	ml := &markerLog{}
+	c := newTestCoordinator(ml)
+	defer c.Close()
+	c.Elect(0, 0, newLog(t))
+	waitLoaded(t, c)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 0}}, true); code != 0 {
+		t.Fatalf("implicit add: %d", code)
+	}
+	if _, _, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1); code != codeConcurrent {
+		t.Fatalf("init of a new producer: %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	waitState(t, c, "app", CompleteAbort)
+	ml.mu.Lock()
+	if len(ml.markers) != 1 || ml.markers[0].Epoch != 2 || !ml.markers[0].TV2 || ml.markers[0].Commit {
+		t.Fatalf("markers %+v, want one TV2 abort at epoch 2", ml.markers)
+	}
+	ml.mu.Unlock()
+	if _, _, code := c.EndTxn(ctx, "app", pid, 0, false, true); code != codeFenced {
+		t.Fatalf("the fenced producer's abort: %d, want PRODUCER_FENCED", code)
+	}
+	if p, e, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1); code != 0 || p != pid || e != 3 {
+		t.Fatalf("init again: (%d, %d) code %d, want (%d, 3) 0", p, e, code, pid)
+	}
+}

@@ -73,7 +73,17 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 			next.lastEpoch = m.epoch
 		}
 		m.pending = true
-		sh.mu.Unlock()
+		if m.tv2 {
+			// A TV2 transaction's abort bumps twice, as its timeout abort
+			// (complete.go): then no EndTxn of the fenced producer passes
+			// for a retry of it (endTxnV2).
+			next.prevPID, next.nextPID = -1, -1
+			if code := sh.bumpEpochLocked(ctx, m, next, 2); code != 0 {
+				return -1, -1, code
+			}
+		} else {
+			sh.mu.Unlock()
+		}
 		if err := sh.transition(m, next); err != nil {
 			return -1, -1, waitCode(err)
 		}
