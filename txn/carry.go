@@ -234,18 +234,7 @@ func (sh *shard) resendCarried(m *txnMeta) {
 		for i := range markers {
 			markers[i].CoordinatorEpoch = sh.epoch
 		}
-		backoff := defaultMarkerRetryBackoff
-		retry := func(what string, err error) bool {
-			sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", m.id, "err", err)
-			select {
-			case <-sh.ctx.Done():
-				return false
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
-			return true
-		}
-		if !sh.writeMarkers(m, markers, retry) {
+		if !sh.writeMarkers(m, markers, sh.retrier(m.id)) {
 			return
 		}
 		sh.mu.Lock()

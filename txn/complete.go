@@ -37,20 +37,7 @@ func (sh *shard) complete(m *txnMeta) {
 		markers = append(markers, Marker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: prepared.pid,
 			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch, TV2: prepared.tv2})
 	}
-	backoff := defaultMarkerRetryBackoff
-	retry := func(what string, err error) bool {
-		if sh.ctx.Err() != nil {
-			return false
-		}
-		sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", prepared.id, "err", err)
-		select {
-		case <-sh.ctx.Done():
-			return false
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
-		return true
-	}
+	retry := sh.retrier(prepared.id)
 	if !sh.writeMarkers(m, markers, retry) {
 		return
 	}
@@ -101,6 +88,26 @@ func (sh *shard) complete(m *txnMeta) {
 		if !retry("recording a transaction complete", err) {
 			return
 		}
+	}
+}
+
+// retrier returns the backoff between attempts of the background work on
+// transactional id id: it logs the failure, waits, and reports false once the
+// shard stops.
+func (sh *shard) retrier(id string) func(what string, err error) bool {
+	backoff := defaultMarkerRetryBackoff
+	return func(what string, err error) bool {
+		if sh.ctx.Err() != nil {
+			return false
+		}
+		sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", id, "err", err)
+		select {
+		case <-sh.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
+		return true
 	}
 }
 
