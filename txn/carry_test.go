@@ -112,11 +112,7 @@ func TestImplicitAddCarriesCompletion(t *testing.T) {
 // markers again, then lets the transaction end.
 func TestLoadResendsCarriedCompletion(t *testing.T) {
 	ml := &markerLog{}
-	c := newTestCoordinator(ml)
-	defer c.Close()
-	log := newLog(t)
-	c.Elect(0, 0, log)
-	waitLoaded(t, c)
+	c, log := loadedCoordinator(t, ml)
 	ctx := context.Background()
 	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 0}, {"out", 1}}, true); code != 0 {
@@ -129,17 +125,7 @@ func TestLoadResendsCarriedCompletion(t *testing.T) {
 	if code, _ := c.AddPartitions(ctx, "app", pid, 1, []TopicPartition{{"out", 2}}, true); code != 0 {
 		t.Fatalf("implicit add while the markers fail: %d", code)
 	}
-	c.Resign(0)
-	ml.failing.Store(false)
-	c.Elect(0, 1, log)
-	waitLoaded(t, c)
-	deadline := time.Now().Add(10 * time.Second)
-	for ml.count() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the carried markers were not written after the election")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
+	reelect(t, c, ml, log, 2)
 	ml.mu.Lock()
 	for _, mk := range ml.markers {
 		if mk.Commit || mk.ProducerID != pid || mk.Epoch != 1 || !mk.TV2 || mk.CoordinatorEpoch != 1 || mk.Topic != "out" || mk.Partition > 1 {

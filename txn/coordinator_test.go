@@ -78,6 +78,23 @@ func newTestCoordinator(ml *markerLog) *Coordinator {
 	return c
 }
 
+// reelect elects partition 0 again, in leader epoch 1, with ml's markers
+// succeeding from then on, and waits until n markers are written.
+func reelect(t *testing.T, c *Coordinator, ml *markerLog, log *replication.Partition, n int) {
+	t.Helper()
+	c.Resign(0)
+	ml.failing.Store(false)
+	c.Elect(0, 1, log)
+	waitLoaded(t, c)
+	deadline := time.Now().Add(10 * time.Second)
+	for ml.count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d markers written after the election", ml.count(), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
 // waitLoaded waits until the shard of partition 0 serves requests.
 func waitLoaded(t *testing.T, c *Coordinator) {
 	t.Helper()
@@ -132,17 +149,7 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 	}
 
 	// A new leadership: the state comes back from the log.
-	c.Resign(0)
-	ml.failing.Store(false)
-	c.Elect(0, 1, log)
-	waitLoaded(t, c)
-	deadline := time.Now().Add(10 * time.Second)
-	for ml.count() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the markers of the prepared transaction were not written after the election")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
+	reelect(t, c, ml, log, 2)
 	ml.mu.Lock()
 	for _, m := range ml.markers {
 		if !m.Commit || m.ProducerID != pid || m.Epoch != epoch || m.CoordinatorEpoch != 1 {

@@ -75,13 +75,19 @@ func (c *Coordinator) endTxnV1(ctx context.Context, id string, pid int64, epoch 
 // passes; the decision is recorded already, so only a lost coordinatorship is an
 // error.
 func (sh *shard) waitComplete(ctx context.Context, m *txnMeta, done State) int16 {
+	return sh.waitStateOf(ctx, m, func(st State) bool { return st == done })
+}
+
+// waitStateOf waits until m's state satisfies reached, ctx ends or
+// CommitTimeout passes: 0, or NOT_COORDINATOR once the shard stops.
+func (sh *shard) waitStateOf(ctx context.Context, m *txnMeta, reached func(State) bool) int16 {
 	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
 	for {
 		sh.mu.Lock()
 		st, changed := m.state, sh.changed
 		sh.mu.Unlock()
-		if st == done {
+		if reached(st) {
 			return 0
 		}
 		select {
@@ -237,26 +243,9 @@ func (m *txnMeta) continueAs() (int64, int16) {
 
 // waitDecided waits until m leaves prepared state want (complete, or, under
 // TV2, the producer's next transaction carries it), ctx ends or CommitTimeout
-// passes; the decision is recorded already, so only a lost coordinatorship is
-// an error.
+// passes.
 func (sh *shard) waitDecided(ctx context.Context, m *txnMeta, want State) int16 {
-	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
-	defer cancel()
-	for {
-		sh.mu.Lock()
-		st, changed := m.state, sh.changed
-		sh.mu.Unlock()
-		if st != want {
-			return 0
-		}
-		select {
-		case <-sh.ctx.Done():
-			return codeNotCoordinator
-		case <-ctx.Done():
-			return 0
-		case <-changed:
-		}
-	}
+	return sh.waitStateOf(ctx, m, func(st State) bool { return st != want })
 }
 
 // awaitCarriedLocked waits, with sh.mu held (released meanwhile), while the

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"skiff/replication"
 )
 
 // waitState waits until transactional id is in state st and not pending.
@@ -26,6 +28,18 @@ func waitState(t *testing.T, c *Coordinator, id string, st State) *txnMeta {
 		}
 		time.Sleep(time.Millisecond) // polling a condition with a deadline
 	}
+}
+
+// loadedCoordinator returns a loaded coordinator of partition 0 recording its
+// markers in ml, and its log.
+func loadedCoordinator(t *testing.T, ml *markerLog) (*Coordinator, *replication.Partition) {
+	t.Helper()
+	c := newTestCoordinator(ml)
+	t.Cleanup(func() { c.Close() })
+	log := newLog(t)
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	return c, log
 }
 
 // setEpoch moves id's producer to epoch e in memory (a test hook: no record).
@@ -50,10 +64,7 @@ func beginTV2(t *testing.T, c *Coordinator, pid int64, epoch int16) {
 // answers in CompleteCommit; a TV1 EndTxn keeps the epoch.
 func TestEndTxnV2BumpsEpoch(t *testing.T) {
 	ml := &markerLog{}
-	c := newTestCoordinator(ml)
-	defer c.Close()
-	c.Elect(0, 0, newLog(t))
-	waitLoaded(t, c)
+	c, _ := loadedCoordinator(t, ml)
 	ctx := context.Background()
 	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	beginTV2(t, c, pid, 0)
@@ -119,10 +130,7 @@ func TestEndTxnV2BumpsEpoch(t *testing.T) {
 // (Empty, or CompleteX) is an empty PrepareAbort with a bump: no marker.
 func TestEndTxnV2EmptyAbort(t *testing.T) {
 	ml := &markerLog{}
-	c := newTestCoordinator(ml)
-	defer c.Close()
-	c.Elect(0, 0, newLog(t))
-	waitLoaded(t, c)
+	c, _ := loadedCoordinator(t, ml)
 	ctx := context.Background()
 	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	if _, _, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != codeInvalidState {
@@ -196,11 +204,7 @@ func TestEndTxnV2RetryWhilePrepared(t *testing.T) {
 // previous_producer_id); 32767 itself is never a client's epoch.
 func TestEndTxnV2EpochOverflow(t *testing.T) {
 	ml := &markerLog{}
-	c := newTestCoordinator(ml)
-	defer c.Close()
-	log := newLog(t)
-	c.Elect(0, 0, log)
-	waitLoaded(t, c)
+	c, log := loadedCoordinator(t, ml)
 	ctx := context.Background()
 	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	setEpoch(c, "app", math.MaxInt16-2)
@@ -266,10 +270,7 @@ func TestTimeoutAbortV2BumpsTwice(t *testing.T) {
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			ml := &markerLog{}
-			c := newTestCoordinator(ml)
-			defer c.Close()
-			c.Elect(0, 0, newLog(t))
-			waitLoaded(t, c)
+			c, _ := loadedCoordinator(t, ml)
 			ctx := context.Background()
 			pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 			beginTV2(t, c, pid, 0)
@@ -348,10 +349,7 @@ func TestEndTxnV2OtherEpochs(t *testing.T) {
 // 3) and gets the new id, not PRODUCER_FENCED; another old epoch is fenced.
 func TestInitAfterLostOverflowAnswer(t *testing.T) {
 	ml := &markerLog{}
-	c := newTestCoordinator(ml)
-	defer c.Close()
-	c.Elect(0, 0, newLog(t))
-	waitLoaded(t, c)
+	c, _ := loadedCoordinator(t, ml)
 	ctx := context.Background()
 	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	setEpoch(c, "app", math.MaxInt16-1)
@@ -375,10 +373,7 @@ func TestInitAfterLostOverflowAnswer(t *testing.T) {
 // the fenced producer's EndTxn abort at e is not taken for a retry of it.
 func TestInitFencesTV2Transaction(t *testing.T) {
 	ml := &markerLog{}
-	c := newTestCoordinator(ml)
-	defer c.Close()
-	c.Elect(0, 0, newLog(t))
-	waitLoaded(t, c)
+	c, _ := loadedCoordinator(t, ml)
 	ctx := context.Background()
 	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 0}}, true); code != 0 {
