@@ -138,3 +138,39 @@ func TestLoadResendsCarriedCompletion(t *testing.T) {
 	}
 	waitState(t, c, "app", CompleteCommit)
 }
+
+// TestAddsDuringCarryingWrite: adds of the producer's other leaders that
+// arrive while the carrying record is written join one later record, and all
+// partitions end in the transaction, also at a new id after an overflow.
+func TestAddsDuringCarryingWrite(t *testing.T) {
+	for _, start := range []int16{0, math.MaxInt16 - 1} {
+		c, g, _ := gatedCoordinator(t)
+		ctx := context.Background()
+		pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+		setEpoch(c, "app", start)
+		if code, _ := c.AddPartitions(ctx, "app", pid, start, []TopicPartition{{"out", 0}}, true); code != 0 {
+			t.Fatalf("implicit add at %d: %d", start, code)
+		}
+		nextPID, nextEpoch, code := c.EndTxn(ctx, "app", pid, start, true, true)
+		if code != 0 {
+			t.Fatalf("commit at %d: %d", start, code)
+		}
+		codes := make(chan int16, 3)
+		for p := int32(1); p <= 3; p++ {
+			go func() {
+				code, _ := c.AddPartitions(ctx, "app", nextPID, nextEpoch, []TopicPartition{{"next", p}}, true)
+				codes <- code
+			}()
+		}
+		for range 3 {
+			if code := <-codes; code != 0 {
+				t.Fatalf("an implicit add of the next transaction (from %d): %d", start, code)
+			}
+		}
+		m := waitState(t, c, "app", Ongoing)
+		if len(m.partitions) != 3 || m.pid != nextPID || m.epoch != nextEpoch || m.carried == nil {
+			t.Fatalf("next transaction (from %d): pid %d epoch %d partitions %v carried %v", start, m.pid, m.epoch, m.partitions, m.carried != nil)
+		}
+		close(g.open)
+	}
+}
