@@ -145,7 +145,7 @@ func (r *reader) u64() uint64 {
 // m is that TV2 transaction, prepared (committed) with its markers being
 // written here, and (pid, epoch) is what its EndTxn answered.
 func carryableLocked(m *txnMeta, pid int64, epoch int16) bool {
-	return m != nil && m.completing && m.carrying == nil && continuesLocked(m, pid, epoch)
+	return m != nil && m.completing && m.chain == nil && continuesLocked(m, pid, epoch)
 }
 
 // continuesLocked reports whether (pid, epoch) is what the EndTxn of m, a
@@ -176,27 +176,7 @@ func (sh *shard) carryLocked(m *txnMeta, parts []TopicPartition) int16 {
 		next.partitions[tp] = struct{}{}
 	}
 	m.carrying = c
-	sh.mu.Unlock()
-	err := sh.transition(m, next)
-	sh.mu.Lock()
-	if m.carrying == c {
-		m.carrying = nil
-	}
-	restart := false
-	switch {
-	case err == nil && c.done:
-		m.carried = nil // the markers were committed meanwhile
-	case err != nil && c.done:
-		restart = true // complete() left the complete record to this one
-	case err != nil:
-		m.pending = m.completing // transition cleared it; complete() still runs
-	}
-	sh.mu.Unlock()
-	sh.notifyChanged()
-	if restart {
-		sh.startCompletion(m) // markers again (idempotent), then the record
-	}
-	return waitCode(err)
+	return sh.chainWriteLocked(m, next)
 }
 
 // carriedLocked reports whether the producer's next transaction carries (or

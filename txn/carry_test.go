@@ -140,7 +140,7 @@ func TestLoadResendsCarriedCompletion(t *testing.T) {
 }
 
 // TestAddsDuringCarryingWrite: adds of the producer's other leaders that
-// arrive while the carrying record is written join one later record, and all
+// arrive while the carrying record is written follow it (chain.go), and all
 // partitions end in the transaction, also at a new id after an overflow.
 func TestAddsDuringCarryingWrite(t *testing.T) {
 	for _, start := range []int16{0, math.MaxInt16 - 1} {

@@ -249,22 +249,23 @@ func (sh *shard) waitDecided(ctx context.Context, m *txnMeta, want State) int16 
 }
 
 // awaitCarriedLocked waits, with sh.mu held (released meanwhile), while the
-// transaction of id carries the previous one's completion: one completion
-// pending per id, so its EndTxn waits for those markers (rare: they take less
-// time than a transaction). A late retry of the carried decision is answered
+// transaction of id carries the previous one's completion (one completion
+// pending per id, so its EndTxn waits for those markers: rare, they take less
+// time than a transaction) or implicit adds are being written (chain.go). A late retry of the carried decision is answered
 // at once (answered set, with its answer). It returns the id's state then.
 func (sh *shard) awaitCarriedLocked(ctx context.Context, m *txnMeta, id string, pid int64, epoch int16, commit bool) (_ *txnMeta, answered bool, _ int64, _ int16, _ int16) {
-	if m == nil || (m.carried == nil && m.carrying == nil) {
+	busy := func(m *txnMeta) bool { return m != nil && (m.carried != nil || m.carrying != nil || m.chain != nil) }
+	if !busy(m) {
 		return m, false, 0, 0, 0
 	}
 	wait, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
-	for m != nil && (m.carried != nil || m.carrying != nil) {
+	for busy(m) {
 		c := m.carrying
 		if c == nil {
 			c = m.carried
 		}
-		if c.pid == pid && int(c.epoch) == int(epoch)+1 {
+		if c != nil && c.pid == pid && int(c.epoch) == int(epoch)+1 {
 			if c.commit != commit {
 				return m, true, -1, -1, codeInvalidState
 			}

@@ -211,7 +211,7 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 	var m *txnMeta
 	for {
 		m = sh.txns[id]
-		if implicit && carryableLocked(m, pid, epoch) {
+		if implicit && (carryableLocked(m, pid, epoch) || chainableLocked(m, pid, epoch)) {
 			break
 		}
 		if m == nil || !((m.pid == pid && m.epoch == epoch) || (implicit && continuesLocked(m, pid, epoch))) {
@@ -241,9 +241,12 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 		m.adds = nil // no request joins from here on
 	}
 	var code int16
-	if implicit && carryableLocked(m, pid, epoch) {
+	switch {
+	case implicit && carryableLocked(m, pid, epoch):
 		code = sh.carryLocked(m, b.parts)
-	} else {
+	case implicit && chainableLocked(m, pid, epoch):
+		code = sh.chainAddLocked(m, b.parts)
+	default:
 		code = sh.addLocked(m, pid, epoch, b.parts, implicit)
 	}
 	b.code = code

@@ -125,6 +125,9 @@ type txnMeta struct {
 	// record, carrying this one's completion (carry.go). In memory only.
 	completing bool
 	carrying   *completion
+	// chain: implicit adds whose records are appended and not all
+	// committed (chain.go; nil: none). In memory only.
+	chain *addChain
 	// pending is set while a change of this transaction is being written.
 	pending bool
 	// awaiting counts the requests of the producer waiting for its ended
@@ -151,13 +154,13 @@ type txnMeta struct {
 // gathered, and a completion running or carried stays known.
 func (m *txnMeta) set(next *txnMeta) {
 	awaiting, adds, stamps := m.awaiting, m.adds, m.stamps
-	completing, carrying := m.completing, m.carrying
+	completing, carrying, chain := m.completing, m.carrying, m.chain
 	if next.pid != m.pid {
 		stamps = nil // another producer: its markers have stamps of their own
 	}
 	*m = *next
 	m.awaiting, m.adds, m.stamps = awaiting, adds, stamps
-	m.completing, m.carrying = completing, carrying
+	m.completing, m.carrying, m.chain = completing, carrying, chain
 }
 
 // sortedPartitions returns the transaction's partitions in order.
@@ -179,7 +182,7 @@ func (m *txnMeta) sortedPartitions() []TopicPartition {
 func (m *txnMeta) clone() *txnMeta {
 	n := *m
 	n.adds, n.stamps = nil, nil
-	n.completing, n.carrying = false, nil
+	n.completing, n.carrying, n.chain = false, nil, nil
 	n.partitions = make(map[TopicPartition]struct{}, len(m.partitions))
 	for tp := range m.partitions {
 		n.partitions[tp] = struct{}{}
