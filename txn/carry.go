@@ -18,6 +18,7 @@ package txn
 import (
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,8 +34,8 @@ type completion struct {
 	coordinatorEpoch int32
 	partitions       []TopicPartition // sorted
 	// done: every marker is committed (in memory): the next record of the id
-	// leaves the tag out.
-	done bool
+	// leaves the tag out. Atomic: records are built outside the shard's lock.
+	done atomic.Bool
 }
 
 // markers returns c's markers.
@@ -186,7 +187,7 @@ func (sh *shard) carryLocked(m *txnMeta, parts []TopicPartition) int16 {
 func carriedLocked(m *txnMeta, pid int64, epoch int16) bool {
 	for _, c := range []*completion{m.carrying, m.carried} {
 		if c != nil && c.pid == pid && c.epoch == epoch {
-			c.done = true
+			c.done.Store(true)
 			if m.carried == c {
 				m.carried = nil
 			}
@@ -218,7 +219,7 @@ func (sh *shard) resendCarried(m *txnMeta) {
 			return
 		}
 		sh.mu.Lock()
-		c.done = true
+		c.done.Store(true)
 		if m.carried == c {
 			m.carried = nil
 		}

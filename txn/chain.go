@@ -102,7 +102,7 @@ func (sh *shard) chainWriteLocked(m, next *txnMeta) int16 {
 		ch.applied = seq
 		m.set(next)
 		m.pending = true // until the chain empties: no other change meanwhile
-		if m.carried != nil && m.carried.done {
+		if m.carried != nil && m.carried.done.Load() {
 			m.carried = nil // its markers were committed meanwhile
 		}
 	}

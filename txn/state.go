@@ -214,7 +214,7 @@ func (m *txnMeta) record() batch.Record {
 	if m.tv2 {
 		v.Version, v.ClientTransactionVersion = valueVersionV2, clientVersionV2
 		v.PreviousProducerID, v.NextProducerID, v.NextProducerEpoch = m.prevPID, m.nextPID, m.nextEpoch
-		if c := m.carried; c != nil && !c.done {
+		if c := m.carried; c != nil && !c.done.Load() {
 			v.UnknownTags.Set(CompletionTag, appendCompletion(nil, c))
 		}
 	}

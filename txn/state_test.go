@@ -98,7 +98,7 @@ func TestCarriedCompletionRoundTrip(t *testing.T) {
 	if ms := g.markers(); len(ms) != 3 || !ms[0].TV2 || ms[0].Epoch != 4 || !ms[0].Commit || ms[0].CoordinatorEpoch != 9 {
 		t.Fatalf("markers %+v", ms)
 	}
-	c.done = true
+	c.done.Store(true)
 	if _, got, _ := parseRecord(m.record()); got.carried != nil {
 		t.Fatal("a done completion was written")
 	}
