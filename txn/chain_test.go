@@ -17,10 +17,21 @@ type commitGatedLog struct {
 	below atomic.Int64
 }
 
-func gatedLog(t *testing.T) *commitGatedLog {
-	l := &commitGatedLog{Partition: newLog(t)}
-	l.below.Store(math.MaxInt64)
-	return l
+// gatedLogProducer returns a loaded coordinator on a commitGatedLog, and the
+// producer id of transactional id "app" at epoch 0.
+func gatedLogProducer(t *testing.T) (*Coordinator, *commitGatedLog, int64) {
+	t.Helper()
+	log := &commitGatedLog{Partition: newLog(t)}
+	log.below.Store(math.MaxInt64)
+	c := newTestCoordinator(&markerLog{})
+	t.Cleanup(func() { c.Close() })
+	c.Elect(0, 0, log)
+	waitLoaded(t, c)
+	pid, _, code := c.InitProducerID(context.Background(), "app", time.Minute, -1, -1)
+	if code != 0 {
+		t.Fatalf("init: %d", code)
+	}
+	return c, log, pid
 }
 
 func (l *commitGatedLog) WaitHighWatermark(ctx context.Context, epoch int32, offset int64) error {
@@ -39,13 +50,8 @@ func (l *commitGatedLog) WaitHighWatermark(ctx context.Context, epoch int32, off
 // and each is answered once committed, with every partition in the
 // transaction.
 func TestImplicitAddsPipelined(t *testing.T) {
-	log := gatedLog(t)
-	c := newTestCoordinator(&markerLog{})
-	t.Cleanup(func() { c.Close() })
-	c.Elect(0, 0, log)
-	waitLoaded(t, c)
+	c, log, pid := gatedLogProducer(t)
 	ctx := context.Background()
-	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	end := log.LogEndOffset()
 	log.below.Store(end)
 	codes := make(chan int16, 3)
@@ -86,13 +92,8 @@ func TestImplicitAddsPipelined(t *testing.T) {
 // stays pending for every other change: a new producer's InitProducerId gets
 // CONCURRENT_TRANSACTIONS also once the first of them is applied.
 func TestChainHoldsOtherChanges(t *testing.T) {
-	log := gatedLog(t)
-	c := newTestCoordinator(&markerLog{})
-	t.Cleanup(func() { c.Close() })
-	c.Elect(0, 0, log)
-	waitLoaded(t, c)
+	c, log, pid := gatedLogProducer(t)
 	ctx := context.Background()
-	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
 	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 0}}, true); code != 0 {
 		t.Fatalf("first add: %d", code)
 	}
