@@ -91,7 +91,7 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, _ *RequestHeader, req *kmsg.A
 	// those that wait together in one record.
 	if s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID) && allTopicsAllowed(c, req.Topics) {
 		c.ackWait = func(ctx context.Context) {
-			code, codes := s.cfg.Txn.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, txnPartitions(req.Topics))
+			code, codes := s.cfg.Txn.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, txnPartitions(req.Topics), false)
 			resp.Topics = addPartitionsAnswer(req.Topics, code, codes)
 		}
 		c.acks.adds = true
@@ -140,7 +140,7 @@ func (s *Server) addPartitions(c *conn, id string, pid int64, epoch int16, verif
 			codes[tp] = s.cfg.Txn.Verify(id, pid, epoch, tp)
 		}
 	default:
-		code, codes = s.cfg.Txn.AddPartitions(c.ctx, id, pid, epoch, parts)
+		code, codes = s.cfg.Txn.AddPartitions(c.ctx, id, pid, epoch, parts, false)
 	}
 	return addPartitionsAnswer(topics, code, codes)
 }

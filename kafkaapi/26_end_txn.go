@@ -39,7 +39,7 @@ func (s *Server) handleEndTxn(c *conn, _ *RequestHeader, req *kmsg.EndTxnRequest
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 	if s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID) {
-		resp.ErrorCode = s.cfg.Txn.EndTxn(c.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		_, _, resp.ErrorCode = s.cfg.Txn.EndTxn(c.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, false)
 	}
 	return resp
 }

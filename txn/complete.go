@@ -17,13 +17,15 @@ func (sh *shard) startCompletion(m *txnMeta) {
 	if sh.closing {
 		return // the next coordinator completes it
 	}
-	m.pending = true
+	m.pending, m.completing = true, true
 	sh.wg.Add(1)
 	go sh.complete(m)
 }
 
 // complete writes the markers of prepared transaction m until they are all
-// written, then records it complete. m is pending throughout.
+// written, then records it complete. m is pending throughout, unless the
+// producer's next transaction carries the completion (carry.go): then that
+// transaction's record stands for the complete one.
 func (sh *shard) complete(m *txnMeta) {
 	defer sh.wg.Done()
 	sh.mu.Lock()
@@ -33,43 +35,30 @@ func (sh *shard) complete(m *txnMeta) {
 	markers := make([]Marker, 0, len(prepared.partitions))
 	for _, tp := range prepared.sortedPartitions() {
 		markers = append(markers, Marker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: prepared.pid,
-			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch})
+			Epoch: prepared.epoch, Commit: commit, CoordinatorEpoch: sh.epoch, TV2: prepared.tv2})
 	}
-	backoff := defaultMarkerRetryBackoff
-	retry := func(what string, err error) bool {
-		if sh.ctx.Err() != nil {
-			return false
-		}
-		sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", prepared.id, "err", err)
-		select {
-		case <-sh.ctx.Done():
-			return false
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
-		return true
+	retry := sh.retrier(prepared.id)
+	if !sh.writeMarkers(m, markers, retry) {
+		return
 	}
-	for len(markers) > 0 {
-		stamps, err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
-		if err != nil {
-			stamps = nil // some may have been written again since: none is known
-		}
-		sh.mu.Lock()
-		noteStampsLocked(m, markers, stamps)
+	sh.mu.Lock()
+	if carriedLocked(m, prepared.pid, prepared.epoch) {
 		sh.mu.Unlock()
-		if err == nil {
-			break
-		}
-		if !retry("writing transaction markers", err) {
-			return
-		}
+		sh.notifyChanged()
+		return
 	}
+	sh.mu.Unlock()
 	next := prepared.clone()
 	next.state, next.updated = CompleteAbort, time.Now()
 	if commit {
 		next.state = CompleteCommit
 	}
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	if prepared.nextPID >= 0 {
+		// A TV2 epoch overflow: the producer goes on with the new id; the old
+		// one recognizes a retry (endTxnV2).
+		next.prevPID, next.pid, next.epoch, next.nextPID, next.lastEpoch = prepared.pid, prepared.nextPID, 0, -1, -1
+	}
 	// The complete state takes effect once the markers are written, before its
 	// record is committed: every later change of this id is appended after it and
 	// answered only once committed, which commits this record too; and a
@@ -80,7 +69,7 @@ func (sh *shard) complete(m *txnMeta) {
 	sh.mu.Lock()
 	if m.awaiting > 0 {
 		m.set(next)
-		m.pending, m.completeUnwritten = false, true
+		m.pending, m.completeUnwritten, m.completing = false, true, false
 		sh.mu.Unlock()
 		sh.notifyChanged()
 		return
@@ -91,7 +80,7 @@ func (sh *shard) complete(m *txnMeta) {
 		if err == nil {
 			sh.mu.Lock()
 			m.set(next)
-			m.pending = false
+			m.pending, m.completing = false, false
 			sh.mu.Unlock()
 			sh.notifyChanged()
 			return
@@ -100,6 +89,48 @@ func (sh *shard) complete(m *txnMeta) {
 			return
 		}
 	}
+}
+
+// retrier returns the backoff between attempts of the background work on
+// transactional id id: it logs the failure, waits, and reports false once the
+// shard stops.
+func (sh *shard) retrier(id string) func(what string, err error) bool {
+	backoff := defaultMarkerRetryBackoff
+	return func(what string, err error) bool {
+		if sh.ctx.Err() != nil {
+			return false
+		}
+		sh.c.logger.Warn("transaction coordinator: "+what+" failed; retrying", "transactional_id", id, "err", err)
+		select {
+		case <-sh.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, defaultMaxMarkerRetryBackof)
+		return true
+	}
+}
+
+// writeMarkers writes markers (to m's partitions, or to those of the
+// completion m carries) until they are all written, noting their stamps; false
+// when retry gives up (the shard stops).
+func (sh *shard) writeMarkers(m *txnMeta, markers []Marker, retry func(string, error) bool) bool {
+	for len(markers) > 0 {
+		stamps, err := sh.c.cfg.WriteMarkers(sh.ctx, markers)
+		if err != nil {
+			stamps = nil // some may have been written again since: none is known
+		}
+		sh.mu.Lock()
+		noteStampsLocked(m, markers, stamps)
+		sh.mu.Unlock()
+		if err == nil {
+			return true
+		}
+		if !retry("writing transaction markers", err) {
+			return false
+		}
+	}
+	return true
 }
 
 // awaitCompletion returns the state of transactional id once the transaction
@@ -149,7 +180,7 @@ func (sh *shard) abortTimedOut(now time.Time) {
 	var expired []*txnMeta
 	var nexts []*txnMeta
 	for _, m := range sh.txns {
-		if m.state != Ongoing || m.pending || now.Sub(m.started) <= m.timeout {
+		if m.state != Ongoing || m.pending || m.carried != nil || now.Sub(m.started) <= m.timeout {
 			continue
 		}
 		next := m.clone()
@@ -161,6 +192,17 @@ func (sh *shard) abortTimedOut(now time.Time) {
 	for i, m := range expired {
 		sh.c.logger.Info("transaction coordinator: aborting a transaction open longer than its timeout",
 			"transactional_id", m.id, "producer_id", m.pid, "timeout", m.timeout)
+		if m.tv2 {
+			// A TV2 transaction's abort bumps twice, as Kafka 4.x's
+			// (prepareFenceProducerEpoch, then prepareAbortOrCommit): the
+			// marker's epoch is above the data's and the producer is fenced.
+			// Where the second bump would exhaust the epochs the id rotates.
+			nexts[i].prevPID, nexts[i].nextPID = -1, -1
+			sh.mu.Lock()
+			if sh.bumpEpochLocked(sh.ctx, m, nexts[i], 2) != 0 {
+				continue
+			}
+		}
 		if err := sh.transition(m, nexts[i]); err != nil {
 			sh.c.logger.Warn("transaction coordinator: aborting a timed-out transaction", "transactional_id", m.id, "err", err)
 			continue

@@ -52,10 +52,10 @@ func TestNextTransactionWaitsForMarkers(t *testing.T) {
 		t.Fatalf("init: %d", code)
 	}
 	parts := []TopicPartition{{"out", 0}, {"out", 1}}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 		t.Fatalf("end: %d", code)
 	}
 	if n := g.count(); n != 0 {
@@ -67,7 +67,7 @@ func TestNextTransactionWaitsForMarkers(t *testing.T) {
 
 	added := make(chan int16, 1)
 	go func() {
-		code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts[:1])
+		code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts[:1], false)
 		added <- code
 	}()
 	waitAwaiting(t, c, "app")
@@ -124,10 +124,10 @@ func TestInitWaitsForMarkers(t *testing.T) {
 	c, g, _ := gatedCoordinator(t)
 	ctx := context.Background()
 	pid, epoch, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "app", pid, epoch, false); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, false, false); code != 0 {
 		t.Fatalf("abort: %d", code)
 	}
 	type result struct {

@@ -26,6 +26,13 @@
 // answers once the decision is committed. Those that wait together are written
 // together, in one record (ops.go, addBatch).
 //
+// Transaction version 2 (KIP-890 part 2; no request reaches it until the
+// feature is served, docs/design/txn-v2.md): every EndTxn v5 bumps the epoch
+// (endtxn.go), partition leaders add partitions implicitly, appended one after
+// another without waiting for each other's commit (chain.go), and the first
+// add of the next transaction carries the previous one's completion instead of
+// waiting for its markers (carry.go).
+//
 // Lock order: Coordinator.mu, then shard.mu; no lock is held while appending,
 // waiting for a commit or writing markers.
 package txn
@@ -66,6 +73,9 @@ type Marker struct {
 	Epoch            int16
 	Commit           bool
 	CoordinatorEpoch int32
+	// TV2: the transaction is a TV2 client's (KIP-890 part 2): Epoch is the
+	// bumped one, above its data's (WriteTxnMarkers v2 transaction_version 2).
+	TV2 bool
 }
 
 // Config configures a Coordinator. Zero values take the documented defaults.

@@ -78,6 +78,23 @@ func newTestCoordinator(ml *markerLog) *Coordinator {
 	return c
 }
 
+// reelect elects partition 0 again, in leader epoch 1, with ml's markers
+// succeeding from then on, and waits until n markers are written.
+func reelect(t *testing.T, c *Coordinator, ml *markerLog, log *replication.Partition, n int) {
+	t.Helper()
+	c.Resign(0)
+	ml.failing.Store(false)
+	c.Elect(0, 1, log)
+	waitLoaded(t, c)
+	deadline := time.Now().Add(10 * time.Second)
+	for ml.count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d markers written after the election", ml.count(), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
 // waitLoaded waits until the shard of partition 0 serves requests.
 func waitLoaded(t *testing.T, c *Coordinator) {
 	t.Helper()
@@ -110,39 +127,29 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 		t.Fatalf("init: pid %d epoch %d code %d", pid, epoch, code)
 	}
 	parts := []TopicPartition{{"out", 0}, {"out", 1}}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, parts, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch+1, parts); code != codeInvalidEpoch {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch+1, parts, false); code != codeInvalidEpoch {
 		t.Fatalf("add partitions at a newer epoch: %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 	ml.failing.Store(true)
 	endCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	code = c.EndTxn(endCtx, "app", pid, epoch, true)
+	_, _, code = c.EndTxn(endCtx, "app", pid, epoch, true, false)
 	cancel()
 	if code != 0 {
 		t.Fatalf("end: %d (the decision is recorded: success)", code)
 	}
 	// The next transaction waits for the markers, here until its context ends.
 	addCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	code, _ = c.AddPartitions(addCtx, "app", pid, epoch, parts)
+	code, _ = c.AddPartitions(addCtx, "app", pid, epoch, parts, false)
 	cancel()
 	if code != codeConcurrent {
 		t.Fatalf("add partitions while the markers are pending: %d, want CONCURRENT_TRANSACTIONS", code)
 	}
 
 	// A new leadership: the state comes back from the log.
-	c.Resign(0)
-	ml.failing.Store(false)
-	c.Elect(0, 1, log)
-	waitLoaded(t, c)
-	deadline := time.Now().Add(10 * time.Second)
-	for ml.count() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the markers of the prepared transaction were not written after the election")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
+	reelect(t, c, ml, log, 2)
 	ml.mu.Lock()
 	for _, m := range ml.markers {
 		if !m.Commit || m.ProducerID != pid || m.Epoch != epoch || m.CoordinatorEpoch != 1 {
@@ -150,7 +157,7 @@ func TestCoordinatorRecoversFromLog(t *testing.T) {
 		}
 	}
 	ml.mu.Unlock()
-	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 		t.Fatalf("commit again after recovery: %d", code)
 	}
 	pid2, epoch2, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
@@ -230,7 +237,7 @@ func TestInitRetryAfterAbort(t *testing.T) {
 	ctx := context.Background()
 	open := func(pid int64, epoch int16) {
 		t.Helper()
-		if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+		if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}, false); code != 0 {
 			t.Fatalf("add partitions: %d", code)
 		}
 	}
@@ -291,17 +298,17 @@ func TestAddPartitionsWrittenTogether(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init: %d", code)
 	}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", 0}}, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 		t.Fatalf("end: %d", code)
 	}
 	leo := log.LogEndOffset()
 	codes := make(chan int16, 3)
 	for p := range int32(3) {
 		go func() {
-			code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", p}})
+			code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{{"out", p}}, false)
 			codes <- code
 		}()
 	}

@@ -67,11 +67,11 @@ func TestNoticesBoundToPreviousMarkers(t *testing.T) {
 	txn := func(parts ...TopicPartition) {
 		t.Helper()
 		for _, tp := range parts {
-			if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{tp}); code != 0 {
+			if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{tp}, false); code != 0 {
 				t.Fatalf("add %v: %d", tp, code)
 			}
 		}
-		if code := c.EndTxn(ctx, "app", pid, epoch, true); code != 0 {
+		if _, _, code := c.EndTxn(ctx, "app", pid, epoch, true, false); code != 0 {
 			t.Fatalf("end: %d", code)
 		}
 	}
@@ -80,7 +80,7 @@ func TestNoticesBoundToPreviousMarkers(t *testing.T) {
 	// The second transaction: a and b noticed with the stamps of the first
 	// one's markers (written in partition order: 101, 102); a again adds
 	// nothing to notice.
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{a, b}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{a, b}, false); code != 0 {
 		t.Fatalf("add: %d", code)
 	}
 	got := notices(2)
@@ -93,18 +93,18 @@ func TestNoticesBoundToPreviousMarkers(t *testing.T) {
 			t.Fatalf("notice %+v, want producer %d epoch %d stamp %d at leader epoch 3", n, pid, epoch, want)
 		}
 	}
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{a}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{a}, false); code != 0 {
 		t.Fatalf("add again: %d", code)
 	}
 	mu.Lock()
 	failing = true // the second transaction's markers fail once, then succeed
 	mu.Unlock()
-	if code := c.EndTxn(ctx, "app", pid, epoch, false); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "app", pid, epoch, false, false); code != 0 {
 		t.Fatalf("abort: %d", code)
 	}
 	// The third transaction: noticed with the stamps of the retried markers
 	// (103, 104), never the failed attempt's.
-	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{a}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "app", pid, epoch, []TopicPartition{a}, false); code != 0 {
 		t.Fatalf("add: %d", code)
 	}
 	got = notices(1)

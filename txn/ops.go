@@ -1,7 +1,7 @@
 package txn
 
 // The requests of transactional producers: InitProducerId, AddPartitionsToTxn,
-// AddOffsetsToTxn and EndTxn.
+// AddOffsetsToTxn and Verify (EndTxn: endtxn.go).
 
 import (
 	"context"
@@ -31,7 +31,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	m := sh.awaitCompletion(ctx, id, pid, -1)
 	if m == nil {
 		// A new id: allocate its producer id, record it at epoch 0.
-		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1, pending: true}
+		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1,
+			prevPID: -1, nextPID: -1, nextEpoch: -1, pending: true}
 		sh.txns[id] = m
 		sh.mu.Unlock()
 		newPID, err := c.cfg.AllocateProducerID(ctx)
@@ -52,10 +53,13 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	case m.pending:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
+	case pid >= 0 && rotatedFrom(m, pid, epoch):
+		// A TV2 producer whose EndTxn rotated its id, and which never got the
+		// answer (Kafka's isValidProducerId): it goes on with the new id.
 	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
 		sh.mu.Unlock()
 		return -1, -1, codeFenced
-	case m.state == PrepareCommit || m.state == PrepareAbort:
+	case m.state == PrepareCommit || m.state == PrepareAbort, m.carried != nil:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
 	case m.state == Ongoing:
@@ -69,7 +73,17 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 			next.lastEpoch = m.epoch
 		}
 		m.pending = true
-		sh.mu.Unlock()
+		if m.tv2 {
+			// A TV2 transaction's abort bumps twice, as its timeout abort
+			// (complete.go): then no EndTxn of the fenced producer passes
+			// for a retry of it (endTxnV2).
+			next.prevPID, next.nextPID = -1, -1
+			if code := sh.bumpEpochLocked(ctx, m, next, 2); code != 0 {
+				return -1, -1, code
+			}
+		} else {
+			sh.mu.Unlock()
+		}
 		if err := sh.transition(m, next); err != nil {
 			return -1, -1, waitCode(err)
 		}
@@ -78,6 +92,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	}
 	next := m.clone()
 	next.state, next.timeout, next.updated, next.lastEpoch = Empty, timeout, time.Now(), -1
+	// The client picks its transaction version per transaction (TV2 at EndTxn v5).
+	next.tv2, next.prevPID, next.nextPID = false, -1, -1
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
 	if m.epoch >= math.MaxInt16-1 {
 		sh.mu.Unlock()
@@ -100,6 +116,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		return -1, -1, waitCode(err)
 	}
 	return next.pid, next.epoch, 0
+}
+
+// rotatedFrom reports whether (pid, epoch) is the id m's TV2 EndTxn rotated
+// away from at an exhausted epoch.
+func rotatedFrom(m *txnMeta, pid int64, epoch int16) bool {
+	return m.prevPID >= 0 && pid == m.prevPID && pid != m.pid && epoch >= math.MaxInt16-1
 }
 
 // forgetNew drops a transactional id whose first record was never written.
@@ -128,7 +150,12 @@ func checkProducerLocked(m *txnMeta, pid int64, epoch int16) int16 {
 // AddPartitions adds partitions to the transaction of id, starting it if none is
 // open. It returns one code for all of them (or a code per partition, when some
 // are unknown: the others then get OPERATION_NOT_ATTEMPTED).
-func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) (int16, map[TopicPartition]int16) {
+//
+// implicit: a partition leader adds them for a TV2 producer's batch (KIP-890
+// part 2, no AddPartitionsToTxn from the client): the transaction is then
+// TV2, and its first add does not wait for the markers of the transaction the
+// producer ended, whose completion its record carries (carry.go).
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, implicit bool) (int16, map[TopicPartition]int16) {
 	if c.cfg.TopicPartitions != nil {
 		var bad map[TopicPartition]int16
 		for _, tp := range parts {
@@ -152,7 +179,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	if code != 0 {
 		return code, nil
 	}
-	return sh.addPartitions(ctx, id, pid, epoch, parts), nil
+	return sh.addPartitions(ctx, id, pid, epoch, parts, implicit), nil
 }
 
 // addBatch is the partitions that AddPartitionsToTxn requests of one producer
@@ -172,7 +199,7 @@ type addBatch struct {
 }
 
 // addPartitions is AddPartitions on the shard of id.
-func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) int16 {
+func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, implicit bool) int16 {
 	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
 	defer cancel()
 	b := &addBatch{pid: pid, epoch: epoch, parts: parts, done: make(chan struct{})}
@@ -184,7 +211,10 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 	var m *txnMeta
 	for {
 		m = sh.txns[id]
-		if m == nil || m.pid != pid || m.epoch != epoch {
+		if implicit && (carryableLocked(m, pid, epoch) || chainableLocked(m, pid, epoch)) {
+			break
+		}
+		if m == nil || !((m.pid == pid && m.epoch == epoch) || (implicit && continuesLocked(m, pid, epoch))) {
 			break
 		}
 		if o := m.adds; o != nil && o != b {
@@ -210,7 +240,15 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 	if m != nil && m.adds == b {
 		m.adds = nil // no request joins from here on
 	}
-	code := sh.addLocked(m, pid, epoch, b.parts)
+	var code int16
+	switch {
+	case implicit && carryableLocked(m, pid, epoch):
+		code = sh.carryLocked(m, b.parts)
+	case implicit && chainableLocked(m, pid, epoch):
+		code = sh.chainAddLocked(m, b.parts)
+	default:
+		code = sh.addLocked(m, pid, epoch, b.parts, implicit)
+	}
 	b.code = code
 	close(b.done)
 	return code
@@ -218,7 +256,7 @@ func (sh *shard) addPartitions(ctx context.Context, id string, pid int64, epoch 
 
 // addLocked adds parts to the transaction of m, starting it if none is open,
 // and returns the code to answer. It is called with sh.mu held and releases it.
-func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPartition) int16 {
+func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPartition, implicit bool) int16 {
 	if code := checkProducerLocked(m, pid, epoch); code != 0 {
 		sh.mu.Unlock()
 		return code
@@ -245,10 +283,16 @@ func (sh *shard) addLocked(m *txnMeta, pid int64, epoch int16, parts []TopicPart
 		next.partitions[tp] = struct{}{}
 	}
 	next.state, next.updated = Ongoing, time.Now()
+	var notices []Notice
+	if implicit {
+		// A TV2 producer's: its leaders added the partitions themselves.
+		next.tv2 = true
+	} else {
+		// Bound to the stamps of markers written before this change: none of
+		// the transaction it opens can be among them.
+		notices = noticesLocked(m, parts)
+	}
 	m.pending = true
-	// Bound to the stamps of markers written before this change: none of
-	// the transaction it opens can be among them.
-	notices := noticesLocked(m, parts)
 	sh.mu.Unlock()
 	code := waitCode(sh.transition(m, next))
 	if code == 0 {
@@ -264,82 +308,12 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 	if !ok {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	code, _ := c.AddPartitions(ctx, id, pid, epoch, []TopicPartition{{OffsetsTopic, p}})
+	code, _ := c.AddPartitions(ctx, id, pid, epoch, []TopicPartition{{OffsetsTopic, p}}, false)
 	return code
 }
 
 // OffsetsTopic is the internal topic of consumer offsets.
 const OffsetsTopic = "__consumer_offsets"
-
-// EndTxn commits (commit set) or aborts the transaction of id: the decision is
-// recorded (PrepareCommit / PrepareAbort), then markers are written to every
-// partition of the transaction, then it is recorded complete. EndTxn answers once
-// the decision is committed, as Kafka does; the markers are written in the
-// background, and the producer's next AddPartitionsToTxn or AddOffsetsToTxn
-// waits for them (awaitCompletion). A retry of the decision answers once they
-// are written.
-func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
-	sh, code := c.shardFor(id)
-	if code != 0 {
-		return code
-	}
-	want, done := PrepareAbort, CompleteAbort
-	if commit {
-		want, done = PrepareCommit, CompleteCommit
-	}
-	sh.mu.Lock()
-	m := sh.txns[id]
-	switch {
-	case m == nil || m.pid < 0 || m.pid != pid:
-		sh.mu.Unlock()
-		return codeInvalidMapping
-	case epoch != m.epoch:
-		sh.mu.Unlock()
-		return codeInvalidEpoch
-	case m.state == want || (m.state == done && !m.pending):
-		// A retry of the same decision.
-		sh.mu.Unlock()
-		return sh.waitComplete(ctx, m, done)
-	case m.pending, m.state == PrepareCommit, m.state == PrepareAbort:
-		sh.mu.Unlock()
-		return codeConcurrent
-	case m.state != Ongoing:
-		sh.mu.Unlock()
-		return codeInvalidState
-	}
-	next := m.clone()
-	next.state, next.updated = want, time.Now()
-	m.pending = true
-	sh.mu.Unlock()
-	if err := sh.transition(m, next); err != nil {
-		return waitCode(err)
-	}
-	sh.startCompletion(m)
-	return 0
-}
-
-// waitComplete waits until m reaches state done, ctx ends or CommitTimeout
-// passes; the decision is recorded already, so only a lost coordinatorship is an
-// error.
-func (sh *shard) waitComplete(ctx context.Context, m *txnMeta, done State) int16 {
-	ctx, cancel := context.WithTimeout(ctx, sh.c.cfg.CommitTimeout)
-	defer cancel()
-	for {
-		sh.mu.Lock()
-		st, changed := m.state, sh.changed
-		sh.mu.Unlock()
-		if st == done {
-			return 0
-		}
-		select {
-		case <-sh.ctx.Done():
-			return codeNotCoordinator
-		case <-ctx.Done():
-			return 0
-		case <-changed:
-		}
-	}
-}
 
 // Verify answers a partition leader's question before it appends the first batch
 // of a producer's transaction (KIP-890 part 1): is tp part of the open

@@ -57,8 +57,8 @@ func (sh *shard) stop() {
 	sh.wg.Wait()
 }
 
-// run loads the shard, resumes the completion of prepared transactions, and
-// aborts timed-out ones until stop.
+// run loads the shard, resumes the completion of prepared transactions (and
+// of those an Ongoing record carries), and aborts timed-out ones until stop.
 func (sh *shard) run() {
 	defer close(sh.done)
 	for {
@@ -76,10 +76,13 @@ func (sh *shard) run() {
 		}
 	}
 	sh.mu.Lock()
-	var prepared []*txnMeta
+	var prepared, carrying []*txnMeta
 	for _, m := range sh.txns {
 		if m.state == PrepareCommit || m.state == PrepareAbort {
 			prepared = append(prepared, m)
+		}
+		if m.carried != nil {
+			carrying = append(carrying, m)
 		}
 	}
 	loaded := len(sh.txns) // under mu: once ready, requests add ids
@@ -88,6 +91,9 @@ func (sh *shard) run() {
 	sh.c.logger.Debug("transaction coordinator: partition loaded", "partition", sh.id, "transactional_ids", loaded)
 	for _, m := range prepared {
 		sh.startCompletion(m)
+	}
+	for _, m := range carrying {
+		sh.resendCarried(m)
 	}
 	t := time.NewTicker(sh.c.cfg.AbortCheckInterval)
 	defer t.Stop()

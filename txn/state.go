@@ -7,6 +7,12 @@ package txn
 //	value  version i16 (0), producer_id i64, producer_epoch i16, timeout_ms i32,
 //	       state i8, topics [topic string, partitions [i32]],
 //	       last_update_ms i64, start_ms i64;  null: the id expired
+//
+// A transaction of a TV2 client (KIP-890 part 2, EndTxn v5) is written as
+// value v1 (flexible, v0's fields then tags): 0 previous_producer_id, 1
+// next_producer_id, 2 client_transaction_version; tag 3 next_producer_epoch
+// (KIP-939) is never written but kept if read. Every other record stays v0,
+// byte for byte.
 
 import (
 	"encoding/binary"
@@ -23,9 +29,13 @@ import (
 
 // Record versions written; Kafka's, they must not change.
 const (
-	keyVersion   = 0
-	valueVersion = 0
+	keyVersion     = 0
+	valueVersion   = 0
+	valueVersionV2 = 1 // a TV2 client's transaction
 )
+
+// clientVersionV2 is client_transaction_version of a TV2 client.
+const clientVersionV2 = 2
 
 // Error codes answered.
 var (
@@ -97,6 +107,27 @@ type txnMeta struct {
 	// abort a timed-out transaction (-1: none): its InitProducerId with that epoch
 	// is accepted (KIP-360). In memory only.
 	lastEpoch int16
+	// tv2: the transaction is a TV2 client's (KIP-890 part 2): EndTxn bumps
+	// the epoch, and its records are value v1.
+	tv2 bool
+	// prevPID is the producer id before an epoch overflow rotated it (-1:
+	// none), so that an EndTxn retry with the old id is recognized; nextPID is
+	// the id a prepared TV2 transaction rotates to once complete (-1: none).
+	// nextEpoch is KIP-939's next_producer_epoch, kept as read (-1: none).
+	prevPID, nextPID int64
+	nextEpoch        int16
+	// carried is the previous TV2 transaction's completion this Ongoing state
+	// carries until its markers are committed (carry.go; nil: none). Written
+	// as CompletionTag while not done.
+	carried *completion
+	// completing: complete() writes the markers of this prepared transaction;
+	// carrying: an implicit add is writing the next transaction's Ongoing
+	// record, carrying this one's completion (carry.go). In memory only.
+	completing bool
+	carrying   *completion
+	// chain: implicit adds whose records are appended and not all
+	// committed (chain.go; nil: none). In memory only.
+	chain *addChain
 	// pending is set while a change of this transaction is being written.
 	pending bool
 	// awaiting counts the requests of the producer waiting for its ended
@@ -120,14 +151,16 @@ type txnMeta struct {
 }
 
 // set makes next m's state; the requests waiting on m stay counted, and
-// gathered.
+// gathered, and a completion running or carried stays known.
 func (m *txnMeta) set(next *txnMeta) {
 	awaiting, adds, stamps := m.awaiting, m.adds, m.stamps
+	completing, carrying, chain := m.completing, m.carrying, m.chain
 	if next.pid != m.pid {
 		stamps = nil // another producer: its markers have stamps of their own
 	}
 	*m = *next
 	m.awaiting, m.adds, m.stamps = awaiting, adds, stamps
+	m.completing, m.carrying, m.chain = completing, carrying, chain
 }
 
 // sortedPartitions returns the transaction's partitions in order.
@@ -149,6 +182,7 @@ func (m *txnMeta) sortedPartitions() []TopicPartition {
 func (m *txnMeta) clone() *txnMeta {
 	n := *m
 	n.adds, n.stamps = nil, nil
+	n.completing, n.carrying, n.chain = false, nil, nil
 	n.partitions = make(map[TopicPartition]struct{}, len(m.partitions))
 	for tp := range m.partitions {
 		n.partitions[tp] = struct{}{}
@@ -176,6 +210,13 @@ func (m *txnMeta) record() batch.Record {
 	v.StartTimestamp = -1
 	if !m.started.IsZero() {
 		v.StartTimestamp = m.started.UnixMilli()
+	}
+	if m.tv2 {
+		v.Version, v.ClientTransactionVersion = valueVersionV2, clientVersionV2
+		v.PreviousProducerID, v.NextProducerID, v.NextProducerEpoch = m.prevPID, m.nextPID, m.nextEpoch
+		if c := m.carried; c != nil && !c.done.Load() {
+			v.UnknownTags.Set(CompletionTag, appendCompletion(nil, c))
+		}
 	}
 	return batch.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
@@ -214,9 +255,20 @@ func parseRecord(r batch.Record) (string, *txnMeta, error) {
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: v.State,
 		partitions: make(map[TopicPartition]struct{}),
 		updated:    time.UnixMilli(v.LastUpdateTimestamp), lastEpoch: -1,
+		tv2:     v.Version >= 1 && v.ClientTransactionVersion >= clientVersionV2,
+		prevPID: v.PreviousProducerID, nextPID: v.NextProducerID, nextEpoch: v.NextProducerEpoch,
 	}
 	if v.StartTimestamp >= 0 {
 		m.started = time.UnixMilli(v.StartTimestamp)
+	}
+	var tagErr error
+	v.UnknownTags.Each(func(k uint32, b []byte) {
+		if k == CompletionTag && m.tv2 {
+			m.carried, tagErr = parseCompletion(b)
+		}
+	})
+	if tagErr != nil {
+		return k.TransactionalID, nil, fmt.Errorf("value of %q: %w", k.TransactionalID, tagErr)
 	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {

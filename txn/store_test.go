@@ -70,10 +70,10 @@ func TestCoordinatorLoadsFromStore(t *testing.T) {
 		}
 		pids[id] = pid
 	}
-	if code, _ := c.AddPartitions(ctx, "id-0", pids["id-0"], 0, []TopicPartition{{"out", 0}}); code != 0 {
+	if code, _ := c.AddPartitions(ctx, "id-0", pids["id-0"], 0, []TopicPartition{{"out", 0}}, false); code != 0 {
 		t.Fatalf("add partitions: %d", code)
 	}
-	if code := c.EndTxn(ctx, "id-0", pids["id-0"], 0, true); code != 0 {
+	if _, _, code := c.EndTxn(ctx, "id-0", pids["id-0"], 0, true, false); code != 0 {
 		t.Fatalf("end: %d", code)
 	}
 	store := db.TxnShard(0)
