@@ -122,7 +122,9 @@ type AppendResult struct {
 	// LogAppendTime is the broker's timestamp for LogAppendTime topics, else -1.
 	LogAppendTime int64
 	// Duplicate is set when the batch was a retry of one already in the log: nothing
-	// was appended and BaseOffset is the original one.
+	// was appended and BaseOffset is the original one. For a stale TV2 marker
+	// (WriteMarker) nothing was appended either, and LastOffset is the first offset
+	// of the transaction that made it stale.
 	Duplicate bool
 	// LeaderEpoch is the epoch this replica led in when it appended the batch
 	// (or found it appended): WaitAcked acknowledges it only while that

@@ -66,6 +66,9 @@ type Marker struct {
 	Epoch            int16
 	Commit           bool
 	CoordinatorEpoch int32
+	// TV2: a marker of transaction version 2 (KIP-890 part 2), its epoch bumped
+	// past the transaction's (replication.Partition.WriteMarker).
+	TV2 bool
 }
 
 // Config configures a Coordinator. Zero values take the documented defaults.
