@@ -219,6 +219,9 @@ type Partition struct {
 	// restored (0: none).
 	producerExpiry time.Duration
 	snap           snapshotState // producer_snapshot.go
+	// holds counts the batches waiting for a previous transaction's marker
+	// (txn_hold.go).
+	holds atomic.Int32
 
 	stateMu sync.Mutex
 	st      replicaState // guarded by stateMu

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -85,5 +86,123 @@ func TestTV2MarkerEpochs(t *testing.T) {
 	}
 	if got := open(); len(got) != 0 {
 		t.Fatalf("open after the TV1 marker: %+v", got)
+	}
+}
+
+// heldPartition is a one-replica partition (two replicas when followed, so that
+// its leadership can move) with producer 7's transaction at epoch 0 open from
+// offset 0.
+func heldPartition(t *testing.T, followed bool) (*Manager, *Partition, TopicSpec) {
+	t.Helper()
+	m, db := newManager(t, t.TempDir())
+	t.Cleanup(func() { closeAll(t, m, db) })
+	s := spec("t", 1, 1)
+	if followed {
+		s.Partitions[0].Replicas, s.Partitions[0].ISR, s.Partitions[0].LeaderEpoch = []int32{0, 1}, []int32{0}, 1
+	}
+	if err := m.Apply(1, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	if _, err := p.Append(txnBatch(7, 0, 0, "a1", "a2"), 1); err != nil { // 0..1
+		t.Fatal(err)
+	}
+	return m, p, s
+}
+
+// waitHolds polls until n batches wait in AwaitPreviousMarker.
+func waitHolds(t *testing.T, p *Partition, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); p.MarkerHolds() != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d batches held, want %d", p.MarkerHolds(), n)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestMarkerHold: a batch of the producer's next epoch waits while its
+// transaction at the previous epoch is open here, and lands after that
+// transaction's marker; a batch of the open transaction's own epoch, or of a
+// producer with nothing open, does not wait.
+func TestMarkerHold(t *testing.T) {
+	_, p, _ := heldPartition(t, false)
+	ctx := context.Background()
+	if err := p.AwaitPreviousMarker(ctx, 7, 0); err != nil {
+		t.Fatalf("a batch of the open transaction's epoch: %v", err)
+	}
+	if err := p.AwaitPreviousMarker(ctx, 8, 3); err != nil {
+		t.Fatalf("a producer with nothing open: %v", err)
+	}
+	type landed struct {
+		r   AppendResult
+		err error
+	}
+	done := make(chan landed, 1)
+	go func() {
+		if err := p.AwaitPreviousMarker(ctx, 7, 1); err != nil {
+			done <- landed{err: err}
+			return
+		}
+		r, err := p.Append(txnBatch(7, 1, 0, "b1"), 1)
+		done <- landed{r, err}
+	}()
+	waitHolds(t, p, 1)
+	if end := p.LogEndOffset(); end != 2 {
+		t.Fatalf("log end %d while the batch is held, want 2", end)
+	}
+	m, err := p.WriteMarker(7, 1, true, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("held batch: %v", got.err)
+	}
+	if m.BaseOffset != 2 || got.r.BaseOffset != 3 {
+		t.Fatalf("marker at %d, held batch at %d; want 2 then 3", m.BaseOffset, got.r.BaseOffset)
+	}
+	if open := p.OpenTxns(); len(open) != 1 || open[0].Epoch != 1 || open[0].FirstOffset != 3 {
+		t.Fatalf("open after the held batch: %+v, want epoch 1 from 3", open)
+	}
+	waitHolds(t, p, 0)
+}
+
+// TestMarkerHoldTimeout: a marker that does not come within MarkerHoldTimeout
+// gives CONCURRENT_TRANSACTIONS (retried by TV2 producers), and a context that
+// ends gives its error; nothing is appended.
+func TestMarkerHoldTimeout(t *testing.T) {
+	_, p, _ := heldPartition(t, false)
+	start := time.Now()
+	err := p.AwaitPreviousMarker(context.Background(), 7, 1)
+	wantCode(t, "held past the timeout", err, kerr.ConcurrentTransactions)
+	if took := time.Since(start); took < MarkerHoldTimeout {
+		t.Fatalf("answered after %v, before the timeout %v", took, MarkerHoldTimeout)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.AwaitPreviousMarker(ctx, 7, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("held with a canceled context: %v", err)
+	}
+	if end := p.LogEndOffset(); end != 2 || p.MarkerHolds() != 0 {
+		t.Fatalf("log end %d, %d held; want 2 and none", end, p.MarkerHolds())
+	}
+}
+
+// TestMarkerHoldLeaderChange: a hold ends with NOT_LEADER_OR_FOLLOWER when the
+// leadership moves to another broker, at once rather than at its timeout.
+func TestMarkerHoldLeaderChange(t *testing.T) {
+	m, p, s := heldPartition(t, true)
+	done := make(chan error, 1)
+	go func() { done <- p.AwaitPreviousMarker(context.Background(), 7, 1) }()
+	waitHolds(t, p, 1)
+	moved := time.Now()
+	s.Partitions[0].Leader, s.Partitions[0].LeaderEpoch = 1, 2
+	if err := m.Apply(2, []TopicSpec{s}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "held when the leadership moved", <-done, kerr.NotLeaderForPartition)
+	if took := time.Since(moved); took >= MarkerHoldTimeout {
+		t.Fatalf("answered %v after the leadership moved, want at once", took)
 	}
 }
