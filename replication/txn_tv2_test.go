@@ -206,3 +206,66 @@ func TestMarkerHoldLeaderChange(t *testing.T) {
 		t.Fatalf("answered %v after the leadership moved, want at once", took)
 	}
 }
+
+// TestTV2OpenEpochRestored: the epoch of a producer's open transaction, which
+// the stale-marker rule and the hold compare with, comes back after a reopen
+// (snapshot plus the log after it) and after a truncation.
+func TestTV2OpenEpochRestored(t *testing.T) {
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	if err := m.Apply(1, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition("t", 0)
+	step := func(_ AppendResult, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(p.Append(txnBatch(7, 0, 0, "a1", "a2"), 1)) // 0..1
+	step(p.WriteMarker(7, 1, true, 0, true))         // 2
+	if err := p.snapshotProducers(); err != nil {    // at 3: nothing open
+		t.Fatal(err)
+	}
+	step(p.Append(txnBatch(7, 1, 0, "b1"), 1)) // 3: opens at epoch 1, after the snapshot
+	check := func(when string) {
+		t.Helper()
+		open := p.OpenTxns()
+		if len(open) != 1 || open[0].ProducerID != 7 || open[0].Epoch != 1 || open[0].FirstOffset != 3 {
+			t.Fatalf("%s: open %+v, want producer 7 at epoch 1 from 3", when, open)
+		}
+		end := p.LogEndOffset()
+		if r, err := p.WriteMarker(7, 1, true, 0, true); err != nil || !r.Duplicate || p.LogEndOffset() != end {
+			t.Fatalf("%s: stale marker %+v, %v; log end %d, was %d", when, r, err, p.LogEndOffset(), end)
+		}
+		canceled, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := p.AwaitPreviousMarker(canceled, 7, 2); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: a batch at epoch 2 is not held: %v", when, err)
+		}
+	}
+	check("appended")
+	closeAll(t, m, db)
+
+	m, db = newManager(t, dir)
+	defer closeAll(t, m, db)
+	if err := m.Apply(2, []TopicSpec{spec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	p = m.Partition("t", 0)
+	check("reopened")
+	if err := p.snapshotProducers(); err != nil { // at 4: open at epoch 1
+		t.Fatal(err)
+	}
+	step(p.WriteMarker(7, 2, false, 0, true))  // 4
+	step(p.Append(txnBatch(7, 2, 0, "c1"), 1)) // 5
+	p.hw.Store(4)                              // as a follower told to cut at 4
+	if err := p.truncateToLeader(-1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if end := p.LogEndOffset(); end != 4 {
+		t.Fatalf("log end %d after truncating, want 4", end)
+	}
+	check("truncated")
+}
