@@ -193,20 +193,10 @@ func (n *Node) writeLocalMarkers(ctx context.Context, ms []txn.Marker) ([]txn.St
 	return stamps, errors.Join(errs...)
 }
 
-// sendMarkers sends markers in one WriteTxnMarkers v1 request to broker id and
-// returns the stamps its answer gives them.
+// sendMarkers sends markers in one WriteTxnMarkers request to broker id
+// (markersRequest) and returns the stamps its answer gives them.
 func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) ([]txn.Stamp, error) {
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.SetVersion(1)
-	for _, m := range ms {
-		rm := kmsg.NewWriteTxnMarkersRequestMarker()
-		rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
-		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		rt.Topic, rt.Partitions = m.Topic, []int32{m.Partition}
-		rm.Topics = append(rm.Topics, rt)
-		req.Markers = append(req.Markers, rm)
-	}
-	resp, err := n.parts.BrokerRequest(ctx, id, req)
+	resp, err := n.parts.BrokerRequest(ctx, id, markersRequest(ms))
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +218,29 @@ func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) ([]tx
 		}
 	}
 	return stamps, errors.Join(errs...)
+}
+
+// markersRequest is the WriteTxnMarkers request of markers, one partition per
+// marker: v1, or v2 when one of them is of transaction version 2 (KIP-1228), so
+// that a cluster without TV2 sees the requests it always did. A broker serves v2
+// only with TV2 on (kafkaapi.Config.TxnV2), which TV2 markers imply.
+func markersRequest(ms []txn.Marker) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.SetVersion(1)
+	for _, m := range ms {
+		rm := kmsg.NewWriteTxnMarkersRequestMarker()
+		rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
+		rm.TransactionVersion = 1 // KIP-890 part 1: Skiff verifies the partitions of every transaction
+		if m.TV2 {
+			rm.TransactionVersion = 2
+			req.SetVersion(2)
+		}
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = m.Topic, []int32{m.Partition}
+		rm.Topics = append(rm.Topics, rt)
+		req.Markers = append(req.Markers, rm)
+	}
+	return req
 }
 
 // notifyTxn sends a transaction coordinator's notices to their partitions'
