@@ -123,8 +123,9 @@ func waitHolds(t *testing.T, p *Partition, n int) {
 
 // TestMarkerHold: a batch of the producer's next epoch waits while its
 // transaction at the previous epoch is open here, and lands after that
-// transaction's marker; a batch of the open transaction's own epoch, or of a
-// producer with nothing open, does not wait.
+// transaction's marker, which a re-sent copy then cannot close (the order
+// opposite to TestTV2MarkerEpochs'); a batch of the open transaction's own
+// epoch, or of a producer with nothing open, does not wait.
 func TestMarkerHold(t *testing.T) {
 	_, p, _ := heldPartition(t, false)
 	ctx := context.Background()
@@ -166,6 +167,14 @@ func TestMarkerHold(t *testing.T) {
 		t.Fatalf("open after the held batch: %+v, want epoch 1 from 3", open)
 	}
 	waitHolds(t, p, 0)
+	// The same marker again (its coordinator moved) is stale: it does not
+	// close the transaction the held batch opened.
+	if r, err := p.WriteMarker(7, 1, true, 0, true); err != nil || !r.Duplicate || p.LogEndOffset() != 4 {
+		t.Fatalf("marker re-sent after the held batch: %+v, %v, log end %d; want nothing appended", r, err, p.LogEndOffset())
+	}
+	if open := p.OpenTxns(); len(open) != 1 || open[0].Epoch != 1 {
+		t.Fatalf("open after the re-sent marker: %+v, want epoch 1", open)
+	}
 }
 
 // TestMarkerHoldTimeout: a marker that does not come within MarkerHoldTimeout
