@@ -38,6 +38,10 @@ type TxnConfig struct {
 	// created (the replication factor capped at the live brokers).
 	TopicPartitions        int32
 	TopicReplicationFactor int16
+	// V2 serves the unadvertised versions of transaction version 2
+	// (kafkaapi.Config.TxnV2, docs/design/txn-v2.md). No setting sets it: only
+	// tests, until the finalized transaction.version feature does (WP4).
+	V2 bool
 }
 
 // startTxn creates the transaction coordinator; it leads nothing until applyTxn.
@@ -290,6 +294,7 @@ const noticeTimeout = 5 * time.Second
 func (n *Node) txnKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
 	k.Txn = n.txn
 	k.TxnTopicPartitions = n.cfg.Txn.TopicPartitions
+	k.TxnV2 = n.cfg.Txn.V2
 	k.TxnTopicReplicationFactor = n.cfg.Txn.TopicReplicationFactor
 	return k
 }
