@@ -278,3 +278,53 @@ func TestTV2OpenEpochRestored(t *testing.T) {
 	}
 	check("truncated")
 }
+
+// TestTV2StaleMarkerWaitsForCommit: a stale TV2 marker appends nothing, but its
+// answer stands for the marker that did end the transaction, which may not be
+// committed yet: waiting for it (WaitHighWatermark, as txn.WriteLocalMarkers
+// does) lasts until the open transaction's first batch, after that marker in the
+// log, is committed. Answered at once, a coordinator could record complete a
+// marker that a leader change then truncates.
+func TestTV2StaleMarkerWaitsForCommit(t *testing.T) {
+	m, db := newManager(t, t.TempDir())
+	defer closeAll(t, m, db)
+	_, p := leadWithFollower(t, m)
+	for _, b := range [][]byte{txnBatch(7, 0, 0, "a"), nil, txnBatch(7, 1, 0, "b")} { // 0, marker 1, 2
+		var err error
+		if b == nil {
+			_, err = p.WriteMarker(7, 1, true, 0, true)
+		} else {
+			_, err = p.Append(b, 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := p.WriteMarker(7, 1, true, 0, true)
+	if err != nil || !r.Duplicate || r.LastOffset != 2 {
+		t.Fatalf("stale marker: %+v, %v; want nothing appended, answered at offset 2", r, err)
+	}
+	follow := func(offset int64) {
+		t.Helper()
+		s, err := p.ReadReplica(1, p.LeaderEpoch(), offset, 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release()
+	}
+	waits := func(when string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if err := p.WaitHighWatermark(ctx, r.LeaderEpoch, r.LastOffset); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s (high watermark %d): the stale marker's answer did not wait: %v", when, p.HighWatermark(), err)
+		}
+	}
+	waits("nothing replicated")
+	follow(2) // the follower has the marker, not the new transaction's batch
+	waits("the marker committed, the batch after it not")
+	follow(3)
+	if err := p.WaitHighWatermark(context.Background(), r.LeaderEpoch, r.LastOffset); err != nil {
+		t.Fatalf("high watermark %d: %v", p.HighWatermark(), err)
+	}
+}
