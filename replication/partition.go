@@ -393,7 +393,7 @@ func (p *Partition) ISR() []int32 {
 // watermark itself when the producer asked for acks=all. Errors wrap a *kerr.Error
 // naming the Kafka error code; nothing is appended when one is returned.
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
-	return p.append(records, acks, nil)
+	return p.append(records, acks, nil, false)
 }
 
 // AppendVerified is Append for a transactional batch whose transaction the
@@ -401,10 +401,12 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 // TxnVerification gave before asking: a marker of the producer appended since
 // voids the confirmation (INVALID_TXN_STATE).
 func (p *Partition) AppendVerified(records []byte, acks int16, guard uint64) (AppendResult, error) {
-	return p.append(records, acks, &guard)
+	return p.append(records, acks, &guard, false)
 }
 
-func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendResult, error) {
+// append appends one produced batch: guard, when set, is AppendVerified's; tv2
+// is AppendTV2's.
+func (p *Partition) append(records []byte, acks int16, guard *uint64, tv2 bool) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.cfg.Load()
 	if len(records) > cfg.MaxMessageBytes {
@@ -461,6 +463,12 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 	if guard != nil && h.Transactional() && !p.txns.verifiedLocked(h.ProducerID, *guard) {
 		p.appendMu.Unlock()
 		return res, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
+	if tv2 && h.Transactional() {
+		if err := p.heldLocked(&h); err != nil {
+			p.appendMu.Unlock()
+			return res, err
+		}
 	}
 	if h.Idempotent() {
 		dup, err := p.producers.check(&h)

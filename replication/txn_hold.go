@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"skiff/internal/batch"
 )
 
 // MarkerHoldTimeout bounds a hold: a previous transaction whose marker takes
@@ -33,9 +35,9 @@ const MarkerHoldTimeout = time.Second
 // at epoch may be appended: at once when none is, else when its marker is
 // appended. It fails with CONCURRENT_TRANSACTIONS after MarkerHoldTimeout,
 // NOT_LEADER_OR_FOLLOWER if this replica stops leading or its leader epoch
-// changes meanwhile (the log may be truncated), or ctx's error. Once it returned
-// nil the condition stays true: the marker raised the producer's epoch here, so
-// a late batch of the ended transaction is refused (INVALID_PRODUCER_EPOCH).
+// changes meanwhile (the log may be truncated), or ctx's error. The batch then
+// goes to AppendTV2, which checks the same under the append lock: when nothing
+// was open, a late batch of the ended transaction may still land before it.
 func (p *Partition) AwaitPreviousMarker(ctx context.Context, pid int64, epoch int16) error {
 	prev, held := p.previousTxn(pid, epoch)
 	if !held {
@@ -69,6 +71,27 @@ func (p *Partition) AwaitPreviousMarker(ctx context.Context, pid int64, epoch in
 			return fmt.Errorf("producer %d's batch at epoch %d waiting for a marker on %s-%d: %w", pid, epoch, p.Topic, p.ID, ctx.Err())
 		}
 	}
+}
+
+// AppendTV2 is Append for a batch of a transaction version 2 producer (Produce
+// v12), after AwaitPreviousMarker: a transactional batch is refused with
+// CONCURRENT_TRANSACTIONS (which the producer retries, and the retry holds)
+// if a transaction of its producer at an older epoch is open here again. That
+// takes a late batch of the ended transaction, added to it here before it
+// ended, that was appended between the hold and this append: joined to it, the
+// new batch would be decided by the old transaction's marker.
+func (p *Partition) AppendTV2(records []byte, acks int16) (AppendResult, error) {
+	return p.append(records, acks, nil, true)
+}
+
+// heldLocked refuses a TV2 transactional batch h while its producer's
+// transaction at an older epoch is open here. The caller holds appendMu.
+func (p *Partition) heldLocked(h *batch.Header) error {
+	if prev, held := p.previousTxn(h.ProducerID, h.ProducerEpoch); held {
+		return fmt.Errorf("producer %d's batch at epoch %d, while its transaction at epoch %d from offset %d of %s-%d is open: %w",
+			h.ProducerID, h.ProducerEpoch, prev.Epoch, prev.FirstOffset, p.Topic, p.ID, kerr.ConcurrentTransactions)
+	}
+	return nil
 }
 
 // previousTxn returns producer pid's open transaction here when its epoch is

@@ -328,3 +328,31 @@ func TestTV2StaleMarkerWaitsForCommit(t *testing.T) {
 		t.Fatalf("high watermark %d: %v", p.HighWatermark(), err)
 	}
 }
+
+// TestAppendTV2: AppendTV2 refuses (CONCURRENT_TRANSACTIONS, nothing appended)
+// a batch of the producer's next epoch while its transaction at an older epoch
+// is open, as after a late batch of that transaction landed between the hold and
+// the append; it appends once the marker came, and within the open
+// transaction. Append (TV1) keeps joining such a batch to the open transaction.
+func TestAppendTV2(t *testing.T) {
+	_, p, _ := heldPartition(t, false)
+	_, err := p.AppendTV2(txnBatch(7, 1, 0, "early"), 1)
+	wantCode(t, "batch of the next epoch before the marker", err, kerr.ConcurrentTransactions)
+	if end := p.LogEndOffset(); end != 2 {
+		t.Fatalf("log end %d after a refused batch, want 2", end)
+	}
+	if _, err := p.WriteMarker(7, 1, false, 0, true); err != nil { // 2
+		t.Fatal(err)
+	}
+	for i, b := range [][]byte{txnBatch(7, 1, 0, "b1"), txnBatch(7, 1, 1, "b2"), txnBatch(9, 0, 0, "other")} { // 3, 4, 5
+		if r, err := p.AppendTV2(b, 1); err != nil || r.BaseOffset != int64(3+i) {
+			t.Fatalf("batch %d after the marker: %+v, %v", i, r, err)
+		}
+	}
+	if open := p.OpenTxns(); len(open) != 2 || open[0].ProducerID != 7 || open[0].Epoch != 1 || open[0].FirstOffset != 3 {
+		t.Fatalf("open: %+v, want producer 7 at epoch 1 from 3, and 9", open)
+	}
+	if _, err := p.Append(txnBatch(9, 1, 0, "tv1"), 1); err != nil {
+		t.Fatalf("Append of a later epoch while one is open (TV1, unchanged): %v", err)
+	}
+}
