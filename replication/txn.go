@@ -360,7 +360,7 @@ func (p *Partition) noteLocked(h *batch.Header, raw []byte) (*abortedRecord, err
 // behalf of a producer (the group coordinator's TxnOffsetCommit records): it carries
 // the producer's id and epoch but no sequence (-1), so only the epoch is checked.
 func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) {
-	return p.appendFromCoordinator(records, nil)
+	return p.appendFromCoordinator(records, nil, false)
 }
 
 // AppendFromCoordinatorVerified is AppendFromCoordinator for a batch whose
@@ -369,10 +369,12 @@ func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) 
 // before asking: a marker of the producer appended since voids the confirmation
 // (INVALID_TXN_STATE).
 func (p *Partition) AppendFromCoordinatorVerified(records []byte, guard uint64) (AppendResult, error) {
-	return p.appendFromCoordinator(records, &guard)
+	return p.appendFromCoordinator(records, &guard, false)
 }
 
-func (p *Partition) appendFromCoordinator(records []byte, guard *uint64) (AppendResult, error) {
+// appendFromCoordinator appends a coordinator's transactional batch: guard, when
+// set, is AppendFromCoordinatorVerified's; tv2 is AppendFromCoordinatorTV2's.
+func (p *Partition) appendFromCoordinator(records []byte, guard *uint64, tv2 bool) (AppendResult, error) {
 	h, err := batch.Check(records)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
@@ -392,6 +394,12 @@ func (p *Partition) appendFromCoordinator(records []byte, guard *uint64) (Append
 	if guard != nil && !p.txns.verifiedLocked(h.ProducerID, *guard) {
 		p.appendMu.Unlock()
 		return AppendResult{}, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
+	if tv2 {
+		if err := p.heldLocked(&h); err != nil {
+			p.appendMu.Unlock()
+			return AppendResult{}, err
+		}
 	}
 	return p.appendLocked(records, &h)
 }

@@ -84,6 +84,13 @@ func (p *Partition) AppendTV2(records []byte, acks int16) (AppendResult, error) 
 	return p.append(records, acks, nil, true)
 }
 
+// AppendFromCoordinatorTV2 is AppendFromCoordinator for the offsets of a
+// transaction version 2 producer (TxnOffsetCommit v5), after
+// AwaitPreviousMarker, with AppendTV2's check.
+func (p *Partition) AppendFromCoordinatorTV2(records []byte) (AppendResult, error) {
+	return p.appendFromCoordinator(records, nil, true)
+}
+
 // heldLocked refuses a TV2 transactional batch h while its producer's
 // transaction at an older epoch is open here. The caller holds appendMu.
 func (p *Partition) heldLocked(h *batch.Header) error {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"skiff/internal/batch"
 )
 
 // TestTV2MarkerEpochs: a TV2 marker carries the transaction's epoch plus one and
@@ -334,6 +336,7 @@ func TestTV2StaleMarkerWaitsForCommit(t *testing.T) {
 // is open, as after a late batch of that transaction landed between the hold and
 // the append; it appends once the marker came, and within the open
 // transaction. Append (TV1) keeps joining such a batch to the open transaction.
+// AppendFromCoordinatorTV2 (a coordinator's offsets) checks the same.
 func TestAppendTV2(t *testing.T) {
 	_, p, _ := heldPartition(t, false)
 	_, err := p.AppendTV2(txnBatch(7, 1, 0, "early"), 1)
@@ -354,5 +357,19 @@ func TestAppendTV2(t *testing.T) {
 	}
 	if _, err := p.Append(txnBatch(9, 1, 0, "tv1"), 1); err != nil {
 		t.Fatalf("Append of a later epoch while one is open (TV1, unchanged): %v", err)
+	}
+
+	// A coordinator's batch (TxnOffsetCommit v5) takes the same check.
+	offsets := func(epoch int16) []byte {
+		return batch.BuildTransactional(time.Now().UnixMilli(), 7, epoch, []batch.Record{{Key: []byte("k"), Value: []byte("v")}})
+	}
+	end := p.LogEndOffset()
+	_, err = p.AppendFromCoordinatorTV2(offsets(2))
+	wantCode(t, "offsets of the next epoch before the marker", err, kerr.ConcurrentTransactions)
+	if p.LogEndOffset() != end {
+		t.Fatalf("log end %d after refused offsets, want %d", p.LogEndOffset(), end)
+	}
+	if _, err := p.AppendFromCoordinatorTV2(offsets(1)); err != nil {
+		t.Fatalf("offsets within the open transaction: %v", err)
 	}
 }
