@@ -201,20 +201,29 @@ func TestMarkerHoldTimeout(t *testing.T) {
 }
 
 // TestMarkerHoldLeaderChange: a hold ends with NOT_LEADER_OR_FOLLOWER when the
-// leadership moves to another broker, at once rather than at its timeout.
+// leadership moves to another broker or the broker is fenced, at once rather
+// than at its timeout.
 func TestMarkerHoldLeaderChange(t *testing.T) {
-	m, p, s := heldPartition(t, true)
-	done := make(chan error, 1)
-	go func() { done <- p.AwaitPreviousMarker(context.Background(), 7, 1) }()
-	waitHolds(t, p, 1)
-	moved := time.Now()
-	s.Partitions[0].Leader, s.Partitions[0].LeaderEpoch = 1, 2
-	if err := m.Apply(2, []TopicSpec{s}); err != nil {
-		t.Fatal(err)
-	}
-	wantCode(t, "held when the leadership moved", <-done, kerr.NotLeaderForPartition)
-	if took := time.Since(moved); took >= MarkerHoldTimeout {
-		t.Fatalf("answered %v after the leadership moved, want at once", took)
+	for _, how := range []string{"moved", "fenced"} {
+		t.Run(how, func(t *testing.T) {
+			m, p, s := heldPartition(t, true)
+			done := make(chan error, 1)
+			go func() { done <- p.AwaitPreviousMarker(context.Background(), 7, 1) }()
+			waitHolds(t, p, 1)
+			left := time.Now()
+			if how == "fenced" {
+				m.SetFenced(true)
+			} else {
+				s.Partitions[0].Leader, s.Partitions[0].LeaderEpoch = 1, 2
+				if err := m.Apply(2, []TopicSpec{s}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantCode(t, "held when the leadership left", <-done, kerr.NotLeaderForPartition)
+			if took := time.Since(left); took >= MarkerHoldTimeout {
+				t.Fatalf("answered %v after the leadership left, want at once", took)
+			}
+		})
 	}
 }
 
