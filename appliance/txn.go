@@ -38,6 +38,10 @@ type TxnConfig struct {
 	// created (the replication factor capped at the live brokers).
 	TopicPartitions        int32
 	TopicReplicationFactor int16
+	// V2 serves the unadvertised versions of transaction version 2
+	// (kafkaapi.Config.TxnV2, docs/design/txn-v2.md). No setting sets it: only
+	// tests, until the finalized transaction.version feature does (WP4).
+	V2 bool
 }
 
 // startTxn creates the transaction coordinator; it leads nothing until applyTxn.
@@ -193,20 +197,10 @@ func (n *Node) writeLocalMarkers(ctx context.Context, ms []txn.Marker) ([]txn.St
 	return stamps, errors.Join(errs...)
 }
 
-// sendMarkers sends markers in one WriteTxnMarkers v1 request to broker id and
-// returns the stamps its answer gives them.
+// sendMarkers sends markers in one WriteTxnMarkers request to broker id
+// (markersRequest) and returns the stamps its answer gives them.
 func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) ([]txn.Stamp, error) {
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.SetVersion(1)
-	for _, m := range ms {
-		rm := kmsg.NewWriteTxnMarkersRequestMarker()
-		rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
-		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		rt.Topic, rt.Partitions = m.Topic, []int32{m.Partition}
-		rm.Topics = append(rm.Topics, rt)
-		req.Markers = append(req.Markers, rm)
-	}
-	resp, err := n.parts.BrokerRequest(ctx, id, req)
+	resp, err := n.parts.BrokerRequest(ctx, id, markersRequest(ms))
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +222,29 @@ func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) ([]tx
 		}
 	}
 	return stamps, errors.Join(errs...)
+}
+
+// markersRequest is the WriteTxnMarkers request of markers, one partition per
+// marker: v1, or v2 when one of them is of transaction version 2 (KIP-1228), so
+// that a cluster without TV2 sees the requests it always did. A broker serves v2
+// only with TV2 on (kafkaapi.Config.TxnV2), which TV2 markers imply.
+func markersRequest(ms []txn.Marker) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.SetVersion(1)
+	for _, m := range ms {
+		rm := kmsg.NewWriteTxnMarkersRequestMarker()
+		rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.Epoch, m.Commit, m.CoordinatorEpoch
+		rm.TransactionVersion = 1 // KIP-890 part 1: Skiff verifies the partitions of every transaction
+		if m.TV2 {
+			rm.TransactionVersion = 2
+			req.SetVersion(2)
+		}
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = m.Topic, []int32{m.Partition}
+		rm.Topics = append(rm.Topics, rt)
+		req.Markers = append(req.Markers, rm)
+	}
+	return req
 }
 
 // notifyTxn sends a transaction coordinator's notices to their partitions'
@@ -277,6 +294,7 @@ const noticeTimeout = 5 * time.Second
 func (n *Node) txnKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
 	k.Txn = n.txn
 	k.TxnTopicPartitions = n.cfg.Txn.TopicPartitions
+	k.TxnV2 = n.cfg.Txn.V2
 	k.TxnTopicReplicationFactor = n.cfg.Txn.TopicReplicationFactor
 	return k
 }

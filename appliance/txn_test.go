@@ -346,3 +346,29 @@ func countTrue(m map[string]bool) int {
 	}
 	return n
 }
+
+// TestMarkersRequestVersion: markers go to other brokers at WriteTxnMarkers v1,
+// byte for byte as before transaction version 2, unless one of them is a TV2
+// marker: then v2, each marker with its transaction version (KIP-1228).
+func TestMarkersRequestVersion(t *testing.T) {
+	tv1 := txn.Marker{Topic: "a", Partition: 1, ProducerID: 7, Epoch: 3, Commit: true, CoordinatorEpoch: 2}
+	tv2 := txn.Marker{Topic: "b", Partition: 0, ProducerID: 8, Epoch: 5, CoordinatorEpoch: 2, TV2: true}
+	req := markersRequest([]txn.Marker{tv1})
+	old := kmsg.NewPtrWriteTxnMarkersRequest()
+	old.SetVersion(1)
+	old.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 7, ProducerEpoch: 3, Committed: true, CoordinatorEpoch: 2,
+		Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "a", Partitions: []int32{1}}}}}
+	if got, want := req.AppendTo(nil), old.AppendTo(nil); req.Version != 1 || !bytes.Equal(got, want) {
+		t.Fatalf("TV1 markers: v%d %x, want v1 %x", req.Version, got, want)
+	}
+	req = markersRequest([]txn.Marker{tv1, tv2})
+	if req.Version != 2 || len(req.Markers) != 2 {
+		t.Fatalf("with a TV2 marker: v%d, %d markers; want v2 with 2", req.Version, len(req.Markers))
+	}
+	for i, want := range []int8{1, 2} {
+		m := req.Markers[i]
+		if m.TransactionVersion != want || m.ProducerEpoch != []int16{3, 5}[i] || m.Topics[0].Topic != []string{"a", "b"}[i] {
+			t.Fatalf("marker %d: %+v, want transaction version %d", i, m, want)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 package kafkaapi
 
-// WriteTxnMarkers, key 27, versions 0..1.
+// WriteTxnMarkers, key 27, versions 0..1 advertised; 2 served with Config.TxnV2.
 //
 // Behaviour: sent by transaction coordinators (package txn, through the appliance)
 // to partition leaders: each marker (producer id, epoch, commit or abort,
@@ -20,6 +20,14 @@ package kafkaapi
 // partition with 0 if it kept the notice, INVALID_TXN_STATE if the producer's
 // marker stamp or the leader epoch no longer match.
 //
+// v2 (KIP-1228) adds each marker's transaction_version: a marker of transaction
+// version 2 or later carries the transaction's epoch plus one (KIP-890 part 2),
+// and one at or below the epoch of the producer's open transaction on a
+// partition is stale there: nothing is appended and the partition answers 0
+// (replication.Partition.WriteMarker; Kafka answers INVALID_PRODUCER_EPOCH,
+// which Skiff's coordinator counts as done as well). Below v2, and for
+// transaction versions 0 and 1, markers keep the rules above.
+//
 // Authorization, as in Kafka: CLUSTER_ACTION on the cluster (brokers have it;
 // CLUSTER_AUTHORIZATION_FAILED for every partition).
 
@@ -34,7 +42,7 @@ import (
 
 func init() {
 	register(api[*kmsg.WriteTxnMarkersRequest]{
-		min: 0, max: 1,
+		min: 0, max: 1, txnV2Max: 2,
 		handle: (*Server).handleWriteTxnMarkers,
 		entries: func(r *kmsg.WriteTxnMarkersRequest) (n int) {
 			for _, m := range r.Markers {
@@ -87,7 +95,8 @@ func (s *Server) handleWriteTxnMarkers(c *conn, _ *RequestHeader, req *kmsg.Writ
 					continue
 				}
 				local = append(local, txn.LocalMarker{To: part, Marker: txn.Marker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,
-					Epoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch}})
+					Epoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch,
+					TV2: req.Version >= 2 && m.TransactionVersion >= 2}})
 				answers = append(answers, rp)
 			}
 		}

@@ -19,6 +19,9 @@ import (
 type api[R kmsg.Request] struct {
 	// min and max are the versions served, as ApiVersions advertises them.
 	min, max int16
+	// txnV2Max, above max, is the highest version served when Config.TxnV2 is
+	// set (transaction version 2, not advertised yet); 0: none.
+	txnV2Max int16
 	// beforeAuth: the key is served on a SASL listener to a connection that has
 	// not authenticated (ApiVersions, SaslHandshake, SaslAuthenticate); any other
 	// key closes such a connection (sasl.go).
@@ -60,6 +63,7 @@ type apiKey struct {
 	name     string // kmsg's name of the key, the label of its request metric
 	file     string // the file that registered it
 	min, max int16
+	txnV2Max int16
 
 	beforeAuth          bool
 	weighsFrame         bool
@@ -88,11 +92,13 @@ func register[R kmsg.Request](a api[R]) {
 		panic(fmt.Sprintf("kafkaapi: key %d registered by %s and %s", key, apis[key].file, file))
 	case a.min < 0 || a.min > a.max || a.max > req.MaxVersion():
 		panic(fmt.Sprintf("kafkaapi: key %d: versions %d..%d (kmsg knows up to %d)", key, a.min, a.max, req.MaxVersion()))
+	case a.txnV2Max != 0 && (a.txnV2Max <= a.max || a.txnV2Max > req.MaxVersion()):
+		panic(fmt.Sprintf("kafkaapi: key %d: TV2 versions up to %d after %d (kmsg knows up to %d)", key, a.txnV2Max, a.max, req.MaxVersion()))
 	case (a.handle == nil) == (a.write == nil):
 		panic(fmt.Sprintf("kafkaapi: key %d needs exactly one of handle and write", key))
 	}
 	k := &apiKey{
-		key: key, name: kmsg.NameForKey(key), file: file, min: a.min, max: a.max,
+		key: key, name: kmsg.NameForKey(key), file: file, min: a.min, max: a.max, txnV2Max: a.txnV2Max,
 		beforeAuth: a.beforeAuth, weighsFrame: a.weighsFrame, plainResponseHeader: a.plainResponseHeader,
 		shape: a.shape, unsupported: a.unsupported, pipelined: a.pipelined,
 		entries: func(kmsg.Request) int { return 0 },
@@ -121,8 +127,16 @@ func lookup(key int16) *apiKey {
 }
 
 // servedAt returns the entry of key when version is served, else nil.
-func servedAt(key, version int16) *apiKey {
-	if a := lookup(key); a != nil && version >= a.min && version <= a.max {
+func servedAt(key, version int16) *apiKey { return servedWith(key, version, false) }
+
+// servedWith is servedAt with the versions of transaction version 2 served
+// too when txnV2 is set (Config.TxnV2).
+func servedWith(key, version int16, txnV2 bool) *apiKey {
+	a := lookup(key)
+	if a == nil || version < a.min {
+		return nil
+	}
+	if version <= a.max || (txnV2 && version <= a.txnV2Max) {
 		return a
 	}
 	return nil

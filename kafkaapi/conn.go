@@ -279,7 +279,7 @@ func (c *conn) logReadErr(what string, err error, midFrame bool) {
 // handle decodes one request frame, runs its handler and writes the answer. An error
 // means the connection must be closed (the stream cannot be trusted any more).
 func (c *conn) handle(frame []byte) error {
-	d, err := decodeFrame(frame, c.srv.cfg.MaxPartitionsPerRequest)
+	d, err := decodeFrameWith(frame, c.srv.cfg.MaxPartitionsPerRequest, c.srv.cfg.TxnV2)
 	if mustDrain(d, c.acks.adds) && !c.acks.drain() {
 		return errRefused // an answer in flight could not be written (logged)
 	}

@@ -33,13 +33,19 @@ type decodedRequest struct {
 // closed. Nothing in the result aliases frame except byte fields of the request
 // (Produce records, group member metadata and assignments).
 func decodeFrame(frame []byte, maxEntries int) (decodedRequest, error) {
+	return decodeFrameWith(frame, maxEntries, false)
+}
+
+// decodeFrameWith is decodeFrame serving the versions of transaction version 2
+// too when txnV2 is set (Config.TxnV2).
+func decodeFrameWith(frame []byte, maxEntries int, txnV2 bool) (decodedRequest, error) {
 	var d decodedRequest
 	hdr, body, err := parseHeaderPrefix(frame)
 	if err != nil {
 		return d, err
 	}
 	d.hdr = hdr
-	a := servedAt(hdr.Key, hdr.Version)
+	a := servedWith(hdr.Key, hdr.Version, txnV2)
 	if a == nil {
 		return d, nil
 	}

@@ -129,6 +129,11 @@ type Config struct {
 	// factor capped at the live brokers).
 	TxnTopicPartitions        int32
 	TxnTopicReplicationFactor int16
+	// TxnV2 serves the versions of transaction version 2 (KIP-890 part 2,
+	// docs/design/txn-v2.md) above the advertised ones (api.txnV2Max): never
+	// advertised, so only a client that knows of it (another Skiff broker, a
+	// test) sends them. False by default until the feature is finalized (WP4).
+	TxnV2 bool
 	// ViewCurrent waits while this node is recovering from a pause of its process or a
 	// loss of its session, until ctx ends, and reports whether its view of the cluster
 	// (the metadata cache) is current: not possibly stale. Requests that name leaders

@@ -122,7 +122,9 @@ type AppendResult struct {
 	// LogAppendTime is the broker's timestamp for LogAppendTime topics, else -1.
 	LogAppendTime int64
 	// Duplicate is set when the batch was a retry of one already in the log: nothing
-	// was appended and BaseOffset is the original one.
+	// was appended and BaseOffset is the original one. For a stale TV2 marker
+	// (WriteMarker) nothing was appended either, and LastOffset is the first offset
+	// of the transaction that made it stale.
 	Duplicate bool
 	// LeaderEpoch is the epoch this replica led in when it appended the batch
 	// (or found it appended): WaitAcked acknowledges it only while that
@@ -217,6 +219,9 @@ type Partition struct {
 	// restored (0: none).
 	producerExpiry time.Duration
 	snap           snapshotState // producer_snapshot.go
+	// holds counts the batches waiting for a previous transaction's marker
+	// (txn_hold.go).
+	holds atomic.Int32
 
 	stateMu sync.Mutex
 	st      replicaState // guarded by stateMu
@@ -388,7 +393,7 @@ func (p *Partition) ISR() []int32 {
 // watermark itself when the producer asked for acks=all. Errors wrap a *kerr.Error
 // naming the Kafka error code; nothing is appended when one is returned.
 func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
-	return p.append(records, acks, nil)
+	return p.append(records, acks, nil, false)
 }
 
 // AppendVerified is Append for a transactional batch whose transaction the
@@ -396,10 +401,12 @@ func (p *Partition) Append(records []byte, acks int16) (AppendResult, error) {
 // TxnVerification gave before asking: a marker of the producer appended since
 // voids the confirmation (INVALID_TXN_STATE).
 func (p *Partition) AppendVerified(records []byte, acks int16, guard uint64) (AppendResult, error) {
-	return p.append(records, acks, &guard)
+	return p.append(records, acks, &guard, false)
 }
 
-func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendResult, error) {
+// append appends one produced batch: guard, when set, is AppendVerified's; tv2
+// is AppendTV2's.
+func (p *Partition) append(records []byte, acks int16, guard *uint64, tv2 bool) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.cfg.Load()
 	if len(records) > cfg.MaxMessageBytes {
@@ -456,6 +463,12 @@ func (p *Partition) append(records []byte, acks int16, guard *uint64) (AppendRes
 	if guard != nil && h.Transactional() && !p.txns.verifiedLocked(h.ProducerID, *guard) {
 		p.appendMu.Unlock()
 		return res, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
+	if tv2 && h.Transactional() {
+		if err := p.heldLocked(&h); err != nil {
+			p.appendMu.Unlock()
+			return res, err
+		}
 	}
 	if h.Idempotent() {
 		dup, err := p.producers.check(&h)

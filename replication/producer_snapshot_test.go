@@ -82,7 +82,7 @@ func TestExpiryPrunesMarkerState(t *testing.T) {
 	p := newTestPartition(t)
 	for _, pid := range []int64{7, 8} {
 		mustAppend(t, p, txnBatch(pid, 0, 0, "a"))
-		if _, err := p.WriteMarker(pid, 0, true, 3); err != nil {
+		if _, err := p.WriteMarker(pid, 0, true, 3, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +208,7 @@ func abortTxns(t *testing.T, p *Partition, n int) []AbortedTxn {
 	t.Helper()
 	for i := range n {
 		mustAppend(t, p, txnBatch(9, 0, int32(i), "x"))
-		if _, err := p.WriteMarker(9, 0, false, 0); err != nil {
+		if _, err := p.WriteMarker(9, 0, false, 0, false); err != nil {
 			t.Fatal(err)
 		}
 	}

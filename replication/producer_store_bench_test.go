@@ -78,7 +78,7 @@ func BenchmarkPartitionOpen(b *testing.B) {
 			}
 			written += int64(len(bt))
 		}
-		if _, err := p.WriteMarker(pid, 0, txns%3 != 0, 0); err != nil {
+		if _, err := p.WriteMarker(pid, 0, txns%3 != 0, 0, false); err != nil {
 			b.Fatal(err)
 		}
 		txns++

@@ -130,7 +130,7 @@ func (h *txnHistory) step(retention bool) string {
 		if fence {
 			epoch++ // the coordinator bumped the epoch: the old producer is fenced
 		}
-		res, err := p.WriteMarker(pid, epoch, !fence && rng.IntN(2) == 0, int32(rng.IntN(2)))
+		res, err := p.WriteMarker(pid, epoch, !fence && rng.IntN(2) == 0, int32(rng.IntN(2)), false)
 		if err != nil {
 			return "refused marker" // an older coordinator epoch than the last marker's
 		}

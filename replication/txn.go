@@ -246,7 +246,14 @@ func (p *Partition) ReadStable(offset, maxBytes int64) (*logstore.Slice, error) 
 // fenced producer), and one of a coordinator epoch older than that of the
 // producer's latest marker here with TRANSACTION_COORDINATOR_FENCED (a late marker
 // of a coordinator that lost its partition of __transaction_state), as in Kafka.
-func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32) (AppendResult, error) {
+//
+// tv2 marks a marker of transaction version 2 (KIP-890 part 2, WriteTxnMarkers v2's
+// transaction_version): its epoch is the transaction's plus one (two after a
+// timeout), so one at or below the epoch of the producer's open transaction here
+// belongs to an ended transaction (staleMarkerLocked): nothing is appended, and the
+// answer stands for the marker that did end it, committed once the open
+// transaction's first batch is.
+func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, tv2 bool) (AppendResult, error) {
 	b := batch.BuildControl(time.Now().UnixMilli(), pid, epoch, commit, coordinatorEpoch)
 	h, err := batch.ParseHeader(b)
 	if err != nil {
@@ -261,11 +268,38 @@ func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, coordinator
 		p.appendMu.Unlock()
 		return AppendResult{}, fmt.Errorf("marker of producer %d epoch %d, which is at %d: %w", pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
 	}
+	if tv2 {
+		if res, stale := p.staleMarkerLocked(pid, epoch); stale {
+			p.appendMu.Unlock()
+			return res, nil
+		}
+	}
 	if ce, ok := p.coordinatorEpoch(pid); ok && coordinatorEpoch < ce {
 		p.appendMu.Unlock()
 		return AppendResult{}, fmt.Errorf("marker of producer %d from coordinator epoch %d, after one from %d: %w", pid, coordinatorEpoch, ce, kerr.TransactionCoordinatorFenced)
 	}
 	return p.appendLocked(b, &h)
+}
+
+// staleMarkerLocked reports whether a TV2 marker of producer pid at epoch is stale
+// here (KIP-1228): the producer's open transaction has that epoch or a later one,
+// so it began after the transaction the marker ends, which had no record here or
+// whose marker came first (a coordinator writes the markers of a pending
+// completion again after a failover). Appended, it would close the new
+// transaction. The result stands for the earlier marker: a caller that waits for
+// it (WaitHighWatermark) waits until the open transaction's first batch, which
+// follows any earlier marker in the log, is committed. Kafka refuses such a
+// marker with INVALID_PRODUCER_EPOCH (ProducerAppendInfo.checkProducerEpoch),
+// which Skiff's coordinator counts as done as well. The caller holds appendMu.
+func (p *Partition) staleMarkerLocked(pid int64, epoch int16) (AppendResult, bool) {
+	p.txns.mu.Lock()
+	t, open := p.txns.open[pid]
+	p.txns.mu.Unlock()
+	if !open || t.Epoch < epoch {
+		return AppendResult{}, false
+	}
+	return AppendResult{BaseOffset: t.FirstOffset, LastOffset: t.FirstOffset, LogAppendTime: -1,
+		Duplicate: true, LeaderEpoch: p.leaderEpoch.Load()}, true
 }
 
 // coordinatorEpoch returns the coordinator epoch of producer pid's latest marker
@@ -326,7 +360,7 @@ func (p *Partition) noteLocked(h *batch.Header, raw []byte) (*abortedRecord, err
 // behalf of a producer (the group coordinator's TxnOffsetCommit records): it carries
 // the producer's id and epoch but no sequence (-1), so only the epoch is checked.
 func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) {
-	return p.appendFromCoordinator(records, nil)
+	return p.appendFromCoordinator(records, nil, false)
 }
 
 // AppendFromCoordinatorVerified is AppendFromCoordinator for a batch whose
@@ -335,10 +369,12 @@ func (p *Partition) AppendFromCoordinator(records []byte) (AppendResult, error) 
 // before asking: a marker of the producer appended since voids the confirmation
 // (INVALID_TXN_STATE).
 func (p *Partition) AppendFromCoordinatorVerified(records []byte, guard uint64) (AppendResult, error) {
-	return p.appendFromCoordinator(records, &guard)
+	return p.appendFromCoordinator(records, &guard, false)
 }
 
-func (p *Partition) appendFromCoordinator(records []byte, guard *uint64) (AppendResult, error) {
+// appendFromCoordinator appends a coordinator's transactional batch: guard, when
+// set, is AppendFromCoordinatorVerified's; tv2 is AppendFromCoordinatorTV2's.
+func (p *Partition) appendFromCoordinator(records []byte, guard *uint64, tv2 bool) (AppendResult, error) {
 	h, err := batch.Check(records)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%v: %w", err, kerr.CorruptMessage)
@@ -358,6 +394,12 @@ func (p *Partition) appendFromCoordinator(records []byte, guard *uint64) (Append
 	if guard != nil && !p.txns.verifiedLocked(h.ProducerID, *guard) {
 		p.appendMu.Unlock()
 		return AppendResult{}, fmt.Errorf("producer %d's transaction ended while it was verified: %w", h.ProducerID, kerr.InvalidTxnState)
+	}
+	if tv2 {
+		if err := p.heldLocked(&h); err != nil {
+			p.appendMu.Unlock()
+			return AppendResult{}, err
+		}
 	}
 	return p.appendLocked(records, &h)
 }

@@ -19,7 +19,7 @@ func TestTxnNoticeStamps(t *testing.T) {
 	p := m.Partition("t", 0)
 	marker := func() uint64 {
 		t.Helper()
-		if _, err := p.WriteMarker(7, 0, false, 0); err != nil {
+		if _, err := p.WriteMarker(7, 0, false, 0, false); err != nil {
 			t.Fatal(err)
 		}
 		s, _ := p.MarkerStamp(7)

@@ -47,11 +47,11 @@ func TestTransactionsOnPartition(t *testing.T) {
 	if lso := p.LastStableOffset(); lso != 1 {
 		t.Fatalf("LSO with two open transactions: %d, want 1", lso)
 	}
-	must(p.WriteMarker(7, 0, false, 0)) // 4: abort producer 7
+	must(p.WriteMarker(7, 0, false, 0, false)) // 4: abort producer 7
 	if lso := p.LastStableOffset(); lso != 3 {
 		t.Fatalf("LSO after the abort: %d, want 3", lso)
 	}
-	must(p.WriteMarker(8, 0, true, 0)) // 5: commit producer 8
+	must(p.WriteMarker(8, 0, true, 0, false)) // 5: commit producer 8
 	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != 6 || hw != 6 {
 		t.Fatalf("LSO %d HW %d after both ended, want 6", lso, hw)
 	}
@@ -63,8 +63,8 @@ func TestTransactionsOnPartition(t *testing.T) {
 		t.Fatalf("aborted after the marker: %+v, want none", got)
 	}
 	// A bumped epoch (the coordinator fenced producer 7) refuses the old one.
-	must(p.WriteMarker(7, 1, false, 0))
-	_, err := p.WriteMarker(7, 0, false, 0)
+	must(p.WriteMarker(7, 1, false, 0, false))
+	_, err := p.WriteMarker(7, 0, false, 0, false)
 	wantCode(t, "stale marker", err, kerr.InvalidProducerEpoch)
 	wantCode(t, "zombie write", appendErr(p, txnBatch(7, 0, 2, "z")), kerr.InvalidProducerEpoch)
 	must(p.Append(txnBatch(9, 0, 0, "open"), 1)) // 7: left open
@@ -183,11 +183,11 @@ func TestTxnMarkersCompacted(t *testing.T) {
 	// Producer 7 commits a, which a plain record replaces; producer 8 aborts b,
 	// then commits c.
 	appendOff(keyedTxnBatch(7, 0, "a", "c7"))
-	commit7 := must(p.WriteMarker(7, 0, true, 0))
+	commit7 := must(p.WriteMarker(7, 0, true, 0, false))
 	appendOff(keyedTxnBatch(8, 0, "b", "x8"))
-	abort8 := must(p.WriteMarker(8, 0, false, 0))
+	abort8 := must(p.WriteMarker(8, 0, false, 0, false))
 	appendOff(keyedTxnBatch(8, 1, "c", "c8"))
-	commit8 := must(p.WriteMarker(8, 0, true, 0))
+	commit8 := must(p.WriteMarker(8, 0, true, 0, false))
 	appendOff(batchtest.Keyed(batchtest.Plain, time.Now().UnixMilli(), compress.None, false, batchtest.KV{Key: []byte("a"), Value: []byte("p")}))
 	if got := p.AbortedTxns(0, p.HighWatermark()); len(got) != 1 {
 		t.Fatalf("aborted before compaction: %+v", got)
@@ -274,11 +274,11 @@ func TestMarkerCoordinatorEpoch(t *testing.T) {
 		}
 	}
 	mustAppend(txnBatch(7, 0, 0, "a"))
-	if _, err := p.WriteMarker(7, 0, false, 3); err != nil {
+	if _, err := p.WriteMarker(7, 0, false, 3, false); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(txnBatch(7, 0, 1, "b"))
-	_, err := p.WriteMarker(7, 0, true, 2)
+	_, err := p.WriteMarker(7, 0, true, 2, false)
 	wantCode(t, "marker of an older coordinator", err, kerr.TransactionCoordinatorFenced)
 	if ps := p.Producers(); len(ps) != 1 || ps[0].CoordinatorEpoch != 3 || ps[0].TxnStartOffset != 2 {
 		t.Fatalf("producers: %+v, want producer 7 at coordinator epoch 3 with its transaction open at 2", ps)
@@ -291,9 +291,9 @@ func TestMarkerCoordinatorEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = m.Partition("t", 0)
-	_, err = p.WriteMarker(7, 0, true, 2)
+	_, err = p.WriteMarker(7, 0, true, 2, false)
 	wantCode(t, "marker of an older coordinator after reopening", err, kerr.TransactionCoordinatorFenced)
-	if _, err := p.WriteMarker(7, 0, true, 4); err != nil {
+	if _, err := p.WriteMarker(7, 0, true, 4, false); err != nil {
 		t.Fatalf("marker of a newer coordinator: %v", err)
 	}
 	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw {
@@ -322,7 +322,7 @@ func TestAppendFromCoordinatorVerified(t *testing.T) {
 	if !needed {
 		t.Fatal("no verification needed with no transaction open")
 	}
-	if _, err := p.WriteMarker(7, 0, true, 0); err != nil { // the transaction ends meanwhile
+	if _, err := p.WriteMarker(7, 0, true, 0, false); err != nil { // the transaction ends meanwhile
 		t.Fatal(err)
 	}
 	end := p.LogEndOffset()

@@ -32,7 +32,7 @@ func WriteLocalMarkers(ctx context.Context, ms []LocalMarker, applied OffsetsApp
 	stamps := make([]Stamp, len(ms))
 	res := make([]replication.AppendResult, len(ms))
 	for i, m := range ms {
-		res[i], errs[i] = m.To.WriteMarker(m.Marker.ProducerID, m.Marker.Epoch, m.Marker.Commit, m.Marker.CoordinatorEpoch)
+		res[i], errs[i] = m.To.WriteMarker(m.Marker.ProducerID, m.Marker.Epoch, m.Marker.Commit, m.Marker.CoordinatorEpoch, m.Marker.TV2)
 		if errs[i] == nil {
 			// Read after the marker: a later marker's stamp would do as
 			// well (notices bound to it end with that marker), an earlier

@@ -1,0 +1,54 @@
+package kafkaapi_test
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/appliance"
+)
+
+// TestTxnV2Node: a node with transaction version 2 switched on
+// (kafkaapi.Config.TxnV2) advertises what every node does, and serves
+// WriteTxnMarkers v2 besides: conformance at v0..v2 (a v2 marker of transaction
+// version 0 keeps the old rules), and a TV2 marker at the transaction's epoch
+// plus one closes it (KIP-1228) while a repeat of it, with nothing open, is
+// appended again as Kafka does. The stale-marker rule itself needs a batch at
+// the bumped epoch, which only the TV2 coordinator (WP1, WP3) lets a producer
+// write: 27_write_txn_markers_internal_test.go tests it on a partition.
+func TestTxnV2Node(t *testing.T) {
+	n, err := startNode(t.TempDir(), func(c *appliance.Config) { c.Txn.V2 = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c := dial(t, n.KafkaAddr())
+	shared := dial(t, sharedNode(t).KafkaAddr())
+	if got, want := advertisedProfile(t, c), advertisedProfile(t, shared); !sameKeys(got, want) {
+		t.Fatalf("advertised with TxnV2 %+v, without %+v", got, want)
+	}
+	t.Run("WriteTxnMarkers", func(t *testing.T) { conformWriteTxnMarkers(t, c, []int16{0, 1, 2}) })
+
+	f := newTxnFixture(t, c)
+	wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+	f.produce(t, c, 0, "tv2")
+	marker := func(epoch int16) int16 {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.SetVersion(2)
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion = f.pid, epoch, true, 1, 2
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: f.topic, Partitions: []int32{0}}}
+		req.Markers = append(req.Markers, m)
+		return c.do(req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "TV2 marker at epoch+1", marker(f.epoch+1), 0)
+	if lso := listOffset(t, c, f.topic, 1); lso != 2 {
+		t.Fatalf("LSO %d after the TV2 commit marker, want 2", lso)
+	}
+	wantCode(t, "TV2 marker repeated with nothing open", marker(f.epoch+1), 0)
+	if end := listOffset(t, c, f.topic, 0); end != 3 {
+		t.Fatalf("log end %d after the repeat, want 3 (appended again)", end)
+	}
+	wantCode(t, "TV2 marker below the producer's epoch", marker(f.epoch), kerr.InvalidProducerEpoch.Code)
+}
