@@ -274,12 +274,16 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 	acked := make(map[*sharePartition]uint64)
 	var ackedParts []*kmsg.ShareFetchResponseTopicPartition
 	var ackedSPs []*sharePartition
+	var handed []handing // what this request acquired, handed over as it answers
 	defer func() {
 		for i, sp := range ackedSPs {
 			sp.saveSoon()
 			if c := sp.waitSaved(ctx, acked[sp]); c != 0 && ackedParts[i].AcknowledgeErrorCode == 0 {
 				ackedParts[i].AcknowledgeErrorCode = c
 			}
+		}
+		for _, h := range handed {
+			h.handOver(member)
 		}
 	}()
 	for _, t := range req.Topics {
@@ -355,6 +359,7 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 				}
 				got = true
 				rp := out.partition(tp)
+				handed = append(handed, handing{sp, rp})
 				rp.Records = append(rp.Records, a.Records...)
 				for _, ar := range a.Ranges {
 					rp.AcquiredRecords = append(rp.AcquiredRecords, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{
@@ -385,6 +390,32 @@ func (m *Manager) ShareFetch(ctx context.Context, conn ConnID, req *kmsg.ShareFe
 		if !m.waitAny(ctx, sps, wake, left) {
 			return resp
 		}
+	}
+}
+
+// handing is a partition of a ShareFetch answer with records acquired for it.
+type handing struct {
+	sp *sharePartition
+	rp *kmsg.ShareFetchResponseTopicPartition
+}
+
+// handOver keeps in the answer only the acquired records member still holds
+// (sharePartition.handOver), and none of the partition's records when it holds
+// none of them.
+func (h handing) handOver(member string) {
+	rs := make([]AcquiredRange, len(h.rp.AcquiredRecords))
+	for i, ar := range h.rp.AcquiredRecords {
+		rs[i] = AcquiredRange{First: ar.FirstOffset, Last: ar.LastOffset, Count: ar.DeliveryCount}
+	}
+	held := h.sp.handOver(member, rs)
+	h.rp.AcquiredRecords = h.rp.AcquiredRecords[:0]
+	for _, ar := range held {
+		h.rp.AcquiredRecords = append(h.rp.AcquiredRecords, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{
+			FirstOffset: ar.First, LastOffset: ar.Last, DeliveryCount: ar.Count,
+		})
+	}
+	if len(held) == 0 {
+		h.rp.Records = nil
 	}
 }
 

@@ -387,6 +387,29 @@ func (w *window) acknowledge(member string, first, last int64, types []int8, dea
 	return 0
 }
 
+// relock restarts, to deadline, the locks member holds on the offsets of rs that
+// have not ended at now, and returns the runs of those offsets (with their
+// counts): the others are no longer member's. A later deadline keeps expiry a
+// lower bound.
+func (w *window) relock(member string, rs []AcquiredRange, now, deadline time.Time) []AcquiredRange {
+	var out []AcquiredRange
+	for _, ar := range rs {
+		for o := ar.First; o <= ar.Last; o++ {
+			r := w.at(o)
+			if r == nil || r.state != stateAcquired || r.owner != member || !now.Before(r.deadline) {
+				continue
+			}
+			r.deadline = deadline
+			if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Count == r.count {
+				out[n-1].Last = o
+				continue
+			}
+			out = append(out, AcquiredRange{First: o, Last: o, Count: r.count})
+		}
+	}
+	return out
+}
+
 // counts returns how many records of the window are in each state (the offsets
 // of gaps are archived).
 func (w *window) counts() (available, acquired, acknowledged, archived int) {

@@ -480,6 +480,24 @@ func (sp *sharePartition) readRanges(out *Acquired, offs []int64, maxBytes int64
 	return nil
 }
 
+// handOver is called as a ShareFetch's answer is about to leave, with the ranges
+// it acquired for member here. The answer waited for its acknowledgements' write,
+// which may outlast a lock (while the state topic's leader fails over, say): a
+// record whose lock ended may be another member's by now, so it is left out, and
+// the locks still held restart, so that each runs its whole duration from the
+// answer, as the client counts it. A share-partition no longer led here hands
+// over nothing (its acquisitions are not the next leader's).
+func (sp *sharePartition) handOver(member string, rs []AcquiredRange) []AcquiredRange {
+	now := sp.m.now()
+	deadline := now.Add(sp.m.groupSettings(sp.key.Group).RecordLockDuration)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.mu.dead || !sp.log.IsLeader() || sp.log.LeaderEpoch() != sp.epoch {
+		return nil // the next leader hands these records out again
+	}
+	return sp.mu.w.relock(member, rs, now, deadline)
+}
+
 // rangesOf groups acquired offsets into runs of one delivery count.
 func rangesOf(w *window, offs []int64) []AcquiredRange {
 	var out []AcquiredRange
