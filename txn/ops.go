@@ -53,10 +53,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	case m.pending:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
-	case pid >= 0 && rotatedFrom(m, pid, epoch):
-		// A TV2 producer whose EndTxn rotated its id, and which never got the
-		// answer (Kafka's isValidProducerId): it goes on with the new id.
-	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
+	case pid >= 0 && !rotatedFrom(m, pid, epoch) &&
+		(pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
+		// Another producer, except a TV2 one whose EndTxn rotated its id and
+		// which never got the answer (rotatedFrom, Kafka's isValidProducerId):
+		// that one goes on with the new id, once a transaction open there is
+		// aborted as for any InitProducerId.
 		sh.mu.Unlock()
 		return -1, -1, codeFenced
 	case m.state == PrepareCommit || m.state == PrepareAbort, m.carried != nil:

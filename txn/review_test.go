@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -95,5 +96,39 @@ func TestCarryAfterCompleteRecordBegan(t *testing.T) {
 	waitLoaded(t, c)
 	if m := waitState(t, c, "app", Ongoing); m.epoch != 1 || len(m.partitions) != 1 {
 		t.Fatalf("next transaction after a load: epoch %d partitions %v", m.epoch, m.partitions)
+	}
+}
+
+// TestInitWithOldIDAbortsOngoing: InitProducerId with the id an overflow
+// rotated away from (at 32766) is accepted, but like any InitProducerId it
+// aborts the transaction open under the new id first (CONCURRENT_TRANSACTIONS,
+// its markers written) rather than dropping it to Empty, which left it open
+// on its partitions with no marker to come.
+func TestInitWithOldIDAbortsOngoing(t *testing.T) {
+	ml := &markerLog{}
+	c, _ := loadedCoordinator(t, ml)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	setEpoch(c, "app", math.MaxInt16-1)
+	beginTV2(t, c, pid, math.MaxInt16-1)
+	newPID, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16-1, true, true)
+	if code != 0 {
+		t.Fatalf("commit at 32766: %d", code)
+	}
+	waitState(t, c, "app", CompleteCommit)
+	if code, _ := c.AddPartitions(ctx, "app", newPID, 0, []TopicPartition{{"out", 1}}, true); code != 0 {
+		t.Fatalf("implicit add of the new id: %d", code)
+	}
+	waitState(t, c, "app", Ongoing)
+	before := ml.count()
+	if p, e, code := c.InitProducerID(ctx, "app", time.Minute, pid, math.MaxInt16-1); code != codeConcurrent {
+		t.Fatalf("init with the old id while the new id's transaction is open: (%d, %d) code %d, want CONCURRENT_TRANSACTIONS", p, e, code)
+	}
+	waitState(t, c, "app", CompleteAbort)
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if len(ml.markers) != before+1 || ml.markers[before].ProducerID != newPID || ml.markers[before].Commit ||
+		ml.markers[before].Partition != 1 {
+		t.Fatalf("markers after the init %+v, want one abort of out-1 by %d", ml.markers[before:], newPID)
 	}
 }
