@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"skiff/internal/batch"
 	"skiff/replication"
 )
@@ -130,5 +132,62 @@ func TestInitWithOldIDAbortsOngoing(t *testing.T) {
 	if len(ml.markers) != before+1 || ml.markers[before].ProducerID != newPID || ml.markers[before].Commit ||
 		ml.markers[before].Partition != 1 {
 		t.Fatalf("markers after the init %+v, want one abort of out-1 by %d", ml.markers[before:], newPID)
+	}
+}
+
+// TestParseRejectsGarbage: the decoders of a value v1 record and of the
+// completion tag refuse what Skiff never writes and what would send markers
+// nowhere (a negative partition retried forever, holding the id's EndTxn),
+// rather than read it as something else.
+func TestParseRejectsGarbage(t *testing.T) {
+	good := &completion{commit: true, pid: 7, epoch: 4, coordinatorEpoch: 9,
+		partitions: []TopicPartition{{"a", 0}, {"a", 2}, {"b", 1}}}
+	if _, err := parseCompletion(appendCompletion(nil, good)); err != nil {
+		t.Fatalf("a good completion: %v", err)
+	}
+	for name, c := range map[string]*completion{
+		"unsorted":           {pid: 7, epoch: 4, partitions: []TopicPartition{{"b", 0}, {"a", 1}}},
+		"duplicate":          {pid: 7, epoch: 4, partitions: []TopicPartition{{"a", 1}, {"a", 1}}},
+		"negative partition": {pid: 7, epoch: 4, partitions: []TopicPartition{{"a", -1}}},
+		"empty topic":        {pid: 7, epoch: 4, partitions: []TopicPartition{{"", 0}}},
+		"negative id":        {pid: -1, epoch: 4},
+		"negative epoch":     {pid: 7, epoch: -1},
+	} {
+		if _, err := parseCompletion(appendCompletion(nil, c)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	b := appendCompletion(nil, good)
+	b[0] = 2 // result neither abort nor commit
+	if _, err := parseCompletion(b); err == nil {
+		t.Error("result 2: accepted")
+	}
+	// A topic with no partition (never written: a completion groups its
+	// partitions by topic).
+	b = appendCompletion(nil, &completion{pid: 7, epoch: 4})
+	b = append(b[:len(b)-4], 0, 0, 0, 1, 0, 1, 'a', 0, 0, 0, 0)
+	if _, err := parseCompletion(b); err == nil {
+		t.Error("a topic with no partition: accepted")
+	}
+
+	m := &txnMeta{id: "id", pid: 7, epoch: 4, timeout: time.Minute, state: Ongoing,
+		partitions: map[TopicPartition]struct{}{{"c", 0}: {}}, updated: time.UnixMilli(2000), lastEpoch: -1,
+		tv2: true, prevPID: -1, nextPID: -1, nextEpoch: -1, carried: good}
+	r := m.record()
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(r.Value); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(v *kmsg.TxnMetadataValue){
+		"value version 2":       func(v *kmsg.TxnMetadataValue) { v.Version = 2 },
+		"state 7":               func(v *kmsg.TxnMetadataValue) { v.State = 7 },
+		"negative state":        func(v *kmsg.TxnMetadataValue) { v.State = -1 },
+		"completion on Prepare": func(v *kmsg.TxnMetadataValue) { v.State = PrepareCommit },
+	} {
+		w := v
+		change(&w)
+		if _, _, err := parseRecord(batch.Record{Key: r.Key, Value: w.AppendTo(nil)}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
