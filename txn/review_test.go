@@ -191,3 +191,45 @@ func TestParseRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestEndTxnV2NextWhilePrepared: the producer's next EndTxn, at the epoch
+// its previous EndTxn answered, may arrive while that decision's markers are
+// still written (franz-go's empty abort right after a commit). It waits for
+// them, as Kafka 4.x answers CONCURRENT_TRANSACTIONS first (KAFKA-18464),
+// rather than be fenced (PRODUCER_FENCED, or INVALID_PRODUCER_ID_MAPPING
+// with the new id after an overflow, KAFKA-18660): both fatal under TV2.
+func TestEndTxnV2NextWhilePrepared(t *testing.T) {
+	for _, start := range []int16{0, math.MaxInt16 - 1} {
+		c, g, _ := gatedCoordinator(t)
+		ctx := context.Background()
+		pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+		setEpoch(c, "app", start)
+		if code, _ := c.AddPartitions(ctx, "app", pid, start, []TopicPartition{{"out", 0}}, true); code != 0 {
+			t.Fatalf("implicit add at %d: %d", start, code)
+		}
+		nextPID, nextEpoch, code := c.EndTxn(ctx, "app", pid, start, true, true)
+		if code != 0 {
+			t.Fatalf("commit at %d: %d", start, code)
+		}
+		type answer struct {
+			pid   int64
+			epoch int16
+			code  int16
+		}
+		got := make(chan answer, 1)
+		go func() {
+			p, e, code := c.EndTxn(ctx, "app", nextPID, nextEpoch, false, true)
+			got <- answer{p, e, code}
+		}()
+		select {
+		case a := <-got:
+			t.Fatalf("from %d: the next (empty) abort answered %+v while the commit's markers are held", start, a)
+		case <-time.After(50 * time.Millisecond): // it has not answered meanwhile
+		}
+		close(g.open)
+		if a := <-got; a != (answer{nextPID, nextEpoch + 1, 0}) {
+			t.Fatalf("from %d: the next abort %+v, want (%d, %d) 0", start, a, nextPID, nextEpoch+1)
+		}
+		waitState(t, c, "app", CompleteAbort)
+	}
+}
