@@ -233,3 +233,44 @@ func TestEndTxnV2NextWhilePrepared(t *testing.T) {
 		waitState(t, c, "app", CompleteAbort)
 	}
 }
+
+// TestChainEndsOnResign: implicit adds on a chain, their records appended and
+// not committed, answer NOT_COORDINATOR as soon as the coordinator resigns its
+// partition (not after CommitTimeout), and nothing of theirs outlives the
+// shard (goleak, TestMain); the next coordinator finds their records.
+func TestChainEndsOnResign(t *testing.T) {
+	c, log, pid := gatedLogProducer(t)
+	ctx := context.Background()
+	end := log.LogEndOffset()
+	log.below.Store(end)
+	codes := make(chan int16, 3)
+	for p := int32(0); p < 3; p++ {
+		go func() {
+			code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", p}}, true)
+			codes <- code
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for log.LogEndOffset() < end+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 records appended", log.LogEndOffset()-end)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	resigned := time.Now()
+	c.Resign(0)
+	for range 3 {
+		if code := <-codes; code != codeNotCoordinator {
+			t.Fatalf("an add in flight at the resignation: %d, want NOT_COORDINATOR", code)
+		}
+	}
+	if d := time.Since(resigned); d >= c.cfg.CommitTimeout {
+		t.Fatalf("the adds answered %v after the resignation, not before CommitTimeout", d)
+	}
+	log.below.Store(math.MaxInt64)
+	c.Elect(0, 1, log)
+	waitLoaded(t, c)
+	if m := waitState(t, c, "app", Ongoing); len(m.partitions) != 3 || !m.tv2 {
+		t.Fatalf("after the election: partitions %v tv2 %v", m.partitions, m.tv2)
+	}
+}
