@@ -97,23 +97,25 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	// The client picks its transaction version per transaction (TV2 at EndTxn v5).
 	next.tv2, next.prevPID, next.nextPID = false, -1, -1
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	// Pending from here, also while a new producer id is allocated without
+	// the lock: a change meanwhile (an implicit add opening a transaction)
+	// would be overwritten by this Empty state.
+	m.pending = true
 	if m.epoch >= math.MaxInt16-1 {
 		sh.mu.Unlock()
 		newPID, err := c.cfg.AllocateProducerID(ctx)
 		if err != nil {
-			return -1, -1, kerr.CoordinatorNotAvailable.Code
-		}
-		sh.mu.Lock()
-		if m.pending {
+			sh.mu.Lock()
+			m.pending = false
 			sh.mu.Unlock()
-			return -1, -1, codeConcurrent
+			sh.notifyChanged()
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
 		next.pid, next.epoch = newPID, 0
 	} else {
 		next.epoch = m.epoch + 1
+		sh.mu.Unlock()
 	}
-	m.pending = true
-	sh.mu.Unlock()
 	if err := sh.transition(m, next); err != nil {
 		return -1, -1, waitCode(err)
 	}

@@ -274,3 +274,69 @@ func TestChainEndsOnResign(t *testing.T) {
 		t.Fatalf("after the election: partitions %v tv2 %v", m.partitions, m.tv2)
 	}
 }
+
+// TestInitRotationHoldsTheID: InitProducerId at an exhausted epoch allocates a
+// new producer id without the shard's lock; meanwhile the id is pending, so
+// an implicit add cannot start a transaction that the Empty state would then
+// drop (open on its partitions with no marker to come).
+func TestInitRotationHoldsTheID(t *testing.T) {
+	ml := &markerLog{}
+	c, _ := loadedCoordinator(t, ml)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	setEpoch(c, "app", math.MaxInt16-1)
+	allocating, allocate := make(chan struct{}), make(chan struct{})
+	c.cfg.AllocateProducerID = func(context.Context) (int64, error) {
+		close(allocating)
+		<-allocate
+		return 500, nil
+	}
+	type answer struct {
+		pid   int64
+		epoch int16
+		code  int16
+	}
+	inited := make(chan answer, 1)
+	go func() {
+		p, e, code := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+		inited <- answer{p, e, code}
+	}()
+	<-allocating
+	added := make(chan int16, 1)
+	go func() {
+		code, _ := c.AddPartitions(ctx, "app", pid, math.MaxInt16-1, []TopicPartition{{"out", 0}}, true)
+		added <- code
+	}()
+	// The add either waits for the init (the id pending) or, the bug, is
+	// answered at once; wait for one of the two.
+	sh, _ := c.shardFor("app")
+	deadline := time.Now().Add(10 * time.Second)
+	for waiting := false; !waiting; {
+		select {
+		case code := <-added:
+			if code == 0 {
+				t.Fatal("an implicit add started a transaction while InitProducerId rotated the id")
+			}
+			added <- code
+			waiting = true
+		default:
+			sh.mu.Lock()
+			waiting = sh.txns["app"].awaiting > 0
+			sh.mu.Unlock()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the implicit add neither waited nor answered")
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	close(allocate)
+	if a := <-inited; a != (answer{500, 0, 0}) {
+		t.Fatalf("init: %+v, want (500, 0) 0", a)
+	}
+	if code := <-added; code != codeInvalidMapping {
+		t.Fatalf("the old producer's add after the init: %d, want INVALID_PRODUCER_ID_MAPPING", code)
+	}
+	if m := waitState(t, c, "app", Empty); m.pid != 500 || len(m.partitions) != 0 {
+		t.Fatalf("after the init: pid %d partitions %v", m.pid, m.partitions)
+	}
+}
