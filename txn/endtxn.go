@@ -52,7 +52,9 @@ func (c *Coordinator) endTxnV1(ctx context.Context, id string, pid int64, epoch 
 		// A retry of the same decision.
 		sh.mu.Unlock()
 		return sh.waitComplete(ctx, m, done)
-	case m.pending, m.state == PrepareCommit, m.state == PrepareAbort:
+	case m.pending, m.state == PrepareCommit, m.state == PrepareAbort, m.carried != nil:
+		// A carried completion (TV2) stays until its markers are committed:
+		// this v0 record would drop it from the log.
 		sh.mu.Unlock()
 		return codeConcurrent
 	case m.state != Ongoing:

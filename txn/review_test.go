@@ -340,3 +340,28 @@ func TestInitRotationHoldsTheID(t *testing.T) {
 		t.Fatalf("after the init: pid %d partitions %v", m.pid, m.partitions)
 	}
 }
+
+// TestEndTxnV1WhileCarrying: an EndTxn below v5 on a transaction that carries
+// the previous one's completion gets CONCURRENT_TRANSACTIONS, like any change
+// of the id meanwhile: its PrepareX record (value v0, no tags) would drop the
+// completion from the log, and a coordinator elected before those markers
+// are committed would never write them.
+func TestEndTxnV1WhileCarrying(t *testing.T) {
+	c, g, _ := gatedCoordinator(t)
+	ctx := context.Background()
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 0}}, true); code != 0 {
+		t.Fatalf("implicit add: %d", code)
+	}
+	if _, _, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	if code, _ := c.AddPartitions(ctx, "app", pid, 1, []TopicPartition{{"out", 1}}, true); code != 0 {
+		t.Fatalf("implicit add carrying the completion: %d", code)
+	}
+	if _, _, code := c.EndTxn(ctx, "app", pid, 1, true, false); code != codeConcurrent {
+		t.Fatalf("EndTxn v4 while the completion is carried: %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	close(g.open)
+	waitState(t, c, "app", Ongoing)
+}
