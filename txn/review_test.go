@@ -68,24 +68,8 @@ func TestCarryAfterCompleteRecordBegan(t *testing.T) {
 		added <- code
 	}()
 	// Either the add waits for the complete record, or (the bug) it carried
-	// the completion and was answered.
-	sh, _ := c.shardFor("app")
-	deadline := time.Now().Add(10 * time.Second)
-	for waiting := false; !waiting; {
-		select {
-		case code := <-added:
-			added <- code
-			waiting = true
-		default:
-			sh.mu.Lock()
-			waiting = sh.txns["app"].awaiting > 0
-			sh.mu.Unlock()
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the implicit add neither waited nor answered")
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
-	}
+	// the completion and was answered: see which.
+	awaitingOrAnswered(t, c, "app", added)
 	close(log.open)
 	if code := <-added; code != 0 {
 		t.Fatalf("implicit add of the next transaction: %d", code)
@@ -308,26 +292,9 @@ func TestInitRotationHoldsTheID(t *testing.T) {
 		added <- code
 	}()
 	// The add either waits for the init (the id pending) or, the bug, is
-	// answered at once; wait for one of the two.
-	sh, _ := c.shardFor("app")
-	deadline := time.Now().Add(10 * time.Second)
-	for waiting := false; !waiting; {
-		select {
-		case code := <-added:
-			if code == 0 {
-				t.Fatal("an implicit add started a transaction while InitProducerId rotated the id")
-			}
-			added <- code
-			waiting = true
-		default:
-			sh.mu.Lock()
-			waiting = sh.txns["app"].awaiting > 0
-			sh.mu.Unlock()
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the implicit add neither waited nor answered")
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	// answered at once.
+	if code, answered := awaitingOrAnswered(t, c, "app", added); answered && code == 0 {
+		t.Fatal("an implicit add started a transaction while InitProducerId rotated the id")
 	}
 	close(allocate)
 	if a := <-inited; a != (answer{500, 0, 0}) {
@@ -364,4 +331,30 @@ func TestEndTxnV1WhileCarrying(t *testing.T) {
 	}
 	close(g.open)
 	waitState(t, c, "app", Ongoing)
+}
+
+// awaitingOrAnswered waits until a request waits for a change of id
+// (awaiting) or code has an answer, which it puts back and returns.
+func awaitingOrAnswered(t *testing.T, c *Coordinator, id string, code chan int16) (int16, bool) {
+	t.Helper()
+	sh, _ := c.shardFor(id)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case got := <-code:
+			code <- got
+			return got, true
+		default:
+		}
+		sh.mu.Lock()
+		waiting := sh.txns[id].awaiting > 0
+		sh.mu.Unlock()
+		if waiting {
+			return 0, false
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a request of %s neither waited nor answered", id)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
 }
