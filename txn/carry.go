@@ -82,17 +82,34 @@ var errCompletionTag = errors.New("txn: malformed completion tag")
 // parseCompletion decodes a CompletionTag value.
 func parseCompletion(b []byte) (*completion, error) {
 	r := reader{b: b}
-	c := &completion{commit: r.u8() == 1, pid: int64(r.u64()), epoch: int16(r.u16()), coordinatorEpoch: int32(r.u32())}
-	for n := r.u32(); n > 0 && r.ok(); n-- {
+	result := r.u8()
+	c := &completion{commit: result == 1, pid: int64(r.u64()), epoch: int16(r.u16()), coordinatorEpoch: int32(r.u32())}
+	valid := result <= 1 && c.pid >= 0 && c.epoch >= 0
+	for n := r.u32(); n > 0 && r.ok() && valid; n-- {
 		topic := string(r.bytes(int(r.u16())))
-		for k := r.u32(); k > 0 && r.ok(); k-- {
-			c.partitions = append(c.partitions, TopicPartition{topic, int32(r.u32())})
+		k := r.u32()
+		valid = topic != "" && k > 0
+		for ; k > 0 && r.ok() && valid; k-- {
+			tp := TopicPartition{topic, int32(r.u32())}
+			// Sorted, once each, as written (sortedPartitions): what is not
+			// was never a completion, and a marker to a negative partition
+			// would be retried for ever.
+			valid = tp.Partition >= 0 && (len(c.partitions) == 0 || lessPartition(c.partitions[len(c.partitions)-1], tp))
+			c.partitions = append(c.partitions, tp)
 		}
 	}
-	if !r.ok() || len(r.b) != 0 {
+	if !r.ok() || !valid || len(r.b) != 0 {
 		return nil, errCompletionTag
 	}
 	return c, nil
+}
+
+// lessPartition orders partitions by topic, then partition.
+func lessPartition(a, b TopicPartition) bool {
+	if a.Topic != b.Topic {
+		return a.Topic < b.Topic
+	}
+	return a.Partition < b.Partition
 }
 
 // reader reads big-endian fields; past the end it yields zeros and ok false.

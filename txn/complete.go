@@ -41,13 +41,6 @@ func (sh *shard) complete(m *txnMeta) {
 	if !sh.writeMarkers(m, markers, retry) {
 		return
 	}
-	sh.mu.Lock()
-	if carriedLocked(m, prepared.pid, prepared.epoch) {
-		sh.mu.Unlock()
-		sh.notifyChanged()
-		return
-	}
-	sh.mu.Unlock()
 	next := prepared.clone()
 	next.state, next.updated = CompleteAbort, time.Now()
 	if commit {
@@ -67,9 +60,18 @@ func (sh *shard) complete(m *txnMeta) {
 	// its next transaction, the record is left to that change (transition), so
 	// that both take one append and one sync instead of two in a row.
 	sh.mu.Lock()
+	if carriedLocked(m, prepared.pid, prepared.epoch) {
+		sh.mu.Unlock()
+		sh.notifyChanged()
+		return
+	}
+	// From here this record ends the transaction: no implicit add may carry
+	// the completion any more (its Ongoing record could land before this one,
+	// which would end it); one arriving now waits for this record (awaiting).
+	m.completing = false
 	if m.awaiting > 0 {
 		m.set(next)
-		m.pending, m.completeUnwritten, m.completing = false, true, false
+		m.pending, m.completeUnwritten = false, true
 		sh.mu.Unlock()
 		sh.notifyChanged()
 		return
@@ -80,7 +82,7 @@ func (sh *shard) complete(m *txnMeta) {
 		if err == nil {
 			sh.mu.Lock()
 			m.set(next)
-			m.pending, m.completing = false, false
+			m.pending = false
 			sh.mu.Unlock()
 			sh.notifyChanged()
 			return

@@ -52,7 +52,9 @@ func (c *Coordinator) endTxnV1(ctx context.Context, id string, pid int64, epoch 
 		// A retry of the same decision.
 		sh.mu.Unlock()
 		return sh.waitComplete(ctx, m, done)
-	case m.pending, m.state == PrepareCommit, m.state == PrepareAbort:
+	case m.pending, m.state == PrepareCommit, m.state == PrepareAbort, m.carried != nil:
+		// A carried completion (TV2) stays until its markers are committed:
+		// this v0 record would drop it from the log.
 		sh.mu.Unlock()
 		return codeConcurrent
 	case m.state != Ongoing:
@@ -251,10 +253,16 @@ func (sh *shard) waitDecided(ctx context.Context, m *txnMeta, want State) int16 
 // awaitCarriedLocked waits, with sh.mu held (released meanwhile), while the
 // transaction of id carries the previous one's completion (one completion
 // pending per id, so its EndTxn waits for those markers: rare, they take less
-// time than a transaction) or implicit adds are being written (chain.go). A late retry of the carried decision is answered
-// at once (answered set, with its answer). It returns the id's state then.
+// time than a transaction), implicit adds are being written (chain.go), or the
+// decision this EndTxn follows is still prepared (the producer's next EndTxn,
+// at the id and epoch that decision answered: franz-go's empty abort; Kafka
+// answers CONCURRENT_TRANSACTIONS first, KAFKA-18464, never a fence). A late
+// retry of the carried decision is answered at once (answered set, with its
+// answer). It returns the id's state then.
 func (sh *shard) awaitCarriedLocked(ctx context.Context, m *txnMeta, id string, pid int64, epoch int16, commit bool) (_ *txnMeta, answered bool, _ int64, _ int16, _ int16) {
-	busy := func(m *txnMeta) bool { return m != nil && (m.carried != nil || m.carrying != nil || m.chain != nil) }
+	busy := func(m *txnMeta) bool {
+		return m != nil && (m.carried != nil || m.carrying != nil || m.chain != nil || continuesLocked(m, pid, epoch))
+	}
 	if !busy(m) {
 		return m, false, 0, 0, 0
 	}

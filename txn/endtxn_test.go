@@ -170,8 +170,13 @@ func TestEndTxnV2RetryWhilePrepared(t *testing.T) {
 	if _, _, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != codeInvalidState {
 		t.Errorf("commit while PrepareAbort: %d, want INVALID_TXN_STATE", code)
 	}
-	if _, _, code := c.EndTxn(ctx, "app", pid, 1, false, true); code != codeFenced {
-		t.Errorf("abort at the bumped epoch while PrepareAbort: %d, want PRODUCER_FENCED", code)
+	// The producer's next EndTxn (at the bumped epoch) waits for the
+	// markers: CONCURRENT_TRANSACTIONS once its wait ends, never a fence.
+	nextCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, _, code := c.EndTxn(nextCtx, "app", pid, 1, false, true)
+	cancel()
+	if code != codeConcurrent {
+		t.Errorf("abort at the bumped epoch while PrepareAbort: %d, want CONCURRENT_TRANSACTIONS", code)
 	}
 	type answer struct {
 		pid   int64
@@ -304,7 +309,8 @@ func TestTimeoutAbortV2BumpsTwice(t *testing.T) {
 
 // TestEndTxnV2OtherEpochs: the rows of Kafka's TV2 table that refuse: another
 // epoch in Ongoing or Empty is PRODUCER_FENCED (never a retry), and so is one
-// in PrepareX after an overflow other than the old id at 32766, which waits.
+// in PrepareX after an overflow other than the old id at 32766, which waits,
+// and the new id at 0 (the producer's next EndTxn), which waits too.
 func TestEndTxnV2OtherEpochs(t *testing.T) {
 	c, g, _ := gatedCoordinator(t)
 	ctx := context.Background()
@@ -327,8 +333,13 @@ func TestEndTxnV2OtherEpochs(t *testing.T) {
 		t.Fatalf("commit at 32766: %d", code)
 	}
 	// PrepareCommit at 32767, its markers held.
-	if _, _, code := c.EndTxn(ctx, "app", newPID, 0, true, true); code != codeInvalidMapping {
-		t.Errorf("the new id while PrepareCommit: %d, want INVALID_PRODUCER_ID_MAPPING", code)
+	// The new id's next EndTxn waits for the markers (CONCURRENT_TRANSACTIONS
+	// once its wait ends), never INVALID_PRODUCER_ID_MAPPING (KAFKA-18660).
+	nextCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, _, code = c.EndTxn(nextCtx, "app", newPID, 0, true, true)
+	cancel()
+	if code != codeConcurrent {
+		t.Errorf("the new id while PrepareCommit: %d, want CONCURRENT_TRANSACTIONS", code)
 	}
 	if _, _, code := c.EndTxn(ctx, "app", pid, math.MaxInt16, true, true); code != codeFenced {
 		t.Errorf("the old id at 32767 while PrepareCommit: %d, want PRODUCER_FENCED", code)

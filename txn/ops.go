@@ -53,10 +53,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	case m.pending:
 		sh.mu.Unlock()
 		return -1, -1, codeConcurrent
-	case pid >= 0 && rotatedFrom(m, pid, epoch):
-		// A TV2 producer whose EndTxn rotated its id, and which never got the
-		// answer (Kafka's isValidProducerId): it goes on with the new id.
-	case pid >= 0 && (pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
+	case pid >= 0 && !rotatedFrom(m, pid, epoch) &&
+		(pid != m.pid || (epoch != m.epoch && (epoch < 0 || epoch != m.lastEpoch))):
+		// Another producer, except a TV2 one whose EndTxn rotated its id and
+		// which never got the answer (rotatedFrom, Kafka's isValidProducerId):
+		// that one goes on with the new id, once a transaction open there is
+		// aborted as for any InitProducerId.
 		sh.mu.Unlock()
 		return -1, -1, codeFenced
 	case m.state == PrepareCommit || m.state == PrepareAbort, m.carried != nil:
@@ -95,23 +97,25 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	// The client picks its transaction version per transaction (TV2 at EndTxn v5).
 	next.tv2, next.prevPID, next.nextPID = false, -1, -1
 	next.partitions, next.started = map[TopicPartition]struct{}{}, time.Time{}
+	// Pending from here, also while a new producer id is allocated without
+	// the lock: a change meanwhile (an implicit add opening a transaction)
+	// would be overwritten by this Empty state.
+	m.pending = true
 	if m.epoch >= math.MaxInt16-1 {
 		sh.mu.Unlock()
 		newPID, err := c.cfg.AllocateProducerID(ctx)
 		if err != nil {
-			return -1, -1, kerr.CoordinatorNotAvailable.Code
-		}
-		sh.mu.Lock()
-		if m.pending {
+			sh.mu.Lock()
+			m.pending = false
 			sh.mu.Unlock()
-			return -1, -1, codeConcurrent
+			sh.notifyChanged()
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
 		next.pid, next.epoch = newPID, 0
 	} else {
 		next.epoch = m.epoch + 1
+		sh.mu.Unlock()
 	}
-	m.pending = true
-	sh.mu.Unlock()
 	if err := sh.transition(m, next); err != nil {
 		return -1, -1, waitCode(err)
 	}

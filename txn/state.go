@@ -169,12 +169,7 @@ func (m *txnMeta) sortedPartitions() []TopicPartition {
 	for tp := range m.partitions {
 		out = append(out, tp)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	sort.Slice(out, func(i, j int) bool { return lessPartition(out[i], out[j]) })
 	return out
 }
 
@@ -230,6 +225,9 @@ func tombstone(id string) batch.Record {
 // errRecordKey: a record of __transaction_state whose key is not a transaction's.
 var errRecordKey = errors.New("txn: not a transaction log record")
 
+// errRecordValue: a value of a version or state Kafka never writes.
+var errRecordValue = errors.New("txn: unknown transaction log value")
+
 // parseRecord reads one record of the log: the transactional id and its state
 // (nil: the id expired).
 func parseRecord(r batch.Record) (string, *txnMeta, error) {
@@ -250,6 +248,11 @@ func parseRecord(r batch.Record) (string, *txnMeta, error) {
 	if err := v.ReadFrom(r.Value); err != nil {
 		return k.TransactionalID, nil, fmt.Errorf("value of %q: %w", k.TransactionalID, err)
 	}
+	// Kafka's versions and states only (as its TransactionLog reader): kmsg
+	// reads any version as v1 and any state byte.
+	if v.Version < valueVersion || v.Version > valueVersionV2 || v.State < Empty || v.State > Dead {
+		return k.TransactionalID, nil, fmt.Errorf("%w: version %d, state %d of %q", errRecordValue, v.Version, v.State, k.TransactionalID)
+	}
 	m := &txnMeta{
 		id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch,
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: v.State,
@@ -267,6 +270,9 @@ func parseRecord(r batch.Record) (string, *txnMeta, error) {
 			m.carried, tagErr = parseCompletion(b)
 		}
 	})
+	if m.carried != nil && m.state != Ongoing {
+		tagErr = fmt.Errorf("%w on a %s record", errCompletionTag, StateName(m.state))
+	}
 	if tagErr != nil {
 		return k.TransactionalID, nil, fmt.Errorf("value of %q: %w", k.TransactionalID, tagErr)
 	}

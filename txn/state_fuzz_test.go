@@ -10,7 +10,8 @@ import (
 
 // FuzzParseRecord: any key and value of __transaction_state either fail to
 // parse or read back the same after being written again (record, then
-// parseRecord); nothing panics. The seeds are a TV1 record, a TV2 one and an
+// parseRecord); a completion is carried only by an Ongoing record; nothing
+// panics. The seeds are a TV1 record, a TV2 one and an
 // Ongoing one carrying a completion.
 func FuzzParseRecord(f *testing.F) {
 	base := txnMeta{id: "id", pid: 7, epoch: 3, timeout: time.Minute, state: Ongoing,
@@ -47,11 +48,15 @@ func FuzzParseRecord(f *testing.F) {
 		if (m.carried == nil) != (m2.carried == nil) {
 			t.Fatalf("carried completion lost or made up: %+v, %+v", m.carried, m2.carried)
 		}
+		if m.carried != nil && m.state != Ongoing {
+			t.Fatalf("a completion carried by a %s record", StateName(m.state))
+		}
 	})
 }
 
 // FuzzParseCompletion: a completion tag either fails to parse or, written again
-// (appendCompletion), parses to the same markers.
+// (appendCompletion), parses to the same markers, whose partitions are as
+// written (sorted, once each, named, not negative).
 func FuzzParseCompletion(f *testing.F) {
 	f.Add(appendCompletion(nil, &completion{commit: true, pid: 7, epoch: 4, coordinatorEpoch: 9,
 		partitions: []TopicPartition{{"a", 0}, {"a", 2}, {"b", 1}}}))
@@ -68,6 +73,11 @@ func FuzzParseCompletion(f *testing.F) {
 		}
 		if !reflect.DeepEqual(c.markers(), c2.markers()) {
 			t.Fatalf("read back differently:\n%+v\n%+v", c.markers(), c2.markers())
+		}
+		for i, tp := range c.partitions {
+			if tp.Topic == "" || tp.Partition < 0 || (i > 0 && !lessPartition(c.partitions[i-1], tp)) {
+				t.Fatalf("partitions not as written (sorted, once each, named, >= 0): %+v", c.partitions)
+			}
 		}
 	})
 }
