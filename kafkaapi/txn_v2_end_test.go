@@ -84,6 +84,21 @@ func wantEndRefused(t *testing.T, what string, resp *kmsg.EndTxnResponse, code i
 	}
 }
 
+// waitTxnComplete waits until the transaction of id is CompleteCommit or
+// CompleteAbort (DescribeTransactions). Until then an EndTxn v5 at the bumped
+// epoch, with no add in between, is PRODUCER_FENCED (txn.endTxnV2 answers the
+// current epoch in PrepareX so; Kafka answers CONCURRENT_TRANSACTIONS, which
+// clients retry): the tests below wait rather than depend on that answer.
+func waitTxnComplete(t *testing.T, c *kconn, id string) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	waitFor(t, 10*time.Second, "the transaction of "+id+" to be complete", func() bool {
+		st := c.do(req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+		return st.ErrorCode == 0 && (st.State == "CompleteCommit" || st.State == "CompleteAbort")
+	})
+}
+
 // TestTxnV2Conformance: on a TxnV2 node, every version of ApiVersions (0..4),
 // EndTxn (0..5) and TxnOffsetCommit (0..5), built with kmsg, is served and
 // means what it asks; ApiVersions v3+ lists the feature transaction.version
@@ -166,7 +181,9 @@ func TestTxnV2EndTxn(t *testing.T) {
 	wantEnded(t, "abort retried", endTxnV5(t, c, f.id, f.pid, e+1, false), f.pid, e+2)
 
 	// Nothing in the transaction: an abort bumps, a commit is refused.
+	waitTxnComplete(t, c, f.id)
 	wantEnded(t, "empty abort after an abort", endTxnV5(t, c, f.id, f.pid, e+2, false), f.pid, e+3)
+	waitTxnComplete(t, c, f.id)
 	wantEndRefused(t, "commit with nothing in the transaction", endTxnV5(t, c, f.id, f.pid, e+3, true), kerr.InvalidTxnState.Code)
 	wantEndRefused(t, "abort two epochs back", endTxnV5(t, c, f.id, f.pid, e+1, false), kerr.ProducerFenced.Code)
 	wantEndRefused(t, "another producer id", endTxnV5(t, c, f.id, f.pid+1000, e+3, false), kerr.InvalidProducerIDMapping.Code)
