@@ -11,7 +11,7 @@ import (
 
 // TestTxnV2Node: a node with transaction version 2 switched on
 // (kafkaapi.Config.TxnV2) advertises what every node does but for the raised
-// maxima of transaction version 2 (TestTxnV2ApiVersions), and serves
+// maxima of transaction version 2 (TestTxnV2Conformance), and serves
 // WriteTxnMarkers v2: conformance at v0..v2 (a v2 marker of transaction
 // version 0 keeps the old rules), and a TV2 marker at the transaction's epoch
 // plus one closes it (KIP-1228) while a repeat of it, with nothing open, is
