@@ -42,6 +42,9 @@ type TxnConfig struct {
 	// (kafkaapi.Config.TxnV2, docs/design/txn-v2.md). No setting sets it: only
 	// tests, until the finalized transaction.version feature does (WP4).
 	V2 bool
+	// FirstEpoch is the producer epoch a new transactional id starts at
+	// (txn.Config.FirstEpoch; tests only, for the epoch overflow of V2).
+	FirstEpoch int16
 }
 
 // startTxn creates the transaction coordinator; it leads nothing until applyTxn.
@@ -67,6 +70,7 @@ func (n *Node) startTxn() {
 		IDExpiration:       c.IDExpiration,
 		DB:                 n.db,
 		Logger:             n.logger,
+		FirstEpoch:         c.FirstEpoch,
 	})
 }
 

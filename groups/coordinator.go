@@ -202,6 +202,11 @@ type Log interface {
 	// coordinator does not know (see replication.Partition).
 	TxnVerification(producerID int64) (guard uint64, needed bool)
 	AppendFromCoordinatorVerified(batch []byte, guard uint64) (replication.AppendResult, error)
+	// AwaitPreviousMarker and AppendFromCoordinatorTV2 append the batch of a
+	// transaction version 2 producer (TxnOffsetCommit v5) after the marker of
+	// its previous transaction (see replication.Partition).
+	AwaitPreviousMarker(ctx context.Context, producerID int64, epoch int16) error
+	AppendFromCoordinatorTV2(batch []byte) (replication.AppendResult, error)
 	HighWatermark() int64
 	// IsLeader and LeaderEpoch tell whether the replica still leads in the
 	// shard's epoch: its high watermark counts for the shard only then.

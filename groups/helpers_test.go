@@ -154,6 +154,13 @@ func (l *testLog) AppendFromCoordinatorVerified(b []byte, _ uint64) (replication
 	return l.Append(b, -1)
 }
 
+// AwaitPreviousMarker: the test log keeps no transactions; nothing is held.
+func (l *testLog) AwaitPreviousMarker(context.Context, int64, int16) error { return nil }
+
+func (l *testLog) AppendFromCoordinatorTV2(b []byte) (replication.AppendResult, error) {
+	return l.Append(b, -1)
+}
+
 func (l *testLog) notify() {
 	l.mu.Lock()
 	for ch := range l.waiters {

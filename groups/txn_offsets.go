@@ -21,6 +21,9 @@ import (
 // transactional id whether __consumer_offsets partition partition is in the
 // producer's ongoing transaction (AddOffsetsToTxn put it there): 0 when it is,
 // else the code to answer (INVALID_TXN_STATE: not in it).
+//
+// For a TxnOffsetCommit v5 (transaction version 2, KIP-890 part 2) it adds the
+// partition to the transaction instead (no AddOffsetsToTxn before it).
 type TxnVerifier func(ctx context.Context, partition int32) int16
 
 // TxnOffsetCommit handles a TxnOffsetCommit request. A member of the group (v3+:
@@ -36,7 +39,8 @@ type TxnVerifier func(ctx context.Context, partition int32) int16
 // transaction (KIP-890 part 1, as Kafka's group coordinator does), so that no
 // commit without AddOffsetsToTxn, or after the transaction ended, leaves a
 // transaction there that no marker ends; a marker of the producer appended
-// between the answer and the append voids it.
+// between the answer and the append voids it. From v5 (transaction version 2)
+// verify adds the partition (addTxnOffsets).
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, verify TxnVerifier) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	var parts []commitPartition
@@ -68,7 +72,15 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		fillCodes(codes, kerr.GroupIDNotFound.Code)
 		return resp
 	}
-	verifiedOn, guard, code := c.verifyTxnOffsets(ctx, req, verify)
+	tv2 := req.Version >= 5
+	var verifiedOn *shard
+	var guard uint64
+	var code int16
+	if tv2 {
+		verifiedOn, code = c.addTxnOffsets(ctx, req, verify)
+	} else {
+		verifiedOn, guard, code = c.verifyTxnOffsets(ctx, req, verify)
+	}
 	if code != 0 {
 		fillCodes(codes, code)
 		return resp
@@ -109,9 +121,12 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if len(recs) > 0 {
 		var res replication.AppendResult
 		b := batch.BuildTransactional(now.UnixMilli(), req.ProducerID, req.ProducerEpoch, recs)
-		if verifiedOn != nil {
+		switch {
+		case tv2:
+			res, err = sh.log.AppendFromCoordinatorTV2(b)
+		case verifiedOn != nil:
 			res, err = sh.log.AppendFromCoordinatorVerified(b, guard)
-		} else {
+		default:
 			res, err = sh.log.AppendFromCoordinator(b)
 		}
 		if err == nil {
@@ -144,11 +159,15 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 
 // errCodeOf returns INVALID_PRODUCER_EPOCH when err carries it (a fenced
 // producer), the code of a transaction ended while it was verified when err
-// carries INVALID_TXN_STATE, else def.
+// carries INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS when a transaction
+// version 2 batch found its producer's previous transaction open again
+// (retriable), else def.
 func errCodeOf(err error, def, version int16) int16 {
 	switch {
 	case errors.Is(err, kerr.InvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, kerr.ConcurrentTransactions):
+		return kerr.ConcurrentTransactions.Code
 	case errors.Is(err, kerr.InvalidTxnState):
 		return notInTxnCode(kerr.InvalidTxnState.Code, version)
 	}
@@ -175,6 +194,40 @@ func (c *Coordinator) verifyTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 		return nil, 0, notInTxnCode(code, req.Version)
 	}
 	return sh, guard, 0
+}
+
+// addTxnOffsets adds, for a TxnOffsetCommit v5 (transaction version 2), the
+// group's partition to the producer's transaction (verify, nil: not asked),
+// then waits until the marker of the producer's previous transaction there, if
+// still open at an older epoch, is appended (the hold, docs/design/txn-v2.md
+// §3): the batch then lands after it, and that marker cannot close the new
+// transaction. Asked every time, not only when no transaction of the producer
+// is open there: an open one may be the previous transaction, whose marker is
+// not written yet; the coordinator answers an add it has at once. It returns
+// the shard added on, or the code to answer: never a fatal one for something
+// transient (a hold that times out is CONCURRENT_TRANSACTIONS, a partition
+// that moves NOT_COORDINATOR).
+func (c *Coordinator) addTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, verify TxnVerifier) (*shard, int16) {
+	sh, code := c.shardFor(req.Group)
+	if code != 0 {
+		return nil, code
+	}
+	if verify != nil {
+		if code := verify(ctx, sh.id); code != 0 {
+			return nil, notInTxnCode(code, req.Version)
+		}
+	}
+	if err := sh.log.AwaitPreviousMarker(ctx, req.ProducerID, req.ProducerEpoch); err != nil {
+		c.logger.Debug("group coordinator: transactional offset commit waited for a marker", "group", req.Group, "err", err)
+		switch {
+		case errors.Is(err, kerr.ConcurrentTransactions):
+			return nil, kerr.ConcurrentTransactions.Code
+		case errors.Is(err, kerr.NotLeaderForPartition):
+			return nil, kerr.NotCoordinator.Code
+		}
+		return nil, waitCode(ctx, err)
+	}
+	return sh, 0
 }
 
 // notInTxnCode is the code of a TxnOffsetCommit whose offsets partition is not in

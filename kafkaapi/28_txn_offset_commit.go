@@ -1,6 +1,6 @@
 package kafkaapi
 
-// TxnOffsetCommit, key 28, versions 0..4.
+// TxnOffsetCommit, key 28, versions 0..4 advertised; 5 served with Config.TxnV2.
 //
 // Behaviour (package groups): the offsets are appended to the group's
 // __consumer_offsets partition inside the producer's transaction and become
@@ -26,7 +26,17 @@ package kafkaapi
 // is COORDINATOR_NOT_AVAILABLE (retriable; Kafka's group coordinator maps
 // NOT_ENOUGH_REPLICAS so).
 //
-// Not implemented: v5 (transaction version 2).
+// v5 (transaction version 2, KIP-890 part 2; docs/design/txn-v2.md): the
+// client sends no AddOffsetsToTxn. The group coordinator adds the group's
+// partition to the producer's transaction itself (addOffsetsPartitionTV2,
+// every time: an open transaction there may be the previous one), waits until
+// the marker of the producer's previous transaction there is appended (the
+// hold, at most replication.MarkerHoldTimeout, then CONCURRENT_TRANSACTIONS),
+// then appends (groups.Coordinator.addTxnOffsets). Nothing transient gets a
+// code that is fatal to a TV2 producer: a coordinator that moves is
+// COORDINATOR_NOT_AVAILABLE, a partition that moves NOT_COORDINATOR, an add
+// the coordinator refuses as not in the transaction TRANSACTION_ABORTABLE.
+// Served only with Config.TxnV2 until the feature is finalized (WP4).
 
 import (
 	"context"
@@ -41,7 +51,7 @@ import (
 
 func init() {
 	register(api[*kmsg.TxnOffsetCommitRequest]{
-		min: 0, max: 4,
+		min: 0, max: 4, txnV2Max: 5,
 		handle: (*Server).handleTxnOffsetCommit,
 		entries: func(r *kmsg.TxnOffsetCommitRequest) (n int) {
 			for _, t := range r.Topics {
@@ -97,8 +107,11 @@ func txnOffsetCommitRefused(req *kmsg.TxnOffsetCommitRequest, topics []kmsg.TxnO
 
 // txnOffsetsVerifier asks req's transaction coordinator whether a
 // __consumer_offsets partition is in the producer's transaction (verifyTxn, as
-// Produce's verification does).
+// Produce's verification does); from v5 it adds the partition instead.
 func (s *Server) txnOffsetsVerifier(req *kmsg.TxnOffsetCommitRequest) groups.TxnVerifier {
+	if req.Version >= 5 {
+		return func(ctx context.Context, partition int32) int16 { return s.addOffsetsPartitionTV2(ctx, req, partition) }
+	}
 	return func(ctx context.Context, partition int32) int16 {
 		tp := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: partition}
 		code := s.verifyTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})[0]

@@ -48,8 +48,9 @@ type api[R kmsg.Request] struct {
 	plainResponseHeader bool
 	// unsupported, when set, is the answer to a version outside min..max
 	// (ApiVersions: its v0 body listing the served versions, so the client can retry
-	// at one it knows). Other keys get a body holding only UNSUPPORTED_VERSION.
-	unsupported func() kmsg.Response
+	// at one it knows; txnV2: Config.TxnV2). Other keys get a body holding only
+	// UNSUPPORTED_VERSION.
+	unsupported func(txnV2 bool) kmsg.Response
 	// pipelined, when set, reports whether a request of this version is handled
 	// while earlier answers of its connection are still waiting (pipeline.go);
 	// adds: a client's AddPartitionsToTxn may be among them. nil: never, the
@@ -72,7 +73,7 @@ type apiKey struct {
 	entries             func(req kmsg.Request) int
 	handle              func(s *Server, c *conn, hdr *RequestHeader, req kmsg.Request) kmsg.Response
 	write               func(s *Server, c *conn, hdr *RequestHeader, req kmsg.Request) error
-	unsupported         func() kmsg.Response
+	unsupported         func(txnV2 bool) kmsg.Response
 	pipelined           func(version int16, adds bool) bool
 }
 
@@ -144,11 +145,19 @@ func servedWith(key, version int16, txnV2 bool) *apiKey {
 
 // APIVersions lists the served keys and versions in key order, as ApiVersions
 // answers them.
-func APIVersions() []kmsg.ApiVersionsResponseApiKey {
+func APIVersions() []kmsg.ApiVersionsResponseApiKey { return apiVersionsWith(false) }
+
+// apiVersionsWith is APIVersions with the versions of transaction version 2 as
+// the maximum of their keys when txnV2 is set (Config.TxnV2).
+func apiVersionsWith(txnV2 bool) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
 	for _, a := range apis {
 		if a != nil {
-			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
+			k := kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max}
+			if txnV2 && a.txnV2Max > a.max {
+				k.MaxVersion = a.txnV2Max
+			}
+			out = append(out, k)
 		}
 	}
 	return out

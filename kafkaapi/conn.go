@@ -386,7 +386,7 @@ func (c *conn) write(b []byte) error {
 func (c *conn) writeUnsupported(hdr RequestHeader) error {
 	c.logger.Debug("unsupported API version", "api_key", hdr.Key, "api_version", hdr.Version)
 	if a := lookup(hdr.Key); a != nil && a.unsupported != nil {
-		return c.writeResponse(&hdr, a.unsupported())
+		return c.writeResponse(&hdr, a.unsupported(c.srv.cfg.TxnV2))
 	}
 	var b [10]byte
 	binary.BigEndian.PutUint32(b[0:], 6)

@@ -1,5 +1,7 @@
 package kafkaapi
 
+import "github.com/twmb/franz-go/pkg/kmsg"
+
 // CheckLeaderEpoch exposes checkLeaderEpoch to the external tests: an older
 // current_leader_epoch (FENCED_LEADER_EPOCH) cannot be produced over the wire on a
 // single node, whose partitions stay at leader epoch 0.
@@ -18,3 +20,7 @@ var (
 	FindProtocolDoc  = findProtocolDoc
 	ReadProfileTable = readProfileTable
 )
+
+// APIVersionsTxnV2 is what ApiVersions lists with Config.TxnV2: the served
+// versions of transaction version 2 as their keys' maxima.
+func APIVersionsTxnV2() []kmsg.ApiVersionsResponseApiKey { return apiVersionsWith(true) }

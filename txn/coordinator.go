@@ -117,6 +117,10 @@ type Config struct {
 	DB *offsets.DB
 	// Logger receives the coordinator's log lines (default: discard).
 	Logger *slog.Logger
+	// FirstEpoch is the producer epoch a new transactional id starts at (0).
+	// Tests only: the epoch overflow of transaction version 2 needs an id near
+	// 32767, which would otherwise take 32,000 transactions.
+	FirstEpoch int16
 }
 
 func (c *Config) setDefaults() {

@@ -30,7 +30,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	// is waited for; the new epoch then follows its complete state.
 	m := sh.awaitCompletion(ctx, id, pid, -1)
 	if m == nil {
-		// A new id: allocate its producer id, record it at epoch 0.
+		// A new id: allocate its producer id, record it at epoch 0 (FirstEpoch).
 		m = &txnMeta{id: id, pid: -1, epoch: -1, state: Empty, partitions: map[TopicPartition]struct{}{}, lastEpoch: -1,
 			prevPID: -1, nextPID: -1, nextEpoch: -1, pending: true}
 		sh.txns[id] = m
@@ -42,12 +42,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
 		next := m.clone()
-		next.pid, next.epoch, next.timeout, next.updated = newPID, 0, timeout, time.Now()
+		next.pid, next.epoch, next.timeout, next.updated = newPID, c.cfg.FirstEpoch, timeout, time.Now()
 		if err := sh.transition(m, next); err != nil {
 			sh.forgetNew(m)
 			return -1, -1, waitCode(err)
 		}
-		return newPID, 0, 0
+		return newPID, next.epoch, 0
 	}
 	switch {
 	case m.pending:
