@@ -77,11 +77,24 @@ type tv2Producer struct {
 	seqs  map[int32]int32 // next sequence by partition
 }
 
-func newTV2Producer(t *testing.T, coord *kconn) *tv2Producer {
+// newTV2Producer starts a producer of a new transactional id whose
+// coordinator is broker coordID, reached on coord.
+func newTV2Producer(t *testing.T, coord *kconn, coordID int32) *tv2Producer {
 	t.Helper()
-	p := &tv2Producer{id: topicName(t, "id"), seqs: map[int32]int32{}}
-	p.pid, p.epoch = initTxnAt(t, coord, 3, p.id)
-	return p
+	for range 200 {
+		id := topicName(t, "id")
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.SetVersion(1)
+		fc.CoordinatorKey, fc.CoordinatorType = id, 1
+		if findTxnCoordinator(t, coord, fc).NodeID != coordID {
+			continue
+		}
+		p := &tv2Producer{id: id, seqs: map[int32]int32{}}
+		p.pid, p.epoch = initTxnAt(t, coord, 3, p.id)
+		return p
+	}
+	t.Fatalf("no transactional id of 200 has its coordinator on broker %d", coordID)
+	return nil
 }
 
 // produceAt sends one Produce request at version v to c with a
@@ -174,14 +187,25 @@ func readCommitted(t *testing.T, c *kconn, topic string, partition int32) []stri
 	req.IsolationLevel = 1
 	rp := fetchedPartition(t, c.do(req).(*kmsg.FetchResponse), topic, partition)
 	wantCode(t, "read_committed fetch", rp.ErrorCode, 0)
-	aborted := map[int64]bool{}
-	for _, a := range rp.AbortedTransactions {
-		aborted[a.ProducerID] = true
-	}
+	// As a consumer reads: a producer's batches from an aborted
+	// transaction's first offset up to its marker are left out.
+	pending := slices.Clone(rp.AbortedTransactions)
+	slices.SortFunc(pending, func(a, b kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
+		return int(a.FirstOffset - b.FirstOffset)
+	})
+	aborting := map[int64]bool{}
 	batches, _ := decodeBatches(t, rp.RecordBatches)
 	var out []string
 	for _, b := range batches {
-		if b.Attributes&0x20 != 0 || aborted[b.ProducerID] {
+		for len(pending) > 0 && pending[0].FirstOffset <= b.FirstOffset {
+			aborting[pending[0].ProducerID] = true
+			pending = pending[1:]
+		}
+		if b.Attributes&0x20 != 0 {
+			delete(aborting, b.ProducerID) // its marker ends it
+			continue
+		}
+		if aborting[b.ProducerID] {
 			continue
 		}
 		_, recs := decodeBatches(t, b.AppendTo(nil))
@@ -210,16 +234,16 @@ func TestTxnV2Conformance(t *testing.T) {
 	c := dial(t, n.KafkaAddr())
 	t.Run("Produce", func(t *testing.T) { conformProduce(t, c, []int16{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) })
 	t.Run("AddPartitionsToTxn", func(t *testing.T) { conformAddPartitionsToTxn(t, c, []int16{0, 1, 2, 3, 4, 5}) })
-	t.Run("ProduceV12Txn", func(t *testing.T) { conformProduceV12Txn(t, c) })
+	t.Run("ProduceV12Txn", func(t *testing.T) { conformProduceV12Txn(t, c, n.ID()) })
 	t.Run("AddPartitionsToTxnV5", func(t *testing.T) { conformAddPartitionsToTxnV5(t, c) })
 }
 
 // conformProduceV12Txn checks v12's transactional codes against the
 // versions before it on one node.
-func conformProduceV12Txn(t *testing.T, c *kconn) {
+func conformProduceV12Txn(t *testing.T, c *kconn, nodeID int32) {
 	topic := topicName(t, "")
 	createTopic(t, c, topic, 2, nil)
-	p := newTV2Producer(t, c)
+	p := newTV2Producer(t, c, nodeID)
 
 	// v12 adds the partition itself; v11 and v10 still need AddPartitionsToTxn.
 	wantCode(t, "v10 without AddPartitionsToTxn", p.produceAt(t, c, 10, p.epoch, topic, 0)[0].ErrorCode, kerr.InvalidTxnState.Code)
@@ -277,9 +301,9 @@ func TestTxnV2ProduceOneNode(t *testing.T) {
 	topic := topicName(t, "")
 	createTopic(t, c, topic, 3, nil)
 	leaders := map[int32]*kconn{0: c, 1: c, 2: c}
-	t.Run("Commit", func(t *testing.T) { txnV2Commit(t, c, leaders, topic, true) })
-	t.Run("Fence", func(t *testing.T) { txnV2Fence(t, c, c, topic, 1) })
-	t.Run("Hold", func(t *testing.T) { txnV2Hold(t, c, n.KafkaAddr(), topic, 2) })
+	t.Run("Commit", func(t *testing.T) { txnV2Commit(t, c, n.ID(), leaders, topic, true) })
+	t.Run("Fence", func(t *testing.T) { txnV2Fence(t, c, n.ID(), c, topic, 1) })
+	t.Run("Hold", func(t *testing.T) { txnV2Hold(t, c, n.ID(), n.KafkaAddr(), topic, 2) })
 }
 
 // TestTxnV2ProduceThreeNodes: the coordinator is on one of three nodes, the
@@ -308,10 +332,12 @@ func TestTxnV2ProduceThreeNodes(t *testing.T) {
 		leaders[part] = dial(t, addr)
 	}
 
-	p := newTV2Producer(t, c0) // only to find the coordinator of its id
+	// The coordinator of the tests' transactional ids: the broker leading
+	// the first partition of __transaction_state (created by this first
+	// FindCoordinator), whichever leads the topic's partitions.
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(1)
-	fc.CoordinatorKey, fc.CoordinatorType = p.id, 1
+	fc.CoordinatorKey, fc.CoordinatorType = topicName(t, "id"), 1
 	coordID := findTxnCoordinator(t, c0, fc).NodeID
 	coordNode, ok := byID[coordID]
 	if !ok {
@@ -329,17 +355,17 @@ func TestTxnV2ProduceThreeNodes(t *testing.T) {
 		t.Fatalf("every partition is led by the coordinator's broker %d: the test needs a remote one", coordID)
 	}
 	t.Logf("coordinator on broker %d; partitions %v led elsewhere", coordID, remote)
-	t.Run("Commit", func(t *testing.T) { txnV2Commit(t, coord, leaders, topic, false) })
-	t.Run("Fence", func(t *testing.T) { txnV2Fence(t, coord, leaders[remote[0]], topic, remote[0]) })
-	t.Run("Hold", func(t *testing.T) { txnV2Hold(t, coord, addrs[remote[0]], topic, remote[0]) })
+	t.Run("Commit", func(t *testing.T) { txnV2Commit(t, coord, coordID, leaders, topic, false) })
+	t.Run("Fence", func(t *testing.T) { txnV2Fence(t, coord, coordID, leaders[remote[0]], topic, remote[0]) })
+	t.Run("Hold", func(t *testing.T) { txnV2Hold(t, coord, coordID, addrs[remote[0]], topic, remote[0]) })
 }
 
 // txnV2Commit runs two committed transactions of a TV2 producer over the
 // three partitions of topic without AddPartitionsToTxn (Produce v12 to each
 // partition's leader; together in one request if together), EndTxn v4, and
 // reads them back read_committed.
-func txnV2Commit(t *testing.T, coord *kconn, leaders map[int32]*kconn, topic string, together bool) {
-	p := newTV2Producer(t, coord)
+func txnV2Commit(t *testing.T, coord *kconn, coordID int32, leaders map[int32]*kconn, topic string, together bool) {
+	p := newTV2Producer(t, coord, coordID)
 	var want [3][]string
 	for round := range 2 {
 		if together {
@@ -374,9 +400,9 @@ func txnV2Commit(t *testing.T, coord *kconn, leaders map[int32]*kconn, topic str
 // bumped it since) would open a transaction on partition: the coordinator
 // refuses the implicit add, the batch is refused with
 // INVALID_PRODUCER_EPOCH, and nothing is appended.
-func txnV2Fence(t *testing.T, coord, leader *kconn, topic string, partition int32) {
+func txnV2Fence(t *testing.T, coord *kconn, coordID int32, leader *kconn, topic string, partition int32) {
 	settled(t, leader, topic, partition)
-	p := newTV2Producer(t, coord)
+	p := newTV2Producer(t, coord, coordID)
 	old := p.epoch
 	p.bump(t, coord)
 	end := logEnd(t, leader, topic, partition)
@@ -401,10 +427,10 @@ func txnV2Fence(t *testing.T, coord, leader *kconn, topic string, partition int3
 // for that marker and lands right after it; without the marker it is
 // answered CONCURRENT_TRANSACTIONS after the hold's second, appending
 // nothing, and its retry after the marker lands.
-func txnV2Hold(t *testing.T, coord *kconn, leaderAddr, topic string, partition int32) {
+func txnV2Hold(t *testing.T, coord *kconn, coordID int32, leaderAddr, topic string, partition int32) {
 	leader := dial(t, leaderAddr)
 	settled(t, leader, topic, partition)
-	p := newTV2Producer(t, coord)
+	p := newTV2Producer(t, coord, coordID)
 	old := p.epoch
 	openByHand := func() {
 		t.Helper()
@@ -432,36 +458,39 @@ func txnV2Hold(t *testing.T, coord *kconn, leaderAddr, topic string, partition i
 	// appended before the marker (AppendTV2 refuses that): it lands right
 	// after it.
 	second := dial(t, leaderAddr)
-	done := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(12)
+	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, &p.id
+	records := makeBatchAttrs(batchOpts{producerID: p.pid, epoch: p.epoch, seq: 0}, 0x10, "after the marker")
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: records}}}}
+	corr := second.send(req)
+	type answer struct {
+		frame []byte
+		err   error
+	}
+	done := make(chan answer, 1)
 	go func() {
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(12)
-		req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, &p.id
-		records := makeBatchAttrs(batchOpts{producerID: p.pid, epoch: p.epoch, seq: 0}, 0x10, "after the marker")
-		req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: records}}}}
-		second.nc.SetDeadline(time.Now().Add(30 * time.Second))
-		resp, err := second.roundTrip(req)
-		if err != nil {
-			done <- kmsg.ProduceResponseTopicPartition{ErrorCode: -2}
-			return
-		}
-		done <- resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		frame, err := second.readFrame(30 * time.Second)
+		done <- answer{frame, err}
 	}()
 	waitFor(t, 10*time.Second, "the coordinator to add the partition at the new epoch", func() bool { return p.inTxn(t, coord, topic, partition) })
 	select {
-	case rp := <-done:
-		t.Fatalf("the batch was answered before the marker: %s at %d", errName(rp.ErrorCode), rp.BaseOffset)
+	case a := <-done:
+		t.Fatalf("the batch was answered before the marker (%v)", a.err)
 	default:
 	}
 	marker := logEnd(t, leader, topic, partition)
 	code, _ := handMarker(t, leader, p, old, topic, partition)
 	wantCode(t, "the previous transaction's marker", code, 0)
-	var rp kmsg.ProduceResponseTopicPartition
-	select {
-	case rp = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no answer to the held batch 20 s after the marker")
+	a := <-done // bounded by the read's deadline
+	if a.err != nil {
+		t.Fatalf("the held batch's answer: %v", a.err)
 	}
+	resp, err := parseResponse(req.Key(), req.GetVersion(), corr, a.frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	wantCode(t, "v12 held for the marker", rp.ErrorCode, 0)
 	if rp.BaseOffset != marker+1 {
 		t.Fatalf("held batch at %d, the marker at %d: want it right after", rp.BaseOffset, marker)
