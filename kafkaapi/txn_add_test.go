@@ -304,6 +304,40 @@ func TestTxnV2ProduceOneNode(t *testing.T) {
 	t.Run("Commit", func(t *testing.T) { txnV2Commit(t, c, n.ID(), leaders, topic, true) })
 	t.Run("Fence", func(t *testing.T) { txnV2Fence(t, c, n.ID(), c, topic, 1) })
 	t.Run("Hold", func(t *testing.T) { txnV2Hold(t, c, n.ID(), n.KafkaAddr(), topic, 2) })
+	t.Run("Pipelined", func(t *testing.T) { txnV2Pipelined(t, dial(t, n.KafkaAddr()), n.ID()) })
+}
+
+// txnV2Pipelined: Produce requests pipelined behind one whose batch waits
+// for its implicit add keep their order on the partition: the first (acks=0,
+// never answered) opens the transaction off the connection's loop, the next
+// two are appended after it, and a ListOffsets behind them sees all three.
+func txnV2Pipelined(t *testing.T, c *kconn, coordID int32) {
+	topic := topicName(t, "")
+	createTopic(t, c, topic, 1, nil)
+	p := newTV2Producer(t, c, coordID)
+	var corrs []int32
+	var reqs []*kmsg.ProduceRequest
+	for seq, acks := range []int16{0, -1, 1} {
+		req := produceRequest(12, acks, topic, 0, makeBatchAttrs(batchOpts{producerID: p.pid, epoch: p.epoch, seq: int32(seq)}, 0x10, fmt.Sprint(seq)))
+		req.TransactionID = &p.id
+		corrs = append(corrs, c.send(req))
+		reqs = append(reqs, req)
+	}
+	for i := 1; i < 3; i++ {
+		rp := c.recv(reqs[i], corrs[i]).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		wantCode(t, fmt.Sprintf("pipelined batch %d", i), rp.ErrorCode, 0)
+		if rp.BaseOffset != int64(i) {
+			t.Fatalf("pipelined batch %d at offset %d, want %d (after the batch that waited for its add)", i, rp.BaseOffset, i)
+		}
+	}
+	if end := logEnd(t, c, topic, 0); end != 3 {
+		t.Fatalf("log end %d, want 3", end)
+	}
+	wantCode(t, "commit", p.end(t, c, true), 0)
+	settled(t, c, topic, 0)
+	if got := readCommitted(t, c, topic, 0); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("read_committed %q, want the three batches in order", got)
+	}
 }
 
 // TestTxnV2ProduceThreeNodes: the coordinator is on one of three nodes, the
