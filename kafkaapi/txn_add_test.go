@@ -366,9 +366,9 @@ func TestTxnV2ProduceThreeNodes(t *testing.T) {
 		leaders[part] = dial(t, addr)
 	}
 
-	// The coordinator of the tests' transactional ids: the broker leading
-	// the first partition of __transaction_state (created by this first
-	// FindCoordinator), whichever leads the topic's partitions.
+	// The coordinator of the subtests' transactional ids: that of a first id
+	// (whose FindCoordinator creates __transaction_state); newTV2Producer
+	// picks ids coordinated there.
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(1)
 	fc.CoordinatorKey, fc.CoordinatorType = topicName(t, "id"), 1
