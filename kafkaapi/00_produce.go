@@ -1,6 +1,7 @@
 package kafkaapi
 
-// Produce, key 0, versions 3..11 (magic 2 record batches only; v9+ flexible).
+// Produce, key 0, versions 3..11, and 12 with transaction version 2 (magic 2
+// record batches only; v9+ flexible).
 //
 // Behaviour: each partition's records must be exactly one RecordBatch v2; it is
 // checked (length, magic, lastOffsetDelta, CRC32C: CORRUPT_MESSAGE), limited by
@@ -67,7 +68,23 @@ package kafkaapi
 // leader is known. v11 answers a transactional batch for a partition that is not
 // in the producer's transaction (the KIP-890 verification above) with
 // TRANSACTION_ABORTABLE instead of INVALID_TXN_STATE (KIP-1050: the producer can
-// abort and go on). v12 (transaction version 2) is not served.
+// abort and go on).
+//
+// v12 (transaction version 2, KIP-890 part 2; served only with Config.TxnV2,
+// not advertised yet) has v11's schema. Its producer never sends
+// AddPartitionsToTxn: a transactional batch that would open a transaction on
+// its partition is added to it by the leader (an implicit add: in memory when
+// the transaction coordinator is here, else AddPartitionsToTxn v5 in the
+// brokers' add mode), then waits for the marker of the producer's previous
+// transaction there if it is not appended yet (at most
+// replication.MarkerHoldTimeout, then CONCURRENT_TRANSACTIONS), then is
+// appended; the add and the wait happen off the connection's loop
+// (txn_add.go). The coordinator's refusals map to codes a TV2 producer
+// recovers from (addCode): a coordinator that moved or loads is
+// NOT_ENOUGH_REPLICAS, CONCURRENT_TRANSACTIONS stays, a partition the
+// transaction cannot take is TRANSACTION_ABORTABLE; an ended epoch is
+// INVALID_PRODUCER_EPOCH (the fence), nothing appended. v3-v11 keep the
+// verification and notices above.
 
 import (
 	"context"
@@ -86,7 +103,7 @@ import (
 
 func init() {
 	register(api[*kmsg.ProduceRequest]{
-		min: 3, max: 11,
+		min: 3, max: 11, txnV2Max: 12,
 		handle:      (*Server).handleProduce,
 		entries:     produceEntries,
 		shape:       produceShape,
@@ -109,23 +126,16 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 			}
 		}
 	})
-	type pending struct {
-		pr    *kmsg.ProduceResponseTopicPartition
-		p     *replication.Partition
-		epoch int32 // the leadership the batch was appended in
-		last  int64
-	}
-	var waits []pending // acks=all, or flush.policy=always: answered once acknowledged
-	var appended int    // record bytes appended, counted against producer_byte_rate
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	mayWrite := c.allowedTopics(acl.OpWrite)
 	// A transactional producer needs WRITE on its transactional id too.
 	txnAllowed := req.TransactionID == nil ||
 		(s.cfg.Txn != nil && c.allowed(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID))
 	var verified map[*replication.Partition]txnVerified
-	if req.TransactionID != nil && txnAllowed {
+	if req.TransactionID != nil && txnAllowed && hdr.Version < 12 {
 		verified = s.verifyProduce(c, *req.TransactionID, req, mayWrite)
 	}
+	var jobs []produceJob
 	for i, t := range req.Topics {
 		authorized := mayWrite(t.Topic)
 		rt := &resp.Topics[i]
@@ -158,33 +168,32 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 				pr.ErrorCode = code
 				continue
 			}
-			var res replication.AppendResult
-			var err error
-			if req.TransactionID != nil && batch.IsTransactional(rp.Records) {
-				res, err = s.appendTransactional(c, p, *req.TransactionID, rp.Records, req.Acks, verified)
-			} else {
-				res, err = p.Append(rp.Records, req.Acks)
-			}
-			if err != nil {
-				pr.ErrorCode = produceErrorCode(err, hdr.Version)
-				if hdr.Version >= 8 {
-					recordErrors(pr, p, err)
-				}
-				c.logger.Debug("produce refused", "topic", t.Topic, "partition", rp.Partition, "err", err)
-				continue
-			}
-			if !res.Duplicate {
-				s.metrics.produceBytes.Add(float64(len(rp.Records)))
-				appended += len(rp.Records)
-			}
-			pr.BaseOffset = res.BaseOffset
-			pr.LogAppendTime = res.LogAppendTime
-			pr.LogStartOffset = p.LogStartOffset()
-			if req.Acks == -1 || req.Acks == 1 && p.SyncBeforeAck() {
-				waits = append(waits, pending{pr, p, res.LeaderEpoch, res.LastOffset})
-			}
+			txnBatch := req.TransactionID != nil && batch.IsTransactional(rp.Records)
+			jobs = append(jobs, produceJob{pr: pr, p: p, records: rp.Records, tv2: txnBatch && hdr.Version >= 12})
 		}
 	}
+	timeout := requestTimeout(req.TimeoutMillis)
+	hints := hdr.Version >= 10
+	if addsOffLoop(c, jobs) {
+		// An implicit add, a hold, or an earlier request's: the appends wait
+		// on the answer's goroutine (txn_add.go), the records copied.
+		appendAll := s.appendsOffLoop(c, req.TransactionID, req.Acks, hdr.Version, jobs)
+		c.releaseFrame()
+		if n := jobBytes(jobs); n > 0 {
+			c.throttle = c.recordQuota(hdr, quota.ProducerByteRate, float64(n))
+		}
+		c.ackWait = func(ctx context.Context) {
+			waits, _ := appendAll(ctx)
+			s.awaitAcks(ctx, c, resp, waits, req.Acks, timeout, hints)
+		}
+		if req.Acks == 0 {
+			return nil
+		}
+		return resp
+	}
+	// On the loop: a v12 batch here is in its transaction already (or the
+	// rare change since addsOffLoop makes its add here).
+	waits, appended := s.appendJobs(c.ctx, c, req.TransactionID, req.Acks, hdr.Version, jobs, verified)
 	// Every batch is appended or refused: nothing below reads the request's records,
 	// so its frame and memory go back before the wait for replicas (which needs the
 	// followers' fetches to be read, and so budget to be free).
@@ -195,34 +204,79 @@ func (s *Server) handleProduce(c *conn, hdr *RequestHeader, req *kmsg.ProduceReq
 	if req.Acks == 0 {
 		return nil
 	}
-	hints := hdr.Version >= 10
 	if len(waits) > 0 {
 		// The connection's loop runs the wait, on its own goroutine unless
 		// the client is throttled (pipeline.go), and then answers.
-		timeout := requestTimeout(req.TimeoutMillis)
-		waitFrom := time.Now()
-		c.ackWait = func(parent context.Context) {
-			ctx, cancel := context.WithTimeout(parent, timeout)
-			defer cancel()
-			defer func() { s.metrics.ackWait.Observe(time.Since(waitFrom).Seconds()) }()
-			for _, w := range waits {
-				if err := w.p.WaitAcked(ctx, w.epoch, w.last, req.Acks); err != nil {
-					w.pr.ErrorCode = kerr.RequestTimedOut.Code
-					if code := errorCode(err); code != kerr.UnknownServerError.Code {
-						w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
-					}
-				}
-			}
-			if hints {
-				s.leaderHints(c, resp)
-			}
-		}
+		c.ackWait = func(ctx context.Context) { s.awaitAcks(ctx, c, resp, waits, req.Acks, timeout, hints) }
 		return resp
 	}
 	if hints {
 		s.leaderHints(c, resp)
 	}
 	return resp
+}
+
+// ackPending is an appended batch whose answer waits for its acknowledgement
+// (acks=all, or flush.policy=always).
+type ackPending struct {
+	pr    *kmsg.ProduceResponseTopicPartition
+	p     *replication.Partition
+	epoch int32 // the leadership the batch was appended in
+	last  int64
+}
+
+// answerAppend fills j's answer with the outcome of its append, res or err,
+// and returns the wait for its acknowledgement when it needs one.
+func (s *Server) answerAppend(c *conn, j produceJob, version, acks int16, res replication.AppendResult, err error) (ackPending, bool) {
+	pr, p := j.pr, j.p
+	if err != nil {
+		pr.ErrorCode = produceErrorCode(err, version)
+		if version >= 8 {
+			recordErrors(pr, p, err)
+		}
+		c.logger.Debug("produce refused", "topic", p.Topic, "partition", p.ID, "err", err)
+		return ackPending{}, false
+	}
+	if !res.Duplicate {
+		s.metrics.produceBytes.Add(float64(len(j.records)))
+	}
+	pr.BaseOffset = res.BaseOffset
+	pr.LogAppendTime = res.LogAppendTime
+	pr.LogStartOffset = p.LogStartOffset()
+	if acks == -1 || acks == 1 && p.SyncBeforeAck() {
+		return ackPending{pr, p, res.LeaderEpoch, res.LastOffset}, true
+	}
+	return ackPending{}, false
+}
+
+// awaitAcks waits, up to timeout, for the acknowledgements of waits and fills
+// their answers, then resp's leader hints (v10+).
+func (s *Server) awaitAcks(parent context.Context, c *conn, resp *kmsg.ProduceResponse, waits []ackPending, acks int16, timeout time.Duration, hints bool) {
+	if len(waits) > 0 {
+		ctx, cancel := context.WithTimeout(parent, timeout)
+		defer cancel()
+		waitFrom := time.Now()
+		for _, w := range waits {
+			if err := w.p.WaitAcked(ctx, w.epoch, w.last, acks); err != nil {
+				w.pr.ErrorCode = kerr.RequestTimedOut.Code
+				if code := errorCode(err); code != kerr.UnknownServerError.Code {
+					w.pr.ErrorCode = code // NOT_LEADER_OR_FOLLOWER: leadership moved meanwhile
+				}
+			}
+		}
+		s.metrics.ackWait.Observe(time.Since(waitFrom).Seconds())
+	}
+	if hints {
+		s.leaderHints(c, resp)
+	}
+}
+
+// jobBytes is the record bytes of jobs.
+func jobBytes(jobs []produceJob) (n int) {
+	for _, j := range jobs {
+		n += len(j.records)
+	}
+	return n
 }
 
 // errNotInTxn marks a transactional batch refused because the coordinator says

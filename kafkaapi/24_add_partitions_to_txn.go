@@ -1,6 +1,6 @@
 package kafkaapi
 
-// AddPartitionsToTxn, key 24, versions 0..4.
+// AddPartitionsToTxn, key 24, versions 0..4, and 5 with transaction version 2.
 //
 // Behaviour (package txn): the partitions join the producer's transaction, which
 // starts if none is open; the answer comes once the transaction's state is
@@ -24,7 +24,13 @@ package kafkaapi
 // OPERATION_NOT_ATTEMPTED); a v4 request with a verify_only entry needs
 // CLUSTER_ACTION on the cluster (a broker's: CLUSTER_AUTHORIZATION_FAILED).
 //
-// Not implemented: v5 (transaction version 2).
+// v5 (transaction version 2; served only with Config.TxnV2, not advertised
+// yet) is v4 for brokers only (CLUSTER_ACTION on the cluster for the whole
+// request), plus the brokers' add mode: an entry without verify_only adds the
+// partitions implicitly (txn.Coordinator.AddPartitions, implicit), as the
+// partition leaders of a producer that sends Produce v12 ask (txn_add.go).
+// Kafka's v5 only adds TRANSACTION_ABORTABLE to the coordinator's answers;
+// Skiff's coordinator answers INVALID_TXN_STATE there, which the leader maps.
 
 import (
 	"context"
@@ -38,7 +44,7 @@ import (
 
 func init() {
 	register(api[*kmsg.AddPartitionsToTxnRequest]{
-		min: 0, max: 4,
+		min: 0, max: 4, txnV2Max: 5,
 		handle: (*Server).handleAddPartitionsToTxn,
 		// A client's requests (v0-v3) wait together (pipeline.go); v4 carries
 		// brokers' batched and verify-only requests, answered in order.
@@ -61,7 +67,7 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, _ *RequestHeader, req *kmsg.A
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version >= 4 {
 		for _, x := range req.Transactions {
-			if x.VerifyOnly && !c.allowedCluster(acl.OpClusterAction) {
+			if (x.VerifyOnly || req.Version >= 5) && !c.allowedCluster(acl.OpClusterAction) {
 				resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				return resp
 			}
@@ -73,7 +79,13 @@ func (s *Server) handleAddPartitionsToTxn(c *conn, _ *RequestHeader, req *kmsg.A
 			for _, t := range x.Topics {
 				topics = append(topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
-			for _, rt := range s.addPartitions(c, x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly, topics) {
+			var answer []kmsg.AddPartitionsToTxnResponseTopic
+			if req.Version >= 5 && !x.VerifyOnly {
+				answer = s.addImplicitly(c.ctx, x.TransactionalID, x.ProducerID, x.ProducerEpoch, topics)
+			} else {
+				answer = s.addPartitions(c, x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly, topics)
+			}
+			for _, rt := range answer {
 				t := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
 				t.Topic = rt.Topic
 				for _, rp := range rt.Partitions {

@@ -39,8 +39,9 @@ type Metrics struct {
 	quotaRate     *prometheus.GaugeVec
 	// txnFirstWrites counts first writes of a producer's transaction to a
 	// partition led here (KIP-890 part 1), by how their place in the
-	// transaction was known: asked (the coordinator verified it) or noticed
-	// (its notice came first, no question asked).
+	// transaction was known: asked (the coordinator verified it), noticed
+	// (its notice came first, no question asked) or added (Produce v12's
+	// implicit add).
 	txnFirstWrites *prometheus.CounterVec
 }
 
@@ -84,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "skiff_quota_rate", Help: "Last measured rate of clients with a quota (bytes/s, or percent of one thread for request_percentage), by quota and the user and client id the rate counts.",
 		}, []string{"quota", "user", "client_id"}),
 		txnFirstWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skiff_txn_first_writes_total", Help: "A producer's first writes of a transaction to a partition led here (Produce batches and TxnOffsetCommit offsets), by how the partition was known to be in the transaction: asked (verified with the transaction coordinator) or noticed (the coordinator's notice came first).",
+			Name: "skiff_txn_first_writes_total", Help: "A producer's first writes of a transaction to a partition led here (Produce batches and TxnOffsetCommit offsets), by how the partition was known to be in the transaction: asked (verified with the transaction coordinator), noticed (the coordinator's notice came first) or added (transaction version 2: the leader added it, an implicit add).",
 		}, []string{"how"}),
 		ackWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "skiff_produce_ack_wait_seconds", Help: "Time Produce requests waited after their appends for their acknowledgement (acks=all: the in-sync followers' fetches; flush.policy=always: fdatasync).",

@@ -43,6 +43,11 @@ type ackPipe struct {
 	// handler, cleared by drain). A Produce then drains first, so that it is
 	// appended after its partitions are added (KIP-890 part 1 checks).
 	adds bool
+	// appends is closed once the appends of the latest Produce whose batches
+	// are appended off the loop are done (transaction version 2: after an
+	// implicit add and a hold, txn_add.go); nil: none. A later Produce whose
+	// appends it would overtake goes off the loop too, behind it.
+	appends <-chan struct{}
 }
 
 func (a *ackPipe) init(parent context.Context) {
@@ -55,6 +60,7 @@ func (a *ackPipe) init(parent context.Context) {
 // one could not be written (the connection is closing).
 func (a *ackPipe) drain() bool {
 	a.adds = false
+	a.appends = nil // done before their answers are written
 	if a.last != nil {
 		<-a.last
 		a.last = nil
@@ -90,6 +96,9 @@ func (c *conn) deferAnswer(hdr RequestHeader, resp kmsg.Response, wait func(cont
 		}
 		if a.ctx.Err() != nil && c.ctx.Err() == nil {
 			return // the connection was dropped: nobody reads the answer
+		}
+		if resp == nil {
+			return // acks=0: no answer
 		}
 		if err := c.writeResponse(&hdr, resp); err != nil {
 			c.logger.Warn("closing connection", "err", err)

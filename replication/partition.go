@@ -404,6 +404,15 @@ func (p *Partition) AppendVerified(records []byte, acks int16, guard uint64) (Ap
 	return p.append(records, acks, &guard, false)
 }
 
+// AppendTV2Verified is AppendTV2 with AppendVerified's guard (TxnVerification,
+// taken once the batch's place in its transaction is known: added by the
+// coordinator, or open here at its epoch): a marker of the producer appended
+// since voids it (INVALID_TXN_STATE), so that a batch of a transaction that
+// ended meanwhile does not open another one no coordinator knows.
+func (p *Partition) AppendTV2Verified(records []byte, acks int16, guard uint64) (AppendResult, error) {
+	return p.append(records, acks, &guard, true)
+}
+
 // append appends one produced batch: guard, when set, is AppendVerified's; tv2
 // is AppendTV2's.
 func (p *Partition) append(records []byte, acks int16, guard *uint64, tv2 bool) (AppendResult, error) {

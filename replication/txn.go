@@ -141,6 +141,20 @@ func (p *Partition) TxnVerification(pid int64) (guard uint64, needed bool) {
 	return p.txns.markers[pid], !open
 }
 
+// TxnAddNeeded reports whether a transactional batch of producer pid at epoch
+// would open a transaction here (transaction version 2, Produce v12): none of
+// pid's is open, or the open one is of an older epoch (the batch is then held
+// for its marker, AwaitPreviousMarker). The coordinator adds the partition
+// first. A batch older than the open transaction needs none: its append
+// fences it (INVALID_PRODUCER_EPOCH). guard goes to AppendTV2Verified when
+// none is needed (a marker appended since means the transaction ended).
+func (p *Partition) TxnAddNeeded(pid int64, epoch int16) (guard uint64, needed bool) {
+	p.txns.mu.Lock()
+	defer p.txns.mu.Unlock()
+	t, open := p.txns.open[pid]
+	return p.txns.markers[pid], !open || t.Epoch < epoch
+}
+
 // verifiedLocked reports whether a verification taken at guard still holds.
 // The caller holds the partition's appendMu.
 func (x *txnIndex) verifiedLocked(pid int64, guard uint64) bool {
