@@ -19,17 +19,6 @@ import (
 	"skiff/txn"
 )
 
-// startTxnV2Node starts a one-node cluster with transaction version 2 served.
-func startTxnV2Node(t *testing.T) *appliance.Node {
-	t.Helper()
-	n, err := startNode(t.TempDir(), func(c *appliance.Config) { c.Txn.V2 = true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
-}
-
 // startTxnV2Cluster starts three nodes, the second and third joining the
 // first, all with transaction version 2 served, and waits until every one is
 // a live broker.
@@ -226,10 +215,10 @@ func settled(t *testing.T, c *kconn, topic string, partition int32) {
 	})
 }
 
-// TestTxnV2Conformance: on a TxnV2 node, Produce v3..v12 and
+// TestTxnV2ProduceConformance: on a TxnV2 node, Produce v3..v12 and
 // AddPartitionsToTxn v0..v5 pass the conformance checks of every version;
 // v12's transactional cases answer their codes.
-func TestTxnV2Conformance(t *testing.T) {
+func TestTxnV2ProduceConformance(t *testing.T) {
 	n := startTxnV2Node(t)
 	c := dial(t, n.KafkaAddr())
 	t.Run("Produce", func(t *testing.T) { conformProduce(t, c, []int16{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) })
