@@ -372,6 +372,9 @@ func (c *Config) Settings() []Setting {
 		{Name: "producer-id-expiration", Kafka: "producer.id.expiration.ms", KafkaType: cluster.ConfigTypeInt,
 			Doc: "forget, on each partition, a producer that appended nothing for this long and has no transaction open there",
 			v:   duration(&tx.ProducerIDExpiration, replication.DefaultProducerIDExpiration)},
+		{Name: "transaction-version",
+			Doc: "transaction version served to clients, 1 or 2 (KIP-890 part 2: Produce v12, EndTxn v5, no AddPartitionsToTxn); the same on every node",
+			v:   between(integer(&tx.Version, txn.DefaultVersion), 1, 2)},
 		{Name: "transaction-state-log-num-partitions", Kafka: "transaction.state.log.num.partitions", KafkaType: cluster.ConfigTypeInt,
 			Doc: "partitions of the internal topic __transaction_state, fixed when it is created",
 			v:   integer(&tx.TopicPartitions, txn.DefaultTopicPartitions)},
@@ -618,6 +621,19 @@ func kafkaLong(s string) (int64, error) {
 		return 0, errors.New("Not a number of type LONG")
 	}
 	return n, nil
+}
+
+// between refuses numbers outside lo..hi.
+func between[T int | int16 | int32 | int64](b binding[T], lo, hi T) binding[T] {
+	decode := b.decode
+	b.decode = func(s string) (T, error) {
+		n, err := decode(s)
+		if err == nil && (n < lo || n > hi) {
+			err = fmt.Errorf("%s is not between %d and %d", s, lo, hi)
+		}
+		return n, err
+	}
+	return b
 }
 
 // atLeast parses s with decode and refuses numbers below lo, with Kafka's reason.

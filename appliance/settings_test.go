@@ -25,6 +25,9 @@ func nonDefault(s Setting) string {
 		return strconv.FormatBool(s.Default() != "true")
 	case KindInt:
 		n, _ := strconv.Atoi(s.Default())
+		if s.Check(strconv.Itoa(n+7)) != nil {
+			return strconv.Itoa(n + 1) // a narrow range (transaction-version)
+		}
 		return strconv.Itoa(n + 7)
 	case KindDuration:
 		return "7s"
@@ -92,6 +95,8 @@ func TestSettingValues(t *testing.T) {
 		{"pprof", "yes", `"yes" is not true or false`},
 		{"join-timeout", "-1s", `"-1s" is not a duration such as 30s or 10m`},
 		{"join-timeout", "5", `"5" is not a duration such as 30s or 10m`},
+		{"transaction-version", "3", `3 is not between 1 and 2`},
+		{"transaction-version", "0", `0 is not between 1 and 2`},
 	} {
 		err := byName(&c, tc.name).Set(tc.value)
 		if err == nil || err.Error() != tc.err {

@@ -38,10 +38,11 @@ type TxnConfig struct {
 	// created (the replication factor capped at the live brokers).
 	TopicPartitions        int32
 	TopicReplicationFactor int16
-	// V2 serves the unadvertised versions of transaction version 2
-	// (kafkaapi.Config.TxnV2, docs/design/txn-v2.md). No setting sets it: only
-	// tests, until the finalized transaction.version feature does (WP4).
-	V2 bool
+	// Version is the transaction version served and finalized (the
+	// transaction.version feature): 2 serves and advertises KIP-890 part 2
+	// (kafkaapi.Config.TxnV2, docs/design/txn-v2.md). Every node of a cluster
+	// must have the same.
+	Version int16
 	// FirstEpoch is the producer epoch a new transactional id starts at
 	// (txn.Config.FirstEpoch; tests only, for the epoch overflow of V2).
 	FirstEpoch int16
@@ -298,7 +299,7 @@ const noticeTimeout = 5 * time.Second
 func (n *Node) txnKafkaConfig(k kafkaapi.Config) kafkaapi.Config {
 	k.Txn = n.txn
 	k.TxnTopicPartitions = n.cfg.Txn.TopicPartitions
-	k.TxnV2 = n.cfg.Txn.V2
+	k.TxnV2 = n.cfg.Txn.Version >= 2
 	k.TxnTopicReplicationFactor = n.cfg.Txn.TopicReplicationFactor
 	return k
 }

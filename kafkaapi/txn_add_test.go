@@ -33,7 +33,7 @@ func startTxnV2Cluster(t *testing.T) []*appliance.Node {
 	var nodes []*appliance.Node
 	for i := range 3 {
 		n, err := startNode(t.TempDir(), func(c *appliance.Config) {
-			c.Txn.V2 = true
+			c.Txn.Version = 2
 			c.NodeName = fmt.Sprintf("tv2-%d", i)
 			if i == 0 {
 				c.EtcdClient = etcd

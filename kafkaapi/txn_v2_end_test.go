@@ -26,7 +26,7 @@ import (
 // ends.
 func startTxnV2Node(t *testing.T, opts ...func(*appliance.Config)) *appliance.Node {
 	t.Helper()
-	n, err := startNode(t.TempDir(), append([]func(*appliance.Config){func(c *appliance.Config) { c.Txn.V2 = true }}, opts...)...)
+	n, err := startNode(t.TempDir(), append([]func(*appliance.Config){func(c *appliance.Config) { c.Txn.Version = 2 }}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // the bumped epoch, which only the TV2 coordinator (WP1, WP3) lets a producer
 // write: 27_write_txn_markers_internal_test.go tests it on a partition.
 func TestTxnV2Node(t *testing.T) {
-	n, err := startNode(t.TempDir(), func(c *appliance.Config) { c.Txn.V2 = true })
+	n, err := startNode(t.TempDir(), func(c *appliance.Config) { c.Txn.Version = 2 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,10 @@ const (
 	DefaultTopicPartitions      int32 = 16               // transaction.state.log.num.partitions (Kafka: 50)
 	DefaultTopicReplication     int16 = 3                // transaction.state.log.replication.factor
 	DefaultIDExpiration               = 7 * 24 * time.Hour
+	// DefaultVersion is the transaction version the broker serves (the
+	// transaction.version feature): 1 (KIP-890 part 1) until version 2's
+	// end-to-end fault tests run in CI (docs/design/txn-v2.md).
+	DefaultVersion int16 = 1
 	defaultCommitTimeout              = 10 * time.Second
 	defaultMarkerRetryBackoff         = 100 * time.Millisecond
 	defaultMaxMarkerRetryBackof       = 2 * time.Second
