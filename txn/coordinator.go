@@ -55,19 +55,20 @@ import (
 
 // Defaults of Config, shared with the broker's settings table (appliance).
 const (
-	DefaultMaxTimeout               = 15 * time.Minute // transaction.max.timeout.ms
-	DefaultAbortCheckInterval       = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	DefaultTopicPartitions    int32 = 16               // transaction.state.log.num.partitions (Kafka: 50)
-	DefaultTopicReplication   int16 = 3                // transaction.state.log.replication.factor
-	DefaultIDExpiration             = 7 * 24 * time.Hour
-	// DefaultVersion is the transaction version the broker serves (the
-	// transaction.version feature): 1 (KIP-890 part 1) until version 2's
-	// end-to-end fault tests run in CI (docs/design/txn-v2.md).
-	DefaultVersion              int16 = 1
+	DefaultMaxTimeout                 = 15 * time.Minute // transaction.max.timeout.ms
+	DefaultAbortCheckInterval         = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	DefaultTopicPartitions      int32 = 16               // transaction.state.log.num.partitions (Kafka: 50)
+	DefaultTopicReplication     int16 = 3                // transaction.state.log.replication.factor
+	DefaultIDExpiration               = 7 * 24 * time.Hour
 	defaultCommitTimeout              = 10 * time.Second
 	defaultMarkerRetryBackoff         = 100 * time.Millisecond
 	defaultMaxMarkerRetryBackof       = 2 * time.Second
 )
+
+// DefaultVersion is the transaction version the broker serves (the
+// transaction.version feature): 1 (KIP-890 part 1) until version 2's
+// end-to-end fault tests run in CI (docs/design/txn-v2.md).
+const DefaultVersion int16 = 1
 
 // Marker is one commit or abort marker for a partition of a transaction.
 type Marker struct {
