@@ -19,7 +19,10 @@ import (
 
 // Pipeline is one run of the pipeline.
 type Pipeline struct {
-	Opts          []kgo.Opt // seed brokers and any connection options
+	Opts []kgo.Opt // seed brokers and any connection options
+	// MemberOpts are added to the members' clients only (after Opts), e.g. a
+	// dialer that counts the requests of the transactional clients.
+	MemberOpts    []kgo.Opt
 	Input, Output string
 	Group         string
 	Members       int // consumers of the group, each with its transactional id
@@ -186,6 +189,7 @@ func (p *Pipeline) runSession(ctx context.Context, m int, n *int) error {
 		kgo.RequireStableFetchOffsets(), // KIP-447: wait out pending transactional offsets
 		kgo.SessionTimeout(10*time.Second),
 	)
+	opts = append(opts, p.MemberOpts...)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return err
