@@ -6,6 +6,11 @@ package e2e
 // the session timeout; a network partition cutting off an output partition's
 // leader. The checker must still find every input in the output exactly once, no
 // aborted read, and the committed offsets at the input's end.
+//
+// The coordinator kill, the network partition and the member kill run on clusters
+// serving transaction version 2 (eosTV2Args), whose members must use it; the
+// coordinator pause and the leader kill stay on version 1, so both are covered
+// without running every fault twice.
 
 import (
 	"bufio"
@@ -14,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -28,16 +34,21 @@ import (
 
 const eosFaultRecords = 3000
 
-// runWithFault runs the pipeline on a 3-node cluster and calls fault once the
-// group has committed a few transactions.
-func runWithFault(t *testing.T, fault func(r *eosRun)) {
-	runWithFaultOn(t, testnode.StartCluster(t, 3, eosArgs...), fault)
+// runWithFault runs the pipeline on a 3-node cluster started with args (eosArgs or
+// eosTV2Args) and calls fault once the group has committed a few transactions.
+func runWithFault(t *testing.T, args []string, fault func(r *eosRun)) {
+	runWithFaultOn(t, testnode.StartCluster(t, 3, args...), slices.Contains(args, "--transaction-version"), fault)
 }
 
-// runWithFaultOn is runWithFault on the cluster of nodes.
-func runWithFaultOn(t *testing.T, nodes []*testnode.Node, fault func(r *eosRun)) {
+// runWithFaultOn is runWithFault on the cluster of nodes; with tv2 the members
+// must use transaction version 2.
+func runWithFaultOn(t *testing.T, nodes []*testnode.Node, tv2 bool, fault func(r *eosRun)) {
 	r := newEOSRun(t, nodes, eosFaultRecords)
 	r.pipe.MaxPoll = 50 // many small transactions, so the fault lands inside some
+	var rc *requestCounter
+	if tv2 {
+		rc = r.countTV2()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	errc := make(chan error, 1)
@@ -48,6 +59,9 @@ func runWithFaultOn(t *testing.T, nodes []*testnode.Node, fault func(r *eosRun))
 		t.Fatalf("pipeline: %v", err)
 	}
 	r.check(ctx)
+	if rc != nil {
+		rc.wantTV2(t)
+	}
 }
 
 // committedTxns counts the pipeline's committed transactions.
@@ -89,8 +103,11 @@ func leaderID(t *testing.T, nodes []*testnode.Node, topic string, p int32) int32
 	return id
 }
 
+// TestEOSFaultCoordinatorKilled kills the transaction coordinator's node under
+// transaction version 2: the new coordinator loads the log, where an Ongoing
+// record may carry the previous transaction's completion, and writes its markers.
 func TestEOSFaultCoordinatorKilled(t *testing.T) {
-	runWithFault(t, func(r *eosRun) {
+	runWithFault(t, eosTV2Args, func(r *eosRun) {
 		id := fmt.Sprintf("%s-member-0", r.pipe.Group)
 		p := txn.PartitionFor(id, txn.DefaultTopicPartitions)
 		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, cluster.TransactionTopic, p))
@@ -110,7 +127,7 @@ const minPause = 6 * time.Second
 // its sockets: the resumed node must not answer as the coordinator it was, nor
 // fence or complete transactions from its stale state.
 func TestEOSFaultCoordinatorPaused(t *testing.T) {
-	runWithFault(t, func(r *eosRun) {
+	runWithFault(t, eosArgs, func(r *eosRun) {
 		id := fmt.Sprintf("%s-member-0", r.pipe.Group)
 		p := txn.PartitionFor(id, txn.DefaultTopicPartitions)
 		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, cluster.TransactionTopic, p))
@@ -138,10 +155,11 @@ func TestEOSFaultCoordinatorPaused(t *testing.T) {
 // network (internal/netlab) mid-pipeline until another node leads it and the
 // pipeline has committed more transactions, then heals it: the transactions it was in abort or complete on the majority's side, and
 // the old leader, rejoining, must not bring back anything the majority decided
-// otherwise.
+// otherwise. Under transaction version 2: the new leader holds the batches of a
+// bumped epoch until the previous transaction's marker comes over WriteTxnMarkers v2.
 func TestEOSFaultLeaderPartitioned(t *testing.T) {
-	nodes := startLabCluster(t, withArgs(eosArgs...))
-	runWithFaultOn(t, nodes, func(r *eosRun) {
+	nodes := startLabCluster(t, withArgs(eosTV2Args...))
+	runWithFaultOn(t, nodes, true, func(r *eosRun) {
 		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, r.pipe.Output, 0))
 		other := anyRunning(r.nodes, n)
 		t.Logf("cutting off node %d, the leader of %s-0", n.ID, r.pipe.Output)
@@ -162,7 +180,7 @@ func TestEOSFaultLeaderPartitioned(t *testing.T) {
 }
 
 func TestEOSFaultLeaderKilled(t *testing.T) {
-	runWithFault(t, func(r *eosRun) {
+	runWithFault(t, eosArgs, func(r *eosRun) {
 		n := nodeByID(t, r.nodes, leaderID(t, r.nodes, r.pipe.Output, 0))
 		t.Logf("killing node %d, the leader of %s-0", n.ID, r.pipe.Output)
 		n.Kill()
@@ -172,11 +190,13 @@ func TestEOSFaultLeaderKilled(t *testing.T) {
 // TestEOSFaultMemberKilled runs the pipeline's third member in a process of its own
 // (TestEOSMemberProcess) and kills it with SIGKILL mid-pipeline: the transaction it
 // was in is aborted at its timeout, its partitions move to the other members, and
-// the output still holds each input exactly once.
+// the output still holds each input exactly once. Under transaction version 2 the
+// timeout abort bumps the epoch twice.
 func TestEOSFaultMemberKilled(t *testing.T) {
-	nodes := testnode.StartCluster(t, 3, eosArgs...)
+	nodes := testnode.StartCluster(t, 3, eosTV2Args...)
 	r := newEOSRun(t, nodes, eosFaultRecords)
 	r.pipe.Members, r.pipe.MaxPoll = 2, 50
+	rc := r.countTV2()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -236,6 +256,7 @@ func TestEOSFaultMemberKilled(t *testing.T) {
 		t.Fatalf("pipeline: %v", err)
 	}
 	r.check(ctx)
+	rc.wantTV2(t)
 }
 
 func nodeAddrs(nodes []*testnode.Node) []string {
