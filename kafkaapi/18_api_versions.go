@@ -59,11 +59,22 @@ func (s *Server) handleApiVersions(_ *conn, _ *RequestHeader, req *kmsg.ApiVersi
 
 // unsupportedApiVersions answers a version above the served ones: the v0 body,
 // which every client parses, with the served versions, so the client can retry
-// at one it knows.
+// at one it knows. With transaction version 2 it lists only ApiVersions' own
+// range, as Kafka does (KIP-511): franz-go retries at that version only then,
+// and takes a longer list as the broker's versions without the finalized
+// features (a v0 body has none), so it would not choose TV2 on that broker.
 func unsupportedApiVersions(txnV2 bool) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	resp.ApiKeys = apiVersionsWith(txnV2)
+	if txnV2 {
+		for _, k := range resp.ApiKeys {
+			if k.ApiKey == 18 {
+				resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
+				break
+			}
+		}
+	}
 	return resp
 }

@@ -133,7 +133,8 @@ func TestTxnV2Conformance(t *testing.T) {
 				t.Errorf("v%d: finalized features %+v at epoch %d", v, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 			}
 		}
-		// Above the served versions: the v0 body with the TxnV2 profile.
+		// Above the served versions: the v0 body with ApiVersions' range only
+		// (KIP-511), so that franz-go asks again at v4 and reads the features.
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(5)
 		corr := c.send(req)
@@ -147,8 +148,9 @@ func TestTxnV2Conformance(t *testing.T) {
 		}
 		av := resp.(*kmsg.ApiVersionsResponse)
 		wantCode(t, "ApiVersions v5", av.ErrorCode, kerr.UnsupportedVersion.Code)
-		if !sameKeys(av.ApiKeys, want) {
-			t.Fatalf("ApiVersions v5 lists %+v, want %+v", av.ApiKeys, want)
+		only := []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: 0, MaxVersion: 4}}
+		if !sameKeys(av.ApiKeys, only) {
+			t.Fatalf("ApiVersions v5 lists %+v, want %+v", av.ApiKeys, only)
 		}
 	})
 	t.Run("EndTxn", func(t *testing.T) { conformEndTxn(t, c, []int16{0, 1, 2, 3, 4, 5}) })
@@ -411,4 +413,41 @@ func TestTxnV2FranzGo(t *testing.T) {
 		p := c.do(offsets).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
 		return p.ErrorCode == 0 && p.Offset == 3
 	})
+}
+
+// TestTxnV2FranzGoFirstTransaction: a new franz-go producer's first transaction
+// on a TxnV2 node is TV2. franz-go chooses at BeginTransaction from the features
+// of the ApiVersions answers it has, and asks v5 first: an UNSUPPORTED_VERSION
+// answer listing every key (no features in a v0 body) was taken as the broker's
+// versions, so its first connections never read the feature and the first
+// transaction went out with AddPartitionsToTxn.
+func TestTxnV2FranzGoFirstTransaction(t *testing.T) {
+	n := startTxnV2Node(t)
+	addr := n.KafkaAddr()
+	topic := topicName(t, "")
+	createTopic(t, dial(t, addr), topic, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var rc requestCounter
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.Dialer(rc.dial), kgo.TransactionalID(topicName(t, "id")),
+		kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, _, err := cl.ProducerID(ctx); err != nil { // InitProducerId: the client has met the broker
+		t.Fatal(err)
+	}
+	if err := produceTxn(ctx, cl, true, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rc.count(24, -1); n != 0 {
+		t.Errorf("AddPartitionsToTxn sent %d times, want 0 (TV2)", n)
+	}
+	if n := rc.count(0, 12); n != 1 {
+		t.Errorf("Produce v12 sent %d times, want 1", n)
+	}
+	if n := rc.count(26, 5); n != 1 {
+		t.Errorf("EndTxn v5 sent %d times, want 1", n)
+	}
 }
