@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"skiff/internal/eos"
 	"skiff/internal/testnode"
 )
 
@@ -20,11 +21,15 @@ import (
 // abort, and consume-transform-produce with send_offsets_to_transaction, aborting
 // every third transaction. Its read_committed reader must see the committed records
 // only, each input once, and the group's committed offsets must be the input's end.
+// The node serves transaction version 2, which librdkafka never uses (no EndTxn
+// v5): a TV2 cluster must serve TV1 clients, here beside a franz-go pipeline that
+// uses TV2 (kgoPipelineBeside).
 func TestLibrdkafkaTransactions(t *testing.T) {
 	if out, err := exec.Command(python3, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
 		t.Fatalf("librdkafka for Python not found: install Debian's python3-confluent-kafka (make test does): %v\n%s", err, out)
 	}
-	n := testnode.Start(t, "--group-initial-rebalance-delay", "0")
+	n := testnode.Start(t, "--group-initial-rebalance-delay", "0", "--transaction-version", "2")
+	beside := kgoPipelineBeside(t, n)
 	in, out, group := "rdk-in", "rdk-out", "rdk-group"
 	createTopic(t, n.Addr, in, 1)
 	createTopic(t, n.Addr, out, 1)
@@ -67,6 +72,43 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 	}
 	if o, _ := committed.Lookup(in, 0); o.At != count {
 		t.Fatalf("group committed %d, want %d", o.At, count)
+	}
+	beside()
+}
+
+// kgoPipelineBeside starts an exactly-once pipeline of franz-go members on node
+// n, on topics of its own, and returns the function that waits for it to finish,
+// checks its history and checks that its members used transaction version 2.
+func kgoPipelineBeside(t *testing.T, n *testnode.Node) func() {
+	t.Helper()
+	rc := &requestCounter{}
+	opts := []kgo.Opt{kgo.SeedBrokers(n.Addr)}
+	pipe := &eos.Pipeline{Opts: opts, MemberOpts: []kgo.Opt{rc.opt()}, Input: "kgo-in", Output: "kgo-out", Group: "kgo-group",
+		Members: 2, AbortEvery: 3, MaxPoll: 50, Logf: func(f string, args ...any) { t.Logf(f, args...) }}
+	createTopic(t, n.Addr, pipe.Input, 2)
+	createTopic(t, n.Addr, pipe.Output, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	inputs, err := eos.ProduceInputs(ctx, opts, pipe.Input, 600)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- pipe.Run(ctx) }()
+	return func() {
+		t.Helper()
+		defer cancel()
+		if err := <-errc; err != nil {
+			t.Fatalf("franz-go pipeline: %v", err)
+		}
+		reads, err := eos.ReadOutput(ctx, opts, pipe.Output, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := eos.Check(pipe.Txns(), reads, inputs); !res.Ok() {
+			t.Fatalf("franz-go pipeline: exactly-once violated: %v", res)
+		}
+		rc.wantTV2(t)
 	}
 }
 
