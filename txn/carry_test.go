@@ -174,3 +174,48 @@ func TestAddsDuringCarryingWrite(t *testing.T) {
 		close(g.open)
 	}
 }
+
+// TestCarryBeforeCompletionRuns: the producer's next transaction may carry a
+// completion before the goroutine writing its markers has run (a loaded
+// machine): the markers are still the decision's (a commit at the bumped
+// epoch, to its partitions). The goroutine took m's state when it ran, found
+// the carrying Ongoing state, and wrote its partitions an abort at that epoch,
+// which ended the committed transaction's records there as aborted.
+func TestCarryBeforeCompletionRuns(t *testing.T) {
+	c, g, _ := gatedCoordinator(t)
+	close(g.open)
+	ctx := context.Background()
+	release := make(chan struct{})
+	completionStarting = func() { <-release }
+	t.Cleanup(func() { completionStarting = nil })
+	pid, _, _ := c.InitProducerID(ctx, "app", time.Minute, -1, -1)
+	if code, _ := c.AddPartitions(ctx, "app", pid, 0, []TopicPartition{{"out", 0}, {"offsets", 0}}, true); code != 0 {
+		t.Fatalf("implicit add: %d", code)
+	}
+	if _, e, code := c.EndTxn(ctx, "app", pid, 0, true, true); code != 0 || e != 1 {
+		t.Fatalf("commit: epoch %d code %d", e, code)
+	}
+	if code, _ := c.AddPartitions(ctx, "app", pid, 1, []TopicPartition{{"out", 1}}, true); code != 0 {
+		t.Fatalf("implicit add carrying the completion: %d", code)
+	}
+	if d, _ := c.Describe("app"); d.State != Ongoing {
+		t.Fatalf("state after the carrying add: %s, want Ongoing", StateName(d.State))
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for g.count() < 2 {
+		if time.Now().After(deadline) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			t.Fatalf("markers written: %+v, want commits at epoch 1 to out-0 and offsets-0", g.markers)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, mk := range g.markers {
+		if !mk.Commit || mk.Epoch != 1 || mk.Topic == "out" && mk.Partition != 0 {
+			t.Errorf("marker %+v, want commits at epoch 1 to out-0 and offsets-0", mk)
+		}
+	}
+}

@@ -11,6 +11,10 @@ import (
 )
 
 // startCompletion writes the markers of m, which is prepared, in the background.
+// The prepared state is taken here, under the lock: once completing is set the
+// producer's next transaction may carry the completion and replace m's state
+// with its Ongoing one before the goroutine runs, whose markers would then be
+// that transaction's, as an abort.
 func (sh *shard) startCompletion(m *txnMeta) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -19,18 +23,23 @@ func (sh *shard) startCompletion(m *txnMeta) {
 	}
 	m.pending, m.completing = true, true
 	sh.wg.Add(1)
-	go sh.complete(m)
+	go sh.complete(m, m.clone())
 }
 
-// complete writes the markers of prepared transaction m until they are all
-// written, then records it complete. m is pending throughout, unless the
-// producer's next transaction carries the completion (carry.go): then that
-// transaction's record stands for the complete one.
-func (sh *shard) complete(m *txnMeta) {
+// completionStarting, when set (tests only), is called as a completion's
+// goroutine starts.
+var completionStarting func()
+
+// complete writes the markers of prepared transaction m (prepared, its state
+// when the completion started) until they are all written, then records it
+// complete. m is pending throughout, unless the producer's next transaction
+// carries the completion (carry.go): then that transaction's record stands for
+// the complete one.
+func (sh *shard) complete(m, prepared *txnMeta) {
 	defer sh.wg.Done()
-	sh.mu.Lock()
-	prepared := m.clone()
-	sh.mu.Unlock()
+	if completionStarting != nil {
+		completionStarting()
+	}
 	commit := prepared.state == PrepareCommit
 	markers := make([]Marker, 0, len(prepared.partitions))
 	for _, tp := range prepared.sortedPartitions() {
