@@ -93,13 +93,21 @@ func kgoPipelineBeside(t *testing.T, n *testnode.Node) func() {
 		cancel()
 		t.Fatal(err)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- pipe.Run(ctx) }()
+	finished := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(finished)
+		runErr = pipe.Run(ctx)
+	}()
+	t.Cleanup(func() { // also when the test fails first: no Logf after it ends
+		cancel()
+		<-finished
+	})
 	return func() {
 		t.Helper()
-		defer cancel()
-		if err := <-errc; err != nil {
-			t.Fatalf("franz-go pipeline: %v", err)
+		<-finished
+		if runErr != nil {
+			t.Fatalf("franz-go pipeline: %v", runErr)
 		}
 		reads, err := eos.ReadOutput(ctx, opts, pipe.Output, 2)
 		if err != nil {

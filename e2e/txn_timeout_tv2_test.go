@@ -53,6 +53,10 @@ func TestTransactionTimeoutTV2(t *testing.T) {
 	var readMu sync.Mutex
 	var read []eos.Record
 	readerDone := make(chan struct{})
+	defer func() { // also when the test fails first
+		cancel()
+		<-readerDone
+	}()
 	go func() {
 		defer close(readerDone)
 		for ctx.Err() == nil {
