@@ -11,26 +11,31 @@ import (
 )
 
 // startCompletion writes the markers of m, which is prepared, in the background.
+// The prepared state is copied here, under the lock: once completing, a TV2
+// producer's next transaction may carry the completion and its Ongoing record
+// replace m's state before the goroutine runs, and markers built from that
+// state would abort the ended transaction at the new epoch.
 func (sh *shard) startCompletion(m *txnMeta) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.closing {
 		return // the next coordinator completes it
 	}
+	if m.state != PrepareCommit && m.state != PrepareAbort {
+		return // completed meanwhile, or carried by the next transaction
+	}
 	m.pending, m.completing = true, true
 	sh.wg.Add(1)
-	go sh.complete(m)
+	go sh.complete(m, m.clone())
 }
 
-// complete writes the markers of prepared transaction m until they are all
-// written, then records it complete. m is pending throughout, unless the
-// producer's next transaction carries the completion (carry.go): then that
-// transaction's record stands for the complete one.
-func (sh *shard) complete(m *txnMeta) {
+// complete writes the markers of prepared transaction m (its state prepared,
+// copied when the completion started) until they are all written, then
+// records it complete. m is pending throughout, unless the producer's next
+// transaction carries the completion (carry.go): then that transaction's
+// record stands for the complete one.
+func (sh *shard) complete(m, prepared *txnMeta) {
 	defer sh.wg.Done()
-	sh.mu.Lock()
-	prepared := m.clone()
-	sh.mu.Unlock()
 	commit := prepared.state == PrepareCommit
 	markers := make([]Marker, 0, len(prepared.partitions))
 	for _, tp := range prepared.sortedPartitions() {
