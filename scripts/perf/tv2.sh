@@ -11,9 +11,10 @@
 # (added = implicit TV2 adds: proof that franz-go ran TV2). Needs jq, bc, curl.
 #   usage: scripts/perf/tv2.sh  (env: SKIFF=./skiff, BENCH=$SKIFF (the client), ROUNDS=3,
 #   CONFS="1a 1r 3", WORK=/tmp/skiff-tv2, OUT=$WORK/tv2.jsonl, TAG, D=5s, ARGS (extra serve
-#   args), PORTBASE=23000: uses PORTBASE..PORTBASE+39)
-# A/B of two builds: TAG=base SKIFF=/tmp/skiff-base scripts/perf/tv2.sh; TAG=new SKIFF=./skiff ...
-#   (or CONFS=3 ROUNDS=1 alternating in a loop); summary: scripts/perf/tv2sum.sh $OUT
+#   args), PORTBASE=23000: uses PORTBASE..PORTBASE+39, FIRST=1: the first round's number)
+# A/B of two builds, interleaved: for r in 1 2 3; do for t in base new; do
+#   TAG=$t SKIFF=/tmp/skiff-$t FIRST=$r ROUNDS=1 OUT=/tmp/tv2.jsonl scripts/perf/tv2.sh; done; done
+# Summary: scripts/perf/tv2sum.py $OUT
 set -eu
 SKIFF=$(realpath "${SKIFF:-./skiff}"); BENCH=$(realpath "${BENCH:-$SKIFF}")
 WORK=${WORK:-/tmp/skiff-tv2}; OUT=${OUT:-$WORK/tv2.jsonl}; D=${D:-5s}; ROUNDS=${ROUNDS:-3}
@@ -64,7 +65,8 @@ run() { # round conf tv
   stop
 }
 mkdir -p "$WORK"
-for r in $(seq 1 "$ROUNDS"); do
+FIRST=${FIRST:-1}
+for r in $(seq "$FIRST" $((FIRST + ROUNDS - 1))); do
   for conf in $CONFS; do
     if [ $((r % 2)) = 1 ]; then order="1 2"; else order="2 1"; fi
     for tv in $order; do run "$r" "$conf" "$tv"; done
