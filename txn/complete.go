@@ -22,7 +22,7 @@ func (sh *shard) startCompletion(m *txnMeta) {
 		return // the next coordinator completes it
 	}
 	if m.state != PrepareCommit && m.state != PrepareAbort {
-		return // completed meanwhile, or carried by the next transaction
+		return // not prepared: nothing to complete (defensive; callers pass a prepared m)
 	}
 	m.pending, m.completing = true, true
 	sh.wg.Add(1)
