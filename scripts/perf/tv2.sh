@@ -8,7 +8,8 @@
 # invocation), and under TV2 `skiff bench consume` read_committed then read_uncommitted.
 # One JSON line per run appended to $OUT with the load average, the nodes' CPU seconds
 # and wall seconds of the run, and the nodes' skiff_txn_first_writes_total by `how`
-# (added = implicit TV2 adds: proof that franz-go ran TV2). Needs jq, bc, curl.
+# (added = implicit TV2 adds: proof that franz-go ran TV2), and their Go allocations and
+# collections (go_mem, since start, read after the produce run). Needs jq, bc, curl.
 #   usage: scripts/perf/tv2.sh  (env: SKIFF=./skiff, BENCH=$SKIFF (the client), ROUNDS=3,
 #   CONFS="1a 1r 3", WORK=/tmp/skiff-tv2, OUT=$WORK/tv2.jsonl, TAG, D=5s, ARGS (extra serve
 #   args), PORTBASE=23000: uses PORTBASE..PORTBASE+39, FIRST=1: the first round's number)
@@ -37,6 +38,11 @@ firstwrites() { # sums skiff_txn_first_writes_total by how over the n nodes: {"a
     awk '/^skiff_txn_first_writes_total\{/ {match($0, /how="[a-z]+"/); h = substr($0, RSTART + 5, RLENGTH - 6); s[h] += $NF}
       END {printf "{"; sep = ""; for (h in s) {printf "%s\"%s\":%d", sep, h, s[h]; sep = ","}; printf "}"}'
 }
+gomem() { # the n nodes' Go heap allocations (bytes) and collections so far: {"alloc":B,"gcs":N}
+  local n=$1 i; for i in $(seq 0 $((n - 1))); do curl -s http://127.0.0.1:$((PB + 10 * i + 1))/metrics; done |
+    awk '/^go_memstats_alloc_bytes_total / {a += $2} /^go_gc_duration_seconds_count / {g += $2}
+      END {printf "{\"alloc\":%.0f,\"gcs\":%.0f}", a, g}'
+}
 now() { date +%s.%N; }
 run() { # round conf tv
   local r=$1 conf=$2 tv=$3 n=1 args=() bargs=(); B=127.0.0.1:$PB
@@ -50,7 +56,7 @@ run() { # round conf tv
   local c0 w0 res c1 w1 fw cons="{}"
   c0=$(cpu); w0=$(now)
   res=$(nice -n 5 "$BENCH" bench produce -b $B --http 127.0.0.1:$((PB + 1)) -t bench "${bargs[@]}" --transactional-id X --txn-records 1000 -d $D --json)
-  c1=$(cpu); w1=$(now); fw=$(firstwrites $n)
+  c1=$(cpu); w1=$(now); fw=$(firstwrites $n); mem=$(gomem $n)
   if [ "$tv" = 2 ]; then
     local rc ru
     rc=$(nice -n 5 "$BENCH" bench consume -b $B -t bench --isolation read_committed --json)
@@ -59,9 +65,9 @@ run() { # round conf tv
   fi
   echo "$res" | jq -c --arg tag "$TAG" --arg conf "$conf" --argjson tv "$tv" --argjson r "$r" \
     --argjson cpu "$(echo "$c1 - $c0" | bc -l)" --argjson wall "$(echo "$w1 - $w0" | bc -l)" \
-    --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --argjson fw "$fw" --argjson cons "$cons" \
+    --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --argjson fw "$fw" --argjson mem "$mem" --argjson cons "$cons" \
     '{round: $r, tag: $tag, conf: $conf, tv: $tv, load: $load, server_cpu_s: $cpu, wall_s: $wall,
-      first_writes: $fw, result: ., consume: $cons}' >> "$OUT"
+      first_writes: $fw, go_mem: $mem, result: ., consume: $cons}' >> "$OUT"
   stop
 }
 mkdir -p "$WORK"
