@@ -3,7 +3,8 @@
 per tag, configuration and transaction version, each round's ratio (transactional /
 idempotent records/s), idempotent and transactional records/s, transactions a second,
 txn_flush p50, the nodes' CPU seconds over wall seconds, the load average, and the
-implicit adds (first_writes.added: > 0 only when franz-go ran TV2); then TV2/TV1 of
+implicit adds (first_writes.added: > 0 only when franz-go ran TV2) and the nodes' Go
+allocations and collections when recorded; then TV2/TV1 of
 the transactional records/s per round, and under TV2 read_committed /
 read_uncommitted consume records/s.
   usage: scripts/perf/tv2sum.py tv2.jsonl...
@@ -28,7 +29,8 @@ def main(paths):
                   f"  txn {txn/1e3:.0f}k  {t['transactions']/r['result']['seconds']:.0f} txn/s"
                   f"  flush p50 {t['txn_flush']['p50_ms']:.2f} ms  end p50 {t['txn_end']['p50_ms']:.2f} ms"
                   f"  cpu/wall {r['server_cpu_s']/r['wall_s']:.2f}  load {r['load'].split()[0]}"
-                  f"  added {fw.get('added', 0)} asked {fw.get('asked', 0)} noticed {fw.get('noticed', 0)}")
+                  f"  added {fw.get('added', 0)} asked {fw.get('asked', 0)} noticed {fw.get('noticed', 0)}"
+                  + (f"  alloc {r['go_mem']['alloc']/1e9:.2f} GB gcs {r['go_mem']['gcs']}" if 'go_mem' in r else ''))
             c = r.get('consume') or {}
             if c:
                 rc, ru = c['read_committed'], c['read_uncommitted']
