@@ -21,6 +21,9 @@ func (sh *shard) startCompletion(m *txnMeta) {
 	if sh.closing {
 		return // the next coordinator completes it
 	}
+	if m.state != PrepareCommit && m.state != PrepareAbort {
+		return // not prepared: nothing to complete (defensive; callers pass a prepared m)
+	}
 	m.pending, m.completing = true, true
 	sh.wg.Add(1)
 	go sh.complete(m, m.clone())
