@@ -14,11 +14,13 @@ var (
 	EncodeFrame    = encodeFrame
 )
 
-// FindProtocolDoc and ReadProfileTable read PROTOCOL.md's profile table, which the
-// conformance test compares with what a node advertises.
+// FindProtocolDoc, ReadProfileTable and ReadTxnV2Table read PROTOCOL.md's profile
+// table and its rows for transaction version 2, which the conformance tests
+// compare with what a node advertises.
 var (
 	FindProtocolDoc  = findProtocolDoc
 	ReadProfileTable = readProfileTable
+	ReadTxnV2Table   = readTxnV2Table
 )
 
 // APIVersionsTxnV2 is what ApiVersions lists with Config.TxnV2: the served
