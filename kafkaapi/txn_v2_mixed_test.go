@@ -1,0 +1,123 @@
+package kafkaapi_test
+
+// A cluster whose nodes disagree on transaction-version (docs/operations.md,
+// "Transaction version 2"): what a transaction version 2 producer meets
+// there, as during a rolling restart that turns the setting on.
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/appliance"
+)
+
+// startMixedCluster starts two nodes joined over etcd, the first serving
+// transaction version 2 and the second version 1, and waits until both are
+// live brokers.
+func startMixedCluster(t *testing.T) (tv2, tv1 *appliance.Node) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := l.Addr().String()
+	l.Close()
+	var nodes []*appliance.Node
+	for i, version := range []int16{2, 1} {
+		n, err := startNode(t.TempDir(), func(c *appliance.Config) {
+			c.Txn.Version = version
+			c.NodeName = fmt.Sprintf("mixed-%d", i)
+			if i == 0 {
+				c.EtcdClient = etcd
+			} else {
+				c.Join = []string{etcd}
+			}
+		})
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	c := dial(t, nodes[0].KafkaAddr())
+	waitFor(t, 60*time.Second, "two live brokers", func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(8)
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		return len(c.do(req).(*kmsg.MetadataResponse).Brokers) == 2
+	})
+	return nodes[0], nodes[1]
+}
+
+// TestTxnV2MixedCluster: with one node at transaction-version 2 and one at
+// 1, a client that opted into transaction version 2 (franz-go does when any
+// broker lists the finalized feature) cannot put a partition led by the node
+// at 1 into its transaction, nor one led by the node at 2 when its
+// coordinator is on the node at 1; both are answered with codes it retries or
+// aborts on, never appended, and never fatal. A transaction wholly on the
+// node at 2 commits.
+func TestTxnV2MixedCluster(t *testing.T) {
+	tv2, tv1 := startMixedCluster(t)
+	c2, c1 := dial(t, tv2.KafkaAddr()), dial(t, tv1.KafkaAddr())
+	for _, tc := range []struct {
+		c    *kconn
+		name string
+		want bool
+	}{{c2, "node at 2", true}, {c1, "node at 1", false}} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(3)
+		resp := tc.c.do(req).(*kmsg.ApiVersionsResponse)
+		if got := len(resp.FinalizedFeatures) == 1; got != tc.want {
+			t.Fatalf("%s lists finalized features %+v", tc.name, resp.FinalizedFeatures)
+		}
+	}
+
+	topic := topicName(t, "")
+	createTopic(t, c2, topic, 4, nil)
+	var part2, part1 int32 = -1, -1 // a partition led by each node
+	waitFor(t, 30*time.Second, "a partition led by each node", func() bool {
+		for _, p := range metadataTopic(t, c2, topic).Partitions {
+			switch {
+			case p.ErrorCode != 0:
+			case p.Leader == tv2.ID():
+				part2 = p.Partition
+			case p.Leader == tv1.ID():
+				part1 = p.Partition
+			}
+		}
+		return part2 >= 0 && part1 >= 0
+	})
+	// Create __transaction_state through the node at 2.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(1)
+	fc.CoordinatorKey, fc.CoordinatorType = topicName(t, "id"), 1
+	findTxnCoordinator(t, c2, fc)
+
+	t.Run("CoordinatorAt2", func(t *testing.T) {
+		p := newTV2Producer(t, c2, tv2.ID())
+		// The node at 1 serves Produce up to v11, which franz-go then sends
+		// without AddPartitionsToTxn: the verification refuses it.
+		wantCode(t, "v11 to the node at 1", p.produceAt(t, c1, 11, p.epoch, topic, part1)[0].ErrorCode, kerr.TransactionAbortable.Code)
+		wantCode(t, "v12 to the node at 2", p.produceAt(t, c2, 12, p.epoch, topic, part2)[0].ErrorCode, 0)
+		if p.inTxn(t, c2, topic, part1) || !p.inTxn(t, c2, topic, part2) {
+			t.Fatalf("transaction %+v, want only partition %d", p.describeTxn(t, c2), part2)
+		}
+		resp := endTxnV5(t, c2, p.id, p.pid, p.epoch, true)
+		wantEnded(t, "EndTxn v5 commit", resp, p.pid, p.epoch+1)
+		settled(t, c2, topic, part2)
+	})
+	t.Run("CoordinatorAt1", func(t *testing.T) {
+		p := newTV2Producer(t, c1, tv1.ID())
+		code := p.produceAt(t, c2, 12, p.epoch, topic, part2)[0].ErrorCode
+		t.Logf("v12 to the node at 2, coordinator at 1: %s", errName(code))
+		wantCode(t, "v12 to the node at 2, coordinator at 1", code, kerr.NotEnoughReplicas.Code)
+		if st := p.describeTxn(t, c1); st.State != "Empty" {
+			t.Fatalf("transaction %+v, want Empty", st)
+		}
+	})
+}
