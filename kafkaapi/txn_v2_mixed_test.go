@@ -5,13 +5,18 @@ package kafkaapi_test
 // there, as during a rolling restart that turns the setting on.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"skiff/appliance"
 )
@@ -111,6 +116,7 @@ func TestTxnV2MixedCluster(t *testing.T) {
 		wantEnded(t, "EndTxn v5 commit", resp, p.pid, p.epoch+1)
 		settled(t, c2, topic, part2)
 	})
+	t.Run("FranzGo", func(t *testing.T) { mixedFranzGo(t, tv2, tv1, c2, topic, part2, part1) })
 	t.Run("CoordinatorAt1", func(t *testing.T) {
 		p := newTV2Producer(t, c1, tv1.ID())
 		code := p.produceAt(t, c2, 12, p.epoch, topic, part2)[0].ErrorCode
@@ -120,4 +126,73 @@ func TestTxnV2MixedCluster(t *testing.T) {
 			t.Fatalf("transaction %+v, want Empty", st)
 		}
 	})
+}
+
+// mixedFranzGo: franz-go v1.22.3, knowing both nodes, opts into transaction
+// version 2 (the node at 2 lists the feature); its batch to the node at 2
+// goes in, the one to the node at 1 is TRANSACTION_ABORTABLE; the transaction
+// aborts, and the next one, only on the node at 2, commits.
+func mixedFranzGo(t *testing.T, tv2, tv1 *appliance.Node, c2 *kconn, topic string, part2, part1 int32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var rc requestCounter
+	id := newTV2Producer(t, c2, tv2.ID()).id // a transactional id coordinated on the node at 2
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tv2.KafkaAddr(), tv1.KafkaAddr()), kgo.Dialer(rc.dial),
+		kgo.TransactionalID(id), kgo.TransactionTimeout(10*time.Second), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(3),
+		// ApiVersions v4 first, as against Kafka 4.1: franz-go asks v5 first
+		// otherwise, learns only the versions from the v0 answer, and reads
+		// the feature on its next connection to the broker.
+		kgo.MaxVersions(kversion.V4_1_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Learn both brokers' versions, as a client does once it talked to each.
+	for _, n := range []*appliance.Node{tv2, tv1} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		if _, err := cl.Broker(int(n.ID())).Request(ctx, req); err != nil {
+			t.Fatalf("metadata from broker %d: %v", n.ID(), err)
+		}
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: part2, Value: []byte("to-2")}).FirstErr(); err != nil {
+		t.Fatalf("produce to the node at 2: %v", err)
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Partition: part1, Value: []byte("to-1")}).FirstErr()
+	t.Logf("produce to the node at 1: %v; Produce v11 %d, v12 %d, AddPartitionsToTxn %d (v4 %d), EndTxn %d", err,
+		rc.count(0, 11), rc.count(0, 12), rc.count(24, -1), rc.count(24, 4), rc.count(26, -1))
+	if !errors.Is(err, kerr.TransactionAbortable) {
+		t.Fatalf("produce to the node at 1: %v, want TRANSACTION_ABORTABLE", err)
+	}
+	if n := rc.count(0, 12); n != 1 {
+		t.Errorf("Produce v12 sent %d times, want 1 (to the node at 2)", n)
+	}
+	if n := rc.count(24, -1); n != 0 {
+		t.Errorf("AddPartitionsToTxn sent %d times: the client did not opt into transaction version 2", n)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	// The next transaction, only on the node at 2, commits.
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: part2, Value: []byte("again")}).FirstErr(); err != nil {
+		t.Fatalf("produce to the node at 2: %v", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	settled(t, c2, topic, part2)
+	// The CoordinatorAt2 subtest committed one record there before.
+	if got := readCommitted(t, c2, topic, part2); slices.Contains(got, "to-2") || !slices.Contains(got, "again") {
+		t.Fatalf("read_committed on the node at 2: %q, want the committed record and not the aborted one", got)
+	}
+	if n := rc.count(26, 5); n != 2 {
+		t.Errorf("EndTxn v5 sent %d times, want 2", n)
+	}
 }
