@@ -125,7 +125,46 @@ func TestTxnV2MixedCluster(t *testing.T) {
 		if st := p.describeTxn(t, c1); st.State != "Empty" {
 			t.Fatalf("transaction %+v, want Empty", st)
 		}
+		// TxnOffsetCommit v5 at a group coordinator at 2: the same add, retriable.
+		group := groupCoordinatedOn(t, c2, tv2.ID())
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(5)
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = p.id, group, p.pid, p.epoch, -1
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = part2, 1
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{rp}}}
+		resp := c2.do(req).(*kmsg.TxnOffsetCommitResponse)
+		wantCode(t, "TxnOffsetCommit v5 at the node at 2, coordinator at 1", resp.Topics[0].Partitions[0].ErrorCode, kerr.CoordinatorNotAvailable.Code)
 	})
+}
+
+// groupCoordinatedOn returns a group id whose coordinator is broker id,
+// reached on c, once that coordinator serves it.
+func groupCoordinatedOn(t *testing.T, c *kconn, id int32) string {
+	t.Helper()
+	for i := range 200 {
+		group := topicName(t, fmt.Sprintf("group-%d", i))
+		var node int32
+		waitFor(t, 30*time.Second, "a coordinator for "+group, func() bool {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorKey = group
+			resp := c.do(req).(*kmsg.FindCoordinatorResponse)
+			node = resp.NodeID
+			return resp.ErrorCode == 0
+		})
+		if node != id {
+			continue
+		}
+		waitFor(t, 30*time.Second, "the coordinator of "+group+" to serve it", func() bool {
+			of := kmsg.NewPtrOffsetFetchRequest()
+			of.SetVersion(5)
+			of.Group = group
+			return c.do(of).(*kmsg.OffsetFetchResponse).ErrorCode == 0
+		})
+		return group
+	}
+	t.Fatalf("no group of 200 is coordinated on broker %d", id)
+	return ""
 }
 
 // mixedFranzGo: franz-go v1.22.3, knowing both nodes, opts into transaction
