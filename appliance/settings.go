@@ -373,7 +373,7 @@ func (c *Config) Settings() []Setting {
 			Doc: "forget, on each partition, a producer that appended nothing for this long and has no transaction open there",
 			v:   duration(&tx.ProducerIDExpiration, replication.DefaultProducerIDExpiration)},
 		{Name: "transaction-version",
-			Doc: "transaction version served to clients, 1 or 2 (KIP-890 part 2: Produce v12, EndTxn v5, no AddPartitionsToTxn); the same on every node",
+			Doc: "transaction version served to clients, 1 or 2 (KIP-890 part 2: Produce v12, EndTxn v5, no AddPartitionsToTxn); the same on every node, turned on by a rolling restart (docs/operations.md)",
 			v:   between(integer(&tx.Version, txn.DefaultVersion), 1, 2)},
 		{Name: "transaction-state-log-num-partitions", Kafka: "transaction.state.log.num.partitions", KafkaType: cluster.ConfigTypeInt,
 			Doc: "partitions of the internal topic __transaction_state, fixed when it is created",

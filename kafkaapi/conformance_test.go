@@ -98,10 +98,29 @@ var notYetServed = map[int16]string{
 // checkProfileAgainstDoc compares the advertised ranges with the table "Advertised
 // ranges (the profile)" of PROTOCOL.md.
 func checkProfileAgainstDoc(t *testing.T, profile []kmsg.ApiVersionsResponseApiKey) {
+	checkProfileAgainstDocWith(t, profile, false)
+}
+
+// checkProfileAgainstDocWith is checkProfileAgainstDoc, for a node with
+// transaction version 2 when txnV2 is set: the rows of PROTOCOL.md's table
+// "With transaction version 2" then replace the profile's.
+func checkProfileAgainstDocWith(t *testing.T, profile []kmsg.ApiVersionsResponseApiKey, txnV2 bool) {
 	path := kafkaapi.FindProtocolDoc()
 	doc := kafkaapi.ReadProfileTable(t, path)
 	if len(doc) < 9 {
 		t.Fatalf("%s: the profile table has only %d rows; did its format change?", path, len(doc))
+	}
+	if txnV2 {
+		rows := kafkaapi.ReadTxnV2Table(t, path)
+		if len(rows) == 0 {
+			t.Fatalf("%s: no transaction version 2 table; did its format change?", path)
+		}
+		for key, d := range rows {
+			if _, ok := doc[key]; !ok {
+				t.Errorf("key %d (%s) is in the transaction version 2 table of %s but not in its profile", key, d.Name, path)
+			}
+			doc[key] = d
+		}
 	}
 	got := make(map[int16]kmsg.ApiVersionsResponseApiKey)
 	for _, k := range profile {

@@ -39,13 +39,14 @@ func heapAllocatedExact() uint64 {
 }
 
 // decodeAllocation is the least heap allocation of runs decodes of frame (with
-// maxEntries), measured
-// with counter (global to the process: the least run is the one least disturbed).
-func decodeAllocation(counter func() uint64, frame []byte, maxEntries, runs int) uint64 {
+// maxEntries, and the versions of transaction version 2 served if txnV2),
+// measured with counter (global to the process: the least run is the one least
+// disturbed).
+func decodeAllocation(counter func() uint64, frame []byte, maxEntries, runs int, txnV2 bool) uint64 {
 	least := uint64(math.MaxUint64)
 	for range runs {
 		before := counter()
-		decodeFrame(frame, maxEntries)
+		decodeFrameWith(frame, maxEntries, txnV2)
 		least = min(least, counter()-before)
 	}
 	return least
@@ -67,14 +68,22 @@ func encodeFrame(req kmsg.Request, corr int32) []byte {
 
 // servedRequests returns one request with default fields for every served key and
 // version, and one whose lists hold an entry each, as seeds.
-func servedRequests() []kmsg.Request {
+func servedRequests() []kmsg.Request { return servedRequestsWith(false) }
+
+// servedRequestsWith is servedRequests with the versions of transaction version 2
+// (txnV2Max) too when txnV2 is set.
+func servedRequestsWith(txnV2 bool) []kmsg.Request {
 	var out []kmsg.Request
 	for _, a := range apis {
 		if a == nil {
 			continue
 		}
 		key := a.key
-		for v := a.min; v <= a.max; v++ {
+		last := a.max
+		if txnV2 {
+			last = max(last, a.txnV2Max)
+		}
+		for v := a.min; v <= last; v++ {
 			req := kmsg.RequestForKey(key)
 			req.SetVersion(v)
 			out = append(out, req)
@@ -123,8 +132,11 @@ func fillOne(v reflect.Value, depth int) {
 
 // FuzzDecodeRequest feeds arbitrary frames through decodeFrame, the parse path of
 // the connection loop (header, tagged fields, Produce shape walk, kmsg decode, entry
-// count). Invariants:
+// count), without and with the versions of transaction version 2 (Config.TxnV2).
+// Invariants:
 //   - it never panics;
+//   - without them, a version only they serve is not decoded, and any other frame
+//     decodes as with them;
 //   - decoding allocates at most decodeFactor times the frame size (plus
 //     decodeSlack): the budget a connection takes before reading a frame covers it;
 //     for Produce, at most the shape walk's entries times entryBytes beyond that;
@@ -133,21 +145,28 @@ func fillOne(v reflect.Value, depth int) {
 //   - a decoded request names at most fuzzMaxEntries entries, and re-encoded, it
 //     decodes to the same request.
 func FuzzDecodeRequest(f *testing.F) {
-	for i, req := range servedRequests() {
+	for i, req := range servedRequestsWith(true) {
 		f.Add(encodeFrame(req, int32(i)))
 	}
 	f.Add([]byte{0, 18, 0, 3, 0, 0, 0, 1, 0xff, 0xff, 0})   // ApiVersions v3, null client id
 	f.Add([]byte{0, 18, 0, 9, 0, 0, 0, 1, 0, 0})            // unsupported version
 	f.Add([]byte{0, 1, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}) // Fetch cut short
 	f.Fuzz(func(t *testing.T, frame []byte) {
+		tv1, tv1Err := decodeFrame(frame, fuzzMaxEntries)
 		before := heapAllocated()
-		d, err := decodeFrame(frame, fuzzMaxEntries)
+		d, err := decodeFrameWith(frame, fuzzMaxEntries, true)
 		grown := heapAllocated() - before
+		switch served := servedAt(d.hdr.Key, d.hdr.Version) != nil; {
+		case !served && tv1.req != nil:
+			t.Fatalf("key %d v%d decoded without transaction version 2", d.hdr.Key, d.hdr.Version)
+		case served && ((tv1.req == nil) != (d.req == nil) || (tv1Err == nil) != (err == nil)):
+			t.Fatalf("key %d v%d: decoded %v (%v) without transaction version 2, %v (%v) with it", d.hdr.Key, d.hdr.Version, tv1.req != nil, tv1Err, d.req != nil, err)
+		}
 		if limit := uint64(decodeFactor*len(frame) + decodeSlack); grown > limit {
 			// The counter is global: other goroutines (a node of this test process)
 			// may have allocated meanwhile. Decoding allocates the same each time, so
 			// the least of a few more runs is what it takes.
-			grown = decodeAllocation(heapAllocated, frame, fuzzMaxEntries, 3)
+			grown = decodeAllocation(heapAllocated, frame, fuzzMaxEntries, 3, true)
 			if grown > limit {
 				t.Fatalf("decoding a %d-byte frame (key %d v%d) allocated %d bytes, more than %d", len(frame), d.hdr.Key, d.hdr.Version, grown, limit)
 			}
@@ -159,7 +178,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		if d.req == nil {
-			if servedAt(d.hdr.Key, d.hdr.Version) != nil {
+			if servedWith(d.hdr.Key, d.hdr.Version, true) != nil {
 				t.Fatalf("served key %d v%d not decoded", d.hdr.Key, d.hdr.Version)
 			}
 			return
@@ -180,12 +199,13 @@ func FuzzDecodeRequest(f *testing.F) {
 }
 
 // FuzzProduceShape checks produceShape against kmsg on arbitrary Produce bodies at
-// every served version, the flexible ones (v9+) included. Invariants: no panic;
+// every served version, the flexible ones (v9+) and v12 (transaction version 2)
+// included. Invariants: no panic;
 // produceShape accepts a body exactly when kmsg decodes it, and then counts the
 // decoded request's entries (its tagged fields as many as it reads: kmsg keeps a
 // repeated key once).
 func FuzzProduceShape(f *testing.F) {
-	for _, req := range servedRequests() {
+	for _, req := range servedRequestsWith(true) {
 		if req.Key() == 0 {
 			f.Add(req.AppendTo(nil), uint8(req.GetVersion()-lookup(0).min))
 		}
@@ -194,13 +214,13 @@ func FuzzProduceShape(f *testing.F) {
 	// v9+: a null transactional id, one topic "t" with one partition of null
 	// records, tagged fields at each level (two with the same key at the end).
 	flex := []byte{0, 0, 1, 0, 0, 0x3a, 0x98, 2, 2, 't', 2, 0, 0, 0, 0, 0, 1, 5, 1, 'x', 0, 2, 1, 0, 1, 0}
-	for v := 9; v <= int(lookup(0).max); v++ {
+	for v := 9; v <= int(lookup(0).txnV2Max); v++ {
 		f.Add(flex, uint8(v-3))
 	}
 	f.Add([]byte{0, 0, 1, 0, 0, 0x3a, 0x98, 0x80, 0x80, 0x80, 0x80, 0x10}, uint8(9-3)) // a varint past 32 bits
 	f.Fuzz(func(t *testing.T, body []byte, v uint8) {
 		r := lookup(0)
-		version := r.min + int16(v)%(r.max-r.min+1)
+		version := r.min + int16(v)%(r.txnV2Max-r.min+1)
 		n, shapeErr := produceShape(body, version)
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(version)
@@ -240,13 +260,13 @@ func TestProduceShapeFlexibleTags(t *testing.T) {
 }
 
 // TestDecodeMemoryBound writes large array lengths at every position of the start of
-// every served request and checks that decoding stays within decodeFactor times the
+// every served request (those of transaction version 2 too) and checks that decoding stays within decodeFactor times the
 // frame (the property the connection's budget relies on), reporting the largest
 // ratio seen.
 func TestDecodeMemoryBound(t *testing.T) {
 	const size, slack = 16 << 10, 16 << 10
 	worst, worstAt := 0.0, ""
-	for _, req := range servedRequests() {
+	for _, req := range servedRequestsWith(true) {
 		enc := encodeFrame(req, 1)
 		hdrLen := 10 + 4
 		if req.IsFlexible() {
@@ -266,7 +286,7 @@ func TestDecodeMemoryBound(t *testing.T) {
 						frame = append(binary.AppendUvarint(frame[:p:p], uint64(claim+1)), frame[p+4:]...)
 						frame = frame[:min(len(frame), size)]
 					}
-					grown := decodeAllocation(heapAllocatedExact, frame, 0, 2)
+					grown := decodeAllocation(heapAllocatedExact, frame, 0, 2, true)
 					if grown > slack {
 						ratio := float64(grown-slack) / float64(len(frame))
 						if ratio > worst {

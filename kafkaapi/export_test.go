@@ -7,18 +7,22 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // single node, whose partitions stay at leader epoch 0.
 var CheckLeaderEpoch = checkLeaderEpoch
 
-// ServedRequests and EncodeFrame give the connection fuzz target the decode fuzz
-// target's seeds: one request per served key and version, framed without the size.
+// ServedRequests, ServedRequestsTxnV2 and EncodeFrame give the connection fuzz
+// target the decode fuzz target's seeds: one request per served key and version
+// (of transaction version 2 too), framed without the size.
 var (
-	ServedRequests = servedRequests
-	EncodeFrame    = encodeFrame
+	ServedRequests      = servedRequests
+	ServedRequestsTxnV2 = func() []kmsg.Request { return servedRequestsWith(true) }
+	EncodeFrame         = encodeFrame
 )
 
-// FindProtocolDoc and ReadProfileTable read PROTOCOL.md's profile table, which the
-// conformance test compares with what a node advertises.
+// FindProtocolDoc, ReadProfileTable and ReadTxnV2Table read PROTOCOL.md's profile
+// table and its rows for transaction version 2, which the conformance tests
+// compare with what a node advertises.
 var (
 	FindProtocolDoc  = findProtocolDoc
 	ReadProfileTable = readProfileTable
+	ReadTxnV2Table   = readTxnV2Table
 )
 
 // APIVersionsTxnV2 is what ApiVersions lists with Config.TxnV2: the served

@@ -16,7 +16,8 @@ import (
 )
 
 // fuzzNode is the node FuzzConn talks to, one per test process: max.partitions.per.request
-// is small so that fuzzed CreateTopics and Metadata requests stay cheap.
+// is small so that fuzzed CreateTopics and Metadata requests stay cheap; it serves
+// transaction version 2, whose versions are a superset of version 1's.
 var fuzzNode struct {
 	once sync.Once
 	node *appliance.Node
@@ -50,6 +51,7 @@ func FuzzConn(f *testing.F) {
 			c.MaxRequestBytes = 1 << 20
 			c.MaxPartitionsPerRequest = 64
 			c.ReadTimeout = time.Second
+			c.Txn.Version = 2
 		})
 		fuzzCleanup = func() error {
 			defer os.RemoveAll(dir)
@@ -63,7 +65,7 @@ func FuzzConn(f *testing.F) {
 		f.Fatalf("start node: %v", fuzzNode.err)
 	}
 	addr := fuzzNode.node.KafkaAddr()
-	for i, req := range kafkaapi.ServedRequests() {
+	for i, req := range kafkaapi.ServedRequestsTxnV2() {
 		f.Add(kafkaapi.EncodeFrame(req, int32(i)), false)
 	}
 	f.Add([]byte{0, 0, 0, 0}, true)

@@ -106,6 +106,9 @@ func waitTxnComplete(t *testing.T, c *kconn, id string) {
 func TestTxnV2Conformance(t *testing.T) {
 	n := startTxnV2Node(t)
 	c := dial(t, n.KafkaAddr())
+	t.Run("ProfileMatchesPROTOCOL.md", func(t *testing.T) {
+		checkProfileAgainstDocWith(t, advertisedProfile(t, c), true)
+	})
 	t.Run("ApiVersions", func(t *testing.T) {
 		conformApiVersions(t, c, []int16{0, 1, 2, 3, 4})
 		want := raisedForTxnV2(advertisedProfile(t, dial(t, sharedNode(t).KafkaAddr())))
