@@ -249,32 +249,13 @@ func (s *Server) addTxn(ctx context.Context, id string, pid int64, epoch int16, 
 		}
 		return codes
 	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(5)
-	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = id, pid, epoch, false
-	for _, tp := range tps {
-		x.Topics = append(x.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: tp.Topic, Partitions: []int32{tp.Partition}})
-	}
-	req.Transactions = append(req.Transactions, x)
-	ctx, cancel := context.WithTimeout(ctx, addTimeout)
-	defer cancel()
-	resp, err := s.parts.BrokerRequest(ctx, st.Leader, req)
+	code, got, err := s.askTxnCoordinator(ctx, st.Leader, false, id, pid, epoch, tps)
 	if err != nil {
 		s.logger.Debug("add to a transaction with its coordinator", "broker", st.Leader, "err", err)
 		return all(kerr.CoordinatorNotAvailable.Code)
 	}
-	r := resp.(*kmsg.AddPartitionsToTxnResponse)
-	if r.ErrorCode != 0 {
-		return all(r.ErrorCode)
-	}
-	got := make(map[txn.TopicPartition]int16, len(tps))
-	for _, rx := range r.Transactions {
-		for _, rt := range rx.Topics {
-			for _, rp := range rt.Partitions {
-				got[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.ErrorCode
-			}
-		}
+	if code != 0 {
+		return all(code)
 	}
 	for i, tp := range tps {
 		code, ok := got[tp]

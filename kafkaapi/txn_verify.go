@@ -140,41 +140,61 @@ func (s *Server) verifyTxn(ctx context.Context, id string, pid int64, epoch int1
 		}
 		return codes
 	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(4)
-	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = id, pid, epoch, true
-	for _, tp := range tps {
-		x.Topics = append(x.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: tp.Topic, Partitions: []int32{tp.Partition}})
-	}
-	req.Transactions = append(req.Transactions, x)
-	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
-	defer cancel()
-	resp, err := s.parts.BrokerRequest(ctx, st.Leader, req)
+	code, got, err := s.askTxnCoordinator(ctx, st.Leader, true, id, pid, epoch, tps)
 	if err != nil {
 		s.logger.Debug("verify a transaction with its coordinator", "broker", st.Leader, "err", err)
 		return all(kerr.NotEnoughReplicas.Code)
 	}
-	r := resp.(*kmsg.AddPartitionsToTxnResponse)
-	if r.ErrorCode != 0 {
-		return all(r.ErrorCode)
-	}
-	got := make(map[txn.TopicPartition]int16, len(tps))
-	for _, rx := range r.Transactions {
-		for _, rt := range rx.Topics {
-			for _, rp := range rt.Partitions {
-				got[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = verifyCode(rp.ErrorCode)
-			}
-		}
+	if code != 0 {
+		return all(code)
 	}
 	for i, tp := range tps {
 		code, ok := got[tp]
 		if !ok {
 			code = kerr.UnknownServerError.Code
 		}
-		codes[i] = code
+		codes[i] = verifyCode(code)
 	}
 	return codes
+}
+
+// askTxnCoordinator sends AddPartitionsToTxn for tps to the coordinator of id
+// on broker: v4 verify-only (KIP-890 part 1) or v5 adding them (a transaction
+// version 2 implicit add). It returns the request's code, else each
+// partition's.
+func (s *Server) askTxnCoordinator(ctx context.Context, broker int32, verifyOnly bool, id string, pid int64, epoch int16, tps []txn.TopicPartition) (int16, map[txn.TopicPartition]int16, error) {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.SetVersion(5)
+	timeout := addTimeout
+	if verifyOnly {
+		req.SetVersion(4)
+		timeout = verifyTimeout
+	}
+	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = id, pid, epoch, verifyOnly
+	for _, tp := range tps {
+		x.Topics = append(x.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: tp.Topic, Partitions: []int32{tp.Partition}})
+	}
+	req.Transactions = append(req.Transactions, x)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := s.parts.BrokerRequest(ctx, broker, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	r := resp.(*kmsg.AddPartitionsToTxnResponse)
+	if r.ErrorCode != 0 {
+		return r.ErrorCode, nil, nil
+	}
+	got := make(map[txn.TopicPartition]int16, len(tps))
+	for _, rx := range r.Transactions {
+		for _, rt := range rx.Topics {
+			for _, rp := range rt.Partitions {
+				got[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.ErrorCode
+			}
+		}
+	}
+	return 0, got, nil
 }
 
 // verifyCode maps the coordinator's answer to the producer's: a coordinator that
