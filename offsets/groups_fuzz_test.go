@@ -116,12 +116,27 @@ func FuzzGroupMetadata(f *testing.F) {
 	f.Add("short", []byte{1, 2, 3, 4, 5, 6, 7}, int32(0))
 	f.Add("empty", []byte{}, int32(-1))
 
-	d, err := Open("db", Options{FS: vfs.NewMem()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { d.Close() })
+	// A fresh database every 256 inputs: each input leaves a tombstone in the
+	// memtable, and Groups' scan over a growing pile of them made every run
+	// slower, until minimizing one input took the whole -fuzztime.
+	var d *DB
+	runs := 0
+	f.Cleanup(func() {
+		if d != nil {
+			d.Close()
+		}
+	})
 	f.Fuzz(func(t *testing.T, group string, v []byte, shard int32) {
+		if runs%256 == 0 {
+			if d != nil {
+				d.Close()
+			}
+			var err error
+			if d, err = Open("db", Options{FS: vfs.NewMem()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs++
 		s := d.GroupShard(shard)
 		k := s.metaKey(group)
 		if err := d.with(func(db *pebble.DB) error { return db.Set(k, v, pebble.NoSync) }); err != nil {
