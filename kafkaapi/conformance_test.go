@@ -86,15 +86,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// notYetServed are keys of PROTOCOL.md's table that Skiff does not serve yet: the
-// group coordinator (classic consumer groups and committed offsets) is not written.
-// While a key is listed here it must not be advertised at all; when it lands, remove
-// it, and its advertised range must then match the table.
-var notYetServed = map[int16]string{
-	8: "OffsetCommit", 9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
-	13: "LeaveGroup", 14: "SyncGroup", 15: "DescribeGroups", 16: "ListGroups",
-}
-
 // checkProfileAgainstDoc compares the advertised ranges with the table "Advertised
 // ranges (the profile)" of PROTOCOL.md.
 func checkProfileAgainstDoc(t *testing.T, profile []kmsg.ApiVersionsResponseApiKey) {
@@ -129,14 +120,10 @@ func checkProfileAgainstDocWith(t *testing.T, profile []kmsg.ApiVersionsResponse
 	for key, d := range doc {
 		g, ok := got[key]
 		switch {
-		case !ok && notYetServed[key] != "":
-			t.Logf("key %d (%s) is in PROTOCOL.md but not served yet", key, d.Name)
 		case !ok:
 			t.Errorf("key %d (%s) %d..%d is in PROTOCOL.md but not advertised", key, d.Name, d.Min, d.Max)
 		case g.MinVersion != d.Min || g.MaxVersion != d.Max:
 			t.Errorf("key %d (%s): advertised %d..%d, PROTOCOL.md says %d..%d", key, d.Name, g.MinVersion, g.MaxVersion, d.Min, d.Max)
-		case notYetServed[key] != "":
-			t.Errorf("key %d (%s) is served now: remove it from notYetServed", key, d.Name)
 		}
 	}
 	for _, k := range profile {
