@@ -47,3 +47,38 @@ func TestConfigsDoc(t *testing.T) {
 		t.Error("the internal config is listed")
 	}
 }
+
+// docs/limits.md repeats the defaults of the settings that bound what a client
+// can make a node hold: they must be the table's.
+func TestLimitsDocDefaults(t *testing.T) {
+	doc, err := os.ReadFile("../docs/limits.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	defaults := make(map[string]string)
+	for _, s := range c.Settings() {
+		defaults[s.Name] = s.Default()
+	}
+	rows := 0
+	for _, line := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		def, ok := defaults[name]
+		if !ok {
+			t.Errorf("docs/limits.md names %q, which is no setting", name)
+			continue
+		}
+		rows++
+		// "0 (none)": the value, then what it means.
+		if got, _, _ := strings.Cut(strings.TrimSpace(cells[2]), " "); got != def {
+			t.Errorf("docs/limits.md: %s defaults to %s, the settings table says %s", name, got, def)
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no setting rows read from docs/limits.md")
+	}
+}
