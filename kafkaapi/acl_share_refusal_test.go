@@ -67,16 +67,19 @@ func shareRefusals() []refusal {
 	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
 	return append(extraShareRefusals, []refusal{
 		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			req:   shareHeartbeatReq,
-			codes: topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			writesNothing: "the run's group is a classic one, which a share heartbeat may not join: allowed, it is GROUP_ID_NOT_FOUND and joins nothing",
+			req:           shareHeartbeatReq,
+			codes:         topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
 			// Allowed: the run's group is a classic one, which a share heartbeat may not join.
 			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
 		{name: "ShareGroupHeartbeat needs DESCRIBE on its topics", want: kerr.TopicAuthorizationFailed.Code,
-			req:    shareHeartbeatReq,
-			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
-			given:  []string{groupRead},
-			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			writesNothing: "as above: the classic group is not joined (GROUP_ID_NOT_FOUND)",
+			req:           shareHeartbeatReq,
+			codes:         topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			given:         []string{groupRead},
+			grants:        []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
 		{name: "ShareGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareGroupDescribeRequest()
 				req.GroupIDs = []string{r.group}
@@ -86,15 +89,18 @@ func shareRefusals() []refusal {
 			// Allowed: the run's group is a classic one, no share group.
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
 		{name: "ShareFetch needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			req:    shareFetchReq,
-			codes:  topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
-			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			writesNothing: "not checked: a share session and record locks are in memory, and a classic group has no share state to read back",
+			req:           shareFetchReq,
+			codes:         topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
+			grants:        []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareFetch needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			req:    shareFetchReq,
-			codes:  shareFetchPartitionCode,
-			given:  []string{groupRead},
-			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			writesNothing: "not checked: as above",
+			req:           shareFetchReq,
+			codes:         shareFetchPartitionCode,
+			given:         []string{groupRead},
+			grants:        []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareAcknowledge needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "there is no share session: allowed, it is SHARE_SESSION_NOT_FOUND",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareAcknowledgeRequest()
 				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("refusal-member"), 1
@@ -104,6 +110,7 @@ func shareRefusals() []refusal {
 			// Allowed, it has no share session here.
 			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
 		{name: "ShareAcknowledge needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			writesNothing: "not checked: allowed, it would acknowledge the record ack-member holds, a state this test has no way to read back",
 			// The super user opens the member's share session (epoch 0, then 1).
 			setup: func(t *testing.T, r *refusalRun) {
 				fetch := shareFetchReq(r).(*kmsg.ShareFetchRequest)
@@ -143,6 +150,7 @@ func init() { extraShareRefusals = append(extraShareRefusals, groupConfigRefusal
 func groupConfigRefusals() []refusal {
 	return []refusal{
 		{name: "DescribeConfigs of a group needs DESCRIBE_CONFIGS on it", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeConfigsRequest()
 				res := kmsg.NewDescribeConfigsRequestResource()
@@ -194,6 +202,7 @@ func init() { extraShareRefusals = append(extraShareRefusals, shareOffsetsRefusa
 func shareOffsetsRefusals() []refusal {
 	return []refusal{
 		{name: "DescribeShareGroupOffsets needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 				req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: r.group}}
@@ -202,29 +211,31 @@ func shareOffsetsRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.DescribeShareGroupOffsetsResponse) int16 { return r.Groups[0].ErrorCode }),
 			// Allowed: the run's group is a classic one.
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		// On the run's share group (GROUP_NAME-share, start offset 0), which
+		// allowed they would move or delete.
 		{name: "AlterShareGroupOffsets needs ALTER on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: shareGroupSetup,
 			req: func(r *refusalRun) kmsg.Request {
-				req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
-				req.GroupID = r.group
-				req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: r.topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
-				return req
+				return alterShareOffsetsReq(r, 1)
 			},
-			codes: topLevel(func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
-			// Allowed: the run's group is a classic one, which Kafka refuses so.
-			grants: []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			codes:     topLevel(func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "DeleteShareGroupOffsets needs DELETE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: shareGroupSetup,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
-				req.GroupID, req.Topics = r.group, []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
+				req.GroupID, req.Topics = r.group+"-share", []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
 				return req
 			},
-			codes: topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
-			// Allowed: the run's group is a classic one, which Kafka refuses so.
-			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			codes:     topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		// The topic checks, on an empty share group (GROUP_NAME-share, its start
 		// offset 0 set by the super user) whose group right mallory has.
 		{name: "DescribeShareGroupOffsets needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			setup: shareGroupSetup, given: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share"},
+			writesNothing: "a read",
+			setup:         shareGroupSetup, given: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share"},
 			req: func(r *refusalRun) kmsg.Request {
 				return describeShareOffsetsReq(r)
 			},
