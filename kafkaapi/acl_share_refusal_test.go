@@ -27,10 +27,25 @@ func runTopicID(r *refusalRun) [16]byte {
 	return td[r.topic].ID
 }
 
+// shareHeartbeatReq joins a new share group, GROUP_NAME-sh: allowed, it
+// makes the group.
 func shareHeartbeatReq(r *refusalRun) kmsg.Request {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
-	req.GroupID, req.MemberID, req.SubscribedTopicNames = r.group, "refusal-member", []string{r.topic}
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = r.group+"-sh", "refusal-member", []string{r.topic}
 	return req
+}
+
+// noShareGroup checks, as the super user, that GROUP_NAME-sh does not exist.
+func noShareGroup(t *testing.T, r *refusalRun) {
+	groups, err := r.adm.ListGroups(refusalCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		if g.Group == r.group+"-sh" {
+			t.Fatalf("group %s was made: %+v", g.Group, g)
+		}
+	}
 }
 
 func shareFetchReq(r *refusalRun) kmsg.Request {
@@ -65,19 +80,19 @@ var extraShareRefusals []refusal
 
 func shareRefusals() []refusal {
 	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
+	shGroupRead := "ALLOW READ GROUP LITERAL GROUP_NAME-sh"
 	return append(extraShareRefusals, []refusal{
 		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			writesNothing: "the run's group is a classic one, which a share heartbeat may not join: allowed, it is GROUP_ID_NOT_FOUND and joins nothing",
-			req:           shareHeartbeatReq,
-			codes:         topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
-			// Allowed: the run's group is a classic one, which a share heartbeat may not join.
-			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			req:       shareHeartbeatReq,
+			codes:     topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			unchanged: noShareGroup,
+			grants:    []string{shGroupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareGroupHeartbeat needs DESCRIBE on its topics", want: kerr.TopicAuthorizationFailed.Code,
-			writesNothing: "as above: the classic group is not joined (GROUP_ID_NOT_FOUND)",
-			req:           shareHeartbeatReq,
-			codes:         topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
-			given:         []string{groupRead},
-			grants:        []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			req:       shareHeartbeatReq,
+			codes:     topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			unchanged: noShareGroup,
+			given:     []string{shGroupRead},
+			grants:    []string{shGroupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
 			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
