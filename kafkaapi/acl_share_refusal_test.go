@@ -48,9 +48,12 @@ func noShareGroup(t *testing.T, r *refusalRun) {
 	}
 }
 
-func shareFetchReq(r *refusalRun) kmsg.Request {
+func shareFetchReq(r *refusalRun) kmsg.Request { return shareFetchIn(r, r.group) }
+
+// shareFetchIn is a ShareFetch of the run's topic for group.
+func shareFetchIn(r *refusalRun, group string) kmsg.Request {
 	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID = kmsg.StringPtr(r.group), kmsg.StringPtr("refusal-member")
+	req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr("refusal-member")
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = runTopicID(r)
 	rp := kmsg.NewShareFetchRequestTopicPartition()
@@ -75,12 +78,38 @@ func shareFetchPartitionCode(resp kmsg.Response) []int16 {
 	return []int16{0}
 }
 
+func shareGroupFetchReq(r *refusalRun) kmsg.Request { return shareFetchIn(r, r.group+"-share") }
+
+// recordAvailable checks, as the super user, that the run's record is still
+// there for the run's share group to take: a ShareFetch of another member
+// acquires offset 0 (it would wait a second for a record another member holds).
+func recordAvailable(t *testing.T, r *refusalRun) {
+	req := shareGroupFetchReq(r).(*kmsg.ShareFetchRequest)
+	req.MemberID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = kmsg.StringPtr("observer"), 1000, 1, 1<<20
+	req.MaxRecords, req.BatchSize = 100, 100
+	resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("the super user's ShareFetch: %s", errName(resp.ErrorCode))
+	}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			for _, a := range p.AcquiredRecords {
+				if a.FirstOffset <= 0 && a.LastOffset >= 0 {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("another member could not acquire offset 0 of %s: %+v", r.topic, resp.Topics)
+}
+
 // extraShareRefusals are more cases, added by init functions.
 var extraShareRefusals []refusal
 
 func shareRefusals() []refusal {
 	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
 	shGroupRead := "ALLOW READ GROUP LITERAL GROUP_NAME-sh"
+	shareGroupRead := "ALLOW READ GROUP LITERAL GROUP_NAME-share"
 	return append(extraShareRefusals, []refusal{
 		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
 			req:       shareHeartbeatReq,
@@ -103,17 +132,21 @@ func shareRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.ShareGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode }),
 			// Allowed: the run's group is a classic one, no share group.
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		// Of the run's share group (shareGroupSetup): allowed, mallory's fetch
+		// would acquire the run's record.
 		{name: "ShareFetch needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			writesNothing: "not checked: a share session and record locks are in memory, and a classic group has no share state to read back",
-			req:           shareFetchReq,
-			codes:         topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
-			grants:        []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			setup:     shareGroupSetup,
+			req:       shareGroupFetchReq,
+			codes:     topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
+			unchanged: recordAvailable,
+			grants:    []string{shareGroupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareFetch needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			writesNothing: "not checked: as above",
-			req:           shareFetchReq,
-			codes:         shareFetchPartitionCode,
-			given:         []string{groupRead},
-			grants:        []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			setup:     shareGroupSetup,
+			req:       shareGroupFetchReq,
+			codes:     shareFetchPartitionCode,
+			unchanged: recordAvailable,
+			given:     []string{shareGroupRead},
+			grants:    []string{shareGroupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareAcknowledge needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
 			writesNothing: "there is no share session: allowed, it is SHARE_SESSION_NOT_FOUND",
 			req: func(r *refusalRun) kmsg.Request {
