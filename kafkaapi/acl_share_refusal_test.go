@@ -158,19 +158,24 @@ func shareRefusals() []refusal {
 			// Allowed, it has no share session here.
 			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
 		{name: "ShareAcknowledge needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			writesNothing: "not checked: allowed, it would acknowledge the record ack-member holds, a state this test has no way to read back",
-			// The super user opens the member's share session (epoch 0, then 1).
+			// The super user opens the member's share session in the run's share
+			// group (epoch 0, then 1), acquiring the record at offset 0, which
+			// mallory's request would accept: the group's start offset would move.
 			setup: func(t *testing.T, r *refusalRun) {
-				fetch := shareFetchReq(r).(*kmsg.ShareFetchRequest)
-				fetch.MemberID = kmsg.StringPtr("ack-member")
-				if resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), fetch); resp.ErrorCode != 0 {
-					t.Fatalf("open the share session: %s", errName(resp.ErrorCode))
+				shareGroupSetup(t, r)
+				fetch := shareGroupFetchReq(r).(*kmsg.ShareFetchRequest)
+				fetch.MemberID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = kmsg.StringPtr("ack-member"), 1000, 1, 1<<20
+				fetch.MaxRecords, fetch.BatchSize = 100, 100
+				resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), fetch)
+				if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || len(resp.Topics[0].Partitions[0].AcquiredRecords) == 0 {
+					t.Fatalf("open the share session and acquire the record: %s, %+v", errName(resp.ErrorCode), resp.Topics)
 				}
 			},
-			given: []string{groupRead},
+			unchanged: shareStartIs(0),
+			given:     []string{shareGroupRead},
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareAcknowledgeRequest()
-				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("ack-member"), 1
+				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group+"-share"), kmsg.StringPtr("ack-member"), 1
 				rt := kmsg.NewShareAcknowledgeRequestTopic()
 				rt.TopicID = runTopicID(r)
 				rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
@@ -187,7 +192,7 @@ func shareRefusals() []refusal {
 				return []int16{r.Topics[0].Partitions[0].ErrorCode}
 			},
 			// Allowed: mallory's refused request used the session's epoch 1.
-			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.InvalidShareSessionEpoch.Code},
+			grants: []string{shareGroupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.InvalidShareSessionEpoch.Code},
 	}...)
 }
 
