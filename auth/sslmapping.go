@@ -97,7 +97,11 @@ func parseMappingRule(s string) (mappingRule, string, error) {
 	if r.find, err = regexp.Compile(pattern); err != nil {
 		return r, "", fmt.Errorf("rule pattern %q: %w", pattern, err)
 	}
-	r.whole = regexp.MustCompile("^(?:" + pattern + ")$")
+	// Anchored, the pattern nests one level deeper: one at Go's limit of
+	// nesting compiles alone, not anchored.
+	if r.whole, err = regexp.Compile("^(?:" + pattern + ")$"); err != nil {
+		return r, "", fmt.Errorf("rule pattern %q: %w", pattern, err)
+	}
 	r.replacement = goTemplate(replacement)
 	return r, body, nil
 }

@@ -55,6 +55,8 @@ func TestSSLPrincipalMappingInvalid(t *testing.T) {
 		"RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L/U", "RULE:^CN=(.*?),OU=ServiceUsers.*$/L",
 		"RULE:^CN=(.*?),OU=ServiceUsers.*$/U", "RULE:^CN=(.*?),OU=ServiceUsers.*$/LU",
 		"RULE:^CN=(?=x).*$/$1/", // a Java lookahead: RE2 has none
+		// Nested to Go's limit: it compiles, anchored it does not (this panicked).
+		"RULE:" + strings.Repeat("(", 999) + "a" + strings.Repeat(")", 999) + "/$1/",
 	} {
 		if _, err := ParseSSLPrincipalMappingRules(rules); err == nil {
 			t.Errorf("%q: accepted", rules)

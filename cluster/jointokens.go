@@ -69,6 +69,13 @@ func decodeJoinToken(key string, data []byte) (JoinToken, error) {
 	if err := decode(key, data, &v, func() int { return v.Version }); err != nil {
 		return JoinToken{}, err
 	}
+	// encodeJoinToken writes the times in UTC, which JSON allows in years 0
+	// to 9999 only: a time with an offset may read but not write back.
+	for _, at := range []time.Time{v.Created, v.Expires, v.Used} {
+		if y := at.UTC().Year(); y < 0 || y > 9999 {
+			return JoinToken{}, fmt.Errorf("%w: %s: time %s is out of range in UTC", ErrCorrupt, key, at.Format(time.RFC3339))
+		}
+	}
 	return JoinToken{ID: key[len(prefixJoinTokens):], SecretHash: v.SecretHash, Created: v.Created, Expires: v.Expires,
 		CreatedBy: v.CreatedBy, Used: v.Used, UsedBy: v.UsedBy}, nil
 }

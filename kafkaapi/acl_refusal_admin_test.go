@@ -12,6 +12,7 @@ func adminRefusals() []refusal {
 		// DescribeCluster refuses nothing: without DESCRIBE on the cluster it
 		// reports no authorized operations, which the case reads as a refusal.
 		{name: "DescribeCluster's authorized operations need DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(*refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeClusterRequest()
 				req.IncludeClusterAuthorizedOperations = true
@@ -25,6 +26,7 @@ func adminRefusals() []refusal {
 			}),
 			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 		{name: "DescribeLogDirs needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeLogDirsRequest()
 				rt := kmsg.NewDescribeLogDirsRequestTopic()
@@ -40,6 +42,7 @@ func adminRefusals() []refusal {
 			}),
 			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 		{name: "ElectLeaders needs ALTER on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			writesNothing: "the topic's one replica leads already: allowed, the election changes nothing (ELECTION_NOT_NEEDED)",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrElectLeadersRequest()
 				rt := kmsg.NewElectLeadersRequestTopic()
@@ -54,6 +57,7 @@ func adminRefusals() []refusal {
 			// The node's one replica leads already.
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}, aliceWant: kerr.ElectionNotNeeded.Code},
 		{name: "AlterPartitionReassignments needs ALTER on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			writesNothing: "the node is the only broker and the topic's one replica: a move to the same replicas records nothing (cluster.Store.Reassign), and any other names a broker that is not live",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 				rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
@@ -68,6 +72,7 @@ func adminRefusals() []refusal {
 			},
 			grants: []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
 		{name: "DescribeTopicPartitions needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeTopicPartitionsRequest()
 				req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: r.topic}}
@@ -76,9 +81,10 @@ func adminRefusals() []refusal {
 			codes:  topLevel(func(r *kmsg.DescribeTopicPartitionsResponse) int16 { return r.Topics[0].ErrorCode }),
 			grants: []string{"ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ListPartitionReassignments needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
-			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
-			codes:  topLevel(func(r *kmsg.ListPartitionReassignmentsResponse) int16 { return r.ErrorCode }),
-			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
+			writesNothing: "a read",
+			req:           func(*refusalRun) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
+			codes:         topLevel(func(r *kmsg.ListPartitionReassignmentsResponse) int16 { return r.ErrorCode }),
+			grants:        []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 	}
 }
 

@@ -38,6 +38,10 @@ type refusal struct {
 	aliceWant int16
 	// unchanged checks, as the super user, that mallory's request changed nothing.
 	unchanged func(t *testing.T, r *refusalRun)
+	// writesNothing, for a case without unchanged, says why the request could
+	// change nothing even if it were allowed (a read; or the state it would
+	// change is not observable, or does not exist here).
+	writesNothing string
 	// given are mallory's ACLs (as grants): the rights checked before the one refused.
 	given []string
 	// setup prepares more, as the super user.
@@ -54,8 +58,10 @@ type refusalRun struct {
 	pid   int64
 	epoch int16
 	// member is a member of GROUP_NAME-member, when a case's setup joined one
-	// (memberSetup).
-	member string
+	// (memberSetup), or the leader of GROUP_NAME-sync at generation
+	// (leaderSetup).
+	member     string
+	generation int32
 }
 
 var refusalSeq atomic.Int64
@@ -68,6 +74,9 @@ func TestACLRefusals(t *testing.T) {
 	cased := map[int16]bool{}
 	for _, c := range slices.Concat(refusals(), configRefusals(), txnRefusals(), adminRefusals()) {
 		t.Run(c.name, func(t *testing.T) {
+			if (c.unchanged == nil) == (c.writesNothing == "") {
+				t.Fatal("the case needs either unchanged (what a refusal must leave as it was) or writesNothing (why there is nothing to check), not both")
+			}
 			r := newRefusalRun(t)
 			cased[c.req(r).Key()] = true
 			if c.setup != nil {
@@ -245,6 +254,43 @@ func memberSetup(t *testing.T, r *refusalRun) {
 	} else {
 		t.Fatalf("group %s-member has %d members, want 1", r.group, len(ms))
 	}
+}
+
+// leaderSetup joins a member of the super user to GROUP_NAME-sync with a
+// classic JoinGroup, so that the group awaits its leader's SyncGroup
+// (CompletingRebalance); r.member and r.generation are the leader's.
+func leaderSetup(t *testing.T, r *refusalRun) {
+	join := func(member string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = r.group+"-sync", member, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 60000, 60000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+		return aclRequest[*kmsg.JoinGroupResponse](t, aclAdminClient(t), req)
+	}
+	first := join("")
+	if first.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first JoinGroup: %s, want MEMBER_ID_REQUIRED", errName(first.ErrorCode))
+	}
+	joined := join(first.MemberID)
+	if joined.ErrorCode != 0 || joined.LeaderID != first.MemberID {
+		t.Fatalf("JoinGroup: %s, leader %q, want %q", errName(joined.ErrorCode), joined.LeaderID, first.MemberID)
+	}
+	r.member, r.generation = first.MemberID, joined.Generation
+	groupState("-sync", "CompletingRebalance")(t, r)
+}
+
+// nextProducerID takes an idempotent producer id as the super user: the first
+// call keeps it in r.pid, a later one checks that it follows r.pid (nothing
+// took one in between).
+func nextProducerID(t *testing.T, r *refusalRun) {
+	resp := aclRequest[*kmsg.InitProducerIDResponse](t, aclAdminClient(t), kmsg.NewPtrInitProducerIDRequest())
+	if resp.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %s", errName(resp.ErrorCode))
+	}
+	if r.pid != 0 && resp.ProducerID != r.pid+1 {
+		t.Fatalf("producer id %d after %d: one was taken in between", resp.ProducerID, r.pid)
+	}
+	r.pid = resp.ProducerID
 }
 
 // memberIn checks whether r.member is (still) a member of GROUP_NAME-member.
@@ -442,12 +488,15 @@ func refusals() []refusal {
 			unchanged: endOffsetIs(1),
 			grants:    []string{"ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "Fetch needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			req: fetchReq(-1), codes: fetchCodes, grants: topicRead},
+			writesNothing: "a read (a consumer's fetch moves no position; its records would come back as code -1)",
+			req:           fetchReq(-1), codes: fetchCodes, grants: topicRead},
 		{name: "a follower's Fetch needs CLUSTER_ACTION", want: kerr.TopicAuthorizationFailed.Code,
-			req: fetchReq(77), codes: fetchCodes,
+			writesNothing: "a follower's fetch would move its replica's position and the high watermark, but broker 77 is no replica: allowed, it is refused (NOT_LEADER_OR_FOLLOWER)",
+			req:           fetchReq(77), codes: fetchCodes,
 			// Allowed, a fetch by a broker that is no replica is refused otherwise.
 			grants: []string{"ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"}, aliceWant: kerr.NotLeaderForPartition.Code},
 		{name: "ListOffsets needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrListOffsetsRequest()
 				rt := kmsg.NewListOffsetsRequestTopic()
@@ -463,6 +512,7 @@ func refusals() []refusal {
 			},
 			grants: []string{"ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "OffsetForLeaderEpoch needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 				rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
@@ -477,9 +527,10 @@ func refusals() []refusal {
 			},
 			grants: topicRead},
 		{name: "Metadata of a named topic needs DESCRIBE", want: kerr.TopicAuthorizationFailed.Code,
-			req:    metadataReq("", false),
-			codes:  func(resp kmsg.Response) []int16 { return []int16{resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode} },
-			grants: []string{"ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
+			writesNothing: "a read (without auto-creation; the case that creates is Metadata auto-creation)",
+			req:           metadataReq("", false),
+			codes:         func(resp kmsg.Response) []int16 { return []int16{resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode} },
+			grants:        []string{"ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "Metadata auto-creation needs CREATE", want: kerr.TopicAuthorizationFailed.Code,
 			req:       metadataReq("-auto", true),
 			codes:     func(resp kmsg.Response) []int16 { return []int16{resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode} },
@@ -525,21 +576,26 @@ func refusals() []refusal {
 			unchanged: partitionsAre(1),
 			grants:    []string{"ALLOW ALTER TOPIC PREFIXED TOPIC_NAME"}},
 		{name: "DescribeConfigs of a topic needs DESCRIBE_CONFIGS", want: kerr.TopicAuthorizationFailed.Code,
-			req:    describeConfigsReq(kmsg.ConfigResourceTypeTopic),
-			codes:  topLevelResources,
-			grants: []string{"ALLOW ALTER_CONFIGS TOPIC LITERAL TOPIC_NAME"}},
+			writesNothing: "a read",
+			req:           describeConfigsReq(kmsg.ConfigResourceTypeTopic),
+			codes:         topLevelResources,
+			grants:        []string{"ALLOW ALTER_CONFIGS TOPIC LITERAL TOPIC_NAME"}},
 		{name: "DescribeConfigs of a broker needs DESCRIBE_CONFIGS on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
-			req:    describeConfigsReq(kmsg.ConfigResourceTypeBroker),
-			codes:  topLevelResources,
-			grants: []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}},
+			writesNothing: "a read",
+			req:           describeConfigsReq(kmsg.ConfigResourceTypeBroker),
+			codes:         topLevelResources,
+			grants:        []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}},
 		{name: "FindCoordinator of a group needs DESCRIBE", want: kerr.GroupAuthorizationFailed.Code,
-			req: findCoordinatorReq(0), codes: topLevel(findCoordinatorCode),
+			writesNothing: "a read",
+			req:           findCoordinatorReq(0), codes: topLevel(findCoordinatorCode),
 			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME"}},
 		{name: "FindCoordinator of a transactional id needs DESCRIBE", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup: txnSetup, // __transaction_state exists: alice's answer names the coordinator
-			req:   findCoordinatorReq(1), codes: topLevel(findCoordinatorCode),
+			writesNothing: "a read",
+			setup:         txnSetup, // __transaction_state exists: alice's answer names the coordinator
+			req:           findCoordinatorReq(1), codes: topLevel(findCoordinatorCode),
 			grants: []string{"ALLOW DESCRIBE TRANSACTIONAL_ID LITERAL GROUP_NAME"}},
 		{name: "FindCoordinator of a share-partition needs CLUSTER_ACTION", want: kerr.ClusterAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrFindCoordinatorRequest()
 				req.CoordinatorType = 2
@@ -560,15 +616,22 @@ func refusals() []refusal {
 			codes:     topLevel(func(r *kmsg.JoinGroupResponse) int16 { return r.ErrorCode }),
 			unchanged: groupState("-join", "Dead"),
 			grants:    []string{"ALLOW READ GROUP PREFIXED GROUP_NAME"}, aliceWant: kerr.MemberIDRequired.Code},
+		// The leader's SyncGroup of a group awaiting it (leaderSetup): allowed,
+		// it would store the assignment and make the group Stable.
 		{name: "SyncGroup needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: leaderSetup,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrSyncGroupRequest()
-				req.Group, req.MemberID, req.Generation = r.group, "m", 1
+				req.Group, req.MemberID, req.Generation = r.group+"-sync", r.member, r.generation
+				req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+				req.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: r.member, MemberAssignment: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
 				return req
 			},
-			codes:  topLevel(func(r *kmsg.SyncGroupResponse) int16 { return r.ErrorCode }),
-			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.UnknownMemberID.Code},
+			codes:     topLevel(func(r *kmsg.SyncGroupResponse) int16 { return r.ErrorCode }),
+			unchanged: groupState("-sync", "CompletingRebalance"),
+			grants:    []string{"ALLOW READ GROUP LITERAL GROUP_NAME-sync"}},
 		{name: "Heartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a heartbeat only keeps a member's session alive, in memory, and member m does not exist: allowed, it is UNKNOWN_MEMBER_ID",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrHeartbeatRequest()
 				req.Group, req.MemberID, req.Generation = r.group, "m", 1
@@ -604,13 +667,16 @@ func refusals() []refusal {
 			given:  []string{"ALLOW READ GROUP LITERAL GROUP_NAME"},
 			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "OffsetFetch needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
-			req: offsetFetchReq, codes: offsetFetchCodes,
+			writesNothing: "a read",
+			req:           offsetFetchReq, codes: offsetFetchCodes,
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "OffsetFetch needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			req: offsetFetchReq, codes: offsetFetchCodes,
+			writesNothing: "a read",
+			req:           offsetFetchReq, codes: offsetFetchCodes,
 			given:  []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"},
 			grants: []string{"ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "DescribeGroups needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeGroupsRequest()
 				req.Groups = []string{r.group}
@@ -628,6 +694,7 @@ func refusals() []refusal {
 			given:     []string{"ALLOW READ GROUP LITERAL GROUP_NAME"},
 			grants:    []string{"ALLOW READ GROUP LITERAL GROUP_NAME", "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ConsumerGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrConsumerGroupDescribeRequest()
 				req.Groups = []string{r.group}
@@ -652,9 +719,11 @@ func refusals() []refusal {
 			given:  []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME"},
 			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "InitProducerId needs IDEMPOTENT_WRITE or WRITE on a topic", want: kerr.ClusterAuthorizationFailed.Code,
-			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrInitProducerIDRequest() },
-			codes:  topLevel(func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode }),
-			grants: []string{"ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
+			setup:     nextProducerID,
+			req:       func(*refusalRun) kmsg.Request { return kmsg.NewPtrInitProducerIDRequest() },
+			codes:     topLevel(func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode }),
+			unchanged: nextProducerID, // no producer id was taken
+			grants:    []string{"ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "InitProducerId with a transactional id needs WRITE on it", want: kerr.TransactionalIDAuthorizationFailed.Code,
 			setup: txnSetup,
 			req: func(r *refusalRun) kmsg.Request {
@@ -663,12 +732,14 @@ func refusals() []refusal {
 				req.TransactionTimeoutMillis = 10000
 				return req
 			},
-			codes:  topLevel(func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode }),
-			grants: []string{"ALLOW WRITE TRANSACTIONAL_ID LITERAL GROUP_NAME"}},
+			codes:     topLevel(func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode }),
+			unchanged: txnIs("Empty", 0), // the epoch did not move
+			grants:    []string{"ALLOW WRITE TRANSACTIONAL_ID LITERAL GROUP_NAME"}},
 		{name: "DescribeUserScramCredentials needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
-			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
-			codes:  topLevel(func(r *kmsg.DescribeUserSCRAMCredentialsResponse) int16 { return r.ErrorCode }),
-			grants: []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
+			writesNothing: "a read",
+			req:           func(*refusalRun) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() },
+			codes:         topLevel(func(r *kmsg.DescribeUserSCRAMCredentialsResponse) int16 { return r.ErrorCode }),
+			grants:        []string{"ALLOW DESCRIBE CLUSTER LITERAL kafka-cluster"}},
 		{name: "AlterUserScramCredentials needs ALTER on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
@@ -681,9 +752,10 @@ func refusals() []refusal {
 			unchanged: userAbsent,
 			grants:    []string{"ALLOW ALTER CLUSTER LITERAL kafka-cluster"}},
 		{name: "DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
-			req:    func(*refusalRun) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
-			codes:  topLevel(func(r *kmsg.DescribeClientQuotasResponse) int16 { return r.ErrorCode }),
-			grants: []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}},
+			writesNothing: "a read",
+			req:           func(*refusalRun) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
+			codes:         topLevel(func(r *kmsg.DescribeClientQuotasResponse) int16 { return r.ErrorCode }),
+			grants:        []string{"ALLOW DESCRIBE_CONFIGS CLUSTER LITERAL kafka-cluster"}},
 		{name: "AlterClientQuotas needs ALTER_CONFIGS on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrAlterClientQuotasRequest()
@@ -700,6 +772,7 @@ func refusals() []refusal {
 			unchanged: quotaAbsent,
 			grants:    []string{"ALLOW ALTER_CONFIGS CLUSTER LITERAL kafka-cluster"}},
 		{name: "DescribeAcls needs DESCRIBE on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(*refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeACLsRequest()
 				req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = 1, 1, 1, 1

@@ -27,15 +27,33 @@ func runTopicID(r *refusalRun) [16]byte {
 	return td[r.topic].ID
 }
 
+// shareHeartbeatReq joins a new share group, GROUP_NAME-sh: allowed, it
+// makes the group.
 func shareHeartbeatReq(r *refusalRun) kmsg.Request {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
-	req.GroupID, req.MemberID, req.SubscribedTopicNames = r.group, "refusal-member", []string{r.topic}
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = r.group+"-sh", "refusal-member", []string{r.topic}
 	return req
 }
 
-func shareFetchReq(r *refusalRun) kmsg.Request {
+// noShareGroup checks, as the super user, that GROUP_NAME-sh does not exist.
+func noShareGroup(t *testing.T, r *refusalRun) {
+	groups, err := r.adm.ListGroups(refusalCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		if g.Group == r.group+"-sh" {
+			t.Fatalf("group %s was made: %+v", g.Group, g)
+		}
+	}
+}
+
+func shareFetchReq(r *refusalRun) kmsg.Request { return shareFetchIn(r, r.group) }
+
+// shareFetchIn is a ShareFetch of the run's topic for group.
+func shareFetchIn(r *refusalRun, group string) kmsg.Request {
 	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID = kmsg.StringPtr(r.group), kmsg.StringPtr("refusal-member")
+	req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr("refusal-member")
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = runTopicID(r)
 	rp := kmsg.NewShareFetchRequestTopicPartition()
@@ -60,23 +78,52 @@ func shareFetchPartitionCode(resp kmsg.Response) []int16 {
 	return []int16{0}
 }
 
+func shareGroupFetchReq(r *refusalRun) kmsg.Request { return shareFetchIn(r, r.group+"-share") }
+
+// recordAvailable checks, as the super user, that the run's record is still
+// there for the run's share group to take: a ShareFetch of another member
+// acquires offset 0 (it would wait a second for a record another member holds).
+func recordAvailable(t *testing.T, r *refusalRun) {
+	req := shareGroupFetchReq(r).(*kmsg.ShareFetchRequest)
+	req.MemberID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = kmsg.StringPtr("observer"), 1000, 1, 1<<20
+	req.MaxRecords, req.BatchSize = 100, 100
+	resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("the super user's ShareFetch: %s", errName(resp.ErrorCode))
+	}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			for _, a := range p.AcquiredRecords {
+				if a.FirstOffset <= 0 && a.LastOffset >= 0 {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("another member could not acquire offset 0 of %s: %+v", r.topic, resp.Topics)
+}
+
 // extraShareRefusals are more cases, added by init functions.
 var extraShareRefusals []refusal
 
 func shareRefusals() []refusal {
 	groupRead := "ALLOW READ GROUP LITERAL GROUP_NAME"
+	shGroupRead := "ALLOW READ GROUP LITERAL GROUP_NAME-sh"
+	shareGroupRead := "ALLOW READ GROUP LITERAL GROUP_NAME-share"
 	return append(extraShareRefusals, []refusal{
 		{name: "ShareGroupHeartbeat needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			req:   shareHeartbeatReq,
-			codes: topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
-			// Allowed: the run's group is a classic one, which a share heartbeat may not join.
-			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			req:       shareHeartbeatReq,
+			codes:     topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			unchanged: noShareGroup,
+			grants:    []string{shGroupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareGroupHeartbeat needs DESCRIBE on its topics", want: kerr.TopicAuthorizationFailed.Code,
-			req:    shareHeartbeatReq,
-			codes:  topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
-			given:  []string{groupRead},
-			grants: []string{groupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			req:       shareHeartbeatReq,
+			codes:     topLevel(func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode }),
+			unchanged: noShareGroup,
+			given:     []string{shGroupRead},
+			grants:    []string{shGroupRead, "ALLOW DESCRIBE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareGroupDescribe needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareGroupDescribeRequest()
 				req.GroupIDs = []string{r.group}
@@ -85,16 +132,23 @@ func shareRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.ShareGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode }),
 			// Allowed: the run's group is a classic one, no share group.
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		// Of the run's share group (shareGroupSetup): allowed, mallory's fetch
+		// would acquire the run's record.
 		{name: "ShareFetch needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			req:    shareFetchReq,
-			codes:  topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
-			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			setup:     shareGroupSetup,
+			req:       shareGroupFetchReq,
+			codes:     topLevel(func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode }),
+			unchanged: recordAvailable,
+			grants:    []string{shareGroupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareFetch needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			req:    shareFetchReq,
-			codes:  shareFetchPartitionCode,
-			given:  []string{groupRead},
-			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
+			setup:     shareGroupSetup,
+			req:       shareGroupFetchReq,
+			codes:     shareFetchPartitionCode,
+			unchanged: recordAvailable,
+			given:     []string{shareGroupRead},
+			grants:    []string{shareGroupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "ShareAcknowledge needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "there is no share session: allowed, it is SHARE_SESSION_NOT_FOUND",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareAcknowledgeRequest()
 				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("refusal-member"), 1
@@ -104,18 +158,24 @@ func shareRefusals() []refusal {
 			// Allowed, it has no share session here.
 			grants: []string{groupRead}, aliceWant: kerr.ShareSessionNotFound.Code},
 		{name: "ShareAcknowledge needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			// The super user opens the member's share session (epoch 0, then 1).
+			// The super user opens the member's share session in the run's share
+			// group (epoch 0, then 1), acquiring the record at offset 0, which
+			// mallory's request would accept: the group's start offset would move.
 			setup: func(t *testing.T, r *refusalRun) {
-				fetch := shareFetchReq(r).(*kmsg.ShareFetchRequest)
-				fetch.MemberID = kmsg.StringPtr("ack-member")
-				if resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), fetch); resp.ErrorCode != 0 {
-					t.Fatalf("open the share session: %s", errName(resp.ErrorCode))
+				shareGroupSetup(t, r)
+				fetch := shareGroupFetchReq(r).(*kmsg.ShareFetchRequest)
+				fetch.MemberID, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = kmsg.StringPtr("ack-member"), 1000, 1, 1<<20
+				fetch.MaxRecords, fetch.BatchSize = 100, 100
+				resp := aclRequest[*kmsg.ShareFetchResponse](t, aclAdminClient(t), fetch)
+				if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || len(resp.Topics[0].Partitions[0].AcquiredRecords) == 0 {
+					t.Fatalf("open the share session and acquire the record: %s, %+v", errName(resp.ErrorCode), resp.Topics)
 				}
 			},
-			given: []string{groupRead},
+			unchanged: shareStartIs(0),
+			given:     []string{shareGroupRead},
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrShareAcknowledgeRequest()
-				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr("ack-member"), 1
+				req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group+"-share"), kmsg.StringPtr("ack-member"), 1
 				rt := kmsg.NewShareAcknowledgeRequestTopic()
 				rt.TopicID = runTopicID(r)
 				rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
@@ -132,7 +192,7 @@ func shareRefusals() []refusal {
 				return []int16{r.Topics[0].Partitions[0].ErrorCode}
 			},
 			// Allowed: mallory's refused request used the session's epoch 1.
-			grants: []string{groupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.InvalidShareSessionEpoch.Code},
+			grants: []string{shareGroupRead, "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.InvalidShareSessionEpoch.Code},
 	}...)
 }
 
@@ -143,6 +203,7 @@ func init() { extraShareRefusals = append(extraShareRefusals, groupConfigRefusal
 func groupConfigRefusals() []refusal {
 	return []refusal{
 		{name: "DescribeConfigs of a group needs DESCRIBE_CONFIGS on it", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeConfigsRequest()
 				res := kmsg.NewDescribeConfigsRequestResource()
@@ -194,6 +255,7 @@ func init() { extraShareRefusals = append(extraShareRefusals, shareOffsetsRefusa
 func shareOffsetsRefusals() []refusal {
 	return []refusal{
 		{name: "DescribeShareGroupOffsets needs DESCRIBE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 				req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: r.group}}
@@ -202,29 +264,31 @@ func shareOffsetsRefusals() []refusal {
 			codes: topLevel(func(r *kmsg.DescribeShareGroupOffsetsResponse) int16 { return r.Groups[0].ErrorCode }),
 			// Allowed: the run's group is a classic one.
 			grants: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+		// On the run's share group (GROUP_NAME-share, start offset 0), which
+		// allowed they would move or delete.
 		{name: "AlterShareGroupOffsets needs ALTER on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: shareGroupSetup,
 			req: func(r *refusalRun) kmsg.Request {
-				req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
-				req.GroupID = r.group
-				req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: r.topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 1}}}}
-				return req
+				return alterShareOffsetsReq(r, 1)
 			},
-			codes: topLevel(func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
-			// Allowed: the run's group is a classic one, which Kafka refuses so.
-			grants: []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			codes:     topLevel(func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW ALTER GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "DeleteShareGroupOffsets needs DELETE on the group", want: kerr.GroupAuthorizationFailed.Code,
+			setup: shareGroupSetup,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
-				req.GroupID, req.Topics = r.group, []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
+				req.GroupID, req.Topics = r.group+"-share", []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: r.topic}}
 				return req
 			},
-			codes: topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
-			// Allowed: the run's group is a classic one, which Kafka refuses so.
-			grants: []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}, aliceWant: kerr.GroupIDNotFound.Code},
+			codes:     topLevel(func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode }),
+			unchanged: shareStartIs(0),
+			grants:    []string{"ALLOW DELETE GROUP LITERAL GROUP_NAME-share", "ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		// The topic checks, on an empty share group (GROUP_NAME-share, its start
 		// offset 0 set by the super user) whose group right mallory has.
 		{name: "DescribeShareGroupOffsets needs DESCRIBE on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			setup: shareGroupSetup, given: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share"},
+			writesNothing: "a read",
+			setup:         shareGroupSetup, given: []string{"ALLOW DESCRIBE GROUP LITERAL GROUP_NAME-share"},
 			req: func(r *refusalRun) kmsg.Request {
 				return describeShareOffsetsReq(r)
 			},

@@ -36,21 +36,120 @@ func txnIDOfRun(t *testing.T, r *refusalRun) (int64, int16) {
 
 func txnSetup(t *testing.T, r *refusalRun) { txnIDOfRun(t, r) }
 
+// txnOpenSetup is txnSetup, then the super user adds the run's partition to a
+// transaction of the id: Ongoing.
+func txnOpenSetup(t *testing.T, r *refusalRun) {
+	txnSetup(t, r)
+	for _, code := range addPartitionsCodes(aclRequest[*kmsg.AddPartitionsToTxnResponse](t, aclAdminClient(t), addPartitionsRequest(r))) {
+		if code != 0 {
+			t.Fatalf("open a transaction: %s", errName(code))
+		}
+	}
+	txnIs("Ongoing", 1)(t, r)
+}
+
+// txnOffsetsSetup is txnSetup, then the super user adds the run's group to a
+// transaction of the id (AddOffsetsToTxn), so that a TxnOffsetCommit passes
+// its verification.
+func txnOffsetsSetup(t *testing.T, r *refusalRun) {
+	txnSetup(t, r)
+	if code := aclRequest[*kmsg.AddOffsetsToTxnResponse](t, aclAdminClient(t), addOffsetsRequest(r)).ErrorCode; code != 0 {
+		t.Fatalf("add the group to a transaction: %s", errName(code))
+	}
+}
+
+// txnIs checks, as the super user, the run's transactional id: still at the
+// producer id and epoch txnSetup got, in state, with partitions partitions in
+// its transaction.
+func txnIs(state string, partitions int) func(t *testing.T, r *refusalRun) {
+	return func(t *testing.T, r *refusalRun) {
+		t.Helper()
+		ds, err := r.adm.DescribeTransactions(refusalCtx(t), r.group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := ds[r.group]
+		if !ok || d.Err != nil {
+			t.Fatalf("describe transactional id %s: %v", r.group, d.Err)
+		}
+		n := 0
+		for _, ps := range d.Topics {
+			n += len(ps)
+		}
+		if d.ProducerID != r.pid || d.ProducerEpoch != r.epoch || d.State != state || n != partitions {
+			t.Fatalf("transactional id %s: producer %d epoch %d, %s with %d partitions; want %d epoch %d, %s with %d",
+				r.group, d.ProducerID, d.ProducerEpoch, d.State, n, r.pid, r.epoch, state, partitions)
+		}
+	}
+}
+
+// noPendingCommit checks, as the super user, that the run's group has no
+// transactional commit pending (OffsetFetch with require_stable) and still its
+// offset 1.
+func noPendingCommit(t *testing.T, r *refusalRun) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = true
+	req.Group = r.group
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: r.group, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: r.topic, Partitions: []int32{0}}}}} // v8+
+	resp := aclRequest[*kmsg.OffsetFetchResponse](t, aclAdminClient(t), req)
+	code, topics := resp.ErrorCode, resp.Topics
+	if len(resp.Groups) == 1 { // v8+
+		code = resp.Groups[0].ErrorCode
+		topics = nil
+		for _, gt := range resp.Groups[0].Topics {
+			rt := kmsg.OffsetFetchResponseTopic{Topic: gt.Topic}
+			for _, gp := range gt.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{Partition: gp.Partition, Offset: gp.Offset, ErrorCode: gp.ErrorCode})
+			}
+			topics = append(topics, rt)
+		}
+	}
+	if code != 0 || len(topics) != 1 || len(topics[0].Partitions) != 1 {
+		t.Fatalf("stable offsets of group %s: %s, %+v", r.group, errName(code), topics)
+	}
+	if p := topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 1 {
+		t.Fatalf("group %s: offset %d (%s), want 1 and nothing pending", r.group, p.Offset, errName(p.ErrorCode))
+	}
+}
+
+// addPartitionsCodes are the codes of the answer's partitions, of v3 or v4
+// (one transaction); -1 if it names none (an answer that says nothing).
 func addPartitionsCodes(resp kmsg.Response) (out []int16) {
-	for _, t := range resp.(*kmsg.AddPartitionsToTxnResponse).Topics {
+	r := resp.(*kmsg.AddPartitionsToTxnResponse)
+	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
 			out = append(out, p.ErrorCode)
 		}
 	}
+	for _, tx := range r.Transactions {
+		for _, t := range tx.Topics {
+			for _, p := range t.Partitions {
+				out = append(out, p.ErrorCode)
+			}
+		}
+	}
+	if r.ErrorCode != 0 {
+		out = append(out, r.ErrorCode)
+	}
+	if len(out) == 0 {
+		return []int16{-1}
+	}
 	return out
 }
 
-// addPartitionsRequest adds the run's partition to the run's transaction (v3).
+// addPartitionsRequest adds the run's partition to the run's transaction: v3's
+// fields, and the same as v4's one transaction (franz-go sends the highest
+// version the node serves, whatever the request's).
 func addPartitionsRequest(r *refusalRun) kmsg.Request {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(3)
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch = r.group, r.pid, r.epoch
 	req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = r.group, r.pid, r.epoch
+	tx.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: r.topic, Partitions: []int32{0}}}
+	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tx}
 	return req
 }
 
@@ -80,34 +179,39 @@ func txnRefusals() []refusal {
 	txnWrite := "ALLOW WRITE TRANSACTIONAL_ID LITERAL GROUP_NAME"
 	return []refusal{
 		{name: "AddPartitionsToTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup:  txnSetup,
-			req:    addPartitionsRequest,
-			codes:  addPartitionsCodes,
-			grants: []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
+			setup:     txnSetup,
+			req:       addPartitionsRequest,
+			codes:     addPartitionsCodes,
+			unchanged: txnIs("Empty", 0),
+			grants:    []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "AddPartitionsToTxn needs WRITE on the topic", want: kerr.TopicAuthorizationFailed.Code,
 			setup: txnSetup, given: []string{txnWrite},
-			req:    addPartitionsRequest,
-			codes:  addPartitionsCodes,
-			grants: []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
+			req:       addPartitionsRequest,
+			codes:     addPartitionsCodes,
+			unchanged: txnIs("Empty", 0),
+			grants:    []string{txnWrite, "ALLOW WRITE TOPIC LITERAL TOPIC_NAME"}},
 		{name: "AddOffsetsToTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup:  txnSetup,
-			req:    addOffsetsRequest,
-			codes:  topLevel(func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }),
-			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"}},
+			setup:     txnSetup,
+			req:       addOffsetsRequest,
+			codes:     topLevel(func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }),
+			unchanged: txnIs("Empty", 0),
+			grants:    []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"}},
 		{name: "AddOffsetsToTxn needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
 			setup: txnSetup, given: []string{txnWrite},
-			req:    addOffsetsRequest,
-			codes:  topLevel(func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }),
-			grants: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"}},
+			req:       addOffsetsRequest,
+			codes:     topLevel(func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }),
+			unchanged: txnIs("Empty", 0),
+			grants:    []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"}},
 		{name: "EndTxn needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup: txnSetup,
+			setup: txnOpenSetup, // a transaction mallory's EndTxn would commit
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrEndTxnRequest()
 				req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = r.group, r.pid, r.epoch, true
 				return req
 			},
-			codes:  topLevel(func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode }),
-			grants: []string{txnWrite}, aliceWant: kerr.InvalidTxnState.Code}, // no transaction open
+			codes:     topLevel(func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode }),
+			unchanged: txnIs("Ongoing", 1),
+			grants:    []string{txnWrite}}, // alice commits it
 		{name: "WriteTxnMarkers needs CLUSTER_ACTION on the cluster", want: kerr.ClusterAuthorizationFailed.Code,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrWriteTxnMarkersRequest()
@@ -122,21 +226,25 @@ func txnRefusals() []refusal {
 			},
 			unchanged: endOffsetIs(1),
 			grants:    []string{"ALLOW CLUSTER_ACTION CLUSTER LITERAL kafka-cluster"}},
+		// The super user added the group to the transaction (txnOffsetsSetup):
+		// allowed, the commit would be pending, then alice's is.
 		{name: "TxnOffsetCommit needs WRITE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup: txnSetup,
+			setup: txnOffsetsSetup,
 			req:   txnOffsetCommitRequest, codes: txnOffsetCommitCodes,
-			grants: txnOffsetCommitGrants,
-			// Authorized, then verified: no AddOffsetsToTxn (KIP-890 part 1, v4).
-			aliceWant: kerr.TransactionAbortable.Code},
+			unchanged: noPendingCommit,
+			grants:    txnOffsetCommitGrants},
 		{name: "TxnOffsetCommit needs READ on the group", want: kerr.GroupAuthorizationFailed.Code,
-			setup: txnSetup, given: []string{txnWrite},
+			setup: txnOffsetsSetup, given: []string{txnWrite},
 			req: txnOffsetCommitRequest, codes: txnOffsetCommitCodes,
-			grants: txnOffsetCommitGrants, aliceWant: kerr.TransactionAbortable.Code},
+			unchanged: noPendingCommit,
+			grants:    txnOffsetCommitGrants},
 		{name: "TxnOffsetCommit needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
-			setup: txnSetup, given: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"},
+			setup: txnOffsetsSetup, given: []string{txnWrite, "ALLOW READ GROUP LITERAL GROUP_NAME"},
 			req: txnOffsetCommitRequest, codes: txnOffsetCommitCodes,
-			grants: txnOffsetCommitGrants, aliceWant: kerr.TransactionAbortable.Code},
+			unchanged: noPendingCommit,
+			grants:    txnOffsetCommitGrants},
 		{name: "DescribeProducers needs READ on the topic", want: kerr.TopicAuthorizationFailed.Code,
+			writesNothing: "a read",
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeProducersRequest()
 				req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: r.topic, Partitions: []int32{0}}}
@@ -147,7 +255,8 @@ func txnRefusals() []refusal {
 			},
 			grants: []string{"ALLOW READ TOPIC LITERAL TOPIC_NAME"}},
 		{name: "DescribeTransactions needs DESCRIBE on the transactional id", want: kerr.TransactionalIDAuthorizationFailed.Code,
-			setup: txnSetup,
+			writesNothing: "a read",
+			setup:         txnSetup,
 			req: func(r *refusalRun) kmsg.Request {
 				req := kmsg.NewPtrDescribeTransactionsRequest()
 				req.TransactionalIDs = []string{r.group}

@@ -3,14 +3,28 @@ package kafkaapi_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"skiff/appliance"
+	"skiff/internal/syncbuf"
+	"skiff/internal/testcerts"
 )
 
 // TestTLSClientCertificate: on the SSL listener a client with a certificate of the
@@ -147,4 +161,189 @@ func tlsClient(t testing.TB, nc net.Conn) net.Conn {
 	}
 	tc.SetDeadline(time.Time{})
 	return tc
+}
+
+// TestTLSSilentClient: a client that connects to a TLS listener and sends nothing
+// is closed once the handshake bound passes (socket-read-timeout, or
+// connections.max.idle.ms if shorter), not before, and the refusal is logged;
+// meanwhile another client of the same listener is served (a silent handshake
+// holds up no one).
+func TestTLSSilentClient(t *testing.T) {
+	const bound = 2 * time.Second
+	for name, timeouts := range map[string]func(*appliance.Config){
+		"read timeout": func(c *appliance.Config) { c.ReadTimeout, c.IdleTimeout = bound, time.Hour },
+		"idle timeout": func(c *appliance.Config) { c.ReadTimeout, c.IdleTimeout = time.Hour, bound },
+	} {
+		t.Run(name, func(t *testing.T) {
+			tn := startTLSNode(t, timeouts)
+			start := time.Now()
+			var silent []*kconn
+			for range 8 {
+				silent = append(silent, dial(t, tn.addrs["SSL"]))
+			}
+			// Served while the silent ones wait for their handshake.
+			served := tn.dialSSL(t)
+			if r := served.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+				t.Fatalf("ApiVersions: error %d", r.ErrorCode)
+			}
+			if took := time.Since(start); took >= bound {
+				t.Fatalf("the served client took %v, past the handshake bound %v: held up by the silent ones (or a machine too slow for this test)", took, bound)
+			}
+			for i, c := range silent {
+				// Still open: a read waits, then times out.
+				c.nc.SetReadDeadline(time.Now().Add(time.Millisecond))
+				if _, err := c.nc.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("silent client %d: read %v before the handshake bound, want a timeout", i, err)
+				}
+			}
+			// Closed once the bound passes: well before the other timeout (an hour).
+			for i, c := range silent {
+				c.nc.SetReadDeadline(start.Add(bound + 10*time.Second))
+				_, err := c.nc.Read(make([]byte, 1))
+				took := time.Since(start)
+				switch {
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					t.Fatalf("silent client %d: still open after %v, want it closed after the handshake bound %v", i, took, bound)
+				case !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET):
+					t.Fatalf("silent client %d: read %v, want the connection closed", i, err)
+				case took < bound:
+					t.Fatalf("silent client %d: closed after %v, before the handshake bound %v", i, took, bound)
+				}
+			}
+			waitLogIn(t, tn.logs, "TLS handshake failed", "listener=SSL")
+			// And the listener still serves.
+			again := tn.dialSSL(t)
+			if r := again.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+				t.Fatalf("ApiVersions: error %d", r.ErrorCode)
+			}
+		})
+	}
+}
+
+// TestTLSWrongProtocolMemory: a plaintext Kafka frame whose size claims 1 GiB,
+// sent to a TLS listener, and a TLS ClientHello sent to a plaintext listener (its
+// first four bytes read as a size of about 369 MB) are closed, logged, and make
+// the node allocate next to nothing: 20 of each allocate under 16 MiB in all (the
+// node runs in this process; the count covers everything it does meanwhile).
+func TestTLSWrongProtocolMemory(t *testing.T) {
+	tn := startTLSNode(t, func(*appliance.Config) {})
+	hello := clientHello(t)
+	if size := binary.BigEndian.Uint32(hello); size < 300<<20 {
+		t.Fatalf("the ClientHello reads as a size of %d bytes, want one over 300 MB", size)
+	}
+	huge := encodeRequest(kmsg.NewPtrMetadataRequest(), 1)
+	binary.BigEndian.PutUint32(huge, 1<<30)
+	refused := func() {
+		c := dial(t, tn.addrs["SSL"])
+		c.write(huge)
+		c.expectClosed("a plaintext frame of 1 GiB on the SSL listener")
+		c.nc.Close()
+		c = dial(t, tn.addrs["PLAINTEXT"])
+		c.write(hello)
+		c.expectClosed("a TLS ClientHello on the PLAINTEXT listener")
+		c.nc.Close()
+	}
+	refused() // first use: the refusal log, metrics labels
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		refused()
+	}
+	runtime.ReadMemStats(&after)
+	const limit = 16 << 20
+	if n := after.TotalAlloc - before.TotalAlloc; n > limit {
+		t.Errorf("20 refused clients of each kind: %d MiB allocated, want under %d MiB", n>>20, limit>>20)
+	}
+	if after.HeapAlloc > before.HeapAlloc && after.HeapAlloc-before.HeapAlloc > limit {
+		t.Errorf("the heap grew by %d MiB, want under %d MiB", (after.HeapAlloc-before.HeapAlloc)>>20, limit>>20)
+	}
+	t.Logf("allocated %d KiB; heap %d -> %d KiB", (after.TotalAlloc-before.TotalAlloc)>>10, before.HeapAlloc>>10, after.HeapAlloc>>10)
+	waitLogIn(t, tn.logs, "does not speak TLS on a TLS listener", "listener=SSL")
+	waitLogIn(t, tn.logs, "TLS client on a listener without TLS", "listener=PLAINTEXT")
+	// The node still serves both listeners.
+	if !dial(t, tn.addrs["PLAINTEXT"]).served() {
+		t.Error("the PLAINTEXT listener closed a good client")
+	}
+	if !tn.dialSSL(t).served() {
+		t.Error("the SSL listener closed a good client")
+	}
+}
+
+// tlsNode is a node of its own with a PLAINTEXT and an SSL listener (no client
+// certificates asked).
+type tlsNode struct {
+	logs  *syncbuf.Buffer   // the node's logs, from debug level
+	addrs map[string]string // the listeners' addresses by name
+	ca    *testcerts.CA     // the CA of the node's certificate
+}
+
+// startTLSNode starts a tlsNode, closed when the test ends; configure changes
+// its settings.
+func startTLSNode(t *testing.T, configure func(*appliance.Config)) *tlsNode {
+	t.Helper()
+	dir := t.TempDir()
+	tn := &tlsNode{logs: &syncbuf.Buffer{}, addrs: map[string]string{}, ca: testcerts.NewCA(t, dir, "ca")}
+	server := tn.ca.Issue(t, "server", pkix.Name{CommonName: "server"})
+	n, err := startNode(filepath.Join(dir, "data"), func(c *appliance.Config) {
+		c.NodeName = "kafkaapi-tls"
+		c.Logger = slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0"}
+		c.TLSCert, c.TLSKey = server.CertFile, server.KeyFile
+		configure(c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, a := range n.ListenerAddrs() {
+		listener, addr, _ := strings.Cut(a, "://")
+		tn.addrs[listener] = addr
+	}
+	return tn
+}
+
+// dialSSL is a connection to the SSL listener, after the TLS handshake.
+func (tn *tlsNode) dialSSL(t *testing.T) *kconn {
+	t.Helper()
+	c := dial(t, tn.addrs["SSL"])
+	pool := x509.NewCertPool()
+	pool.AddCert(tn.ca.Cert)
+	tc := tls.Client(c.nc, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	tc.SetDeadline(time.Now().Add(ioTimeout))
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	tc.SetDeadline(time.Time{})
+	c.nc = tc
+	return c
+}
+
+// clientHello is the first record a TLS client sends: its ClientHello.
+func clientHello(t *testing.T) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tls.Client(a, &tls.Config{ServerName: "127.0.0.1", InsecureSkipVerify: true}).Handshake()
+	}()
+	defer func() { a.Close(); b.Close(); <-done }()
+	b.SetReadDeadline(time.Now().Add(ioTimeout))
+	hello := make([]byte, 5)
+	if _, err := io.ReadFull(b, hello); err != nil {
+		t.Fatal(err)
+	}
+	hello = append(hello, make([]byte, binary.BigEndian.Uint16(hello[3:]))...)
+	if _, err := io.ReadFull(b, hello[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if hello[0] != 0x16 {
+		t.Fatalf("the client's first record has type %d, want a handshake (22)", hello[0])
+	}
+	return hello
 }
