@@ -41,9 +41,9 @@ const aclPauseTopic = "acl-pause"
 //
 // The nodes run on loopback (a pause needs no network namespace): no root needed.
 func TestACLChangedWhilePaused(t *testing.T) {
+	start := time.Now()
 	nodes := testnode.StartCluster(t, 3, append([]string{"--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"--authorizer", "acl", "--super-users", "User:ANONYMOUS"}, faultArgs...)...)
-	start := time.Now()
 	const oldPass, newPass = "alice-secret", "alice-new-secret"
 	createSCRAMUser(t, nodes[0].Addr, "alice", oldPass)
 	createTopicWith(t, nodes[0].Addr, aclPauseTopic, 3, 3, map[string]string{"min.insync.replicas": "2"})
@@ -118,6 +118,9 @@ func TestACLChangedWhilePaused(t *testing.T) {
 	deleted := time.Now()
 	t.Logf("%v after the freeze: the other nodes refuse alice", deleted.Sub(paused).Round(time.Millisecond))
 	poll(t, 30*time.Second, "alice's producer refused with TOPIC_AUTHORIZATION_FAILED", func() bool {
+		if n := p.ackedAfter(deleted); n > 0 {
+			t.Fatalf("%d of alice's records produced after her ACL was deleted were acknowledged while node %d was frozen", n, victim.ID)
+		}
 		return p.refusedAfter(deleted, kerr.TopicAuthorizationFailed) > 0
 	})
 
@@ -160,7 +163,7 @@ func TestACLChangedWhilePaused(t *testing.T) {
 			seen[answer("new password", codes, err, all)]++
 			for _, q := range all {
 				if err == nil && codes[q] == 0 {
-					t.Errorf("node %d acknowledged alice's record to %s-%d %v after it resumed, her ACL deleted", victim.ID, aclPauseTopic, q, time.Since(resumed))
+					t.Fatalf("node %d acknowledged alice's record to %s-%d %v after it resumed, her ACL deleted", victim.ID, aclPauseTopic, q, time.Since(resumed))
 				}
 			}
 			if err == nil && refusedAll(codes, all) {
@@ -172,7 +175,7 @@ func TestACLChangedWhilePaused(t *testing.T) {
 			seen[answer("old password", codes, err, all)]++
 			for _, q := range all {
 				if err == nil && codes[q] == 0 {
-					t.Errorf("node %d acknowledged alice's record to %s-%d (her old password) %v after it resumed", victim.ID, aclPauseTopic, q, time.Since(resumed))
+					t.Fatalf("node %d acknowledged alice's record to %s-%d (her old password) %v after it resumed", victim.ID, aclPauseTopic, q, time.Since(resumed))
 				}
 			}
 			if errors.Is(err, kerr.SaslAuthenticationFailed) {
