@@ -187,13 +187,18 @@ func aliceProduce(ctx context.Context, cl *kgo.Client, partitions []int32, acks 
 	if err != nil {
 		return nil, err
 	}
+	return produceCodes(resp), nil
+}
+
+// produceCodes is a Produce answer's error code by partition.
+func produceCodes(resp kmsg.Response) map[int32]int16 {
 	codes := map[int32]int16{}
 	for _, rt := range resp.(*kmsg.ProduceResponse).Topics {
 		for _, rp := range rt.Partitions {
 			codes[rp.Partition] = rp.ErrorCode
 		}
 	}
-	return codes, nil
+	return codes
 }
 
 // seedRequest sends req to cl's (first) seed broker only, and waits 5 s at most.

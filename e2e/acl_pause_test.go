@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"skiff/internal/testnode"
@@ -237,13 +236,7 @@ func aliceLoginProduce(ctx context.Context, t *testing.T, n *testnode.Node, pass
 	if err != nil {
 		return nil, err
 	}
-	codes := map[int32]int16{}
-	for _, rt := range resp.(*kmsg.ProduceResponse).Topics {
-		for _, rp := range rt.Partitions {
-			codes[rp.Partition] = rp.ErrorCode
-		}
-	}
-	return codes, nil
+	return produceCodes(resp), nil
 }
 
 // answer names a produce answer for a tally: the error, or the code of each partition.

@@ -19,10 +19,10 @@ import (
 	"skiff/txn"
 )
 
-// startTxnV2Cluster starts three nodes, the second and third joining the
-// first, all with transaction version 2 served, and waits until every one is
-// a live broker.
-func startTxnV2Cluster(t *testing.T) []*appliance.Node {
+// startTxnCluster starts one node per entry of versions, each serving that
+// transaction version, the others joining the first over etcd, and waits until
+// every one is a live broker.
+func startTxnCluster(t *testing.T, name string, versions ...int16) []*appliance.Node {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,10 +31,10 @@ func startTxnV2Cluster(t *testing.T) []*appliance.Node {
 	etcd := l.Addr().String() // the first node's etcd client port, which the others join
 	l.Close()
 	var nodes []*appliance.Node
-	for i := range 3 {
+	for i, version := range versions {
 		n, err := startNode(t.TempDir(), func(c *appliance.Config) {
-			c.Txn.Version = 2
-			c.NodeName = fmt.Sprintf("tv2-%d", i)
+			c.Txn.Version = version
+			c.NodeName = fmt.Sprintf("%s-%d", name, i)
 			if i == 0 {
 				c.EtcdClient = etcd
 			} else {
@@ -48,11 +48,11 @@ func startTxnV2Cluster(t *testing.T) []*appliance.Node {
 		nodes = append(nodes, n)
 	}
 	c := dial(t, nodes[0].KafkaAddr())
-	waitFor(t, 60*time.Second, "three live brokers", func() bool {
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d live brokers", len(nodes)), func() bool {
 		req := kmsg.NewPtrMetadataRequest()
 		req.SetVersion(8)
 		req.Topics = []kmsg.MetadataRequestTopic{}
-		return len(c.do(req).(*kmsg.MetadataResponse).Brokers) == 3
+		return len(c.do(req).(*kmsg.MetadataResponse).Brokers) == len(nodes)
 	})
 	return nodes
 }
@@ -333,7 +333,7 @@ func txnV2Pipelined(t *testing.T, c *kconn, coordID int32) {
 // leaders of a three-partition topic on all three: two of them add their
 // partition with AddPartitionsToTxn v5 to the coordinator's broker.
 func TestTxnV2ProduceThreeNodes(t *testing.T) {
-	nodes := startTxnV2Cluster(t)
+	nodes := startTxnCluster(t, "tv2", 2, 2, 2)
 	byID := map[int32]*appliance.Node{}
 	for _, n := range nodes {
 		byID[n.ID()] = n

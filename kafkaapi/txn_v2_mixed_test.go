@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -21,44 +20,6 @@ import (
 	"skiff/appliance"
 )
 
-// startMixedCluster starts two nodes joined over etcd, the first serving
-// transaction version 2 and the second version 1, and waits until both are
-// live brokers.
-func startMixedCluster(t *testing.T) (tv2, tv1 *appliance.Node) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	etcd := l.Addr().String()
-	l.Close()
-	var nodes []*appliance.Node
-	for i, version := range []int16{2, 1} {
-		n, err := startNode(t.TempDir(), func(c *appliance.Config) {
-			c.Txn.Version = version
-			c.NodeName = fmt.Sprintf("mixed-%d", i)
-			if i == 0 {
-				c.EtcdClient = etcd
-			} else {
-				c.Join = []string{etcd}
-			}
-		})
-		if err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-		t.Cleanup(func() { n.Close() })
-		nodes = append(nodes, n)
-	}
-	c := dial(t, nodes[0].KafkaAddr())
-	waitFor(t, 60*time.Second, "two live brokers", func() bool {
-		req := kmsg.NewPtrMetadataRequest()
-		req.SetVersion(8)
-		req.Topics = []kmsg.MetadataRequestTopic{}
-		return len(c.do(req).(*kmsg.MetadataResponse).Brokers) == 2
-	})
-	return nodes[0], nodes[1]
-}
-
 // TestTxnV2MixedCluster: with one node at transaction-version 2 and one at
 // 1, a client that opted into transaction version 2 (franz-go does when any
 // broker lists the finalized feature) cannot put a partition led by the node
@@ -67,7 +28,8 @@ func startMixedCluster(t *testing.T) (tv2, tv1 *appliance.Node) {
 // aborts on, never appended, and never fatal. A transaction wholly on the
 // node at 2 commits.
 func TestTxnV2MixedCluster(t *testing.T) {
-	tv2, tv1 := startMixedCluster(t)
+	nodes := startTxnCluster(t, "mixed", 2, 1) // the first at 2, the second at 1
+	tv2, tv1 := nodes[0], nodes[1]
 	c2, c1 := dial(t, tv2.KafkaAddr()), dial(t, tv1.KafkaAddr())
 	for _, tc := range []struct {
 		c    *kconn
