@@ -74,6 +74,10 @@ type Config struct {
 	// settings, and the result gives the ratio.
 	TransactionalID string
 	TxnRecords      int
+	// flushEvery > 0 (set by runTransactional, not a flag) makes the
+	// idempotent producers Flush every flushEvery records: a transaction's
+	// cadence without the transaction.
+	flushEvery int
 	// ReadCommitted makes consumers read at isolation read_committed (default
 	// read_uncommitted, franz-go's).
 	ReadCommitted bool
@@ -185,8 +189,12 @@ func (cfg Config) baselineOptions(run *Result) BaselineOptions {
 	return BaselineOptions{Replication: cfg.Mode != Consume && run.ReplicationFactor > 1, WarmUp: cfg.BaselineWarmUp}
 }
 
-// runTransactional measures idempotent producers, then transactional ones with
-// the same settings, and returns the transactional result with the comparison.
+// runTransactional measures idempotent producers, then the same flushing
+// every TxnRecords records, then transactional ones with the same settings,
+// and returns the transactional result with the comparisons. The flushed run
+// tells what a transaction costs beyond the Flush it needs before it commits
+// (every record acknowledged), which the idempotent run hides behind the
+// requests it keeps in flight.
 func runTransactional(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
 	idem := cfg
 	idem.TransactionalID = ""
@@ -194,13 +202,25 @@ func runTransactional(ctx context.Context, cfg Config, progress *progressLine) (
 	if err != nil {
 		return nil, fmt.Errorf("idempotent run: %w", err)
 	}
+	flushing := idem
+	flushing.flushEvery = cfg.TxnRecords
+	flushed, err := runProduce(ctx, flushing, progress)
+	if err != nil {
+		return nil, fmt.Errorf("idempotent run flushing every %d records: %w", cfg.TxnRecords, err)
+	}
 	res, err := runProduce(ctx, cfg, progress)
 	if err != nil {
 		return nil, fmt.Errorf("transactional run: %w", err)
 	}
-	res.Transactional.IdempotentRecordsPerSec = base.RecordsPerSec
+	t := res.Transactional
+	t.IdempotentRecordsPerSec = base.RecordsPerSec
+	t.FlushedRecordsPerSec = flushed.RecordsPerSec
+	t.FlushedFlushLatency = flushed.Transactional.FlushLatency
 	if base.RecordsPerSec > 0 {
-		res.Transactional.Ratio = res.RecordsPerSec / base.RecordsPerSec
+		t.Ratio = res.RecordsPerSec / base.RecordsPerSec
+	}
+	if flushed.RecordsPerSec > 0 {
+		t.FlushedRatio = res.RecordsPerSec / flushed.RecordsPerSec
 	}
 	return res, nil
 }

@@ -105,8 +105,11 @@ type loadProducer struct {
 	// read after run returns.
 	gaps ackGaps
 	// txnRecords > 0: the producer is transactional and commits a transaction
-	// every txnRecords records; txns counts the commits.
+	// every txnRecords records; txns counts the commits. With flushOnly it is
+	// idempotent and only flushes every txnRecords records (the transactional
+	// run's flushed baseline): txns counts the flushes.
 	txnRecords int
+	flushOnly  bool
 	txns       int64
 	// phases times each committed transaction from the client's side: from
 	// BeginTransaction until its last record was handed to the client (buffer),
@@ -287,14 +290,17 @@ func (p *loadProducer) begin() error {
 	if p.txnRecords <= 0 {
 		return nil
 	}
-	if err := p.k.Kafka().BeginTransaction(); err != nil {
-		return fmt.Errorf("begin transaction: %w", p.k.Explain(err))
+	if !p.flushOnly {
+		if err := p.k.Kafka().BeginTransaction(); err != nil {
+			return fmt.Errorf("begin transaction: %w", p.k.Explain(err))
+		}
 	}
 	p.txnBegan = p.clock.now()
 	return nil
 }
 
-// commit flushes the open transaction's records and commits it.
+// commit flushes the open transaction's records and commits it (with
+// flushOnly, only flushes them).
 func (p *loadProducer) commit() error {
 	ctx := context.Background()
 	buffered := p.clock.now()
@@ -302,6 +308,12 @@ func (p *loadProducer) commit() error {
 		return fmt.Errorf("flush: %w", err)
 	}
 	flushed := p.clock.now()
+	if p.flushOnly {
+		p.txns++
+		p.phases.buffer.record(buffered - p.txnBegan)
+		p.phases.flush.record(flushed - buffered)
+		return nil
+	}
 	if err := p.k.Kafka().EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit transaction: %w", p.k.Explain(err))
 	}
@@ -511,8 +523,11 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		}
 		defer k.Close()
 		producers[i] = newLoadProducer(k, clock, cfg.RecordSize, cfg.Mode == E2E, &acked)
-		if cfg.TransactionalID != "" {
+		switch {
+		case cfg.TransactionalID != "":
 			producers[i].txnRecords = cfg.TxnRecords
+		case cfg.flushEvery > 0:
+			producers[i].txnRecords, producers[i].flushOnly = cfg.flushEvery, true
 		}
 	}
 
@@ -602,7 +617,7 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 		res.LingerMs = &ms
 	}
 	res.Records, res.Bytes, res.Failed = acked.records.Load(), acked.bytes.Load(), acked.failed.Load()
-	if cfg.TransactionalID != "" {
+	if cfg.TransactionalID != "" || cfg.flushEvery > 0 {
 		res.Transactional = &TxnComparison{TxnRecords: cfg.TxnRecords}
 		var ph txnPhases
 		for _, p := range producers {

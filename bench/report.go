@@ -72,13 +72,20 @@ type Result struct {
 	Ratios   map[string]float64 `json:"ratios,omitempty"` // MBPerSec / each baseline's MB/s
 }
 
-// TxnComparison is a transactional produce run beside the idempotent run of the
-// same settings before it.
+// TxnComparison is a transactional produce run beside the idempotent runs of
+// the same settings before it.
 type TxnComparison struct {
 	TxnRecords              int     `json:"txn_records"`  // records per transaction
 	Transactions            int64   `json:"transactions"` // committed
 	IdempotentRecordsPerSec float64 `json:"idempotent_records_per_sec"`
 	Ratio                   float64 `json:"ratio"` // transactional / idempotent records/s
+	// The same idempotent producers flushing every TxnRecords records: the
+	// transaction's cadence without the transaction, so FlushedRatio
+	// (transactional / flushed records/s) is what the transactions themselves
+	// cost, and FlushedFlushLatency the time of one such Flush.
+	FlushedRecordsPerSec float64         `json:"flushed_records_per_sec,omitempty"`
+	FlushedRatio         float64         `json:"flushed_ratio,omitempty"`
+	FlushedFlushLatency  *LatencySummary `json:"flushed_flush,omitempty"`
 	// The phases of each transaction as the client saw them: BeginTransaction
 	// until its last record was handed to the client, then Flush (every record
 	// acknowledged), then EndTransaction (committed).
@@ -163,6 +170,13 @@ func (r *Result) writeText(w io.Writer) error {
 		if t.BufferLatency != nil && t.FlushLatency != nil && t.EndLatency != nil && t.FlushLatency.Count > 0 {
 			fmt.Fprintf(&b, "txn phases   p50 %.2f ms to buffer the records, %.2f ms Flush, %.2f ms EndTransaction (p95 %.2f, %.2f, %.2f)\n",
 				t.BufferLatency.P50, t.FlushLatency.P50, t.EndLatency.P50, t.BufferLatency.P95, t.FlushLatency.P95, t.EndLatency.P95)
+		}
+		if t.FlushedRecordsPerSec > 0 {
+			fmt.Fprintf(&b, "flushed      idempotent, a Flush every %d records: %.0f records/s; transactional / flushed %.2f", t.TxnRecords, t.FlushedRecordsPerSec, t.FlushedRatio)
+			if f := t.FlushedFlushLatency; f != nil && f.Count > 0 {
+				fmt.Fprintf(&b, " (Flush p50 %.2f ms, p95 %.2f)", f.P50, f.P95)
+			}
+			b.WriteString("\n")
 		}
 	}
 	if r.ClientCPUSeconds > 0 && r.Seconds > 0 {

@@ -108,7 +108,7 @@ producers and the consumer share this machine's CPUs with the brokers.`
 	}
 	if mode == bench.Produce {
 		flags = append(flags,
-			&cli.StringFlag{Name: "transactional-id", Usage: "produce in transactions as `ID`-0, ID-1, ... (one per producer), after an idempotent run of the same settings, and print the ratio"},
+			&cli.StringFlag{Name: "transactional-id", Usage: "produce in transactions as `ID`-0, ID-1, ... (one per producer), after idempotent runs of the same settings (streaming, then flushing every --txn-records), and print the ratios"},
 			&cli.IntFlag{Name: "txn-records", Value: 1000, Usage: "with --transactional-id: commit a transaction every `N` records"},
 		)
 	}

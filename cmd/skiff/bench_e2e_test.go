@@ -243,9 +243,10 @@ func TestNullServerProcess(t *testing.T) {
 	}
 }
 
-// TestBenchTransactional: --transactional-id runs idempotent producers, then
-// transactional ones committing every --txn-records, and reports the ratio; the
-// topic then holds both runs' records, which read_committed consumers read too.
+// TestBenchTransactional: --transactional-id runs idempotent producers, the
+// same flushing every --txn-records, then transactional ones committing every
+// --txn-records, and reports the ratios; the topic then holds the three runs'
+// records, which read_committed consumers read too.
 func TestBenchTransactional(t *testing.T) {
 	b := e2eBrokers(t)
 	topic := uniqueTopic("bench-txn")
@@ -255,17 +256,22 @@ func TestBenchTransactional(t *testing.T) {
 		p.Transactional.TxnRecords != 100 || p.Transactional.IdempotentRecordsPerSec <= 0 || p.Transactional.Ratio <= 0 {
 		t.Fatalf("transactional produce: %+v %+v", p, p.Transactional)
 	}
-	// Each committed transaction (not the warm-up's) is timed in every phase.
+	if tx := p.Transactional; tx.FlushedRecordsPerSec <= 0 || tx.FlushedRatio <= 0 {
+		t.Fatalf("flushed baseline missing: %+v", tx)
+	}
+	// Each committed transaction (not the warm-up's) is timed in every phase,
+	// and each Flush of the flushed run (every 100 records).
 	for name, s := range map[string]*bench.LatencySummary{"txn_buffer": p.Transactional.BufferLatency,
-		"txn_flush": p.Transactional.FlushLatency, "txn_end": p.Transactional.EndLatency} {
+		"txn_flush": p.Transactional.FlushLatency, "txn_end": p.Transactional.EndLatency,
+		"flushed_flush": p.Transactional.FlushedFlushLatency} {
 		if s == nil || s.Count != 20 || s.P50 <= 0 {
 			t.Fatalf("%s: %+v, want 20 transactions timed", name, s)
 		}
 	}
-	// Both runs: 2000 records each plus 2 warm-up records per partition each.
+	// The three runs: 2000 records each plus 2 warm-up records per partition each.
 	for _, iso := range []string{"read_uncommitted", "read_committed"} {
-		if c := benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--isolation", iso); c.Records != 4008 {
-			t.Fatalf("consume --isolation %s read %d records, want 4008", iso, c.Records)
+		if c := benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--isolation", iso); c.Records != 6012 {
+			t.Fatalf("consume --isolation %s read %d records, want 6012", iso, c.Records)
 		}
 	}
 	mustContain(t, "txn-records 0", skiffErr(t, nil, "bench", "produce", "-b", b, "-t", topic, "--transactional-id", "x", "--txn-records", "0"), "at least 1")

@@ -4,7 +4,7 @@
 # always, a single node's default; one node started with --flush-policy replicated;
 # three nodes, RF 3, min.insync.replicas=2) and both --transaction-version 1 and 2
 # (the order alternating by round), fresh nodes of $SKIFF, then `skiff bench produce
-# --transactional-id X --txn-records 1000` (idempotent then transactional, one
+# --transactional-id X --txn-records 1000` (idempotent, idempotent flushing every 1000 records, then transactional, one
 # invocation), and under TV2 `skiff bench consume` read_committed then read_uncommitted.
 # One JSON line per run appended to $OUT with the load average, the nodes' CPU seconds
 # and wall seconds of the run, and the nodes' skiff_txn_first_writes_total by `how`

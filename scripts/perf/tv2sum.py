@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summary of scripts/perf/tv2.sh's JSON lines (docs/performance.md, Transactions):
 per tag, configuration and transaction version, each round's ratio (transactional /
-idempotent records/s), idempotent and transactional records/s, transactions a second,
+idempotent records/s), the flushed ratio (transactional / idempotent flushing every
+--txn-records, when the bench ran that), idempotent and transactional records/s, transactions a second,
 txn_flush p50, the nodes' CPU seconds over wall seconds, the load average, and the
 implicit adds (first_writes.added: > 0 only when franz-go ran TV2) and the nodes' Go
 allocations and collections when recorded; then TV2/TV1 of
@@ -25,7 +26,9 @@ def main(paths):
             t = r['result']['transactional']
             txn = r['result']['records_per_sec']
             fw = r.get('first_writes', {})
-            print(f"  r{r['round']} ratio {t['ratio']:.2f}  idem {t['idempotent_records_per_sec']/1e3:.0f}k"
+            fl = (f"  flushed {t['flushed_ratio']:.2f} ({t['flushed_records_per_sec']/1e3:.0f}k,"
+                  f" Flush p50 {t['flushed_flush']['p50_ms']:.2f} ms)" if t.get('flushed_ratio') else '')
+            print(f"  r{r['round']} ratio {t['ratio']:.2f}{fl}  idem {t['idempotent_records_per_sec']/1e3:.0f}k"
                   f"  txn {txn/1e3:.0f}k  {t['transactions']/r['result']['seconds']:.0f} txn/s"
                   f"  flush p50 {t['txn_flush']['p50_ms']:.2f} ms  end p50 {t['txn_end']['p50_ms']:.2f} ms"
                   f"  cpu/wall {r['server_cpu_s']/r['wall_s']:.2f}  load {r['load'].split()[0]}"
