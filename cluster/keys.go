@@ -223,6 +223,19 @@ func decodeBroker(key string, data []byte) (Broker, error) {
 	return b, nil
 }
 
+// decodeRegistration decodes broker key's value as written at createRevision.
+// Its epoch (Broker.Epoch) is the one the value carries, the first
+// registration's of the broker's run, when the broker registered again; else
+// createRevision. The controller's snapshot and the ISR stamped on new
+// partitions must agree on it, or a new partition's ISR looks restarted.
+func decodeRegistration(key string, data []byte, createRevision int64) (Broker, error) {
+	b, err := decodeBroker(key, data)
+	if err == nil && b.Epoch == 0 {
+		b.Epoch = createRevision
+	}
+	return b, err
+}
+
 func encodeNode(n NodeMember) string {
 	return encode(nodeValue{Version: valueVersion, ID: n.NodeID, MemberName: n.MemberName, MemberID: strconv.FormatUint(n.MemberID, 16)})
 }

@@ -327,3 +327,44 @@ func TestSessionRenewFailuresLoggedOnce(t *testing.T) {
 		t.Errorf("%d failed renewals at info, %d at debug: want the first only at info", info, debug)
 	}
 }
+
+// TestNewPartitionsInSyncWithRegisteredAgain: a broker that registered again
+// in the same run keeps its first registration's epoch in its value (its key's
+// create revision is new). A partition created on it must be stamped with that
+// epoch, the one the controller reads, or its ISR looks restarted from birth
+// and the controller shrinks it to the leader with a new leader epoch.
+func TestNewPartitionsInSyncWithRegisteredAgain(t *testing.T) {
+	m := startMember(t, "")
+	ctx := testCtx(t)
+	c := startCache(t, m.Client())
+	s := New(m.Client(), quiet)
+	// Epoch 1: a registration again under its run's first epoch, older than
+	// any key (etcd's first write is revision 2).
+	b := Broker{ID: 7, Host: "h", Port: 9092, DataDirID: "dir", Epoch: 1}
+	sess, err := s.RegisterBroker(ctx, b, 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	waitFor(t, 5*time.Second, "cache sees broker", func() bool { got, ok := c.Broker(7); return ok && got.Epoch == 1 })
+	if resp, err := m.Client().Get(ctx, brokerKey(7)); err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].CreateRevision == 1 {
+		t.Fatalf("broker key %v: %v (its create revision must differ from the epoch for this test)", resp.Kvs, err)
+	}
+	if _, err := s.CreateTopic(ctx, Topic{Name: "t", Partitions: 1, ReplicationFactor: 1, Assignment: oneReplica(1, 7)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreatePartitions(ctx, "t", 2, func(Topic) ([][]int32, error) { return [][]int32{{7}}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "cache sees both partitions", func() bool {
+		_, ok := c.Partition("t", 1)
+		return ok
+	})
+	snap := c.Snapshot()
+	for p := range int32(2) {
+		st, _ := snap.Partition("t", p)
+		if st.EpochOf(7) != 1 || !snap.inSync(st, 7) {
+			t.Errorf("partition %d: ISR %v stamped with broker epochs %v, want 1 (in sync: %v)", p, st.ISR, st.ISREpochs, snap.inSync(st, 7))
+		}
+	}
+}

@@ -365,10 +365,7 @@ func (b *builder) apply(kv *mvccpb.KeyValue, del bool) {
 			return
 		}
 		delete(b.next.departed, p)
-		br, err := decodeBroker(key, kv.Value)
-		if br.Epoch == 0 { // the first registration of a run
-			br.Epoch = kv.CreateRevision
-		}
+		br, err := decodeRegistration(key, kv.Value, kv.CreateRevision)
 		if err != nil {
 			b.logger.Error("ignoring metadata key", "key", key, "err", err)
 			return

@@ -385,7 +385,9 @@ func (s *Store) brokerEpochs(ctx context.Context) (func(int32) int64, error) {
 	m := make(map[int32]int64, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		if kind, _, id := parseKey(string(kv.Key)); kind == keyIsBroker {
-			m[id] = kv.CreateRevision
+			if b, err := decodeRegistration(string(kv.Key), kv.Value, kv.CreateRevision); err == nil {
+				m[id] = b.Epoch // as the controller's snapshot reads it
+			}
 		}
 	}
 	return func(id int32) int64 { return m[id] }, nil
