@@ -248,6 +248,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		FS:                     n.fs,
 		SegmentFiles:           logstore.NewFileCache(cfg.SegmentFileCache),
 		Cleaner:                cfg.cleanerConfig(),
+		// Other brokers close connections idle for connections.max.idle.ms
+		// (theirs, normally the same setting as ours): stop reusing ours well before.
+		PeerMaxIdle: cfg.IdleTimeout / 2,
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -44,6 +45,10 @@ const readBufSize = 64 << 10
 
 // maxKeptBody bounds the answer buffer a reusing connection keeps between requests.
 const maxKeptBody = 8 << 20
+
+// errAnswerCut wraps the error of an answer that ended after it began: the
+// request was read, so it is not sent again (BrokerRequest).
+var errAnswerCut = errors.New("answer cut short")
 
 // saslTimeout bounds each request of an authentication.
 const saslTimeout = 10 * time.Second
@@ -160,7 +165,10 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 		return nil, err
 	}
 	var hdr [8]byte
-	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+	if n, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		if n > 0 {
+			err = fmt.Errorf("%w: %w", errAnswerCut, err)
+		}
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(hdr[:]))
@@ -172,7 +180,7 @@ func (c *kconn) exchange(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	}
 	body := c.answerBuf(int(size - 4))
 	if _, err := io.ReadFull(c.r, body); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errAnswerCut, err)
 	}
 	if req.IsFlexible() {
 		// Response header v1: tagged fields after the correlation id (none sent).

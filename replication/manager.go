@@ -109,6 +109,11 @@ type Config struct {
 	// compacted topics (threads, memory, I/O rate); its Targets and Logger are
 	// the Manager's.
 	Cleaner compaction.CleanerConfig
+	// PeerMaxIdle is the longest a BrokerRequest connection is kept idle for
+	// reuse: an older one is closed and a new one dialed. Keep it below the
+	// other brokers' connections.max.idle.ms, after which they close it
+	// (default DefaultPeerMaxIdle).
+	PeerMaxIdle time.Duration
 }
 
 // TopicSpec is one topic as the cluster metadata describes it, with the partitions
@@ -240,6 +245,7 @@ const (
 	DefaultReplicaFetchWaitMax    = 500 * time.Millisecond          // replica.fetch.wait.max.ms
 	DefaultRetentionCheckInterval = 5 * time.Minute                 // log.retention.check.interval.ms
 	DefaultProducerIDExpiration   = compaction.ProducerIDExpiration // producer.id.expiration.ms
+	DefaultPeerMaxIdle            = time.Minute                     // well under connections.max.idle.ms
 )
 
 // NewManager creates the topics folder and starts the retention loop.
@@ -264,6 +270,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.ReplicaFetchWaitMax <= 0 {
 		cfg.ReplicaFetchWaitMax = DefaultReplicaFetchWaitMax
+	}
+	if cfg.PeerMaxIdle <= 0 {
+		cfg.PeerMaxIdle = DefaultPeerMaxIdle
 	}
 	if cfg.BrokerAddr == nil {
 		cfg.BrokerAddr = func(int32) (string, bool) { return "", false }
