@@ -1,6 +1,9 @@
 package kafkaapi
 
-// WriteTxnMarkers, key 27, versions 0..1 advertised; 2 served with Config.TxnV2.
+// WriteTxnMarkers, key 27, versions 0..1 advertised (0..2 with Config.TxnV2);
+// 2 served whatever Config.TxnV2 (api.brokerMax): a coordinator at transaction
+// version 2 still finishing a TV2 transaction after its leaders went back to 1
+// would otherwise be refused until they ran 2 again, its partitions open.
 //
 // Behaviour: sent by transaction coordinators (package txn, through the appliance)
 // to partition leaders: each marker (producer id, epoch, commit or abort,
@@ -42,7 +45,7 @@ import (
 
 func init() {
 	register(api[*kmsg.WriteTxnMarkersRequest]{
-		min: 0, max: 1, txnV2Max: 2,
+		min: 0, max: 1, txnV2Max: 2, brokerMax: 2,
 		handle: (*Server).handleWriteTxnMarkers,
 		entries: func(r *kmsg.WriteTxnMarkersRequest) (n int) {
 			for _, m := range r.Markers {

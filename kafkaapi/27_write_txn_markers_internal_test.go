@@ -29,19 +29,19 @@ func writeTxnMarkersV2(epoch int16, transactionVersion int8) *kmsg.WriteTxnMarke
 	return req
 }
 
-// TestWriteTxnMarkersV2Gated: v2 is served only with Config.TxnV2, and never
-// advertised: ApiVersions keeps 0..1.
-func TestWriteTxnMarkersV2Gated(t *testing.T) {
+// TestWriteTxnMarkersV2Unadvertised: v2 is decoded with or without
+// Config.TxnV2 (a coordinator at transaction version 2 may still send it to a
+// node gone back to 1), and ApiVersions keeps 0..1 without it.
+func TestWriteTxnMarkersV2Unadvertised(t *testing.T) {
 	frame := encodeFrame(writeTxnMarkersV2(1, 2), 1)
-	if d, err := decodeFrame(frame, 0); err != nil || d.req != nil {
-		t.Fatalf("v2 without TxnV2: decoded %v, %v; want unsupported", d.req, err)
-	}
-	d, err := decodeFrameWith(frame, 0, true)
-	if err != nil || d.req == nil {
-		t.Fatalf("v2 with TxnV2: %v, %v", d.req, err)
-	}
-	if got := d.req.(*kmsg.WriteTxnMarkersRequest).Markers[0].TransactionVersion; got != 2 {
-		t.Fatalf("transaction_version decoded as %d", got)
+	for _, txnV2 := range []bool{false, true} {
+		d, err := decodeFrameWith(frame, 0, txnV2)
+		if err != nil || d.req == nil {
+			t.Fatalf("v2, TxnV2 %v: decoded %v, %v; want served", txnV2, d.req, err)
+		}
+		if got := d.req.(*kmsg.WriteTxnMarkersRequest).Markers[0].TransactionVersion; got != 2 {
+			t.Fatalf("TxnV2 %v: transaction_version decoded as %d", txnV2, got)
+		}
 	}
 	for _, k := range APIVersions() {
 		if k.ApiKey == 27 && (k.MinVersion != 0 || k.MaxVersion != 1) {
@@ -86,7 +86,7 @@ func TestWriteTxnMarkersV2Stale(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s := &Server{parts: m, cfg: Config{NodeID: 0, TxnV2: true}}
+	s := &Server{parts: m, cfg: Config{NodeID: 0}} // TxnV2 unset: markers follow their own transaction version
 	c := &conn{srv: s, ctx: ctx}
 	marker := func(req *kmsg.WriteTxnMarkersRequest) int16 {
 		t.Helper()

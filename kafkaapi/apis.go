@@ -22,6 +22,11 @@ type api[R kmsg.Request] struct {
 	// txnV2Max, above max, is the highest version served when Config.TxnV2 is
 	// set (transaction version 2, not advertised yet); 0: none.
 	txnV2Max int16
+	// brokerMax, above max, is the highest version served whatever Config.TxnV2
+	// and never advertised, for a key only brokers send (CLUSTER_ACTION): a
+	// broker's request must not be refused because this node's setting differs
+	// from its sender's (a rolling change of transaction-version); 0: none.
+	brokerMax int16
 	// beforeAuth: the key is served on a SASL listener to a connection that has
 	// not authenticated (ApiVersions, SaslHandshake, SaslAuthenticate); any other
 	// key closes such a connection (sasl.go).
@@ -60,11 +65,12 @@ type api[R kmsg.Request] struct {
 
 // apiKey is one entry of the table: an api with its request type erased.
 type apiKey struct {
-	key      int16
-	name     string // kmsg's name of the key, the label of its request metric
-	file     string // the file that registered it
-	min, max int16
-	txnV2Max int16
+	key       int16
+	name      string // kmsg's name of the key, the label of its request metric
+	file      string // the file that registered it
+	min, max  int16
+	txnV2Max  int16
+	brokerMax int16
 
 	beforeAuth          bool
 	weighsFrame         bool
@@ -95,11 +101,13 @@ func register[R kmsg.Request](a api[R]) {
 		panic(fmt.Sprintf("kafkaapi: key %d: versions %d..%d (kmsg knows up to %d)", key, a.min, a.max, req.MaxVersion()))
 	case a.txnV2Max != 0 && (a.txnV2Max <= a.max || a.txnV2Max > req.MaxVersion()):
 		panic(fmt.Sprintf("kafkaapi: key %d: TV2 versions up to %d after %d (kmsg knows up to %d)", key, a.txnV2Max, a.max, req.MaxVersion()))
+	case a.brokerMax != 0 && (a.brokerMax <= a.max || a.brokerMax > req.MaxVersion()):
+		panic(fmt.Sprintf("kafkaapi: key %d: broker versions up to %d after %d (kmsg knows up to %d)", key, a.brokerMax, a.max, req.MaxVersion()))
 	case (a.handle == nil) == (a.write == nil):
 		panic(fmt.Sprintf("kafkaapi: key %d needs exactly one of handle and write", key))
 	}
 	k := &apiKey{
-		key: key, name: kmsg.NameForKey(key), file: file, min: a.min, max: a.max, txnV2Max: a.txnV2Max,
+		key: key, name: kmsg.NameForKey(key), file: file, min: a.min, max: a.max, txnV2Max: a.txnV2Max, brokerMax: a.brokerMax,
 		beforeAuth: a.beforeAuth, weighsFrame: a.weighsFrame, plainResponseHeader: a.plainResponseHeader,
 		shape: a.shape, unsupported: a.unsupported, pipelined: a.pipelined,
 		entries: func(kmsg.Request) int { return 0 },
@@ -131,13 +139,14 @@ func lookup(key int16) *apiKey {
 func servedAt(key, version int16) *apiKey { return servedWith(key, version, false) }
 
 // servedWith is servedAt with the versions of transaction version 2 served
-// too when txnV2 is set (Config.TxnV2).
+// too when txnV2 is set (Config.TxnV2). Versions up to brokerMax are served
+// either way.
 func servedWith(key, version int16, txnV2 bool) *apiKey {
 	a := lookup(key)
 	if a == nil || version < a.min {
 		return nil
 	}
-	if version <= a.max || (txnV2 && version <= a.txnV2Max) {
+	if version <= a.max || version <= a.brokerMax || (txnV2 && version <= a.txnV2Max) {
 		return a
 	}
 	return nil

@@ -71,7 +71,7 @@ func encodeFrame(req kmsg.Request, corr int32) []byte {
 func servedRequests() []kmsg.Request { return servedRequestsWith(false) }
 
 // servedRequestsWith is servedRequests with the versions of transaction version 2
-// (txnV2Max) too when txnV2 is set.
+// (txnV2Max) too when txnV2 is set; those up to brokerMax either way.
 func servedRequestsWith(txnV2 bool) []kmsg.Request {
 	var out []kmsg.Request
 	for _, a := range apis {
@@ -79,7 +79,7 @@ func servedRequestsWith(txnV2 bool) []kmsg.Request {
 			continue
 		}
 		key := a.key
-		last := a.max
+		last := max(a.max, a.brokerMax)
 		if txnV2 {
 			last = max(last, a.txnV2Max)
 		}

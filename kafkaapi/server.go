@@ -133,6 +133,7 @@ type Config struct {
 	// docs/design/txn-v2.md) above the advertised ones (api.txnV2Max): never
 	// advertised, so only a client that knows of it (another Skiff broker, a
 	// test) sends them. False by default until the feature is finalized (WP4).
+	// WriteTxnMarkers v2 is served without it too (api.brokerMax).
 	TxnV2 bool
 	// ViewCurrent waits while this node is recovering from a pause of its process or a
 	// loss of its session, until ctx ends, and reports whether its view of the cluster

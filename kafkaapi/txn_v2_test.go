@@ -1,6 +1,7 @@
 package kafkaapi_test
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,4 +53,50 @@ func TestTxnV2Node(t *testing.T) {
 		t.Fatalf("log end %d after the repeat, want 3 (appended again)", end)
 	}
 	wantCode(t, "TV2 marker below the producer's epoch", marker(f.epoch), kerr.InvalidProducerEpoch.Code)
+}
+
+// TestWriteTxnMarkersV2AtTxnVersion1: a node at transaction version 1 (the
+// shared node) serves WriteTxnMarkers v2, which a coordinator at 2 sends to
+// end a TV2 transaction whose leader went back to 1 (a rolling change of
+// transaction-version): the marker at the transaction's epoch plus one is
+// written and the last stable offset moves past the transaction. ApiVersions
+// there still advertises 0..1.
+func TestWriteTxnMarkersV2AtTxnVersion1(t *testing.T) {
+	c := dial(t, sharedNode(t).KafkaAddr())
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	for _, k := range c.do(req).(*kmsg.ApiVersionsResponse).ApiKeys {
+		if k.ApiKey == 27 && (k.MinVersion != 0 || k.MaxVersion != 1) {
+			t.Fatalf("WriteTxnMarkers advertised %d..%d at transaction version 1, want 0..1", k.MinVersion, k.MaxVersion)
+		}
+	}
+
+	f := newTxnFixture(t, c)
+	wantCode(t, "add partition", f.addPartition(t, c, 0, f.epoch, f.topic).Topics[0].Partitions[0].ErrorCode, 0)
+	f.produce(t, c, 0, "tv2")
+	if lso := listOffset(t, c, f.topic, 1); lso != 0 {
+		t.Fatalf("LSO %d with the transaction open, want 0", lso)
+	}
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion = f.pid, f.epoch+1, true, 1, 2
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: f.topic, Partitions: []int32{0}}}
+	mr := kmsg.NewPtrWriteTxnMarkersRequest()
+	mr.SetVersion(2)
+	mr.Markers = append(mr.Markers, m)
+	corr := c.send(mr)
+	frame, err := c.readFrame(ioTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) == 6 && int16(binary.BigEndian.Uint16(frame[4:])) == kerr.UnsupportedVersion.Code {
+		t.Fatal("WriteTxnMarkers v2 refused at transaction version 1: UNSUPPORTED_VERSION")
+	}
+	resp, err := parseResponse(mr.Key(), 2, corr, frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "TV2 marker", resp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode, 0)
+	if lso := listOffset(t, c, f.topic, 1); lso != 2 {
+		t.Fatalf("LSO %d after the TV2 commit marker, want 2", lso)
+	}
 }
