@@ -231,8 +231,9 @@ func (n *Node) sendMarkers(ctx context.Context, id int32, ms []txn.Marker) ([]tx
 
 // markersRequest is the WriteTxnMarkers request of markers, one partition per
 // marker: v1, or v2 when one of them is of transaction version 2 (KIP-1228), so
-// that a cluster without TV2 sees the requests it always did. A broker serves v2
-// only with TV2 on (kafkaapi.Config.TxnV2), which TV2 markers imply.
+// that a cluster without TV2 sees the requests it always did. Every broker
+// serves v2 whatever its own transaction version (advertised only at 2), so a
+// TV2 transaction still ends on a leader gone back to 1.
 func markersRequest(ms []txn.Marker) *kmsg.WriteTxnMarkersRequest {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.SetVersion(1)
