@@ -28,3 +28,7 @@ var (
 // APIVersionsTxnV2 is what ApiVersions lists with Config.TxnV2: the served
 // versions of transaction version 2 as their keys' maxima.
 func APIVersionsTxnV2() []kmsg.ApiVersionsResponseApiKey { return apiVersionsWith(true) }
+
+// ServedAt reports whether a node at transaction version 1 serves key at
+// version: more than it advertises for the keys only brokers send (brokerMax).
+func ServedAt(key, version int16) bool { return servedAt(key, version) != nil }
