@@ -74,6 +74,9 @@ type Config struct {
 	// settings, and the result gives the ratio.
 	TransactionalID string
 	TxnRecords      int
+	// TxnRounds (with TransactionalID; 0 or 1: one) splits the three runs
+	// into that many rounds, the order alternating (txn_rounds.go).
+	TxnRounds int
 	// flushEvery > 0 (set by runTransactional, not a flag) makes the
 	// idempotent producers Flush every flushEvery records: a transaction's
 	// cadence without the transaction.
@@ -187,42 +190,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 // of more than one replica.
 func (cfg Config) baselineOptions(run *Result) BaselineOptions {
 	return BaselineOptions{Replication: cfg.Mode != Consume && run.ReplicationFactor > 1, WarmUp: cfg.BaselineWarmUp}
-}
-
-// runTransactional measures idempotent producers, then the same flushing
-// every TxnRecords records, then transactional ones with the same settings,
-// and returns the transactional result with the comparisons. The flushed run
-// tells what a transaction costs beyond the Flush it needs before it commits
-// (every record acknowledged), which the idempotent run hides behind the
-// requests it keeps in flight.
-func runTransactional(ctx context.Context, cfg Config, progress *progressLine) (*Result, error) {
-	idem := cfg
-	idem.TransactionalID = ""
-	base, err := runProduce(ctx, idem, progress)
-	if err != nil {
-		return nil, fmt.Errorf("idempotent run: %w", err)
-	}
-	flushing := idem
-	flushing.flushEvery = cfg.TxnRecords
-	flushed, err := runProduce(ctx, flushing, progress)
-	if err != nil {
-		return nil, fmt.Errorf("idempotent run flushing every %d records: %w", cfg.TxnRecords, err)
-	}
-	res, err := runProduce(ctx, cfg, progress)
-	if err != nil {
-		return nil, fmt.Errorf("transactional run: %w", err)
-	}
-	t := res.Transactional
-	t.IdempotentRecordsPerSec = base.RecordsPerSec
-	t.FlushedRecordsPerSec = flushed.RecordsPerSec
-	t.FlushedFlushLatency = flushed.Transactional.FlushLatency
-	if base.RecordsPerSec > 0 {
-		t.Ratio = res.RecordsPerSec / base.RecordsPerSec
-	}
-	if flushed.RecordsPerSec > 0 {
-		t.FlushedRatio = res.RecordsPerSec / flushed.RecordsPerSec
-	}
-	return res, nil
 }
 
 // producerOpts are the franz-go options of benchmark producer i: its defaults

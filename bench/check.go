@@ -57,6 +57,10 @@ func (cfg *Config) Check() error {
 			return fmt.Errorf("--txn-records must be at least 1, not %d", cfg.TxnRecords)
 		case cfg.Rate != 0:
 			return errors.New("--transactional-id measures throughput: --rate does not apply")
+		case cfg.TxnRounds < 0 || cfg.TxnRounds > 100:
+			return fmt.Errorf("--rounds must be from 1 to 100, not %d", cfg.TxnRounds)
+		case cfg.Records > 0 && cfg.Records < int64(max(cfg.TxnRounds, 1)*cfg.Producers):
+			return fmt.Errorf("--records %d is fewer than --rounds × --producers (%d × %d): each producer needs a record in each round", cfg.Records, max(cfg.TxnRounds, 1), cfg.Producers)
 		}
 	}
 	if cfg.DeliveryTimeout == 0 {

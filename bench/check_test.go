@@ -31,6 +31,8 @@ func TestConfigCheck(t *testing.T) {
 		{func(c *Config) { c.Linger = 61 * time.Second }, "--linger must be from 0 to 60000 ms, not 61000"},
 		{func(c *Config) { c.TransactionalID = "t" }, "--txn-records must be at least 1"},
 		{func(c *Config) { c.TransactionalID, c.TxnRecords, c.Rate = "t", 10, 5 }, "--rate does not apply"},
+		{func(c *Config) { c.TransactionalID, c.TxnRecords, c.TxnRounds = "t", 10, 101 }, "--rounds must be from 1 to 100"},
+		{func(c *Config) { c.TransactionalID, c.TxnRecords, c.Records, c.Producers = "t", 10, 2, 3 }, "fewer than --rounds × --producers (1 × 3)"},
 		{func(c *Config) { c.BaselineWarmUp = 1 }, "--warm-up must be from"},
 		{func(c *Config) { c.BaselineWarmUp = BaselineChunk }, "needs --baseline"},
 	} {

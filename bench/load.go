@@ -122,6 +122,12 @@ type loadProducer struct {
 // txnPhases are the client-side phases of a producer's transactions.
 type txnPhases struct{ buffer, flush, end histogram }
 
+func (ph *txnPhases) merge(o *txnPhases) {
+	ph.buffer.merge(&o.buffer)
+	ph.flush.merge(&o.flush)
+	ph.end.merge(&o.end)
+}
+
 // ackGaps finds the longest time a partition went without an acknowledgement while
 // one of this producer's records waited for one: for each acknowledgement, the time
 // since the later of the partition's previous acknowledgement and the record's
@@ -618,16 +624,13 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	}
 	res.Records, res.Bytes, res.Failed = acked.records.Load(), acked.bytes.Load(), acked.failed.Load()
 	if cfg.TransactionalID != "" || cfg.flushEvery > 0 {
-		res.Transactional = &TxnComparison{TxnRecords: cfg.TxnRecords}
-		var ph txnPhases
+		t := &TxnComparison{TxnRecords: cfg.TxnRecords, phases: new(txnPhases)}
 		for _, p := range producers {
-			res.Transactional.Transactions += p.txns
-			ph.buffer.merge(&p.phases.buffer)
-			ph.flush.merge(&p.phases.flush)
-			ph.end.merge(&p.phases.end)
+			t.Transactions += p.txns
+			t.phases.merge(&p.phases)
 		}
-		b, f, e := ph.buffer.summary(), ph.flush.summary(), ph.end.summary()
-		res.Transactional.BufferLatency, res.Transactional.FlushLatency, res.Transactional.EndLatency = &b, &f, &e
+		t.setPhases()
+		res.Transactional = t
 	}
 	if err := acked.firstErr(); err != nil {
 		res.FirstError = producers[0].k.Explain(err).Error()
@@ -635,17 +638,17 @@ func runProduce(ctx context.Context, cfg Config, progress *progressLine) (*Resul
 	res.setElapsed(prodEnd - start)
 	res.ClientCPUSeconds = (cpuEnd - cpuStart).Seconds()
 	brokers.end(context.WithoutCancel(ctx), res) // an interrupted run still reports its brokers' CPU
-	var lat histogram
 	var maxLag int64
 	var gaps ackGaps
+	res.lat = new(histogram)
 	for _, p := range producers {
-		p.lat.addTotal(&lat)
+		p.lat.addTotal(res.lat)
 		maxLag = max(maxLag, p.maxLag.Load())
 		if p.gaps.longest > gaps.longest {
 			gaps = p.gaps
 		}
 	}
-	s := lat.summary()
+	s := res.lat.summary()
 	res.ProduceLatency = &s
 	if res.Records > 0 {
 		gap := ms(gaps.longest)

@@ -70,6 +70,8 @@ type Result struct {
 
 	Baseline *BaselineResult    `json:"baseline,omitempty"`
 	Ratios   map[string]float64 `json:"ratios,omitempty"` // MBPerSec / each baseline's MB/s
+
+	lat *histogram // ProduceLatency's, kept to add up runs (combineRuns)
 }
 
 // TxnComparison is a transactional produce run beside the idempotent runs of
@@ -92,6 +94,19 @@ type TxnComparison struct {
 	BufferLatency *LatencySummary `json:"txn_buffer,omitempty"`
 	FlushLatency  *LatencySummary `json:"txn_flush,omitempty"`
 	EndLatency    *LatencySummary `json:"txn_end,omitempty"`
+	// With --rounds R > 1 (txn_rounds.go): R, and each round's ratios; Ratio
+	// and FlushedRatio are of the totals.
+	Rounds             int       `json:"rounds,omitempty"`
+	RoundRatios        []float64 `json:"round_ratios,omitempty"`
+	RoundFlushedRatios []float64 `json:"round_flushed_ratios,omitempty"`
+
+	phases *txnPhases // the summaries', kept to add up runs
+}
+
+// setPhases sets the phases' summaries from t.phases.
+func (t *TxnComparison) setPhases() {
+	b, f, e := t.phases.buffer.summary(), t.phases.flush.summary(), t.phases.end.summary()
+	t.BufferLatency, t.FlushLatency, t.EndLatency = &b, &f, &e
 }
 
 const (
@@ -170,6 +185,13 @@ func (r *Result) writeText(w io.Writer) error {
 		if t.BufferLatency != nil && t.FlushLatency != nil && t.EndLatency != nil && t.FlushLatency.Count > 0 {
 			fmt.Fprintf(&b, "txn phases   p50 %.2f ms to buffer the records, %.2f ms Flush, %.2f ms EndTransaction (p95 %.2f, %.2f, %.2f)\n",
 				t.BufferLatency.P50, t.FlushLatency.P50, t.EndLatency.P50, t.BufferLatency.P95, t.FlushLatency.P95, t.EndLatency.P95)
+		}
+		if t.Rounds > 1 {
+			fmt.Fprintf(&b, "rounds       %d, the order alternating; ratio per round %s", t.Rounds, ratiosText(t.RoundRatios))
+			if len(t.RoundFlushedRatios) > 0 {
+				fmt.Fprintf(&b, ", transactional / flushed %s", ratiosText(t.RoundFlushedRatios))
+			}
+			b.WriteString("\n")
 		}
 		if t.FlushedRecordsPerSec > 0 {
 			fmt.Fprintf(&b, "flushed      idempotent, a Flush every %d records: %.0f records/s; transactional / flushed %.2f", t.TxnRecords, t.FlushedRecordsPerSec, t.FlushedRatio)
@@ -335,4 +357,12 @@ func (s *sampler) stop() {
 	if s.line != nil {
 		s.line.clear()
 	}
+}
+
+func ratiosText(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2f", r)
+	}
+	return strings.Join(parts, " ")
 }

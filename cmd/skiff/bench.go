@@ -110,6 +110,7 @@ producers and the consumer share this machine's CPUs with the brokers.`
 		flags = append(flags,
 			&cli.StringFlag{Name: "transactional-id", Usage: "produce in transactions as `ID`-0, ID-1, ... (one per producer), after idempotent runs of the same settings (streaming, then flushing every --txn-records), and print the ratios"},
 			&cli.IntFlag{Name: "txn-records", Value: 1000, Usage: "with --transactional-id: commit a transaction every `N` records"},
+			&cli.IntFlag{Name: "rounds", Value: 1, Usage: "with --transactional-id: split each of the three runs into `R` parts, run in rounds whose order alternates, and print the ratios of the totals (--duration and --records are each run's in all)"},
 		)
 	}
 	if mode == bench.Consume {
@@ -166,10 +167,16 @@ func benchConfigFrom(c *cli.Context, mode bench.Mode) (bench.Config, error) {
 		}
 		return cfg, nil
 	}
+	if mode == bench.Produce && c.IsSet("rounds") && !c.IsSet("transactional-id") {
+		return cfg, errors.New("--rounds is for the transactional comparison: it needs --transactional-id")
+	}
 	if mode == bench.Produce && c.IsSet("transactional-id") {
-		cfg.TransactionalID, cfg.TxnRecords = c.String("transactional-id"), c.Int("txn-records")
+		cfg.TransactionalID, cfg.TxnRecords, cfg.TxnRounds = c.String("transactional-id"), c.Int("txn-records"), c.Int("rounds")
 		if cfg.TransactionalID == "" {
 			return cfg, errors.New("--transactional-id must not be empty")
+		}
+		if cfg.TxnRounds < 1 {
+			return cfg, fmt.Errorf("--rounds must be from 1 to 100, not %d", cfg.TxnRounds)
 		}
 	}
 	p, rf := c.Int("partitions"), c.Int("replication-factor")

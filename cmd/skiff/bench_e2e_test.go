@@ -254,7 +254,7 @@ func TestBenchTransactional(t *testing.T) {
 		"--transactional-id", topic, "--txn-records", "100")
 	if p.Records != 2000 || p.Failed != 0 || p.Transactional == nil || p.Transactional.Transactions != 20 ||
 		p.Transactional.TxnRecords != 100 || p.Transactional.IdempotentRecordsPerSec <= 0 || p.Transactional.Ratio <= 0 {
-		t.Fatalf("transactional produce: %+v %+v", p, p.Transactional)
+		t.Fatalf("transactional produce: %d records, %d failed; %+v", p.Records, p.Failed, p.Transactional)
 	}
 	if tx := p.Transactional; tx.FlushedRecordsPerSec <= 0 || tx.FlushedRatio <= 0 {
 		t.Fatalf("flushed baseline missing: %+v", tx)
@@ -275,6 +275,43 @@ func TestBenchTransactional(t *testing.T) {
 		}
 	}
 	mustContain(t, "txn-records 0", skiffErr(t, nil, "bench", "produce", "-b", b, "-t", topic, "--transactional-id", "x", "--txn-records", "0"), "at least 1")
+}
+
+// TestBenchTransactionalRounds: with --rounds each of the three runs is split
+// into that many parts, run in rounds of alternating order; the totals are
+// those of one run each, and each round's ratios are given.
+func TestBenchTransactionalRounds(t *testing.T) {
+	b := e2eBrokers(t)
+	topic := uniqueTopic("bench-txn-rounds")
+	p := benchJSON(t, "bench", "produce", "-b", b, "-t", topic, "--records", "3000", "--partitions", "2", "--record-size", "100",
+		"--transactional-id", topic, "--txn-records", "100", "--rounds", "3")
+	tx := p.Transactional
+	if p.Records != 3000 || p.Failed != 0 || tx == nil || tx.Transactions != 30 || tx.Rounds != 3 ||
+		len(tx.RoundRatios) != 3 || len(tx.RoundFlushedRatios) != 3 || tx.Ratio <= 0 || tx.FlushedRatio <= 0 {
+		t.Fatalf("transactional produce in rounds: %d records, %d failed; %+v", p.Records, p.Failed, tx)
+	}
+	for i := range 3 {
+		if tx.RoundRatios[i] <= 0 || tx.RoundFlushedRatios[i] <= 0 {
+			t.Fatalf("round %d: ratio %v, flushed ratio %v", i+1, tx.RoundRatios[i], tx.RoundFlushedRatios[i])
+		}
+	}
+	for name, s := range map[string]*bench.LatencySummary{"txn_flush": tx.FlushLatency, "flushed_flush": tx.FlushedFlushLatency,
+		"produce_latency": p.ProduceLatency} {
+		if s == nil || s.P50 <= 0 {
+			t.Fatalf("%s: %+v", name, s)
+		}
+	}
+	if tx.FlushLatency.Count != 30 || tx.FlushedFlushLatency.Count != 30 || p.ProduceLatency.Count != 3000 {
+		t.Fatalf("latencies of one round only? txn_flush %d, flushed_flush %d, produce %d; want 30, 30, 3000",
+			tx.FlushLatency.Count, tx.FlushedFlushLatency.Count, p.ProduceLatency.Count)
+	}
+	// Nine runs of 1000 records, each after 2 warm-up records per partition.
+	if c := benchJSON(t, "bench", "consume", "-b", b, "-t", topic, "--isolation", "read_committed"); c.Records != 9036 {
+		t.Fatalf("consume read %d records, want 9036", c.Records)
+	}
+	out := skiffOK(t, nil, "bench", "produce", "-b", b, "-t", topic, "--records", "400", "--partitions", "2", "--record-size", "100",
+		"--transactional-id", topic, "--txn-records", "100", "--rounds", "2")
+	mustContain(t, "text report", out, "rounds       2, the order alternating; ratio per round ")
 }
 
 // TestBenchCompact runs skiff bench compact against a broker whose cleaner looks

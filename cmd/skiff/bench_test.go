@@ -48,6 +48,11 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "compact", "--dir", "/nonexistent-skiff"}, "--dir"},
 		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--txn-records", "0"}, "--txn-records must be at least 1"},
 		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--rate", "5"}, "--rate does not apply"},
+		{[]string{"bench", "produce", "-t", "x", "--rounds", "2"}, "needs --transactional-id"},
+		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--rounds", "0"}, "--rounds must be from 1 to 100"},
+		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--rounds", "101"}, "--rounds must be from 1 to 100"},
+		{[]string{"bench", "produce", "-t", "x", "--transactional-id", "t", "--rounds", "3", "--records", "2"}, "--records 2 is fewer than --rounds × --producers (3 × 1)"},
+		{[]string{"bench", "consume", "-t", "x", "--rounds", "2"}, "flag provided but not defined"},
 	} {
 		args := tc.args
 		if args[1] != "baseline" {

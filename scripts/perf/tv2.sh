@@ -13,7 +13,8 @@
 #   usage: scripts/perf/tv2.sh  (env: SKIFF=./skiff, BENCH=$SKIFF (the client), ROUNDS=3,
 #   CONFS="1a 1r 3", WORK=/tmp/skiff-tv2, OUT=$WORK/tv2.jsonl, TAG, D=5s, ARGS (extra serve
 #   args), PORTBASE=23000: uses PORTBASE..PORTBASE+39, FIRST=1: the first round's number,
-#   PRODUCERS=1: bench producers, each with its own transactional id in the transactional run)
+#   PRODUCERS=1: bench producers, each with its own transactional id in the transactional run,
+#   LINGER: the bench's --linger in ms (unset: franz-go's 10), TVS="1 2": transaction versions)
 # A/B of two builds, interleaved: for r in 1 2 3; do for t in base new; do
 #   TAG=$t SKIFF=/tmp/skiff-$t FIRST=$r ROUNDS=1 OUT=/tmp/tv2.jsonl scripts/perf/tv2.sh; done; done
 # Summary: scripts/perf/tv2sum.py $OUT
@@ -21,7 +22,8 @@ set -eu
 SKIFF=$(realpath "${SKIFF:-./skiff}"); BENCH=$(realpath "${BENCH:-$SKIFF}")
 WORK=${WORK:-/tmp/skiff-tv2}; OUT=${OUT:-$WORK/tv2.jsonl}; D=${D:-5s}; ROUNDS=${ROUNDS:-3}
 TAG=${TAG:-default}; PB=${PORTBASE:-23000}; read -r -a EXTRA <<< "${ARGS:-}"
-CONFS=${CONFS:-1a 1r 3}; PRODUCERS=${PRODUCERS:-1}
+CONFS=${CONFS:-1a 1r 3}; PRODUCERS=${PRODUCERS:-1}; TVS=${TVS:-1 2}
+LARGS=(); [ -n "${LINGER:-}" ] && LARGS=(--linger "$LINGER")
 pids=()
 stop() { kill ${pids[@]} 2>/dev/null || true; wait ${pids[@]} 2>/dev/null || true; pids=(); rm -rf "$WORK/run"; }
 trap stop EXIT
@@ -56,7 +58,7 @@ run() { # round conf tv
   esac
   local c0 w0 res c1 w1 fw cons="{}"
   c0=$(cpu); w0=$(now)
-  res=$(nice -n 5 "$BENCH" bench produce -b $B --http 127.0.0.1:$((PB + 1)) -t bench -k "$PRODUCERS" "${bargs[@]}" --transactional-id X --txn-records 1000 -d $D --json)
+  res=$(nice -n 5 "$BENCH" bench produce -b $B --http 127.0.0.1:$((PB + 1)) -t bench -k "$PRODUCERS" "${LARGS[@]}" "${bargs[@]}" --transactional-id X --txn-records 1000 -d $D --json)
   c1=$(cpu); w1=$(now); fw=$(firstwrites $n); mem=$(gomem $n)
   if [ "$tv" = 2 ]; then
     local rc ru
@@ -75,7 +77,7 @@ mkdir -p "$WORK"
 FIRST=${FIRST:-1}
 for r in $(seq "$FIRST" $((FIRST + ROUNDS - 1))); do
   for conf in $CONFS; do
-    if [ $((r % 2)) = 1 ]; then order="1 2"; else order="2 1"; fi
+    if [ $((r % 2)) = 1 ]; then order=$TVS; else order=$(echo $TVS | rev); fi
     for tv in $order; do run "$r" "$conf" "$tv"; done
   done
 done
