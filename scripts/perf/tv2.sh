@@ -14,7 +14,8 @@
 #   CONFS="1a 1r 3", WORK=/tmp/skiff-tv2, OUT=$WORK/tv2.jsonl, TAG, D=5s, ARGS (extra serve
 #   args), PORTBASE=23000: uses PORTBASE..PORTBASE+39, FIRST=1: the first round's number,
 #   PRODUCERS=1: bench producers, each with its own transactional id in the transactional run,
-#   LINGER: the bench's --linger in ms (unset: franz-go's 10), TVS="1 2": transaction versions)
+#   LINGER: the bench's --linger in ms (unset: franz-go's 10), BROUNDS: the bench's --rounds,
+#   TVS="1 2": transaction versions)
 # A/B of two builds, interleaved: for r in 1 2 3; do for t in base new; do
 #   TAG=$t SKIFF=/tmp/skiff-$t FIRST=$r ROUNDS=1 OUT=/tmp/tv2.jsonl scripts/perf/tv2.sh; done; done
 # Summary: scripts/perf/tv2sum.py $OUT
@@ -23,7 +24,7 @@ SKIFF=$(realpath "${SKIFF:-./skiff}"); BENCH=$(realpath "${BENCH:-$SKIFF}")
 WORK=${WORK:-/tmp/skiff-tv2}; OUT=${OUT:-$WORK/tv2.jsonl}; D=${D:-5s}; ROUNDS=${ROUNDS:-3}
 TAG=${TAG:-default}; PB=${PORTBASE:-23000}; read -r -a EXTRA <<< "${ARGS:-}"
 CONFS=${CONFS:-1a 1r 3}; PRODUCERS=${PRODUCERS:-1}; TVS=${TVS:-1 2}
-LARGS=(); [ -n "${LINGER:-}" ] && LARGS=(--linger "$LINGER")
+LARGS=(); [ -n "${LINGER:-}" ] && LARGS=(--linger "$LINGER"); [ -n "${BROUNDS:-}" ] && LARGS+=(--rounds "$BROUNDS")
 pids=()
 stop() { kill ${pids[@]} 2>/dev/null || true; wait ${pids[@]} 2>/dev/null || true; pids=(); rm -rf "$WORK/run"; }
 trap stop EXIT

@@ -34,6 +34,9 @@ def main(paths):
                   f"  cpu/wall {r['server_cpu_s']/r['wall_s']:.2f}  load {r['load'].split()[0]}"
                   f"  added {fw.get('added', 0)} asked {fw.get('asked', 0)} noticed {fw.get('noticed', 0)}"
                   + (f"  alloc {r['go_mem']['alloc']/1e9:.2f} GB gcs {r['go_mem']['gcs']}" if 'go_mem' in r else ''))
+            if t.get('rounds'):
+                print(f"     {t['rounds']} bench rounds: ratio " + ' '.join(f'{x:.2f}' for x in t['round_ratios'])
+                      + '; flushed ratio ' + ' '.join(f'{x:.2f}' for x in t['round_flushed_ratios']))
             c = r.get('consume') or {}
             if c:
                 rc, ru = c['read_committed'], c['read_uncommitted']
