@@ -24,37 +24,79 @@ import (
 // every one is a live broker.
 func startTxnCluster(t *testing.T, name string, versions ...int16) []*appliance.Node {
 	t.Helper()
+	return newTxnCluster(t, name, versions...).nodes
+}
+
+// txnCluster is a cluster of startTxnCluster whose nodes can be stopped and
+// started again on their data directories, at another transaction version.
+type txnCluster struct {
+	t     *testing.T
+	nodes []*appliance.Node
+	dirs  []string
+	names []string // etcd member names
+	// etcd holds each node's etcd client and peer addresses, the same across
+	// restarts: the other members know the peer address from the membership.
+	etcd [][2]string
+}
+
+// freeAddr returns a 127.0.0.1 address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	etcd := l.Addr().String() // the first node's etcd client port, which the others join
-	l.Close()
-	var nodes []*appliance.Node
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// newTxnCluster is startTxnCluster keeping what a restart needs.
+func newTxnCluster(t *testing.T, name string, versions ...int16) *txnCluster {
+	t.Helper()
+	tc := &txnCluster{t: t}
 	for i, version := range versions {
-		n, err := startNode(t.TempDir(), func(c *appliance.Config) {
-			c.Txn.Version = version
-			c.NodeName = fmt.Sprintf("%s-%d", name, i)
-			if i == 0 {
-				c.EtcdClient = etcd
-			} else {
-				c.Join = []string{etcd}
+		tc.dirs = append(tc.dirs, t.TempDir())
+		tc.names = append(tc.names, fmt.Sprintf("%s-%d", name, i))
+		tc.etcd = append(tc.etcd, [2]string{freeAddr(t), freeAddr(t)})
+		tc.nodes = append(tc.nodes, nil)
+		tc.start(i, version, func(c *appliance.Config) {
+			if i > 0 {
+				c.Join = []string{tc.etcd[0][0]} // the first node's etcd client address
 			}
 		})
-		if err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-		t.Cleanup(func() { n.Close() })
-		nodes = append(nodes, n)
 	}
-	c := dial(t, nodes[0].KafkaAddr())
-	waitFor(t, 60*time.Second, fmt.Sprintf("%d live brokers", len(nodes)), func() bool {
+	c := dial(t, tc.nodes[0].KafkaAddr())
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d live brokers", len(tc.nodes)), func() bool {
 		req := kmsg.NewPtrMetadataRequest()
 		req.SetVersion(8)
 		req.Topics = []kmsg.MetadataRequestTopic{}
-		return len(c.do(req).(*kmsg.MetadataResponse).Brokers) == len(nodes)
+		return len(c.do(req).(*kmsg.MetadataResponse).Brokers) == len(tc.nodes)
 	})
-	return nodes
+	return tc
+}
+
+// start starts node i on its data directory at transaction version version
+// (a restart once it ran; Join is then ignored).
+func (tc *txnCluster) start(i int, version int16, opts ...func(*appliance.Config)) *appliance.Node {
+	tc.t.Helper()
+	n, err := startNode(tc.dirs[i], append([]func(*appliance.Config){func(c *appliance.Config) {
+		c.Txn.Version = version
+		c.NodeName, c.EtcdClient, c.EtcdPeer = tc.names[i], tc.etcd[i][0], tc.etcd[i][1]
+	}}, opts...)...)
+	if err != nil {
+		tc.t.Fatalf("node %d: %v", i, err)
+	}
+	tc.t.Cleanup(func() { n.Close() })
+	tc.nodes[i] = n
+	return n
+}
+
+// stop closes node i.
+func (tc *txnCluster) stop(i int) {
+	tc.t.Helper()
+	if err := tc.nodes[i].Close(); err != nil {
+		tc.t.Fatalf("close node %d: %v", i, err)
+	}
 }
 
 // tv2Producer is a transactional producer driven by hand as a TV2 client
