@@ -105,7 +105,8 @@ func TestNewPartitionsInSyncAfterReregistration(t *testing.T) {
 		ps := leadersOf(t, via.Addr, barrier)
 		return len(ps) == 1 && len(ps[0].ISR) == 3
 	})
-	t.Logf("brokers %v registered again under their first epochs %v (%v since start)", ids(nodes), first, time.Since(start).Round(time.Millisecond))
+	t.Logf("brokers %v (leases revoked) and %d (paused) registered again under their first epochs %v (%v since start)",
+		ids(others), x.ID, first, time.Since(start).Round(time.Millisecond))
 
 	// New partitions: CreateTopics, then CreatePartitions.
 	createTopicWith(t, via.Addr, topic, 3, 3, map[string]string{"min.insync.replicas": "2"})
@@ -138,6 +139,7 @@ func TestNewPartitionsInSyncAfterReregistration(t *testing.T) {
 	if len(resp.Kvs) != 6 {
 		t.Fatalf("%d partitions of %s in etcd, want 6", len(resp.Kvs), topic)
 	}
+	leaders := map[int32]int32{}
 	for _, kv := range resp.Kvs {
 		var st struct {
 			Leader         int32   `json:"leader"`
@@ -149,6 +151,8 @@ func TestNewPartitionsInSyncAfterReregistration(t *testing.T) {
 		if err := json.Unmarshal(kv.Value, &st); err != nil {
 			t.Fatal(err)
 		}
+		p, _ := strconv.Atoi(string(kv.Key[strings.LastIndexByte(string(kv.Key), '/')+1:]))
+		leaders[int32(p)] = st.Leader
 		var want []int64
 		for _, b := range st.ISR {
 			want = append(want, first[b])
@@ -169,10 +173,11 @@ func TestNewPartitionsInSyncAfterReregistration(t *testing.T) {
 	// Every broker's Metadata agrees, and an acks=all produce to every
 	// partition is acknowledged at once.
 	for _, n := range nodes {
-		ps := leadersOf(t, n.Addr, topic)
-		if len(ps) != 6 {
-			t.Errorf("broker %d lists %d partitions of %s, want 6", n.ID, len(ps), topic)
-		}
+		var ps kadm.PartitionDetails
+		poll(t, 10*time.Second, fmt.Sprintf("broker %d lists the 6 partitions of %s", n.ID, topic), func() bool {
+			ps = leadersOf(t, n.Addr, topic)
+			return len(ps) == 6
+		})
 		for _, p := range ps.Sorted() {
 			if p.LeaderEpoch != 0 || len(p.ISR) != 3 {
 				t.Errorf("broker %d: %s/%d led by %d at leader epoch %d, ISR %v; want leader epoch 0 and a full ISR", n.ID, topic, p.Partition, p.Leader, p.LeaderEpoch, p.ISR)
@@ -183,9 +188,9 @@ func TestNewPartitionsInSyncAfterReregistration(t *testing.T) {
 		return
 	}
 	for p := range int32(6) {
-		leader := nodes[0]
+		var leader *testnode.Node
 		for _, n := range nodes {
-			if n.ID == leadersOf(t, via.Addr, topic)[p].Leader {
+			if n.ID == leaders[p] {
 				leader = n
 			}
 		}
