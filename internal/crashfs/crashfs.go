@@ -16,7 +16,9 @@
 //
 // Sync semantics are MemFS's: a file's data is durable once the file is synced,
 // a directory entry (a created, removed or renamed file) once its directory is.
-// A truncation is durable once the truncated file is synced.
+// A truncation is durable once the truncated file is synced; until then a crash
+// image holds the file either as it was or cut, and in both cases with every byte
+// below the cut that was synced before it (as ftruncate: same inode, shorter).
 package crashfs
 
 import (
