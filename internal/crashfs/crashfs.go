@@ -16,7 +16,9 @@
 //
 // Sync semantics are MemFS's: a file's data is durable once the file is synced,
 // a directory entry (a created, removed or renamed file) once its directory is.
-// A truncation is durable once the truncated file is synced.
+// A truncation is durable once the truncated file is synced; until then a crash
+// image holds the file either as it was or cut, and in both cases with every byte
+// below the cut that was synced before it (as ftruncate: same inode, shorter).
 package crashfs
 
 import (
@@ -464,13 +466,37 @@ func (f *file) sync(kind errorfs.OpKind) error {
 	return nil
 }
 
+// syncedData returns what a crash now leaves of the file at name when no
+// unsynced data survives: its synced bytes, reached through its synced directory
+// entry (nil if there is none). The caller holds the file's mu, under which the
+// file is synced together with its directory after a truncation, so this is the
+// synced data of the file the caller truncates, or of the one its unsynced
+// replacement stands in for. It copies the filesystem: truncations are rare.
+func (fs *FS) syncedData(name string) ([]byte, error) {
+	img := fs.mem.CrashClone(vfs.CrashCloneCfg{})
+	f, err := img.Open(name)
+	if err != nil {
+		return nil, nil // no synced directory entry: nothing of it is durable
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
 func (f *file) Prefetch(off, n int64) error { return nil }
 
 func (f *file) Fd() uintptr { return vfs.InvalidFd }
 
 // Truncate cuts (or extends with zeros) the file to size. The MemFS file is
 // replaced by a new one under the same name holding the kept bytes; until this
-// file is synced, a crash image still has the old one.
+// file is synced, a crash image may have the old one (the cut not yet durable)
+// or the new one (the cut durable).
+//
+// Either must be what ftruncate on a real filesystem can leave, which changes
+// the size of the same inode and nothing below the cut: the new file starts out
+// with the old one's synced bytes below the cut already synced, and only the
+// rest of the kept bytes unsynced. (A crash image may take an unsynced directory
+// entry in place of a synced one, so a new file holding nothing synced could
+// come back empty, losing synced data that no real truncation loses.)
 func (f *file) Truncate(size int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -481,9 +507,22 @@ func (f *file) Truncate(size int64) error {
 	if _, err := f.inner.ReadAt(keep, 0); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	durable, err := f.fs.syncedData(f.name)
+	if err != nil {
+		return err
+	}
 	nf, err := f.fs.mem.Create(f.name, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
+	}
+	if len(durable) > 0 {
+		if _, err := nf.WriteAt(durable[:min(int64(len(durable)), size)], 0); err == nil {
+			err = nf.Sync() // the new file's data only: its directory entry stays unsynced
+		}
+		if err != nil {
+			nf.Close()
+			return err
+		}
 	}
 	if _, err := nf.WriteAt(keep, 0); err != nil {
 		nf.Close()

@@ -151,3 +151,39 @@ func TestInjectedWriteError(t *testing.T) {
 	}
 	f.Close()
 }
+
+// A truncation never loses synced bytes below the cut: a power failure after it
+// leaves the file either as it was on disk before (the truncation not yet
+// durable) or cut, with at least the synced bytes below the cut, as ftruncate on
+// a real filesystem does (the same inode, only shorter). The replacement file
+// that emulates the cut must not come back in place of the old one holding less
+// than the old one's synced prefix.
+func TestTruncateKeepsSyncedPrefix(t *testing.T) {
+	synced := bytes.Repeat([]byte("s"), 3000)
+	for seed := range uint64(200) {
+		fs := New(seed)
+		if err := fs.MkdirAll("/d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		syncDir(t, fs, "/")
+		f := create(t, fs, "/d/f", synced, true)
+		syncDir(t, fs, "/d")
+		if _, err := f.WriteAt(bytes.Repeat([]byte("u"), 900), 3000); err != nil { // unsynced
+			t.Fatal(err)
+		}
+		if err := f.(interface{ Truncate(int64) error }).Truncate(2000); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := contents(t, fs, "/d/f"); !bytes.Equal(got, synced[:2000]) {
+			t.Fatalf("seed %d: after Truncate the file holds %d bytes", seed, len(got))
+		}
+		got, ok := contents(t, fs.Restart(), "/d/f")
+		if !ok || len(got) < 2000 || !bytes.Equal(got[:2000], synced[:2000]) {
+			t.Fatalf("seed %d: a crash after the truncation left %d bytes (exists %v), not the %d synced below the cut", seed, len(got), ok, 2000)
+		}
+		if len(got) > 2000 && !bytes.HasPrefix(got, synced) {
+			t.Fatalf("seed %d: an image longer than the cut (%d bytes) is not the file before it", seed, len(got))
+		}
+		f.Close()
+	}
+}
