@@ -112,20 +112,9 @@ type tv2Producer struct {
 // coordinator is broker coordID, reached on coord.
 func newTV2Producer(t *testing.T, coord *kconn, coordID int32) *tv2Producer {
 	t.Helper()
-	for range 200 {
-		id := topicName(t, "id")
-		fc := kmsg.NewPtrFindCoordinatorRequest()
-		fc.SetVersion(1)
-		fc.CoordinatorKey, fc.CoordinatorType = id, 1
-		if findTxnCoordinator(t, coord, fc).NodeID != coordID {
-			continue
-		}
-		p := &tv2Producer{id: id, seqs: map[int32]int32{}}
-		p.pid, p.epoch = initTxnAt(t, coord, 3, p.id)
-		return p
-	}
-	t.Fatalf("no transactional id of 200 has its coordinator on broker %d", coordID)
-	return nil
+	p := &tv2Producer{id: txnIDCoordinatedOn(t, coord, coordID), seqs: map[int32]int32{}}
+	p.pid, p.epoch = initTxnAt(t, coord, 3, p.id)
+	return p
 }
 
 // produceAt sends one Produce request at version v to c with a

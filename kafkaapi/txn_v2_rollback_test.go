@@ -87,7 +87,7 @@ func startRollback(t *testing.T, ctx context.Context, name string) *rollback {
 		return cl
 	}
 	for i := range r.ids {
-		r.ids[i] = newTV2Producer(t, coord, coordID).id // an id coordinated there
+		r.ids[i] = txnIDCoordinatedOn(t, coord, coordID)
 	}
 	r.committer, r.aborter = producer(r.ids[0]), producer(r.ids[1])
 	for i, cl := range []*kgo.Client{r.aborter, r.committer, r.aborter, r.committer, r.committer} {
